@@ -1,0 +1,390 @@
+#include "cli/commands.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/dsl/library.hpp"
+#include "core/dsl/printer.hpp"
+#include "core/dsl/session.hpp"
+#include "core/graph/elaborate.hpp"
+#include "core/graph/passes.hpp"
+#include "core/interp/check.hpp"
+#include "core/io/writers.hpp"
+
+namespace sg::cli {
+
+namespace {
+
+int fail(const std::string& msg) {
+  std::cerr << "stepgraph: error: " << msg << "\n";
+  return 2;
+}
+
+// 80% of MemAvailable: the default refusal bound for instances too big to build.
+uint64_t default_memory_limit() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024 / 10 * 8;
+  return uint64_t{8} << 30;
+}
+
+struct Prepared {
+  Session s;
+  Target t;
+  std::vector<uint32_t> ns;
+  ElabOptions opts;
+};
+
+// Parses the shared flags and resolves the target. Returns 0, or the exit code to stop with.
+int prepare(const Common& c, Prepared& p, bool many) {
+  std::string err;
+  if (!parse_rank_list(c.ranks, p.ns, err)) return fail("bad -n '" + c.ranks + "': " + err);
+  if (!many && p.ns.size() != 1) return fail("this command takes one rank count (-n N), got '" + c.ranks + "'");
+  for (const auto& kv : c.sets) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+      return fail("--set needs NAME=VALUE, got '" + kv + "'");
+    p.opts.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  if (c.max_memory.empty()) {
+    p.opts.max_memory = default_memory_limit();
+  } else if (!parse_size(c.max_memory, p.opts.max_memory)) {
+    return fail("bad --max-memory '" + c.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
+  }
+  auto points = dump_points();
+  for (const auto& d : c.dump_after) {
+    if (d != "all" && std::find(points.begin(), points.end(), d) == points.end()) {
+      std::string names;
+      for (const auto& x : points) names += (names.empty() ? "" : ", ") + x;
+      return fail("unknown pass '" + d + "' for --dump-after (passes: " + names + ", all)");
+    }
+  }
+  p.t = p.s.resolve(c.target);
+  if (p.s.diags.has_errors() || !p.t.schedule) {
+    p.s.diags.print(std::cerr, p.s.sources);
+    return 2;
+  }
+  bool want_parse = std::find(c.dump_after.begin(), c.dump_after.end(), "parse") != c.dump_after.end() ||
+                    std::find(c.dump_after.begin(), c.dump_after.end(), "all") != c.dump_after.end();
+  if (want_parse) std::cout << "=== after parse ===\n" << print_program(*p.t.program);
+  return 0;
+}
+
+void print_warnings(const Session& s) {
+  for (const auto& d : s.diags.all())
+    if (d.severity != Severity::Error) std::cerr << render_diagnostic(d, s.sources);
+}
+
+std::string one_line_description(const std::string& header, const std::string& name) {
+  std::istringstream in(header);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    // "name — what it does" or "name.sched — what it does"
+    for (const char* sep : {" — ", " - ", ": "}) {
+      auto k = line.find(sep);
+      if (k != std::string::npos && line.compare(0, name.size(), name) == 0) return line.substr(k + std::string(sep).size());
+    }
+    return line;
+  }
+  return "";
+}
+
+}  // namespace
+
+bool parse_size(const std::string& s, uint64_t& out) {
+  size_t i = 0;
+  uint64_t v = 0;
+  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+    if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, static_cast<uint64_t>(s[i] - '0'), &v)) return false;
+    ++i;
+  }
+  if (i == 0) return false;
+  std::string suf = s.substr(i);
+  struct S {
+    const char* n;
+    uint64_t m;
+  };
+  static const S sufs[] = {{"", 1},         {"B", 1},          {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30},
+                           {"TiB", 1ull << 40}, {"K", 1000},     {"M", 1000000},       {"G", 1000000000},   {"T", 1000000000000ull},
+                           {"KB", 1000},    {"MB", 1000000},   {"GB", 1000000000}};
+  for (const auto& x : sufs)
+    if (suf == x.n) return !__builtin_mul_overflow(v, x.m, &out);
+  return false;
+}
+
+bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err) {
+  out.clear();
+  if (s.empty()) return err = "empty", false;
+  std::stringstream ss(s);
+  std::string part;
+  auto num = [&](const std::string& t, uint32_t& v) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) {
+      err = "'" + t + "' is not a rank count";
+      return false;
+    }
+    v = static_cast<uint32_t>(std::stoul(t));
+    if (v < 1) {
+      err = "the number of ranks must be at least 1";
+      return false;
+    }
+    return true;
+  };
+  while (std::getline(ss, part, ',')) {
+    auto dots = part.find("..");
+    if (dots == std::string::npos) {
+      uint32_t v;
+      if (!num(part, v)) return false;
+      out.push_back(v);
+    } else {
+      uint32_t a, b;
+      if (!num(part.substr(0, dots), a) || !num(part.substr(dots + 2), b)) return false;
+      if (a > b) return err = "empty range " + part, false;
+      if (b - a > 100000) return err = "range " + part + " is too long", false;
+      for (uint32_t v = a; v <= b; ++v) out.push_back(v);
+    }
+  }
+  if (out.empty()) return err = "no rank count", false;
+  return true;
+}
+
+int cmd_list(bool json) {
+  nlohmann::json arr = nlohmann::json::array();
+  size_t width = 0;
+  for (const auto& e : library()) width = std::max(width, e.name.size());
+  for (const auto& e : library()) {
+    Session s;
+    const Program* p = s.load_library(e.name);
+    std::string desc = p ? one_line_description(p->header, e.name) : "";
+    if (json) {
+      arr.push_back({{"name", e.name}, {"path", e.path}, {"description", desc}});
+    } else {
+      std::cout << e.name << std::string(width + 2 - e.name.size(), ' ') << desc << "\n";
+    }
+  }
+  if (json) std::cout << arr.dump(2) << "\n";
+  return 0;
+}
+
+int cmd_compile(const CompileOpts& o) {
+  Prepared p;
+  if (int rc = prepare(o.c, p, false)) return rc;
+  p.opts.nranks = p.ns[0];
+  p.opts.only_rank = o.rank;
+  if (o.rank >= 0 && o.rank >= static_cast<int64_t>(p.ns[0]))
+    return fail("--rank " + std::to_string(o.rank) + " is out of range for -n " + std::to_string(p.ns[0]));
+  auto t0 = std::chrono::steady_clock::now();
+  auto g = elaborate(p.s, p.t, p.opts);
+  if (!g) {
+    p.s.diags.print(std::cerr, p.s.sources);
+    return 2;
+  }
+  auto dump = [&](const std::string& pass) {
+    std::cout << "=== after " << pass << " ===\n";
+    write_text(std::cout, *g, p.s.sources);
+  };
+  if (!run_passes(*g, p.s.diags, o.c.dump_after, dump)) {
+    p.s.diags.print(std::cerr, p.s.sources);
+    return 2;
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  print_warnings(p.s);
+  std::ofstream file;
+  std::ostream* os = &std::cout;
+  if (!o.output.empty()) {
+    file.open(o.output);
+    if (!file) return fail("cannot write '" + o.output + "'");
+    os = &file;
+  }
+  if (o.format == "text") write_text(*os, *g, p.s.sources, o.max_steps);
+  else if (o.format == "json") write_json(*os, *g, p.s.sources);
+  else if (o.format == "dot") write_dot(*os, *g, p.s.sources);
+  else {
+    GraphStats st = compute_stats(*g);
+    write_stats(*os, *g, st);
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f s", secs);
+    *os << "build time    " << buf << "\n";
+  }
+  return 0;
+}
+
+int cmd_check(const CheckOpts& o) {
+  Prepared p;
+  if (int rc = prepare(o.c, p, true)) return rc;
+  int rc = 0;
+  nlohmann::json out = nlohmann::json::array();
+  for (uint32_t n : p.ns) {
+    p.opts.nranks = n;
+    uint64_t errors_before = p.s.diags.error_count();
+    size_t diags_before = p.s.diags.all().size();
+    auto g = elaborate(p.s, p.t, p.opts);
+    bool dumped_ok = g && run_passes(*g, p.s.diags, o.c.dump_after, [&](const std::string& pass) {
+                       std::cout << "=== after " << pass << " (N = " << n << ") ===\n";
+                       write_text(std::cout, *g, p.s.sources);
+                     });
+    std::string head = "check " + p.t.schedule->name + " N = " + std::to_string(n) + ": ";
+    if (!g || !dumped_ok || p.s.diags.error_count() > errors_before) {
+      rc = 2;
+      std::string text;
+      for (size_t i = diags_before; i < p.s.diags.all().size(); ++i) text += render_diagnostic(p.s.diags.all()[i], p.s.sources);
+      if (o.json) {
+        out.push_back({{"schedule", p.t.schedule->name}, {"ranks", n}, {"result", "bad-input"}, {"diagnostics", text}});
+      } else {
+        std::cout << head << "bad input\n";
+        std::cerr << text;
+      }
+      continue;
+    }
+    InterpResult r = interpret(*g);
+    PostconditionReport post;
+    if (r.completed) post = check_postconditions(*g, r.initial, r.final);
+    Diagnostics findings;
+    render_findings(*g, r, post, findings);
+    bool ok = r.completed && post.chunks_wrong == 0 && !findings.has_errors();
+    // The verdict names the first kind of defect found, in the design's order.
+    std::string verdict = "ok";
+    auto has = [&](IssueKind k) {
+      for (const auto& is : r.issues)
+        if (is.kind == k) return true;
+      return false;
+    };
+    if (!r.completed) verdict = "stuck";
+    else if (has(IssueKind::Unmatched)) verdict = "unmatched";
+    else if (has(IssueKind::UndefinedRead)) verdict = "undefined-data";
+    else if (!ok) verdict = "wrong-result";
+    if (!ok) rc = std::max(rc, 1);
+    uint64_t transfers = 0;
+    for (StepId s = 0; s < g->size(); ++s)
+      if (g->kind(s) == StepKind::Send && g->match(s) != kNoStep) ++transfers;
+    if (o.json) {
+      nlohmann::json f = nlohmann::json::array();
+      for (const auto& d : findings.all())
+        f.push_back({{"severity", d.severity == Severity::Error ? "error" : "warning"},
+                     {"file", d.loc.file ? p.s.sources.file(d.loc.file).name() : ""},
+                     {"line", d.loc.line},
+                     {"col", d.loc.col},
+                     {"message", d.message}});
+      out.push_back({{"schedule", p.t.schedule->name},
+                     {"ranks", n},
+                     {"result", verdict},
+                     {"steps", g->size()},
+                     {"transfers", transfers},
+                     {"chunks_checked", post.chunks_checked},
+                     {"chunks_wrong", post.chunks_wrong},
+                     {"findings", f}});
+      continue;
+    }
+    if (!ok || !o.quiet) {
+      std::cout << head << verdict << "  (" << with_commas(g->size()) << " steps, " << with_commas(transfers) << " transfers, "
+                << post.chunks_checked << " chunks checked";
+      if (post.chunks_wrong) std::cout << ", " << post.chunks_wrong << " wrong";
+      std::cout << ")\n";
+    }
+    std::cout << findings.render(p.s.sources);
+  }
+  print_warnings(p.s);
+  if (o.json) std::cout << out.dump(2) << "\n";
+  return rc;
+}
+
+int cmd_demo(const std::string& ranks) {
+  std::vector<uint32_t> ns;
+  std::string err;
+  if (!parse_rank_list(ranks, ns, err)) return fail("bad -n '" + ranks + "': " + err);
+  int rc = 0;
+  std::cout << "stepgraph " << STEPGRAPH_VERSION << " — the built-in tour\n\n";
+  std::cout << "1. compile ring_allreduce -n 8 --format stats\n\n";
+  {
+    Session s;
+    Target t = s.resolve("ring_allreduce");
+    ElabOptions o;
+    o.nranks = 8;
+    auto g = t.schedule ? elaborate(s, t, o) : nullptr;
+    if (!g || !run_passes(*g, s.diags, {}, nullptr)) {
+      s.diags.print(std::cerr, s.sources);
+      return 2;
+    }
+    write_stats(std::cout, *g, compute_stats(*g));
+    std::cout << "\n   the first steps:\n";
+    std::ostringstream text;
+    write_text(text, *g, s.sources, 6);
+    std::istringstream in(text.str());
+    std::string line;
+    bool steps = false;
+    while (std::getline(in, line)) {
+      if (line.rfind("steps ", 0) == 0) steps = true;
+      else if (steps) std::cout << "   " << line << "\n";
+    }
+  }
+  std::cout << "\n2. check every library schedule (interpreter + postcondition) at N = " << ranks << "\n\n";
+  size_t width = 4;
+  for (const auto& e : library()) width = std::max(width, e.name.size());
+  std::printf("%-*s  %8s  %8s  %10s  %7s  %s\n", static_cast<int>(width), "schedule", "ok", "refused", "steps@16", "rounds",
+              "what it does");
+  int total_ok = 0, total_bad = 0;
+  for (const auto& e : library()) {
+    Session s;
+    const Program* prog = s.load_library(e.name);
+    Target t = s.resolve(e.name);
+    if (!t.schedule) {
+      s.diags.print(std::cerr, s.sources);
+      rc = 2;
+      continue;
+    }
+    int ok = 0, refused = 0, bad = 0;
+    std::string first_bad;
+    for (uint32_t n : ns) {
+      Session one;
+      Target tt = one.resolve(e.name);
+      ElabOptions o;
+      o.nranks = n;
+      CheckOutcome c = run_check(one, tt, o);
+      if (!c.built) {
+        ++refused;
+        continue;
+      }
+      if (c.ok) ++ok;
+      else {
+        ++bad;
+        if (first_bad.empty()) first_bad = "N = " + std::to_string(n) + ": " + c.findings.render(one.sources);
+      }
+    }
+    std::string steps = "-", rounds = "-";
+    {
+      Session one;
+      Target tt = one.resolve(e.name);
+      ElabOptions o;
+      o.nranks = 16;
+      auto g = elaborate(one, tt, o);
+      if (g && run_passes(*g, one.diags, {}, nullptr)) {
+        GraphStats st = compute_stats(*g);
+        steps = with_commas(st.steps);
+        rounds = std::to_string(st.rounds);
+      }
+    }
+    std::string desc = prog ? one_line_description(prog->header, e.name) : "";
+    if (desc.size() > 60) desc = desc.substr(0, 57) + "...";
+    std::printf("%-*s  %8s  %8d  %10s  %7s  %s\n", static_cast<int>(width), e.name.c_str(),
+                (std::to_string(ok) + "/" + std::to_string(ns.size())).c_str(), refused, steps.c_str(), rounds.c_str(),
+                desc.c_str());
+    total_ok += ok;
+    total_bad += bad;
+    if (bad) {
+      rc = 1;
+      std::cout << "   FAILED " << first_bad;
+    }
+  }
+  std::cout << "\n" << total_ok << " checks passed, " << total_bad << " failed"
+            << " (a refused N is one the algorithm does not support and says so)\n";
+  return rc;
+}
+
+}  // namespace sg::cli

@@ -1,0 +1,42 @@
+// The subcommands, as plain functions over plain option structs; main.cpp only parses flags.
+// Each returns the process exit code: 0 ok, 1 a defect found, 2 bad input.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sg::cli {
+
+struct Common {
+  std::string target;                   // FILE[:SCHEDULE] or a library name
+  std::string ranks;                    // -n: "8", "2..17", "4,8,16"
+  std::vector<std::string> sets;        // --set k=v
+  std::vector<std::string> dump_after;  // --dump-after PASS
+  std::string max_memory;               // --max-memory SIZE ("" = 80% of available memory)
+};
+
+struct CompileOpts {
+  Common c;
+  std::string format = "text";
+  int64_t rank = -1;
+  std::string output;
+  uint64_t max_steps = 0;
+};
+
+struct CheckOpts {
+  Common c;
+  bool json = false;
+  bool quiet = false;
+};
+
+int cmd_list(bool json);
+int cmd_compile(const CompileOpts& o);
+int cmd_check(const CheckOpts& o);
+int cmd_demo(const std::string& ranks);
+
+// "8" | "2..17" (inclusive) | "4,8,16" | mixtures "2..5,8". Returns false with a message.
+bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err);
+// "3GiB", "512M", "1000": bytes. Returns false on a malformed size.
+bool parse_size(const std::string& s, uint64_t& out);
+
+}  // namespace sg::cli

@@ -1,0 +1,70 @@
+// stepgraph: compile, check (and later simulate, verify, execute) collective schedules.
+// This file only declares the command line; commands.cpp does the work.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "cli/commands.hpp"
+
+namespace {
+
+void add_common(CLI::App* app, sg::cli::Common& c, bool many_ranks) {
+  app->add_option("target", c.target, "schedule file (FILE or FILE:SCHEDULE) or a library name")->required();
+  app->add_option("-n,--ranks", c.ranks, many_ranks ? "number of ranks: N, a..b (inclusive), or a,b,c" : "number of ranks")
+      ->required();
+  app->add_option("--set", c.sets, "set a schedule parameter, e.g. --set size=1GiB (repeatable)");
+  app->add_option("--dump-after", c.dump_after,
+                  "print the graph after a pass: parse, elaborate, match, collectives, prune, validate, all (repeatable)");
+  app->add_option("--max-memory", c.max_memory, "refuse instances whose estimated size exceeds this (default: 80% of free memory)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stepgraph: write a collective schedule once; compile, check, simulate, verify and execute it"};
+  app.set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
+  app.require_subcommand(0, 1);
+  app.footer("Run `stepgraph SUBCOMMAND --help` for the options of each. Exit codes: 0 ok, 1 defect found, 2 bad input.");
+
+  bool list_json = false;
+  auto* list = app.add_subcommand("list", "list the schedule library with a one-line description each");
+  list->add_flag("--json", list_json, "print JSON");
+
+  sg::cli::CompileOpts copts;
+  auto* compile = app.add_subcommand("compile", "elaborate a schedule for N ranks and print its step graph");
+  add_common(compile, copts.c, false);
+  compile->add_option("--format", copts.format, "text, json, dot or stats")->check(CLI::IsMember({"text", "json", "dot", "stats"}));
+  compile->add_option("--rank", copts.rank, "elaborate only this rank's program (what an executor needs)");
+  compile->add_option("-o,--output", copts.output, "write to this file instead of standard output");
+  compile->add_option("--max-steps", copts.max_steps, "text format: print at most this many steps");
+
+  sg::cli::CheckOpts kopts;
+  auto* check = app.add_subcommand("check", "run the reference interpreter and check the postcondition, for one N or many");
+  add_common(check, kopts.c, true);
+  check->add_flag("--json", kopts.json, "print one JSON object per N (a list)");
+  check->add_flag("-q,--quiet", kopts.quiet, "print only failures");
+
+  std::string demo_ranks = "2..17,32,64";
+  auto* demo = app.add_subcommand("demo", "the main job: compile, check and summarise a ring all-reduce and the whole library");
+  demo->add_option("-n,--ranks", demo_ranks, "rank counts to check the library at");
+
+  for (auto* sub : {list, compile, check, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "stepgraph: error: " << e.what() << "\n(run with --help for usage)\n";
+    return 2;
+  }
+  if (*list) return sg::cli::cmd_list(list_json);
+  if (*compile) return sg::cli::cmd_compile(copts);
+  if (*check) return sg::cli::cmd_check(kopts);
+  if (*demo) return sg::cli::cmd_demo(demo_ranks);
+  std::cout << app.help();
+  return 0;
+}

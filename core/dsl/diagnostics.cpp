@@ -1,0 +1,88 @@
+#include "core/dsl/diagnostics.hpp"
+
+#include <ostream>
+
+namespace sg {
+
+namespace {
+
+const char* severity_name(Severity s) {
+  switch (s) {
+    case Severity::Note: return "note";
+    case Severity::Warning: return "warning";
+    case Severity::Error: return "error";
+  }
+  return "error";
+}
+
+// The source line and a caret under loc (tabs kept so the caret lines up).
+void render_excerpt(std::string& out, Loc loc, uint32_t length, const SourceManager& sm) {
+  if (!loc.valid()) return;
+  const SourceFile& f = sm.file(loc.file);
+  std::string_view line = f.line(loc.line);
+  if (line.empty() && loc.line > f.line_count()) return;
+  out += "  ";
+  out += line;
+  out += "\n  ";
+  for (uint32_t i = 1; i < loc.col && i - 1 < line.size(); ++i) out += line[i - 1] == '\t' ? '\t' : ' ';
+  out += '^';
+  for (uint32_t i = 1; i < length && loc.col - 1 + i < line.size(); ++i) out += '~';
+  out += '\n';
+}
+
+}  // namespace
+
+Diagnostic& Diagnostics::add(Severity s, Loc loc, std::string message, uint32_t length) {
+  if (s == Severity::Error) {
+    // Loops repeat statements: report each failing statement once, with its first instance.
+    std::string key = message.substr(0, message.find(" ("));
+    for (auto& d : diags_) {
+      if (d.severity == s && d.loc.file == loc.file && d.loc.line == loc.line && d.loc.col == loc.col &&
+          d.message.substr(0, d.message.find(" (")) == key) {
+        ++d.repeats;
+        ++errors_;
+        return d;
+      }
+    }
+    ++errors_;
+  }
+  diags_.push_back(Diagnostic{s, loc, length ? length : 1, std::move(message), {}, 0});
+  return diags_.back();
+}
+
+Diagnostic& Diagnostics::error(Loc loc, std::string message, uint32_t length) {
+  return add(Severity::Error, loc, std::move(message), length);
+}
+
+Diagnostic& Diagnostics::warning(Loc loc, std::string message, uint32_t length) {
+  return add(Severity::Warning, loc, std::move(message), length);
+}
+
+std::string render_diagnostic(const Diagnostic& d, const SourceManager& sm) {
+  // A diagnostic without a file (a missing file, a bad flag) is the tool's own.
+  std::string where = d.loc.file == 0 ? std::string("stepgraph") : sm.describe(d.loc);
+  std::string out = where + ": " + severity_name(d.severity) + ": " + d.message + "\n";
+  render_excerpt(out, d.loc, d.length, sm);
+  if (d.repeats > 0)
+    out += "  note: the same error occurs " + std::to_string(d.repeats) + " more time" +
+           (d.repeats == 1 ? "" : "s") + " at this statement\n";
+  for (const auto& n : d.notes) {
+    if (n.loc.valid()) {
+      out += sm.describe(n.loc) + ": note: " + n.message + "\n";
+      render_excerpt(out, n.loc, 1, sm);
+    } else {
+      out += "  note: " + n.message + "\n";
+    }
+  }
+  return out;
+}
+
+std::string Diagnostics::render(const SourceManager& sm) const {
+  std::string out;
+  for (const auto& d : diags_) out += render_diagnostic(d, sm);
+  return out;
+}
+
+void Diagnostics::print(std::ostream& os, const SourceManager& sm) const { os << render(sm); }
+
+}  // namespace sg

@@ -1,0 +1,55 @@
+// Diagnostics are collected as data (severity, location, message, notes) and rendered at the
+// end, clang style: "file:line:col: error: message", the source line, and a caret.
+#pragma once
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "core/dsl/source.hpp"
+
+namespace sg {
+
+enum class Severity : uint8_t { Note, Warning, Error };
+
+struct DiagNote {
+  Loc loc;  // may be invalid: then the note has no source line
+  std::string message;
+};
+
+struct Diagnostic {
+  Severity severity = Severity::Error;
+  Loc loc;
+  uint32_t length = 1;  // width of the underline under the caret
+  std::string message;
+  std::vector<DiagNote> notes;
+  uint64_t repeats = 0;  // the same statement failed this many more times (in loops)
+};
+
+class Diagnostics {
+ public:
+  // Reports an error; an error at a location already reported with the same message prefix
+  // (up to the first '(') is counted as a repeat instead of printed again.
+  Diagnostic& error(Loc loc, std::string message, uint32_t length = 1);
+  Diagnostic& warning(Loc loc, std::string message, uint32_t length = 1);
+  bool has_errors() const { return errors_ > 0; }
+  uint64_t error_count() const { return errors_; }
+  const std::vector<Diagnostic>& all() const { return diags_; }
+  bool too_many() const { return errors_ >= max_errors_; }
+  void set_max_errors(uint64_t n) { max_errors_ = n; }
+  void clear() { diags_.clear(); errors_ = 0; }
+  // Renders every diagnostic; returns the text.
+  std::string render(const SourceManager& sm) const;
+  void print(std::ostream& os, const SourceManager& sm) const;
+
+ private:
+  Diagnostic& add(Severity s, Loc loc, std::string message, uint32_t length);
+  std::vector<Diagnostic> diags_;
+  uint64_t errors_ = 0;
+  uint64_t max_errors_ = 10000;
+};
+
+// Renders one diagnostic (with its notes) as text.
+std::string render_diagnostic(const Diagnostic& d, const SourceManager& sm);
+
+}  // namespace sg

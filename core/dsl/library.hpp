@@ -1,0 +1,19 @@
+// The schedule library (schedules/*.sched), embedded into the binary at build time so library
+// schedules can be used by name from anywhere (`stepgraph compile ring_allreduce -n 8`).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace sg {
+
+struct LibraryEntry {
+  std::string name;  // file stem, also the schedule's name
+  std::string path;  // "schedules/NAME.sched", as diagnostics print it
+  std::string text;
+};
+
+// Entries sorted by name. STEPGRAPH_LIBRARY=DIR reads DIR/*.sched instead (for development).
+const std::vector<LibraryEntry>& library();
+const LibraryEntry* find_library(const std::string& name);
+
+}  // namespace sg

@@ -1,0 +1,112 @@
+#include "core/dsl/session.hpp"
+
+#include <filesystem>
+#include <system_error>
+
+#include "core/dsl/library.hpp"
+#include "core/dsl/parser.hpp"
+
+namespace sg {
+
+Session::Session() { cmdline_file = sources.add("<command line>", ""); }
+
+const Program* Session::load_file(const std::string& path) {
+  auto it = programs_.find(path);
+  if (it != programs_.end()) return it->second.get();
+  std::string err;
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    diags.error(Loc{}, "'" + path + "' is a directory, not a schedule file");
+    return nullptr;
+  }
+  uint32_t id = sources.load(path, err);
+  if (id == 0) {
+    diags.error(Loc{}, err + " (no such file; `stepgraph list` shows the library's schedule names)");
+    return nullptr;
+  }
+  auto prog = parse(sources, id, diags, stmt_locs);
+  const Program* p = prog.get();
+  programs_[path] = std::move(prog);
+  return p;
+}
+
+const Program* Session::load_library(const std::string& name) {
+  std::string key = "lib:" + name;
+  auto it = programs_.find(key);
+  if (it != programs_.end()) return it->second.get();
+  const LibraryEntry* e = find_library(name);
+  if (!e) return nullptr;
+  uint32_t id = sources.add(e->path, e->text);
+  auto prog = parse(sources, id, diags, stmt_locs);
+  const Program* p = prog.get();
+  programs_[key] = std::move(prog);
+  return p;
+}
+
+const Program* Session::load_text(const std::string& name, const std::string& text) {
+  uint32_t id = sources.add(name, text);
+  auto prog = parse(sources, id, diags, stmt_locs);
+  const Program* p = prog.get();
+  programs_["text:" + name + ":" + std::to_string(id)] = std::move(prog);
+  return p;
+}
+
+Target Session::pick(const Program* prog, const std::string& wanted, const std::string& stem, const std::string& spec) {
+  if (!prog) return {};
+  if (prog->schedules.empty()) {
+    diags.error(Loc{prog->file, 1, 1}, "no schedule in '" + sources.file(prog->file).name() + "'");
+    return {};
+  }
+  if (!wanted.empty()) {
+    const Schedule* s = prog->find(wanted);
+    if (!s) {
+      std::string names;
+      for (const auto& x : prog->schedules) names += (names.empty() ? "" : ", ") + x->name;
+      diags.error(Loc{}, "no schedule '" + wanted + "' in '" + sources.file(prog->file).name() + "' (it has: " + names + ")");
+      return {};
+    }
+    return {prog, s};
+  }
+  if (const Schedule* s = prog->find(stem)) return {prog, s};
+  (void)spec;
+  return {prog, prog->schedules.back().get()};
+}
+
+Target Session::resolve(const std::string& spec) {
+  std::string path = spec, wanted;
+  std::error_code ec;
+  // FILE:SCHEDULE — but a path that exists as written wins (it may contain ':').
+  auto colon = spec.rfind(':');
+  if (colon != std::string::npos && !std::filesystem::exists(spec, ec)) {
+    path = spec.substr(0, colon);
+    wanted = spec.substr(colon + 1);
+  }
+  bool looks_like_file = std::filesystem::exists(path, ec) || path.find('/') != std::string::npos ||
+                         path.size() > 6 && path.compare(path.size() - 6, 6, ".sched") == 0;
+  if (!looks_like_file) {
+    const Program* prog = load_library(path);
+    if (!prog) {
+      diags.error(Loc{}, "'" + path + "' is neither a file nor a library schedule (`stepgraph list` shows the library)");
+      return {};
+    }
+    return pick(prog, wanted, path, spec);
+  }
+  const Program* prog = load_file(path);
+  if (!prog) return {};
+  if (diags.has_errors()) return {prog, nullptr};
+  return pick(prog, wanted, std::filesystem::path(path).stem().string(), spec);
+}
+
+Target Session::find_callee(const Program& from, const std::string& name) {
+  if (const Schedule* s = from.find(name)) return {&from, s};
+  // Library: a file named like the schedule, or any library file defining it.
+  if (const Program* p = load_library(name))
+    if (const Schedule* s = p->find(name)) return {p, s};
+  for (const auto& e : library()) {
+    if (const Program* p = load_library(e.name))
+      if (const Schedule* s = p->find(name)) return {p, s};
+  }
+  return {};
+}
+
+}  // namespace sg

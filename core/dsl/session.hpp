@@ -1,0 +1,43 @@
+// A session owns everything read in one run: sources, parsed programs, the statement table and
+// the diagnostics. It resolves "FILE[:SCHEDULE]" and library names to schedules, and `call`
+// targets (same file first, then the library).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+
+#include "core/dsl/ast.hpp"
+#include "core/dsl/diagnostics.hpp"
+
+namespace sg {
+
+struct Target {
+  const Program* program = nullptr;
+  const Schedule* schedule = nullptr;
+};
+
+class Session {
+ public:
+  Session();
+  SourceManager sources;
+  Diagnostics diags;
+  std::vector<Loc> stmt_locs;  // statement id -> location
+  uint32_t cmdline_file = 0;   // a source file holding the command-line text, for --set errors
+
+  // Parses a file from disk (cached). Returns null after reporting an error.
+  const Program* load_file(const std::string& path);
+  // Parses a library schedule by name (cached). Returns null if there is no such entry.
+  const Program* load_library(const std::string& name);
+  // Parses text given directly (tests, property tests).
+  const Program* load_text(const std::string& name, const std::string& text);
+  // "FILE[:SCHEDULE]" or a library name. Reports errors; returns an empty Target on failure.
+  Target resolve(const std::string& spec);
+  // A `call` target seen from `from`.
+  Target find_callee(const Program& from, const std::string& name);
+
+ private:
+  Target pick(const Program* prog, const std::string& wanted, const std::string& stem, const std::string& spec);
+  std::map<std::string, std::unique_ptr<Program>> programs_;  // by path or "lib:NAME"
+};
+
+}  // namespace sg

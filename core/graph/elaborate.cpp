@@ -1,0 +1,1263 @@
+#include "core/graph/elaborate.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <unordered_map>
+
+#include "core/dsl/parser.hpp"
+#include "core/dsl/printer.hpp"
+#include "core/dsl/resolve.hpp"
+
+namespace sg {
+
+std::string with_commas(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  return s;
+}
+
+std::string human_bytes(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 5) v /= 1024, ++u;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+  return buf;
+}
+
+namespace {
+
+constexpr uint32_t kNil = 0xffffffffu;
+constexpr int kMaxCallDepth = 64;
+
+struct Val {
+  bool group = false;
+  int64_t i = 0;
+  GroupInfo g;
+};
+
+// A buffer as one frame sees it: a whole buffer, or (inside a call) a 1-D slice of one.
+struct View {
+  uint32_t buf = 0, off = 0, len = 0;
+  bool bound = false;
+  bool whole = false;
+  uint32_t decl_stmt = kNil;
+};
+
+struct Frame {
+  const Program* prog = nullptr;
+  const Schedule* sched = nullptr;
+  std::vector<Val> slots;
+  std::vector<View> bufs;
+  GroupInfo group;
+  uint32_t group_id = 0;
+  std::string prefix;  // "callee." for buffers a called schedule declares
+  int depth = 0;
+};
+
+struct EvalError {
+  Loc loc;
+  uint32_t length;
+  std::string msg;
+};
+struct Abort {};
+
+enum class Mode { Count, Build };
+
+struct ChunkState {
+  StepId writer = kNoStep;
+  uint32_t readers = kNil;  // head of a list in the reader pool
+};
+
+// Small fixed-capacity list of ranges (no allocation on the hot path).
+struct Ranges {
+  Range r[8];
+  uint32_t n = 0;
+  void add(const Range& x) {
+    if (x.cnt && n < 8) r[n++] = x;
+  }
+};
+
+struct RankState {
+  StepId last_blocking = kNoStep;  // the latest blocking `on`-block step
+  StepId last_local = kNoStep;     // the latest `on`-block step: local steps start in program order
+  struct Handle {
+    std::string name;
+    StepId step;
+    Range range;
+    bool is_recv;
+  };
+  std::vector<Handle> outstanding;
+  std::vector<std::pair<std::string, uint32_t>> waited;  // name -> stmt of the wait
+};
+
+class Elaborator {
+ public:
+  Elaborator(Session& s, const ElabOptions& o, Mode m) : ses_(s), opts_(o), mode_(m), diags_(m == Mode::Build ? s.diags : quiet_) {
+    n_ = o.nranks;
+    me_ = o.only_rank;
+    rank_slots_ = me_ >= 0 ? 1 : n_;
+    if (mode_ == Mode::Build) {
+      g_ = std::make_unique<StepGraph>();
+      g_->nranks = n_;
+      g_->only_rank = me_;
+    } else {
+      g_ = std::make_unique<StepGraph>();  // holds buffers and groups while counting
+    }
+    ranks_.resize(mode_ == Mode::Build ? rank_slots_ : 0);
+  }
+
+  SizeEstimate est;
+  std::unique_ptr<StepGraph> g_;
+
+  bool run(const Target& t, uint64_t reserve_steps) {
+    const Schedule& s = *t.schedule;
+    if (n_ == 0) {
+      diags_.error(s.loc, "the number of ranks must be at least 1", static_cast<uint32_t>(s.name.size()));
+      return false;
+    }
+    if (s.callable_only()) {
+      auto& d = diags_.error(s.loc, "schedule '" + s.name + "' takes group or buffer parameters: it can only be called",
+                             static_cast<uint32_t>(s.name.size()));
+      d.notes.push_back({Loc{}, "write a schedule that declares the buffers and uses `call " + s.name + "(…)`"});
+      return false;
+    }
+    g_->schedule = s.name;
+    g_->file = ses_.sources.file(t.program->file).name();
+    if (mode_ == Mode::Build && reserve_steps) g_->reserve(reserve_steps, reserve_steps + reserve_steps / 4);
+    Frame f;
+    f.prog = t.program;
+    f.sched = &s;
+    f.slots.resize(s.num_slots);
+    f.bufs.resize(s.num_buffers);
+    f.group = GroupInfo{0, n_, 1};
+    f.group_id = g_->intern_group(f.group);
+    try {
+      bind_top_params(s, f);
+      if (diags_.has_errors()) return false;
+      block(s.body, f);
+    } catch (const Abort&) {
+      return false;
+    }
+    if (mode_ == Mode::Build) {
+      g_->stmt_locs = ses_.stmt_locs;
+      check_inits();
+      g_->dep_off_.shrink_to_fit();
+    }
+    return !diags_.has_errors();
+  }
+
+  bool errors() const { return diags_.has_errors(); }
+
+ private:
+  // ------------------------------------------------------------------ errors
+  [[noreturn]] void fail(Loc loc, uint32_t len, std::string msg) { throw EvalError{loc, len, std::move(msg)}; }
+
+  std::string context() const {
+    std::string s;
+    for (const auto& [name, frame, slot] : loops_) {
+      s += s.empty() ? "with " : ", ";
+      s += *name + " = " + std::to_string(frame->slots[static_cast<size_t>(slot)].i);
+    }
+    return s;
+  }
+
+  void report(const Stmt& st, const EvalError& e) {
+    std::string msg = e.msg;
+    std::string ctx = context();
+    if (!ctx.empty()) {
+      if (!msg.empty() && msg.back() == ')') msg.insert(msg.size() - 1, "; " + ctx);
+      else msg += " (" + ctx + ")";
+    }
+    Loc loc = e.loc.valid() ? e.loc : st.loc;
+    diags_.error(loc, msg, e.loc.valid() ? e.length : st.length);
+    if (diags_.too_many()) throw Abort{};
+  }
+
+  // ------------------------------------------------------------------ expressions
+  static int64_t floordiv(int64_t a, int64_t b) {
+    int64_t q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+    return q;
+  }
+
+  int64_t ev(const Expr& e, Frame& f) {
+    switch (e.kind) {
+      case ExprKind::Int: return e.value;
+      case ExprKind::Var: {
+        if (e.slot == -2) return n_;
+        if (e.slot < 0) fail(e.loc, e.length, "unknown name '" + e.name + "'");
+        const Val& v = f.slots[static_cast<size_t>(e.slot)];
+        if (v.group) fail(e.loc, e.length, "'" + e.name + "' is a group; an integer is needed here (size(" + e.name + ") or " + e.name + "[i])");
+        return v.i;
+      }
+      case ExprKind::Unary: {
+        int64_t a = ev(*e.args[0], f);
+        if (e.uop == UnOp::Not) return !a;
+        if (a == INT64_MIN) fail(e.loc, 1, "integer overflow in negation");
+        return -a;
+      }
+      case ExprKind::Binary: return binary(e, f);
+      case ExprKind::Cond: return ev(*e.args[0], f) ? ev(*e.args[1], f) : ev(*e.args[2], f);
+      case ExprKind::Func: return func(e, f);
+      case ExprKind::GroupAt: {
+        GroupInfo g = group_var(e, f);
+        int64_t i = ev(*e.args[0], f);
+        if (i < 0 || i >= g.count)
+          fail(e.args[0]->loc, e.args[0]->length,
+               "member index out of range for group '" + e.name + "' (index " + std::to_string(i) + ", size " +
+                   std::to_string(g.count) + ")");
+        return g.member(static_cast<uint32_t>(i));
+      }
+      case ExprKind::Ranks:
+      case ExprKind::World: fail(e.loc, e.length, "a group is not an integer");
+    }
+    return 0;
+  }
+
+  GroupInfo group_var(const Expr& e, Frame& f) {
+    if (e.slot < 0) fail(e.loc, e.length, "unknown group '" + e.name + "'");
+    const Val& v = f.slots[static_cast<size_t>(e.slot)];
+    if (!v.group) fail(e.loc, static_cast<uint32_t>(e.name.size()), "'" + e.name + "' is an integer, not a group");
+    return v.g;
+  }
+
+  GroupInfo gev(const Expr& e, Frame& f) {
+    switch (e.kind) {
+      case ExprKind::World: return GroupInfo{0, n_, 1};
+      case ExprKind::Var: return group_var(e, f);
+      case ExprKind::Ranks: {
+        int64_t start = ev(*e.args[0], f), count = ev(*e.args[1], f);
+        int64_t stride = e.args.size() > 2 ? ev(*e.args[2], f) : 1;
+        if (count < 1) fail(e.loc, 5, "a group needs at least one member (ranks(" + std::to_string(start) + ", " + std::to_string(count) + ", …))");
+        if (stride < 1) fail(e.loc, 5, "a group's stride must be at least 1 (stride " + std::to_string(stride) + ")");
+        int64_t last = start + (count - 1) * stride;
+        if (start < 0 || last >= n_ || (count - 1) > (INT64_MAX - start) / stride)
+          fail(e.loc, 5,
+               "group has members outside the ranks (ranks(" + std::to_string(start) + ", " + std::to_string(count) +
+                   ", " + std::to_string(stride) + ") spans " + std::to_string(start) + " .. " + std::to_string(last) +
+                   ", N = " + std::to_string(n_) + ")");
+        return GroupInfo{static_cast<uint32_t>(start), static_cast<uint32_t>(count), static_cast<uint32_t>(stride)};
+      }
+      default: fail(e.loc, e.length, "expected a group (ranks(start, count[, stride]), world, or a group name)");
+    }
+  }
+
+  Val eval(const Expr& e, Frame& f) {
+    Val v;
+    if (e.kind == ExprKind::Ranks || e.kind == ExprKind::World ||
+        (e.kind == ExprKind::Var && e.slot >= 0 && f.slots[static_cast<size_t>(e.slot)].group)) {
+      v.group = true;
+      v.g = gev(e, f);
+    } else {
+      v.i = ev(e, f);
+    }
+    return v;
+  }
+
+  int64_t binary(const Expr& e, Frame& f) {
+    if (e.bop == BinOp::And) return ev(*e.args[0], f) && ev(*e.args[1], f);
+    if (e.bop == BinOp::Or) return ev(*e.args[0], f) || ev(*e.args[1], f);
+    int64_t a = ev(*e.args[0], f), b = ev(*e.args[1], f), r = 0;
+    auto overflow = [&]() { fail(e.loc, 1, "integer overflow (" + std::to_string(a) + " and " + std::to_string(b) + ")"); };
+    switch (e.bop) {
+      case BinOp::Add:
+        if (__builtin_add_overflow(a, b, &r)) overflow();
+        return r;
+      case BinOp::Sub:
+        if (__builtin_sub_overflow(a, b, &r)) overflow();
+        return r;
+      case BinOp::Mul:
+        if (__builtin_mul_overflow(a, b, &r)) overflow();
+        return r;
+      case BinOp::Div:
+      case BinOp::Mod: {
+        if (b == 0) fail(e.args[1]->loc, e.args[1]->length, std::string(e.bop == BinOp::Div ? "division" : "modulo") + " by zero");
+        if (a == INT64_MIN && b == -1) overflow();
+        int64_t q = floordiv(a, b);
+        return e.bop == BinOp::Div ? q : a - q * b;
+      }
+      case BinOp::Pow: {
+        if (b < 0) fail(e.args[1]->loc, e.args[1]->length, "negative exponent (" + std::to_string(b) + ")");
+        int64_t res = 1, base = a;
+        while (b) {
+          if (b & 1)
+            if (__builtin_mul_overflow(res, base, &res)) overflow();
+          b >>= 1;
+          if (b && __builtin_mul_overflow(base, base, &base)) overflow();
+        }
+        return res;
+      }
+      case BinOp::Eq: return a == b;
+      case BinOp::Ne: return a != b;
+      case BinOp::Lt: return a < b;
+      case BinOp::Le: return a <= b;
+      case BinOp::Gt: return a > b;
+      case BinOp::Ge: return a >= b;
+      default: return 0;
+    }
+  }
+
+  int64_t func(const Expr& e, Frame& f) {
+    switch (e.fn) {
+      case Func::Min:
+      case Func::Max: {
+        int64_t r = ev(*e.args[0], f);
+        for (size_t i = 1; i < e.args.size(); ++i) {
+          int64_t x = ev(*e.args[i], f);
+          r = e.fn == Func::Min ? std::min(r, x) : std::max(r, x);
+        }
+        return r;
+      }
+      case Func::Pow2: {
+        int64_t k = ev(*e.args[0], f);
+        if (k < 0 || k > 62) fail(e.loc, 4, "pow2 needs 0 <= k <= 62 (k = " + std::to_string(k) + ")");
+        return int64_t{1} << k;
+      }
+      case Func::Cdiv: {
+        int64_t a = ev(*e.args[0], f), b = ev(*e.args[1], f);
+        if (b == 0) fail(e.args[1]->loc, e.args[1]->length, "division by zero in cdiv");
+        if (a == INT64_MIN && b == -1) fail(e.loc, 4, "integer overflow in cdiv");
+        return -floordiv(-a, b);
+      }
+      case Func::Log2: {
+        int64_t x = ev(*e.args[0], f);
+        if (x <= 0 || (x & (x - 1)))
+          fail(e.loc, 4, "log2 of a value that is not a power of two (log2(" + std::to_string(x) + "))");
+        return 63 - __builtin_clzll(static_cast<uint64_t>(x));
+      }
+      case Func::Flog2: {
+        int64_t x = ev(*e.args[0], f);
+        if (x <= 0) fail(e.loc, 5, "flog2 needs a positive value (flog2(" + std::to_string(x) + "))");
+        return 63 - __builtin_clzll(static_cast<uint64_t>(x));
+      }
+      case Func::IsPow2: {
+        int64_t x = ev(*e.args[0], f);
+        return x > 0 && !(x & (x - 1));
+      }
+      case Func::Size: return gev(*e.args[0], f).count;
+    }
+    return 0;
+  }
+
+  uint32_t rank_of(const Expr& e, Frame& f, const char* what) {
+    int64_t r = ev(e, f);
+    if (r < 0 || r >= n_)
+      fail(e.loc, e.length,
+           std::string(what) + " rank out of range (rank " + std::to_string(r) + ", valid 0 .. " + std::to_string(n_ - 1) + ")");
+    return static_cast<uint32_t>(r);
+  }
+
+  // ------------------------------------------------------------------ chunk references
+  Range ref(const Ref& r, Frame& f) {
+    if (r.slot < 0) fail(r.loc, r.length, "unknown buffer '" + r.buf + "'");
+    const View& v = f.bufs[static_cast<size_t>(r.slot)];
+    if (!v.bound)
+      fail(r.loc, static_cast<uint32_t>(r.buf.size()),
+           "buffer '" + r.buf + "' is used before it is declared (its declaration has not run)");
+    if (r.idx.empty()) return Range{v.buf, v.off, v.len};
+    uint32_t one_dim[1] = {v.len};
+    const std::vector<uint32_t>* dimsv = v.whole ? &g_->buffers[v.buf].dims : nullptr;
+    const uint32_t* dims = dimsv ? dimsv->data() : one_dim;
+    size_t nd = dimsv ? dimsv->size() : 1;
+    if (r.idx.size() > nd)
+      fail(r.loc, r.length,
+           "too many indices for '" + r.buf + "' (" + std::to_string(r.idx.size()) + " given, it has " + std::to_string(nd) +
+               " dimension" + (nd == 1 ? "" : "s") + ")");
+    uint64_t lo = 0, cnt = 1;
+    for (size_t d = 0; d < r.idx.size(); ++d) {
+      const Index& ix = r.idx[d];
+      int64_t a = ev(*ix.lo, f);
+      if (ix.hi) {
+        if (d + 1 != r.idx.size()) fail(ix.lo->loc, ix.lo->length, "a range is only allowed in the last index");
+        int64_t b = ev(*ix.hi, f);
+        if (a < 0 || b > dims[d] || a >= b)
+          fail(ix.lo->loc, ix.lo->length,
+               "chunk range out of bounds for '" + r.buf + "' (" + std::to_string(a) + " .. " + std::to_string(b) +
+                   ", valid within 0 .. " + std::to_string(dims[d]) + (a >= b ? ", and it must not be empty" : "") + ")");
+        lo = lo * dims[d] + static_cast<uint64_t>(a);
+        cnt = static_cast<uint64_t>(b - a);
+      } else {
+        if (a < 0 || a >= dims[d])
+          fail(ix.lo->loc, ix.lo->length,
+               "chunk index out of range for '" + r.buf + "' (index " + std::to_string(a) + ", valid 0 .. " +
+                   std::to_string(dims[d] - 1) + ")");
+        lo = lo * dims[d] + static_cast<uint64_t>(a);
+      }
+    }
+    // Remaining dimensions are taken whole.
+    uint64_t inner = 1;
+    for (size_t d = r.idx.size(); d < nd; ++d) inner *= dims[d];
+    lo *= inner;
+    cnt *= inner;
+    return Range{v.buf, v.off + static_cast<uint32_t>(lo), static_cast<uint32_t>(cnt)};
+  }
+
+  // ------------------------------------------------------------------ hazards and emission
+  uint32_t rslot(uint32_t r) const { return me_ >= 0 ? 0 : r; }
+  bool mine(uint32_t r) const { return me_ < 0 || r == static_cast<uint32_t>(me_); }
+
+  ChunkState* chunk_states(uint32_t buf, uint32_t rank) {
+    if (hz_.size() <= buf) hz_.resize(buf + 1);
+    auto& v = hz_[buf];
+    uint32_t chunks = g_->buffers[buf].chunks;
+    if (v.empty()) v.resize(uint64_t{rank_slots_} * chunks);
+    return v.data() + uint64_t{rslot(rank)} * chunks;
+  }
+
+  void collect_deps(uint32_t rank, const Ranges& rd, const Ranges& wr) {
+    for (uint32_t i = 0; i < rd.n; ++i) {
+      ChunkState* cs = chunk_states(rd.r[i].buf, rank);
+      for (uint32_t c = rd.r[i].lo, e = c + rd.r[i].cnt; c < e; ++c)
+        if (cs[c].writer != kNoStep) deps_.push_back(cs[c].writer);
+    }
+    for (uint32_t i = 0; i < wr.n; ++i) {
+      ChunkState* cs = chunk_states(wr.r[i].buf, rank);
+      for (uint32_t c = wr.r[i].lo, e = c + wr.r[i].cnt; c < e; ++c) {
+        // Readers since the last write all depend on that write, so they cover it.
+        if (cs[c].readers != kNil) {
+          for (uint32_t p = cs[c].readers; p != kNil; p = pool_[p].second) deps_.push_back(pool_[p].first);
+        } else if (cs[c].writer != kNoStep) {
+          deps_.push_back(cs[c].writer);
+        }
+      }
+    }
+  }
+
+  void register_access(StepId id, uint32_t rank, const Ranges& rd, const Ranges& wr) {
+    for (uint32_t i = 0; i < wr.n; ++i) {
+      ChunkState* cs = chunk_states(wr.r[i].buf, rank);
+      for (uint32_t c = wr.r[i].lo, e = c + wr.r[i].cnt; c < e; ++c) {
+        for (uint32_t p = cs[c].readers; p != kNil;) {
+          uint32_t nx = pool_[p].second;
+          pool_[p].second = free_;
+          free_ = p;
+          p = nx;
+        }
+        cs[c].readers = kNil;
+        cs[c].writer = id;
+      }
+    }
+    for (uint32_t i = 0; i < rd.n; ++i) {
+      ChunkState* cs = chunk_states(rd.r[i].buf, rank);
+      for (uint32_t c = rd.r[i].lo, e = c + rd.r[i].cnt; c < e; ++c) {
+        if (cs[c].writer == id) continue;  // read-modify-write: the write covers it
+        uint32_t p;
+        if (free_ != kNil) {
+          p = free_;
+          free_ = pool_[p].second;
+        } else {
+          p = static_cast<uint32_t>(pool_.size());
+          pool_.emplace_back();
+        }
+        pool_[p] = {id, cs[c].readers};
+        cs[c].readers = p;
+      }
+    }
+  }
+
+  // Emits one step with its dependencies. `extra` are dependencies beyond hazards (handles).
+  StepId emit(StepKind k, uint8_t flags, uint32_t rank, const Stmt& st, const Range& primary, uint32_t refv,
+              const Ranges& rd, const Ranges& wr, const StepId* extra = nullptr, size_t nextra = 0) {
+    if (mode_ == Mode::Count) {
+      ++est.steps;
+      return kNoStep;
+    }
+    if (g_->size() >= 0xfffffff0u) throw_too_big(st);
+    deps_.clear();
+    collect_deps(rank, rd, wr);
+    RankState* rs = nullptr;
+    if (flags & kFlagLocal) {
+      rs = &ranks_[rslot(rank)];
+      if (rs->last_blocking != kNoStep) deps_.push_back(rs->last_blocking);
+      if (rs->last_local != kNoStep) deps_.push_back(rs->last_local);
+    }
+    for (size_t i = 0; i < nextra; ++i) deps_.push_back(extra[i]);
+    StepId id = g_->add_step(k, flags, rank, st.id, primary, refv);
+    if (deps_.size() > 1) {
+      std::sort(deps_.begin(), deps_.end());
+      deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
+    }
+    for (StepId d : deps_) g_->add_dep(d);
+    if (g_->deps_.size() >= 0xfffffff0u) throw_too_big(st);
+    g_->finish_step();
+    register_access(id, rank, rd, wr);
+    if (rs) {
+      rs->last_local = id;
+      if (!(flags & kFlagNonblocking)) rs->last_blocking = id;
+    }
+    return id;
+  }
+
+  [[noreturn]] void throw_too_big(const Stmt& st) {
+    diags_.error(st.loc, "the step graph outgrew 32-bit step ids (4 G steps or dependencies); use fewer ranks", st.length);
+    throw Abort{};
+  }
+
+  // ------------------------------------------------------------------ statements
+  void block(const Block& b, Frame& f) {
+    for (const auto& st : b) {
+      try {
+        stmt(*st, f);
+      } catch (const EvalError& e) {
+        report(*st, e);
+      }
+    }
+  }
+
+  void stmt(const Stmt& st, Frame& f) {
+    switch (st.kind) {
+      case StmtKind::Let: {
+        auto& s = static_cast<const LetStmt&>(st);
+        f.slots[static_cast<size_t>(s.slot)] = eval(*s.value, f);
+        break;
+      }
+      case StmtKind::For: exec_for(static_cast<const ForStmt&>(st), f); break;
+      case StmtKind::If: {
+        auto& s = static_cast<const IfStmt&>(st);
+        if (ev(*s.cond, f)) block(s.then_body, f);
+        else block(s.else_body, f);
+        break;
+      }
+      case StmtKind::Require: {
+        if (mode_ == Mode::Count) break;
+        auto& s = static_cast<const RequireStmt&>(st);
+        if (!ev(*s.cond, f))
+          fail(st.loc, st.length,
+               (s.message.empty() ? "requirement failed" : s.message) + " (require " + print_cond(s) + " with N = " +
+                   std::to_string(n_) + ")");
+        break;
+      }
+      case StmtKind::Buffer: buffer(static_cast<const BufferStmt&>(st), f); break;
+      case StmtKind::Init:
+        if (mode_ == Mode::Build) init(static_cast<const InitStmt&>(st), f);
+        break;
+      case StmtKind::Expect:
+        if (mode_ == Mode::Build) expect(static_cast<const ExpectStmt&>(st), f);
+        break;
+      case StmtKind::Send: send(static_cast<const SendStmt&>(st), f); break;
+      case StmtKind::P2P: p2p(static_cast<const P2PStmt&>(st), f); break;
+      case StmtKind::Wait: wait(static_cast<const WaitStmt&>(st), f); break;
+      case StmtKind::Copy: copy(static_cast<const CopyStmt&>(st), f); break;
+      case StmtKind::Compute: compute(static_cast<const ComputeStmt&>(st), f); break;
+      case StmtKind::Coll: coll(static_cast<const CollStmt&>(st), f); break;
+      case StmtKind::On: on(static_cast<const OnStmt&>(st), f); break;
+      case StmtKind::Call: call(static_cast<const CallStmt&>(st), f); break;
+    }
+  }
+
+  static std::string print_cond(const RequireStmt& s);
+
+  void exec_for(const ForStmt& s, Frame& f) {
+    int64_t lo = ev(*s.lo, f), hi = ev(*s.hi, f), step = s.step ? ev(*s.step, f) : 1;
+    if (step == 0) fail(s.step->loc, s.step->length, "a loop step must not be zero");
+    uint64_t iters = 0;
+    if (step > 0 && hi > lo) iters = static_cast<uint64_t>((hi - lo - 1) / step + 1);
+    if (step < 0 && lo > hi) iters = static_cast<uint64_t>((lo - hi - 1) / -step + 1);
+    if (iters == 0) return;
+    auto& var = f.slots[static_cast<size_t>(s.slot)];
+    loops_.push_back({&s.var, &f, s.slot});
+    bool invariant = me_ >= 0 ? s.count_invariant_rank : s.count_invariant;
+    if (mode_ == Mode::Count && invariant && iters > 1) {
+      // Every iteration emits as many steps as the first: count one, multiply.
+      SizeEstimate before = est;
+      var = Val{false, lo, {}};
+      block(s.body, f);
+      auto scale = [&](uint64_t SizeEstimate::*m) { est.*m = before.*m + (est.*m - before.*m) * iters; };
+      scale(&SizeEstimate::steps);
+      scale(&SizeEstimate::transfers);
+      scale(&SizeEstimate::p2p);
+      scale(&SizeEstimate::collectives);
+      scale(&SizeEstimate::computes);
+    } else {
+      int64_t v = lo;
+      for (uint64_t k = 0; k < iters; ++k, v += step) {
+        var = Val{false, v, {}};
+        block(s.body, f);
+      }
+    }
+    loops_.pop_back();
+  }
+
+  void buffer(const BufferStmt& s, Frame& f) {
+    std::vector<uint32_t> dims;
+    uint64_t chunks = 1;
+    for (const auto& d : s.dims) {
+      int64_t v = ev(*d, f);
+      if (v < 1) fail(d->loc, d->length, "a buffer dimension must be at least 1 (got " + std::to_string(v) + ")");
+      if (v > 0xffffffffLL || (chunks *= static_cast<uint64_t>(v)) > 0xffffffffULL)
+        fail(d->loc, d->length, "buffer '" + s.name + "' has too many chunks (more than 2^32)");
+      dims.push_back(static_cast<uint32_t>(v));
+    }
+    DType dt = DType::F32;
+    if (!s.dtype.empty() && !parse_dtype(s.dtype, dt))
+      fail(s.dtype_loc, static_cast<uint32_t>(s.dtype.size()),
+           "unknown dtype '" + s.dtype + "' (use f16, bf16, f32, f64, i8, i32, i64 or u8)");
+    uint64_t bytes = 0, elems = 0;
+    if (s.bytes) {
+      int64_t b = ev(*s.bytes, f);
+      if (b < 0) fail(s.bytes->loc, s.bytes->length, "a chunk size must not be negative (got " + std::to_string(b) + " bytes)");
+      bytes = static_cast<uint64_t>(b);
+      elems = bytes / dtype_size(dt);
+    } else {
+      elems = 1;
+      for (const auto& d : s.shape) {
+        int64_t v = ev(*d, f);
+        if (v < 0) fail(d->loc, d->length, "a shape extent must not be negative (got " + std::to_string(v) + ")");
+        if (__builtin_mul_overflow(elems, static_cast<uint64_t>(v), &elems))
+          fail(d->loc, d->length, "chunk shape overflows 64 bits");
+      }
+      if (__builtin_mul_overflow(elems, uint64_t{dtype_size(dt)}, &bytes)) fail(s.loc, s.length, "chunk size overflows 64 bits");
+    }
+    std::string name = f.prefix + s.name;
+    View& v = f.bufs[static_cast<size_t>(s.slot)];
+    for (uint32_t i = 0; i < g_->buffers.size(); ++i) {
+      const BufferInfo& b = g_->buffers[i];
+      if (b.name != name) continue;
+      bool same = b.dims == dims && b.chunk_bytes == bytes && b.dtype == dt;
+      // The same declaration running again (in a loop, or in a second call) with the same shape
+      // names the same memory; anything else is a conflict.
+      if (b.stmt != s.id || !same) {
+        EvalError e{s.loc, s.length,
+                    b.stmt != s.id ? "buffer '" + name + "' is declared twice"
+                                   : "buffer '" + name + "' is declared again with a different shape"};
+        report(s, e);
+        return;
+      }
+      v = View{i, 0, b.chunks, true, true, s.id};
+      return;
+    }
+    if (g_->buffers.size() >= 0xffffffu) fail(s.loc, s.length, "too many buffers");
+    BufferInfo b;
+    b.name = name;
+    b.dims = dims;
+    b.chunks = static_cast<uint32_t>(chunks);
+    b.chunk_bytes = bytes;
+    b.chunk_elems = elems;
+    b.dtype = dt;
+    b.loc = s.loc;
+    b.stmt = s.id;
+    g_->buffers.push_back(std::move(b));
+    est.hazard_bytes += uint64_t{rank_slots_} * chunks * sizeof(ChunkState);
+    v = View{static_cast<uint32_t>(g_->buffers.size() - 1), 0, static_cast<uint32_t>(chunks), true, true, s.id};
+  }
+
+  void init(const InitStmt& s, Frame& f) {
+    InitRule rule;
+    rule.kind = s.mode;
+    rule.range = ref(s.target, f);
+    rule.stmt = s.id;
+    rule.group = f.group_id;
+    if (s.mode == InitKind::OnRank) {
+      rule.rank = rank_of(*s.rank, f, "init");
+    } else if (s.mode == InitKind::Owned) {
+      if (rule.range.cnt % f.group.count)
+        fail(s.target.loc, s.target.length,
+             "'init … owned' needs a chunk count that is a multiple of the group size (" + std::to_string(rule.range.cnt) +
+                 " chunks, " + std::to_string(f.group.count) + " members)");
+    }
+    g_->inits.push_back(rule);
+  }
+
+  // Two init rules giving one chunk of one rank a value is an error (checked once, at the end).
+  void check_inits() {
+    auto& rules = g_->inits;
+    for (size_t i = 0; i < rules.size(); ++i) {
+      for (size_t j = i + 1; j < rules.size() && j < i + 4096; ++j) {
+        const InitRule &a = rules[i], &b = rules[j];
+        if (a.range.buf != b.range.buf) continue;
+        if (a.kind == InitKind::OnRank && b.kind == InitKind::OnRank && a.rank != b.rank) continue;
+        uint32_t lo = std::max(a.range.lo, b.range.lo), hi = std::min(a.range.lo + a.range.cnt, b.range.lo + b.range.cnt);
+        if (lo >= hi) continue;
+        auto covers = [&](const InitRule& r, uint32_t rank, uint32_t chunk) {
+          if (r.kind == InitKind::OnRank) return r.rank == rank;
+          const GroupInfo& gr = g_->groups[r.group];
+          int64_t k = gr.index_of(rank);
+          if (k < 0) return false;
+          if (r.kind == InitKind::Contrib) return true;
+          uint32_t per = r.range.cnt / gr.count;
+          return chunk >= r.range.lo + k * per && chunk < r.range.lo + (k + 1) * per;
+        };
+        bool clash = false;
+        uint32_t crank = 0, cchunk = 0;
+        for (uint32_t r = 0; r < n_ && !clash; ++r)
+          for (uint32_t c = lo; c < hi && !clash; ++c)
+            if (covers(a, r, c) && covers(b, r, c)) clash = true, crank = r, cchunk = c;
+        if (clash) {
+          Loc la = g_->stmt_locs[a.stmt], lb = g_->stmt_locs[b.stmt];
+          auto& d = diags_.error(lb, "chunk " + g_->chunk_name(b.range.buf, cchunk) + " of rank " + std::to_string(crank) +
+                                         " is initialised twice");
+          d.notes.push_back({la, "first initialised here"});
+        }
+      }
+    }
+  }
+
+  void expect(const ExpectStmt& s, Frame& f) {
+    Expectation x;
+    x.kind = s.what;
+    x.stmt = s.id;
+    x.mask = s.mask;
+    if (s.what == ExpectKind::Nothing) {
+      g_->expects.push_back(x);
+      return;
+    }
+    GroupInfo gr = s.over ? gev(*s.over, f) : f.group;
+    x.group = g_->intern_group(gr);
+    for (const auto& r : s.bufs) x.bufs.push_back(ref(r, f));
+    if (s.root) {
+      x.root = rank_of(*s.root, f, "root");
+      if (gr.index_of(x.root) < 0) fail(s.root->loc, s.root->length, "the root is not a member of the group (root " + std::to_string(x.root) + ")");
+    }
+    auto blocked = [&](size_t i) {
+      if (x.bufs[i].cnt % gr.count)
+        fail(s.bufs[i].loc, s.bufs[i].length,
+             std::string("expect ") + expect_name(s.what) + " needs a chunk count that is a multiple of the group size (" +
+                 std::to_string(x.bufs[i].cnt) + " chunks, " + std::to_string(gr.count) + " members)");
+    };
+    switch (s.what) {
+      case ExpectKind::ReduceScatter:
+      case ExpectKind::Allgather:
+      case ExpectKind::Gather:
+      case ExpectKind::Scatter: blocked(0); break;
+      case ExpectKind::Alltoall:
+        blocked(0);
+        blocked(1);
+        if (x.bufs[0].cnt != x.bufs[1].cnt)
+          fail(s.bufs[1].loc, s.bufs[1].length, "expect alltoall needs IN and OUT of the same chunk count");
+        break;
+      case ExpectKind::Attention:
+        if (x.bufs[2].cnt != x.bufs[0].cnt)
+          fail(s.bufs[2].loc, s.bufs[2].length, "expect attention needs O with as many chunks as Q");
+        break;
+      case ExpectKind::AttentionBackward:
+        if (x.bufs[2].cnt != x.bufs[0].cnt || x.bufs[3].cnt != x.bufs[1].cnt)
+          fail(s.loc, s.length, "expect attention_backward needs dQ shaped like Q and dKV shaped like KV");
+        break;
+      default: break;
+    }
+    g_->expects.push_back(std::move(x));
+  }
+
+  void check_same_bytes(const Range& a, const Range& b, const Ref& at, const char* what) {
+    uint64_t ba = g_->range_bytes(a), bb = g_->range_bytes(b);
+    if (ba != bb)
+      fail(at.loc, at.length,
+           std::string(what) + " of different sizes (" + std::to_string(ba) + " bytes from " + g_->range_name(a) + ", " +
+               std::to_string(bb) + " bytes into " + g_->range_name(b) + ")");
+  }
+
+  void send(const SendStmt& s, Frame& f) {
+    if (in_on_) fail(s.loc, s.length, "a choreographic 'send … from … to …' cannot appear inside an 'on' block (write 'send B[i] to P')");
+    if (mode_ == Mode::Count && me_ < 0) {
+      ++est.transfers;
+      est.steps += 2;
+      return;
+    }
+    uint32_t a = rank_of(*s.from, f, "source");
+    uint32_t p = rank_of(*s.to, f, "destination");
+    if (mode_ == Mode::Count) {
+      est.transfers += mine(a) || mine(p);
+      est.steps += mine(a) + mine(p);
+      return;
+    }
+    Range src = ref(s.src, f);
+    Range dst = s.into.present() ? ref(s.into, f) : src;
+    if (s.into.present()) check_same_bytes(src, dst, s.into, "a send between chunks");
+    uint8_t rflags = s.reduce ? static_cast<uint8_t>(kFlagReduce | op_flag(s.op)) : 0;
+    Ranges none, rd, wr;
+    if (me_ < 0) {
+      StepId send_id = static_cast<StepId>(g_->size());
+      rd.add(src);
+      emit(StepKind::Send, 0, a, s, src, send_id + 1, rd, none);
+      Ranges rrd, rwr;
+      if (s.reduce) rrd.add(dst);
+      rwr.add(dst);
+      emit(StepKind::Recv, rflags, p, s, dst, send_id, rrd, rwr);
+    } else {
+      if (mine(a)) {
+        rd.add(src);
+        emit(StepKind::Send, 0, a, s, src, p, rd, none);
+      }
+      if (mine(p)) {
+        Ranges rrd, rwr;
+        if (s.reduce) rrd.add(dst);
+        rwr.add(dst);
+        emit(StepKind::Recv, rflags, p, s, dst, a, rrd, rwr);
+      }
+    }
+  }
+
+  void need_on(const Stmt& s, const char* what) {
+    if (!in_on_)
+      fail(s.loc, s.length,
+           std::string("'") + what + "' is a local-view statement: put it inside an 'on' block" +
+               (std::string(what) == "send" ? " (or write a choreographic 'send B[i] from A to P')" : ""));
+  }
+
+  void p2p(const P2PStmt& s, Frame& f) {
+    const char* what = s.is_send ? (s.nonblocking ? "isend" : "send") : (s.nonblocking ? "irecv" : "recv");
+    need_on(s, what);
+    uint32_t rank = on_rank_;
+    if (mode_ == Mode::Count) {
+      if (mine(rank)) ++est.steps, ++est.p2p;
+      return;
+    }
+    P2PInfo info;
+    info.peer = s.peer ? rank_of(*s.peer, f, s.is_send ? "destination" : "source") : kAnyRank;
+    info.tag = 0;
+    if (s.any_tag) {
+      info.tag = kAnyTag;
+    } else if (s.tag) {
+      int64_t t = ev(*s.tag, f);
+      if (t < 0 || t > 0x7fffffff) fail(s.tag->loc, s.tag->length, "a tag must be in 0 .. 2^31-1 (got " + std::to_string(t) + ")");
+      info.tag = static_cast<int32_t>(t);
+    }
+    info.comm = f.group_id;
+    if (f.group.index_of(rank) < 0 || (info.peer != kAnyRank && f.group.index_of(info.peer) < 0))
+      fail(s.loc, s.length, "both ranks of a local-view transfer must belong to the group in scope");
+    Range r = ref(s.buf, f);
+    if (!mine(rank)) return;
+    uint8_t flags = kFlagLocal;
+    if (s.nonblocking) flags |= kFlagNonblocking;
+    if (!s.is_send) {
+      if (s.reduce) flags |= static_cast<uint8_t>(kFlagReduce | op_flag(s.op));
+      if (info.peer == kAnyRank) flags |= kFlagAnySource;
+      if (info.tag == kAnyTag) flags |= kFlagAnyTag;
+    }
+    uint32_t idx = static_cast<uint32_t>(g_->p2p.size());
+    g_->p2p.push_back(info);
+    Ranges rd, wr;
+    if (s.is_send) rd.add(r);
+    else {
+      if (s.reduce) rd.add(r);
+      wr.add(r);
+    }
+    StepId id = emit(s.is_send ? StepKind::Send : StepKind::Recv, flags, rank, s, r, idx, rd, wr);
+    if (s.nonblocking) {
+      RankState& rs = ranks_[rslot(rank)];
+      rs.outstanding.push_back({s.handle, id, r, !s.is_send});
+    }
+  }
+
+  void wait(const WaitStmt& s, Frame& f) {
+    need_on(s, s.all ? "waitall" : "wait");
+    uint32_t rank = on_rank_;
+    if (mode_ == Mode::Count) {
+      if (mine(rank)) ++est.steps;
+      return;
+    }
+    if (!mine(rank)) return;
+    RankState& rs = ranks_[rslot(rank)];
+    std::vector<RankState::Handle> done;
+    if (s.all) {
+      done = std::move(rs.outstanding);
+      rs.outstanding.clear();
+    } else {
+      for (size_t i = 0; i < s.handles.size(); ++i) {
+        const std::string& h = s.handles[i];
+        // The latest operation issued under this name (an earlier one with the name was dropped).
+        auto it = std::find_if(rs.outstanding.rbegin(), rs.outstanding.rend(), [&](const auto& x) { return x.name == h; });
+        if (it == rs.outstanding.rend()) {
+          auto w = std::find_if(rs.waited.begin(), rs.waited.end(), [&](const auto& x) { return x.first == h; });
+          if (w != rs.waited.end()) {
+            Loc first = ses_.stmt_locs[w->second];
+            fail(s.handle_locs[i], static_cast<uint32_t>(h.size()),
+                 "handle '" + h + "' is waited twice on rank " + std::to_string(rank) + " (first wait at line " +
+                     std::to_string(first.line) + ")");
+          }
+          fail(s.handle_locs[i], static_cast<uint32_t>(h.size()),
+               "unknown handle '" + h + "' on rank " + std::to_string(rank) + " (no isend/irecv … as " + h + " before this wait)");
+        }
+        done.push_back(*it);
+        rs.outstanding.erase(std::next(it).base());
+        // Drop earlier same-named handles from the search: they stay outstanding for waitall.
+        rs.waited.emplace_back(h, s.id);
+      }
+    }
+    if (s.all)
+      for (const auto& d : done)
+        if (!d.name.empty()) rs.waited.emplace_back(d.name, s.id);
+    uint32_t off = static_cast<uint32_t>(g_->wait_handles.size());
+    g_->wait_handles.push_back(static_cast<StepId>(done.size()));
+    std::vector<StepId> extra;
+    for (const auto& d : done) {
+      g_->wait_handles.push_back(d.step);
+      extra.push_back(d.step);
+    }
+    Ranges none;
+    StepId id = emit(StepKind::Wait, kFlagLocal, rank, s, Range{}, off, none, none, extra.data(), extra.size());
+    // After the wait, later accesses to the handles' chunks are ordered by the wait.
+    for (const auto& d : done) {
+      Ranges rd, wr;
+      (d.is_recv ? wr : rd).add(d.range);
+      register_access(id, rank, rd, wr);
+    }
+  }
+
+  // The ranks a global-view local statement runs on: `at R`, or every member of the group.
+  template <class Fn>
+  void for_targets(const Expr* at, Frame& f, Fn&& fn) {
+    if (in_on_) {
+      if (at) fail(at->loc, at->length, "'at' is not needed inside an 'on' block: the statement runs on that rank");
+      fn(on_rank_);
+      return;
+    }
+    if (at) {
+      fn(rank_of(*at, f, "'at'"));
+      return;
+    }
+    for (uint32_t k = 0; k < f.group.count; ++k) fn(f.group.member(k));
+  }
+
+  void copy(const CopyStmt& s, Frame& f) {
+    if (mode_ == Mode::Count) {
+      for_targets(s.at.get(), f, [&](uint32_t r) { est.steps += mine(r); });
+      return;
+    }
+    Range src = ref(s.src, f), dst = ref(s.dst, f);
+    check_same_bytes(src, dst, s.dst, s.reduce ? "a reduce between chunks" : "a copy between chunks");
+    for_targets(s.at.get(), f, [&](uint32_t r) {
+      if (!mine(r)) return;
+      uint32_t idx = static_cast<uint32_t>(g_->ranges.size());
+      g_->ranges.push_back(src);
+      Ranges rd, wr;
+      rd.add(src);
+      if (s.reduce) rd.add(dst);
+      wr.add(dst);
+      uint8_t flags = in_on_ ? kFlagLocal : 0;
+      if (s.reduce) flags |= op_flag(s.op);
+      emit(s.reduce ? StepKind::Reduce : StepKind::Copy, flags, r, s, dst, idx, rd, wr);
+    });
+  }
+
+  void compute(const ComputeStmt& s, Frame& f) {
+    if (mode_ == Mode::Count) {
+      for_targets(s.at.get(), f, [&](uint32_t r) {
+        est.steps += mine(r);
+        est.computes += mine(r);
+      });
+      return;
+    }
+    ComputeInfo c;
+    c.kind = s.what;
+    c.mask = s.mask;
+    c.name = g_->intern_name(s.name);
+    if (s.flops) {
+      int64_t fl = ev(*s.flops, f);
+      if (fl < 0) fail(s.flops->loc, s.flops->length, "flops must not be negative (got " + std::to_string(fl) + ")");
+      c.flops = static_cast<double>(fl);
+    }
+    std::vector<Range> rd, wr;
+    if (s.what == ComputeKind::Generic) {
+      for (const auto& r : s.reads) rd.push_back(ref(r, f));
+      for (const auto& r : s.writes) wr.push_back(ref(r, f));
+    } else {
+      for (const auto& r : s.inputs) rd.push_back(ref(r, f));
+      Range o0 = ref(s.outputs[0], f);
+      if (rd[1].cnt != 1)
+        fail(s.inputs[1].loc, s.inputs[1].length, "an attention tile takes one KV chunk (" + std::to_string(rd[1].cnt) + " given)");
+      if (rd[0].cnt != o0.cnt)
+        fail(s.outputs[0].loc, s.outputs[0].length, "an attention tile needs Q and its output with the same chunk count");
+      if (s.what == ComputeKind::AttnBwd && ref(s.outputs[1], f).cnt != 1)
+        fail(s.outputs[1].loc, s.outputs[1].length, "attn_bwd writes one dKV chunk");
+      for (const auto& r : s.outputs) {
+        Range o = ref(r, f);
+        rd.push_back(o);  // the accumulator is read and written
+        wr.push_back(o);
+        g_->buffers[o.buf].accumulator = true;
+      }
+    }
+    if (rd.size() + wr.size() > 8) fail(s.loc, s.length, "a compute step may touch at most 8 chunk ranges");
+    for_targets(s.at.get(), f, [&](uint32_t r) {
+      if (!mine(r)) return;
+      ComputeInfo ci = c;
+      ci.reads_off = static_cast<uint32_t>(g_->ranges.size());
+      ci.reads_cnt = static_cast<uint32_t>(rd.size());
+      for (const auto& x : rd) g_->ranges.push_back(x);
+      ci.writes_off = static_cast<uint32_t>(g_->ranges.size());
+      ci.writes_cnt = static_cast<uint32_t>(wr.size());
+      for (const auto& x : wr) g_->ranges.push_back(x);
+      uint32_t idx = static_cast<uint32_t>(g_->computes.size());
+      g_->computes.push_back(ci);
+      Ranges hrd, hwr;
+      for (const auto& x : rd) hrd.add(x);
+      for (const auto& x : wr) hwr.add(x);
+      Range primary = !wr.empty() ? wr[0] : (!rd.empty() ? rd[0] : Range{});
+      emit(StepKind::Compute, in_on_ ? kFlagLocal : 0, r, s, primary, idx, hrd, hwr);
+    });
+  }
+
+  void coll(const CollStmt& s, Frame& f) {
+    GroupInfo gr = s.over ? gev(*s.over, f) : f.group;
+    if (mode_ == Mode::Count) {
+      if (in_on_) {
+        est.steps += mine(on_rank_);
+        est.collectives += mine(on_rank_);
+      } else if (me_ >= 0) {
+        bool member = gr.index_of(static_cast<uint32_t>(me_)) >= 0;
+        est.steps += member;
+        est.collectives += member;
+      } else {
+        est.steps += gr.count;
+        est.collectives += gr.count;
+      }
+      return;
+    }
+    CollInfo c;
+    c.kind = s.what;
+    c.op = s.op;
+    c.group = g_->intern_group(gr);
+    Range r{};
+    if (s.buf.present()) r = ref(s.buf, f);
+    if (s.root) {
+      c.root = rank_of(*s.root, f, "root");
+      if (gr.index_of(c.root) < 0)
+        fail(s.root->loc, s.root->length, "the root is not a member of the group (root " + std::to_string(c.root) + ")");
+    }
+    if (s.what == CollKind::Allgather || s.what == CollKind::ReduceScatter || s.what == CollKind::Alltoall) {
+      if (r.cnt % gr.count)
+        fail(s.buf.loc, s.buf.length,
+             std::string(coll_name(s.what)) + " needs a chunk count that is a multiple of the group size (" +
+                 std::to_string(r.cnt) + " chunks, " + std::to_string(gr.count) + " members)");
+    }
+    if (s.into.present()) {
+      c.into = ref(s.into, f);
+      if (c.into.cnt != r.cnt || g_->range_bytes(c.into) != g_->range_bytes(r))
+        fail(s.into.loc, s.into.length, "alltoall … into … needs two slices of the same size");
+    }
+    auto one = [&](uint32_t rank) {
+      if (!mine(rank)) return;
+      uint64_t key = (uint64_t{c.group} << 32) | rank;
+      CollInfo ci = c;
+      ci.seq = coll_seq_[key]++;
+      uint32_t idx = static_cast<uint32_t>(g_->colls.size());
+      g_->colls.push_back(ci);
+      std::vector<Range> rv, wv;
+      collective_access(ci, gr, rank, r, false, rv);
+      collective_access(ci, gr, rank, r, true, wv);
+      Ranges rd, wr;
+      for (const auto& x : rv) rd.add(x);
+      for (const auto& x : wv) wr.add(x);
+      emit(StepKind::Collective, in_on_ ? kFlagLocal : 0, rank, s, r, idx, rd, wr);
+    };
+    if (in_on_) {
+      if (gr.index_of(on_rank_) < 0)
+        fail(s.loc, s.length, "rank " + std::to_string(on_rank_) + " is not a member of the collective's group");
+      one(on_rank_);
+    } else {
+      for (uint32_t k = 0; k < gr.count; ++k) one(gr.member(k));
+    }
+  }
+
+  void on(const OnStmt& s, Frame& f) {
+    if (in_on_) fail(s.loc, s.length, "'on' blocks cannot be nested");
+    auto body = [&](uint32_t r) {
+      in_on_ = true;
+      on_rank_ = r;
+      try {
+        block(s.body, f);
+      } catch (...) {
+        in_on_ = false;
+        throw;
+      }
+      in_on_ = false;
+    };
+    if (s.rank) {
+      uint32_t r = rank_of(*s.rank, f, "'on'");
+      if (mode_ == Mode::Count && !mine(r)) return;
+      body(r);
+      return;
+    }
+    int64_t lo = ev(*s.lo, f), hi = ev(*s.hi, f), step = s.step ? ev(*s.step, f) : 1;
+    if (step == 0) fail(s.step->loc, s.step->length, "a rank range step must not be zero");
+    auto& var = f.slots[static_cast<size_t>(s.slot)];
+    loops_.push_back({&s.var, &f, s.slot});
+    for (int64_t v = lo; step > 0 ? v < hi : v > hi; v += step) {
+      if (v < 0 || v >= n_) {
+        var = Val{false, v, {}};
+        fail(s.lo->loc, s.lo->length,
+             "'on' rank out of range (rank " + std::to_string(v) + ", valid 0 .. " + std::to_string(n_ - 1) + ")");
+      }
+      if (me_ >= 0 && v != me_) continue;  // one rank's program: the other ranks' blocks are skipped
+      var = Val{false, v, {}};
+      body(static_cast<uint32_t>(v));
+    }
+    loops_.pop_back();
+  }
+
+  void call(const CallStmt& s, Frame& f) {
+    if (in_on_) fail(s.loc, s.length, "'call' cannot appear inside an 'on' block");
+    if (f.depth >= kMaxCallDepth) fail(s.loc, s.length, "calls nested deeper than 64 (recursion without end?)");
+    Target t = ses_.find_callee(*f.prog, s.callee);
+    if (!t.schedule)
+      fail(s.callee_loc, static_cast<uint32_t>(s.callee.size()),
+           "unknown schedule '" + s.callee + "' (not in this file nor in the library)");
+    const Schedule& c = *t.schedule;
+    Frame nf;
+    nf.prog = t.program;
+    nf.sched = &c;
+    nf.slots.resize(c.num_slots);
+    nf.bufs.resize(c.num_buffers);
+    nf.group = f.group;
+    nf.group_id = f.group_id;
+    nf.prefix = f.prefix + c.name + ".";
+    nf.depth = f.depth + 1;
+    std::vector<bool> set(c.params.size(), false);
+    size_t positional = 0;
+    for (const auto& a : s.args) {
+      if (!a.key.empty()) {
+        auto it = std::find_if(c.params.begin(), c.params.end(), [&](const Param& p) { return p.name == a.key; });
+        if (it == c.params.end() || it->kind != ParamKind::Int)
+          fail(a.loc, static_cast<uint32_t>(a.key.size()),
+               "schedule '" + c.name + "' has no integer parameter '" + a.key + "'");
+        size_t i = static_cast<size_t>(it - c.params.begin());
+        if (set[i]) fail(a.loc, static_cast<uint32_t>(a.key.size()), "parameter '" + a.key + "' is given twice");
+        nf.slots[static_cast<size_t>(it->slot)] = Val{false, ev(*a.value, f), {}};
+        set[i] = true;
+        continue;
+      }
+      // Positional: the next group or buffer parameter.
+      while (positional < c.params.size() && c.params[positional].kind == ParamKind::Int) ++positional;
+      if (positional >= c.params.size())
+        fail(a.loc, 1, "too many arguments for schedule '" + c.name + "' (pass integer parameters as key = value)");
+      const Param& p = c.params[positional];
+      if (p.kind == ParamKind::Group) {
+        if (a.ref.present() && !a.bare_name) fail(a.loc, a.ref.length, "parameter '" + p.name + "' of '" + c.name + "' is a group, not a buffer");
+        GroupInfo gr = gev(*a.value, f);
+        nf.slots[static_cast<size_t>(p.slot)] = Val{true, 0, gr};
+        nf.group = gr;
+        nf.group_id = g_->intern_group(gr);
+      } else {
+        if (!a.ref.present()) fail(a.loc, 1, "parameter '" + p.name + "' of '" + c.name + "' is a buffer");
+        Range r = ref(a.ref, f);
+        nf.bufs[static_cast<size_t>(p.slot)] = View{r.buf, r.lo, r.cnt, true, false, kNil};
+      }
+      set[positional] = true;
+      ++positional;
+    }
+    for (size_t i = 0; i < c.params.size(); ++i) {
+      const Param& p = c.params[i];
+      if (set[i]) continue;
+      if (p.kind != ParamKind::Int)
+        fail(s.loc, s.length, "missing argument for " + std::string(p.kind == ParamKind::Group ? "group" : "buffer") +
+                                  " parameter '" + p.name + "' of '" + c.name + "'");
+      if (!p.def) fail(s.loc, s.length, "missing value for parameter '" + p.name + "' of '" + c.name + "' (pass " + p.name + " = …)");
+      nf.slots[static_cast<size_t>(p.slot)] = Val{false, ev(*p.def, nf), {}};
+    }
+    block(c.body, nf);
+  }
+
+  // ------------------------------------------------------------------ parameters
+  void bind_top_params(const Schedule& s, Frame& f) {
+    std::vector<bool> used(opts_.sets.size(), false);
+    for (const auto& p : s.params) {
+      const std::pair<std::string, std::string>* set = nullptr;
+      for (size_t i = 0; i < opts_.sets.size(); ++i)
+        if (opts_.sets[i].first == p.name) set = &opts_.sets[i], used[i] = true;
+      try {
+        if (set) {
+          f.slots[static_cast<size_t>(p.slot)] = Val{false, set_value(*set), {}};
+          g_->params.emplace_back(p.name, f.slots[static_cast<size_t>(p.slot)].i);
+        } else if (p.def) {
+          f.slots[static_cast<size_t>(p.slot)] = Val{false, ev(*p.def, f), {}};
+          g_->params.emplace_back(p.name, f.slots[static_cast<size_t>(p.slot)].i);
+        } else {
+          diags_.error(p.loc, "parameter '" + p.name + "' of '" + s.name + "' has no default: give it with --set " + p.name + "=…",
+                       static_cast<uint32_t>(p.name.size()));
+        }
+      } catch (const EvalError& e) {
+        diags_.error(e.loc, e.msg, e.length);
+      }
+    }
+    for (size_t i = 0; i < opts_.sets.size(); ++i) {
+      if (used[i]) continue;
+      std::string names;
+      for (const auto& p : s.params) names += (names.empty() ? "" : ", ") + p.name;
+      auto& d = diags_.error(s.loc, "unknown parameter '" + opts_.sets[i].first + "' (--set " + opts_.sets[i].first + "=" +
+                                        opts_.sets[i].second + ")",
+                             static_cast<uint32_t>(s.name.size()));
+      d.notes.push_back({Loc{}, "schedule '" + s.name + "' takes " + (names.empty() ? std::string("no parameters") : "parameters: " + names)});
+    }
+  }
+
+  int64_t set_value(const std::pair<std::string, std::string>& kv) {
+    uint32_t file = ses_.sources.add("--set " + kv.first, kv.second);
+    auto e = parse_expression(ses_.sources, file, diags_);
+    if (!e) throw EvalError{Loc{file, 1, 1}, 1, "bad value for --set " + kv.first};
+    Frame empty;
+    fix_names(*e, file);
+    return ev(*e, empty);
+  }
+
+  // A --set value may only use N.
+  void fix_names(Expr& e, uint32_t file) {
+    if (e.kind == ExprKind::Var) {
+      if (e.name == "N") e.slot = -2;
+      else throw EvalError{e.loc, static_cast<uint32_t>(e.name.size()), "a --set value may only use numbers and N (found '" + e.name + "')"};
+    }
+    if (e.kind == ExprKind::GroupAt || e.kind == ExprKind::Ranks || e.kind == ExprKind::World ||
+        (e.kind == ExprKind::Func && e.fn == Func::Size))
+      throw EvalError{e.loc, e.length, "a --set value must be an integer"};
+    for (auto& a : e.args) fix_names(*a, file);
+  }
+
+  Session& ses_;
+  const ElabOptions& opts_;
+  Mode mode_;
+  Diagnostics quiet_;
+  Diagnostics& diags_;
+  uint32_t n_ = 0;
+  int64_t me_ = -1;
+  uint32_t rank_slots_ = 0;
+  bool in_on_ = false;
+  uint32_t on_rank_ = 0;
+  std::vector<std::tuple<const std::string*, Frame*, int32_t>> loops_;
+  std::vector<std::vector<ChunkState>> hz_;
+  std::vector<std::pair<StepId, uint32_t>> pool_;
+  uint32_t free_ = kNil;
+  std::vector<StepId> deps_;
+  std::vector<RankState> ranks_;
+  std::unordered_map<uint64_t, uint32_t> coll_seq_;
+};
+
+std::string Elaborator::print_cond(const RequireStmt& s) { return print_expr(*s.cond); }
+
+}  // namespace
+
+SizeEstimate estimate_size(Session& session, const Target& target, const ElabOptions& opts) {
+  Elaborator e(session, opts, Mode::Count);
+  bool ok = e.run(target, 0);
+  SizeEstimate est = e.est;
+  est.ok = ok;
+  // Steps and one dependency each, plus the hazard state, plus slack for side tables.
+  est.bytes = est.steps * StepGraph::kBytesPerStep + est.hazard_bytes + est.p2p * sizeof(P2PInfo) +
+              est.collectives * sizeof(CollInfo) + est.computes * (sizeof(ComputeInfo) + 4 * sizeof(Range)) +
+              (uint64_t{16} << 20);
+  return est;
+}
+
+std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, const ElabOptions& opts, SizeEstimate* out) {
+  SizeEstimate est = estimate_size(session, target, opts);
+  if (out) *out = est;
+  const Schedule& s = *target.schedule;
+  if (est.steps >= 0xfffffff0ULL || (opts.max_memory && est.bytes > opts.max_memory)) {
+    auto& d = session.diags.error(
+        s.loc,
+        "instance too big to build: " + with_commas(est.steps) + " steps (" + with_commas(est.transfers) +
+            " transfers) for N = " + std::to_string(opts.nranks) + " would need about " + human_bytes(est.bytes) +
+            (est.steps >= 0xfffffff0ULL ? " and more than 2^32 step ids" : ""),
+        static_cast<uint32_t>(s.name.size()));
+    if (opts.max_memory)
+      d.notes.push_back({Loc{}, "the memory limit is " + human_bytes(opts.max_memory) +
+                                    " (--max-memory); use fewer ranks, or raise the limit"});
+    return nullptr;
+  }
+  Elaborator e(session, opts, Mode::Build);
+  if (!e.run(target, est.ok ? est.steps : 0)) return nullptr;
+  return std::move(e.g_);
+}
+
+}  // namespace sg

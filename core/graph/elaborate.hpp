@@ -1,0 +1,45 @@
+// Elaboration: a schedule, N and parameter values -> the step graph. Unrolls loops, evaluates
+// indices, emits steps in textual order, computes dependencies (dataflow hazards for
+// choreographic statements, MPI program order inside `on` blocks) and pairs choreographic
+// sends with their receives. Errors point at the statement that caused them.
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/dsl/session.hpp"
+#include "core/graph/step_graph.hpp"
+
+namespace sg {
+
+struct ElabOptions {
+  uint32_t nranks = 0;
+  std::vector<std::pair<std::string, std::string>> sets;  // --set k=v, unparsed
+  int64_t only_rank = -1;    // elaborate one rank's program only
+  uint64_t max_memory = 0;   // refuse instances whose estimate exceeds this (0: no limit)
+};
+
+struct SizeEstimate {
+  uint64_t steps = 0;
+  uint64_t transfers = 0;     // choreographic sends (each a send and a receive step)
+  uint64_t p2p = 0;           // local-view sends and receives
+  uint64_t collectives = 0;   // collective steps
+  uint64_t computes = 0;
+  uint64_t hazard_bytes = 0;  // transient per-chunk state while building
+  uint64_t bytes = 0;         // estimated peak memory of building
+  bool ok = true;             // false: the estimate itself hit an error (elaboration will report it)
+};
+
+// Counts what elaborate() would build, without building it. Loops whose bodies emit the same
+// number of steps in every iteration are multiplied, not iterated.
+SizeEstimate estimate_size(Session& session, const Target& target, const ElabOptions& opts);
+
+// Builds the graph; returns null after reporting errors to session.diags.
+std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, const ElabOptions& opts,
+                                     SizeEstimate* estimate = nullptr);
+
+std::string human_bytes(uint64_t b);
+std::string with_commas(uint64_t v);
+
+}  // namespace sg

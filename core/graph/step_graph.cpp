@@ -1,0 +1,232 @@
+#include "core/graph/step_graph.hpp"
+
+#include <algorithm>
+
+namespace sg {
+
+const char* step_kind_name(StepKind k) {
+  switch (k) {
+    case StepKind::Send: return "send";
+    case StepKind::Recv: return "recv";
+    case StepKind::Copy: return "copy";
+    case StepKind::Reduce: return "reduce";
+    case StepKind::Compute: return "compute";
+    case StepKind::Collective: return "collective";
+    case StepKind::Wait: return "wait";
+  }
+  return "?";
+}
+
+namespace {
+struct DTypeInfo {
+  DType t;
+  const char* name;
+  uint32_t size;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}, {DType::F32, "f32", 4}, {DType::F64, "f64", 8},
+    {DType::I8, "i8", 1},   {DType::I32, "i32", 4},   {DType::I64, "i64", 8}, {DType::U8, "u8", 1},
+};
+}  // namespace
+
+const char* dtype_name(DType t) {
+  for (const auto& d : kDTypes)
+    if (d.t == t) return d.name;
+  return "?";
+}
+uint32_t dtype_size(DType t) {
+  for (const auto& d : kDTypes)
+    if (d.t == t) return d.size;
+  return 1;
+}
+bool parse_dtype(const std::string& s, DType& out) {
+  for (const auto& d : kDTypes)
+    if (s == d.name) {
+      out = d.t;
+      return true;
+    }
+  return false;
+}
+
+uint32_t StepGraph::peer(StepId s) const {
+  if (local(s)) return p2p[ref_[s]].peer;
+  if (only_rank >= 0) return ref_[s];
+  return rank_[ref_[s]];
+}
+
+StepId StepGraph::match(StepId s) const {
+  if (local(s)) return p2p[ref_[s]].match;
+  if (only_rank >= 0) return kNoStep;
+  return ref_[s];
+}
+
+void StepGraph::reads(StepId s, std::vector<Range>& out) const {
+  switch (kind(s)) {
+    case StepKind::Send: out.push_back(range(s)); break;
+    case StepKind::Recv:
+      if (flags_[s] & kFlagReduce) out.push_back(range(s));
+      break;
+    case StepKind::Copy: out.push_back(copy_source(s)); break;
+    case StepKind::Reduce:
+      out.push_back(copy_source(s));
+      out.push_back(range(s));
+      break;
+    case StepKind::Compute: {
+      const ComputeInfo& c = compute(s);
+      for (uint32_t i = 0; i < c.reads_cnt; ++i) out.push_back(ranges[c.reads_off + i]);
+      break;
+    }
+    case StepKind::Collective: {
+      const CollInfo& c = coll(s);
+      collective_access(c, groups[c.group], rank_[s], range(s), false, out);
+      break;
+    }
+    case StepKind::Wait: break;
+  }
+}
+
+void collective_access(const CollInfo& c, const GroupInfo& g, uint32_t rank, const Range& r, bool write,
+                       std::vector<Range>& out) {
+  int64_t me = g.index_of(rank);
+  bool root = rank == c.root;
+  uint32_t k = g.count ? r.cnt / g.count : 0;
+  Range own{r.buf, r.lo + static_cast<uint32_t>(me < 0 ? 0 : me) * k, k};
+  switch (c.kind) {
+    case CollKind::Barrier: return;
+    case CollKind::Allreduce: out.push_back(r); return;
+    case CollKind::Bcast:
+      if (root != write) out.push_back(r);
+      return;
+    case CollKind::Reduce:
+      if (!write || root) out.push_back(r);
+      return;
+    case CollKind::Allgather:
+      if (!write) {
+        if (own.cnt) out.push_back(own);
+      } else {
+        if (own.lo > r.lo) out.push_back(Range{r.buf, r.lo, own.lo - r.lo});
+        if (own.lo + own.cnt < r.lo + r.cnt) out.push_back(Range{r.buf, own.lo + own.cnt, r.lo + r.cnt - own.lo - own.cnt});
+      }
+      return;
+    case CollKind::ReduceScatter:
+      if (!write) out.push_back(r);
+      else if (own.cnt) out.push_back(own);
+      return;
+    case CollKind::Alltoall:
+      out.push_back(write && c.into.cnt ? c.into : r);
+      return;
+  }
+}
+
+void StepGraph::writes(StepId s, std::vector<Range>& out) const {
+  switch (kind(s)) {
+    case StepKind::Send: break;
+    case StepKind::Recv:
+    case StepKind::Copy:
+    case StepKind::Reduce: out.push_back(range(s)); break;
+    case StepKind::Compute: {
+      const ComputeInfo& c = compute(s);
+      for (uint32_t i = 0; i < c.writes_cnt; ++i) out.push_back(ranges[c.writes_off + i]);
+      break;
+    }
+    case StepKind::Collective: {
+      const CollInfo& c = coll(s);
+      collective_access(c, groups[c.group], rank_[s], range(s), true, out);
+      break;
+    }
+    case StepKind::Wait: break;
+  }
+}
+
+std::string StepGraph::chunk_name(uint32_t buf, uint32_t chunk) const {
+  const BufferInfo& b = buffers[buf];
+  std::string s = b.name + "[";
+  if (b.dims.size() <= 1) return s + std::to_string(chunk) + "]";
+  std::vector<uint32_t> idx(b.dims.size());
+  uint32_t c = chunk;
+  for (size_t d = b.dims.size(); d-- > 0;) {
+    idx[d] = c % b.dims[d];
+    c /= b.dims[d];
+  }
+  for (size_t d = 0; d < idx.size(); ++d) s += (d ? ", " : "") + std::to_string(idx[d]);
+  return s + "]";
+}
+
+std::string StepGraph::range_name(const Range& r) const {
+  if (r.cnt == 1) return chunk_name(r.buf, r.lo);
+  const BufferInfo& b = buffers[r.buf];
+  if (r.lo == 0 && r.cnt == b.chunks) return b.name;
+  if (b.dims.size() <= 1) return b.name + "[" + std::to_string(r.lo) + " .. " + std::to_string(r.lo + r.cnt) + "]";
+  return chunk_name(r.buf, r.lo) + " +" + std::to_string(r.cnt);
+}
+
+StepGraph::RankIndex StepGraph::rank_index() const {
+  RankIndex ix;
+  ix.off.assign(nranks + 1, 0);
+  for (size_t s = 0; s < size(); ++s) ++ix.off[rank_[s] + 1];
+  for (uint32_t r = 0; r < nranks; ++r) ix.off[r + 1] += ix.off[r];
+  ix.steps.resize(size());
+  std::vector<uint64_t> pos(ix.off.begin(), ix.off.end() - 1);
+  for (size_t s = 0; s < size(); ++s) ix.steps[pos[rank_[s]]++] = static_cast<StepId>(s);
+  return ix;
+}
+
+StepId StepGraph::add_step(StepKind k, uint8_t flags, uint32_t rank, uint32_t stmt, const Range& r, uint32_t ref) {
+  StepId id = static_cast<StepId>(kind_.size());
+  if (dep_off_.empty()) dep_off_.push_back(0);
+  kind_.push_back(static_cast<uint8_t>(k));
+  flags_.push_back(flags);
+  rank_.push_back(rank);
+  stmt_.push_back(stmt);
+  range_.push_back(0);
+  ref_.push_back(ref);
+  set_range(id, r);
+  return id;
+}
+
+void StepGraph::set_range(StepId s, const Range& r) {
+  if (r.buf < (1u << 12) && r.cnt < (1u << 20)) {
+    flags_[s] &= static_cast<uint8_t>(~kFlagWide);
+    range_[s] = (uint64_t{r.buf} << 52) | (uint64_t{r.cnt} << 32) | r.lo;
+  } else {
+    flags_[s] |= kFlagWide;
+    range_[s] = wide_ranges.size();
+    wide_ranges.push_back(r);
+  }
+}
+
+uint32_t StepGraph::intern_group(const GroupInfo& g) {
+  GroupInfo n = g;
+  if (n.count <= 1) n.stride = 1;
+  for (size_t i = 0; i < groups.size(); ++i)
+    if (groups[i] == n) return static_cast<uint32_t>(i);
+  groups.push_back(n);
+  return static_cast<uint32_t>(groups.size() - 1);
+}
+
+uint32_t StepGraph::intern_name(const std::string& n) {
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == n) return static_cast<uint32_t>(i);
+  names.push_back(n);
+  return static_cast<uint32_t>(names.size() - 1);
+}
+
+void StepGraph::reserve(size_t steps, size_t deps) {
+  kind_.reserve(steps);
+  flags_.reserve(steps);
+  rank_.reserve(steps);
+  stmt_.reserve(steps);
+  range_.reserve(steps);
+  ref_.reserve(steps);
+  dep_off_.reserve(steps + 1);
+  deps_.reserve(deps);
+}
+
+uint64_t StepGraph::memory_bytes() const {
+  auto cap = [](const auto& v) { return uint64_t{v.capacity()} * sizeof(typename std::decay_t<decltype(v)>::value_type); };
+  return cap(kind_) + cap(flags_) + cap(rank_) + cap(stmt_) + cap(range_) + cap(ref_) + cap(dep_off_) + cap(deps_) +
+         cap(p2p) + cap(colls) + cap(computes) + cap(ranges) + cap(wide_ranges) + cap(wait_handles) +
+         cap(candidates) + cap(instances) + cap(instance_steps) + cap(inits) + cap(stmt_locs);
+}
+
+}  // namespace sg

@@ -1,0 +1,47 @@
+// Internal invariants of a step graph. A failure here is a bug in stepgraph, not in the
+// schedule, and is reported as such.
+#include <algorithm>
+
+#include "core/graph/passes.hpp"
+
+namespace sg {
+
+void validate(StepGraph& g, Diagnostics& diags) {
+  auto bug = [&](StepId s, const std::string& what) {
+    diags.error(s < g.size() ? g.loc(s) : Loc{}, "internal error: step #" + std::to_string(s) + ": " + what +
+                                                  " (please report this with the schedule)");
+  };
+  if (g.dep_off_.size() != g.size() + 1) {
+    bug(0, "dependency offsets do not cover every step");
+    return;
+  }
+  uint32_t nbuf = static_cast<uint32_t>(g.buffers.size());
+  for (StepId s = 0; s < g.size() && !diags.too_many(); ++s) {
+    if (g.rank(s) >= g.nranks) bug(s, "rank out of range");
+    Range r = g.range(s);
+    if (r.cnt && (r.buf >= nbuf || uint64_t{r.lo} + r.cnt > g.buffers[r.buf].chunks)) bug(s, "chunk range out of bounds");
+    const uint32_t* prev = nullptr;
+    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) {
+      if (*d >= s) bug(s, "a dependency on a later step");
+      else if (g.rank(*d) != g.rank(s)) bug(s, "a dependency on another rank's step");
+      if (prev && *prev >= *d) bug(s, "dependencies not sorted");
+      prev = d;
+    }
+    StepKind k = g.kind(s);
+    if ((k == StepKind::Send || k == StepKind::Recv) && !g.local(s) && g.only_rank < 0) {
+      StepId m = g.ref(s);
+      if (m >= g.size() || g.ref(m) != s || g.kind(m) == k) bug(s, "choreographic match is not symmetric");
+    }
+    if ((k == StepKind::Send || k == StepKind::Recv) && g.local(s)) {
+      if (g.ref(s) >= g.p2p.size()) bug(s, "p2p info out of range");
+      else {
+        StepId m = g.p2p_info(s).match;
+        if (m != kNoStep && (m >= g.size() || g.p2p_info(m).match != s)) bug(s, "MPI match is not symmetric");
+      }
+    }
+    if (k == StepKind::Collective && g.ref(s) >= g.colls.size()) bug(s, "collective info out of range");
+    if (k == StepKind::Compute && g.ref(s) >= g.computes.size()) bug(s, "compute info out of range");
+  }
+}
+
+}  // namespace sg

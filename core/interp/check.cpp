@@ -1,0 +1,53 @@
+#include "core/interp/check.hpp"
+
+#include "core/graph/passes.hpp"
+
+namespace sg {
+
+void render_findings(const StepGraph& g, const InterpResult& r, const PostconditionReport& p, Diagnostics& out) {
+  auto loc_of = [&](const Issue& is) {
+    if (is.step != kNoStep) return g.loc(is.step);
+    if (is.stmt < g.stmt_locs.size()) return g.stmt_locs[is.stmt];
+    return Loc{};
+  };
+  for (const Issue& is : r.issues) {
+    std::string prefix;
+    bool warn = false;
+    switch (is.kind) {
+      case IssueKind::UndefinedRead: prefix = "undefined data: "; break;
+      case IssueKind::BadOperand: prefix = "wrong operand: "; break;
+      case IssueKind::Stuck: prefix = "stuck (eager sends, one order): "; break;
+      case IssueKind::Unmatched: prefix = "unmatched: "; break;
+      case IssueKind::Lifecycle: prefix = "lifecycle: "; warn = true; break;
+      default: break;
+    }
+    Diagnostic& d = warn ? out.warning(loc_of(is), prefix + is.text) : out.error(loc_of(is), prefix + is.text);
+    (void)d;
+  }
+  for (const Issue& is : p.issues) {
+    Loc at = loc_of(is);
+    Diagnostic& d = out.error(at, std::string("wrong result: ") + is.text);
+    if (is.step != kNoStep) {
+      d.notes.push_back({Loc{}, "last written by step #" + std::to_string(is.step) + " on rank " + std::to_string(g.rank(is.step))});
+    }
+    if (is.stmt < g.stmt_locs.size() && is.step != kNoStep) d.notes.push_back({g.stmt_locs[is.stmt], "required by this postcondition"});
+  }
+  if (p.chunks_wrong > p.issues.size())
+    out.error(Loc{}, "wrong result: " + std::to_string(p.chunks_wrong) + " chunks differ in all (" +
+                         std::to_string(p.chunks_wrong - p.issues.size()) + " more not shown)");
+}
+
+CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts) {
+  CheckOutcome o;
+  o.graph = elaborate(s, t, opts);
+  if (!o.graph) return o;
+  if (!run_passes(*o.graph, s.diags, {}, nullptr)) return o;
+  o.built = true;
+  o.interp = interpret(*o.graph);
+  if (o.interp.completed) o.post = check_postconditions(*o.graph, o.interp.initial, o.interp.final);
+  render_findings(*o.graph, o.interp, o.post, o.findings);
+  o.ok = o.interp.completed && o.post.chunks_wrong == 0 && !o.findings.has_errors();
+  return o;
+}
+
+}  // namespace sg

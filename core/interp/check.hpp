@@ -1,0 +1,27 @@
+// `stepgraph check`: elaborate, run the passes, interpret, check the postconditions, and turn
+// every finding into a diagnostic that points at the source line of the step concerned.
+#pragma once
+#include <memory>
+
+#include "core/dsl/session.hpp"
+#include "core/graph/elaborate.hpp"
+#include "core/interp/interpret.hpp"
+#include "core/interp/postcondition.hpp"
+
+namespace sg {
+
+struct CheckOutcome {
+  bool built = false;    // false: bad input (diagnostics in the session)
+  bool ok = false;       // the run completed and every postcondition holds
+  std::unique_ptr<StepGraph> graph;
+  InterpResult interp;
+  PostconditionReport post;
+  Diagnostics findings;  // defects, as diagnostics
+};
+
+CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts);
+
+// Appends one diagnostic per interpreter issue and postcondition failure.
+void render_findings(const StepGraph& g, const InterpResult& r, const PostconditionReport& p, Diagnostics& out);
+
+}  // namespace sg

@@ -1,0 +1,521 @@
+#include "core/interp/interpret.hpp"
+
+#include <algorithm>
+#include <deque>
+#include <functional>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace sg {
+
+const char* issue_name(IssueKind k) {
+  switch (k) {
+    case IssueKind::UndefinedRead: return "undefined-read";
+    case IssueKind::BadOperand: return "bad-operand";
+    case IssueKind::Stuck: return "stuck";
+    case IssueKind::Unmatched: return "unmatched";
+    case IssueKind::Lifecycle: return "lifecycle";
+    case IssueKind::Missing: return "missing";
+    case IssueKind::Duplicate: return "duplicate";
+    case IssueKind::Foreign: return "foreign";
+    case IssueKind::Stale: return "stale";
+    case IssueKind::Undefined: return "undefined";
+  }
+  return "?";
+}
+
+MachineState::MachineState(const StepGraph& g) {
+  bufs_.resize(g.buffers.size());
+  chunks_.resize(g.buffers.size());
+  for (size_t b = 0; b < g.buffers.size(); ++b) {
+    chunks_[b] = g.buffers[b].chunks;
+    bufs_[b].resize(uint64_t{g.nranks} * g.buffers[b].chunks);
+  }
+}
+
+void MachineState::apply_inits(const StepGraph& g) {
+  for (const InitRule& r : g.inits) {
+    const Range& rg = r.range;
+    switch (r.kind) {
+      case InitKind::Contrib: {
+        const GroupInfo& gr = g.groups[r.group];
+        for (uint32_t k = 0; k < gr.count; ++k)
+          for (uint32_t c = rg.lo; c < rg.lo + rg.cnt; ++c) at(gr.member(k), rg.buf, c).v = Value::contrib(rg.buf, gr.member(k), c);
+        break;
+      }
+      case InitKind::Owned: {
+        const GroupInfo& gr = g.groups[r.group];
+        uint32_t per = rg.cnt / gr.count;
+        for (uint32_t k = 0; k < gr.count; ++k)
+          for (uint32_t c = rg.lo + k * per; c < rg.lo + (k + 1) * per; ++c) at(gr.member(k), rg.buf, c).v = Value::item(rg.buf, c);
+        break;
+      }
+      case InitKind::OnRank:
+        for (uint32_t c = rg.lo; c < rg.lo + rg.cnt; ++c) at(r.rank, rg.buf, c).v = Value::item(rg.buf, c);
+        break;
+    }
+  }
+}
+
+namespace {
+
+enum : uint8_t { kReleased = 1, kCompleted = 2, kDepsReady = 4, kArrived = 8 };
+
+struct Msg {
+  StepId send;
+  uint32_t src;
+  int32_t tag;
+  uint32_t comm;
+  std::vector<Value> payload;
+};
+
+class Interp {
+ public:
+  explicit Interp(const StepGraph& g) : g_(g), n_(g.size()) {}
+
+  InterpResult run() {
+    InterpResult res;
+    res.initial = MachineState(g_);
+    res.initial.apply_inits(g_);
+    state_ = res.initial;
+    pending_.resize(n_);
+    st_.assign(n_, 0);
+    // Successors (CSR).
+    succ_off_.assign(n_ + 1, 0);
+    for (StepId s = 0; s < n_; ++s) {
+      pending_[s] = g_.dep_count(s);
+      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) ++succ_off_[*d + 1];
+    }
+    for (size_t i = 0; i < n_; ++i) succ_off_[i + 1] += succ_off_[i];
+    succ_.resize(succ_off_[n_]);
+    {
+      std::vector<uint64_t> pos(succ_off_.begin(), succ_off_.end() - 1);
+      for (StepId s = 0; s < n_; ++s)
+        for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) succ_[pos[*d]++] = s;
+    }
+    arrived_.assign(g_.instances.size(), 0);
+    posted_.resize(g_.nranks);
+    unexpected_.resize(g_.nranks);
+    for (StepId s = 0; s < n_; ++s)
+      if (pending_[s] == 0) heap_.push(s);
+    while (!heap_.empty()) {
+      StepId s = heap_.top();
+      heap_.pop();
+      st_[s] |= kDepsReady;
+      step(s);
+    }
+    res.executed = completed_;
+    res.completed = completed_ == n_;
+    if (!res.completed) report_stuck();
+    for (uint32_t r = 0; r < g_.nranks; ++r)
+      for (const Msg& m : unexpected_[r]) {
+        Issue is;
+        is.kind = IssueKind::Unmatched;
+        is.rank = m.src;
+        is.step = m.send;
+        is.text = "rank " + std::to_string(m.src) + " sends " + g_.range_name(g_.range(m.send)) + " to rank " +
+                  std::to_string(r) + " (tag " + std::to_string(m.tag) + ") and no receive takes it";
+        issues_.push_back(is);
+      }
+    for (StepId s = 0; s < n_; ++s) {
+      if (g_.nonblocking(s) && (st_[s] & kReleased) && !waited_.count(s)) {
+        Issue is;
+        is.kind = IssueKind::Lifecycle;
+        is.rank = g_.rank(s);
+        is.step = s;
+        is.text = std::string("rank ") + std::to_string(g_.rank(s)) + ": " + (g_.kind(s) == StepKind::Send ? "isend" : "irecv") +
+                  " of " + g_.range_name(g_.range(s)) + " is never waited for";
+        issues_.push_back(is);
+      }
+    }
+    res.issues = std::move(issues_);
+    res.final = std::move(state_);
+    return res;
+  }
+
+ private:
+  // ---------------------------------------------------------------- bookkeeping
+  void release(StepId s) {
+    if (st_[s] & kReleased) return;
+    st_[s] |= kReleased;
+    for (uint64_t i = succ_off_[s]; i < succ_off_[s + 1]; ++i) {
+      StepId t = succ_[i];
+      if (--pending_[t] == 0) heap_.push(t);
+    }
+  }
+  void complete(StepId s) {
+    if (st_[s] & kCompleted) return;
+    st_[s] |= kCompleted;
+    ++completed_;
+    release(s);
+    auto it = waiters_.find(s);
+    if (it != waiters_.end()) {
+      std::vector<StepId> ws = std::move(it->second);
+      waiters_.erase(it);
+      for (StepId w : ws) step(w);
+    }
+  }
+
+  const Value& read(uint32_t rank, uint32_t buf, uint32_t chunk, StepId by) {
+    ChunkSlot& c = state_.at(rank, buf, chunk);
+    if (!c.v.defined && c.writer == kNoStep && c.v.runs.empty()) {
+      if (g_.buffers[buf].accumulator) {
+        c.v = Value::empty();  // an accumulator starts empty
+        return c.v;
+      }
+      uint64_t key = (uint64_t{rank} << 32) ^ (uint64_t{buf} << 24) ^ chunk;
+      if (undefined_seen_.insert(key).second && undef_reported_ < 32) {
+        ++undef_reported_;
+        Issue is;
+        is.kind = IssueKind::UndefinedRead;
+        is.rank = rank;
+        is.buf = buf;
+        is.chunk = chunk;
+        is.step = by;
+        is.text = std::string(step_kind_name(g_.kind(by))) + " on rank " + std::to_string(rank) + " reads " +
+                  g_.chunk_name(buf, chunk) + ", which was never written";
+        issues_.push_back(is);
+      }
+    }
+    return c.v;
+  }
+  std::vector<Value> read_range(uint32_t rank, const Range& r, StepId by) {
+    std::vector<Value> out;
+    out.reserve(r.cnt);
+    for (uint32_t k = 0; k < r.cnt; ++k) out.push_back(read(rank, r.buf, r.lo + k, by));
+    return out;
+  }
+  void write(uint32_t rank, uint32_t buf, uint32_t chunk, Value v, StepId by) {
+    ChunkSlot& c = state_.at(rank, buf, chunk);
+    c.v = std::move(v);
+    c.writer = by;
+  }
+  void reduce_into(uint32_t rank, uint32_t buf, uint32_t chunk, const Value& v, StepId by) {
+    read(rank, buf, chunk, by);
+    ChunkSlot& c = state_.at(rank, buf, chunk);
+    add_into(c.v, v);
+    c.writer = by;
+  }
+  void apply(uint32_t rank, const Range& dst, const std::vector<Value>& payload, bool reduce, StepId by) {
+    for (uint32_t k = 0; k < dst.cnt && k < payload.size(); ++k) {
+      if (reduce) reduce_into(rank, dst.buf, dst.lo + k, payload[k], by);
+      else write(rank, dst.buf, dst.lo + k, payload[k], by);
+    }
+  }
+
+  // ---------------------------------------------------------------- steps
+  void step(StepId s) {
+    if (st_[s] & kCompleted) return;
+    uint32_t rank = g_.rank(s);
+    switch (g_.kind(s)) {
+      case StepKind::Send: {
+        if (st_[s] & kReleased) return;
+        std::vector<Value> payload = read_range(rank, g_.range(s), s);
+        if (!g_.local(s)) {
+          StepId r = g_.ref(s);
+          inbox_[r] = std::move(payload);
+          complete(s);
+          if ((st_[r] & kDepsReady) && !(st_[r] & kCompleted)) step(r);
+        } else {
+          const P2PInfo& p = g_.p2p_info(s);
+          Msg m{s, rank, p.tag, p.comm, std::move(payload)};
+          complete(s);  // eager: a send completes at once, the message is buffered
+          deliver(p.peer, std::move(m));
+        }
+        break;
+      }
+      case StepKind::Recv: {
+        if (!g_.local(s)) {
+          auto it = inbox_.find(s);
+          if (it == inbox_.end()) return;  // the send has not run yet: it will wake us
+          apply(rank, g_.range(s), it->second, g_.flags(s) & kFlagReduce, s);
+          inbox_.erase(it);
+          complete(s);
+          break;
+        }
+        if (st_[s] & kArrived) return;  // already posted
+        st_[s] |= kArrived;
+        if (g_.nonblocking(s)) release(s);  // an irecv has started
+        auto& q = unexpected_[rank];
+        for (auto it = q.begin(); it != q.end(); ++it) {
+          if (matches(s, *it)) {
+            Msg m = std::move(*it);
+            q.erase(it);
+            finish_recv(s, m);
+            return;
+          }
+        }
+        posted_[rank].push_back(s);
+        break;
+      }
+      case StepKind::Copy:
+      case StepKind::Reduce: {
+        Range src = g_.copy_source(s), dst = g_.range(s);
+        std::vector<Value> vals = read_range(rank, src, s);
+        apply(rank, dst, vals, g_.kind(s) == StepKind::Reduce, s);
+        complete(s);
+        break;
+      }
+      case StepKind::Compute: compute(s); complete(s); break;
+      case StepKind::Collective: {
+        const CollInfo& c = g_.coll(s);
+        if (!(st_[s] & kArrived)) {
+          st_[s] |= kArrived;
+          ++arrived_[c.instance];
+        }
+        const Instance& in = g_.instances[c.instance];
+        const GroupInfo& gr = g_.groups[in.group];
+        if (in.complete && in.consistent && arrived_[c.instance] == gr.count) run_collective(in);
+        break;
+      }
+      case StepKind::Wait: {
+        for (const StepId* h = g_.handles_begin(s); h != g_.handles_end(s); ++h) {
+          if (!(st_[*h] & kCompleted)) {
+            waiters_[*h].push_back(s);
+            return;
+          }
+        }
+        for (const StepId* h = g_.handles_begin(s); h != g_.handles_end(s); ++h) waited_.insert(*h);
+        complete(s);
+        break;
+      }
+    }
+  }
+
+  bool matches(StepId recv, const Msg& m) const {
+    const P2PInfo& p = g_.p2p_info(recv);
+    return p.comm == m.comm && (p.peer == kAnyRank || p.peer == m.src) && (p.tag == kAnyTag || p.tag == m.tag);
+  }
+
+  void deliver(uint32_t dst, Msg m) {
+    auto& posted = posted_[dst];
+    for (auto it = posted.begin(); it != posted.end(); ++it) {
+      if (matches(*it, m)) {
+        StepId r = *it;
+        posted.erase(it);
+        finish_recv(r, m);
+        return;
+      }
+    }
+    unexpected_[dst].push_back(std::move(m));
+  }
+
+  void finish_recv(StepId r, const Msg& m) {
+    apply(g_.rank(r), g_.range(r), m.payload, g_.flags(r) & kFlagReduce, r);
+    complete(r);
+  }
+
+  void compute(StepId s) {
+    const ComputeInfo& c = g_.compute(s);
+    uint32_t rank = g_.rank(s);
+    const Range* rd = g_.ranges.data() + c.reads_off;
+    const Range* wr = g_.ranges.data() + c.writes_off;
+    if (c.kind == ComputeKind::Generic) {
+      for (uint32_t i = 0; i < c.reads_cnt; ++i)
+        for (uint32_t k = 0; k < rd[i].cnt; ++k) read(rank, rd[i].buf, rd[i].lo + k, s);
+      for (uint32_t i = 0; i < c.writes_cnt; ++i)
+        for (uint32_t k = 0; k < wr[i].cnt; ++k)
+          write(rank, wr[i].buf, wr[i].lo + k, Value::contrib(wr[i].buf, rank, wr[i].lo + k), s);
+      return;
+    }
+    // attn / attn_bwd: reads Q, KV (and the accumulators), writes O (dQ, dKV).
+    const Range& q = rd[0];
+    const Range& kv = rd[1];
+    const Value& kvv = read(rank, kv.buf, kv.lo, s);
+    int64_t m = kvv.single_item(kv.buf);
+    if (m < 0) {
+      bad_operand(s, rank, kv.buf, kv.lo, "KV", kvv, "a single kv(m)");
+      return;
+    }
+    for (uint32_t k = 0; k < q.cnt; ++k) {
+      const Value& qv = read(rank, q.buf, q.lo + k, s);
+      int64_t i = qv.single_item(q.buf);
+      if (i < 0) {
+        bad_operand(s, rank, q.buf, q.lo + k, "Q", qv, "a single q(i)");
+        continue;
+      }
+      Value add1;
+      add1.defined = true;
+      if (c.kind == ComputeKind::Attn) {
+        add1.runs.push_back(Run{AtomKind::Attn, c.mask, q.buf, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
+                                static_cast<uint32_t>(m + 1), 1});
+        reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
+      } else {
+        add1.runs.push_back(Run{AtomKind::GradQ, c.mask, q.buf, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
+                                static_cast<uint32_t>(m + 1), 1});
+        reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
+        Value add2;
+        add2.defined = true;
+        add2.runs.push_back(Run{AtomKind::GradKV, c.mask, kv.buf, static_cast<uint32_t>(m), static_cast<uint32_t>(i),
+                                static_cast<uint32_t>(i + 1), 1});
+        reduce_into(rank, wr[1].buf, wr[1].lo, add2, s);
+      }
+    }
+  }
+
+  void bad_operand(StepId s, uint32_t rank, uint32_t buf, uint32_t chunk, const char* what, const Value& v,
+                   const char* want) {
+    Issue is;
+    is.kind = IssueKind::BadOperand;
+    is.rank = rank;
+    is.buf = buf;
+    is.chunk = chunk;
+    is.step = s;
+    is.text = std::string("attention tile on rank ") + std::to_string(rank) + ": operand " + what + " = " +
+              g_.chunk_name(buf, chunk) + " holds " + describe_value(v, g_, buf) + ", not " + want;
+    issues_.push_back(is);
+  }
+
+  void run_collective(const Instance& in) {
+    const GroupInfo& gr = g_.groups[in.group];
+    const StepId* steps = g_.instance_steps.data() + in.steps_off;
+    uint32_t gsz = gr.count;
+    const CollInfo& c0 = g_.coll(steps[0]);
+    uint32_t cnt = g_.range(steps[0]).cnt;
+    // Snapshot every member's input first: the collective reads before it writes.
+    std::vector<std::vector<Value>> in_vals(gsz);
+    for (uint32_t j = 0; j < gsz; ++j) {
+      StepId s = steps[j];
+      std::vector<Range> rd;
+      g_.reads(s, rd);
+      Range r = g_.range(s);
+      in_vals[j].resize(cnt);
+      for (const Range& x : rd)
+        for (uint32_t k = 0; k < x.cnt; ++k) in_vals[j][x.lo - r.lo + k] = read(g_.rank(s), x.buf, x.lo + k, s);
+    }
+    uint32_t blk = gsz ? cnt / gsz : 0;
+    auto out_range = [&](uint32_t j) {
+      const CollInfo& c = g_.coll(steps[j]);
+      return c.kind == CollKind::Alltoall && c.into.cnt ? c.into : g_.range(steps[j]);
+    };
+    auto put = [&](uint32_t j, uint32_t k, const Value& v) {
+      Range o = out_range(j);
+      write(g_.rank(steps[j]), o.buf, o.lo + k, v, steps[j]);
+    };
+    auto sum = [&](uint32_t k) {
+      Value acc = in_vals[0][k];
+      for (uint32_t m = 1; m < gsz; ++m) add_into(acc, in_vals[m][k]);
+      return acc;
+    };
+    int64_t root = gr.index_of(c0.root);
+    switch (c0.kind) {
+      case CollKind::Barrier: break;
+      case CollKind::Allreduce:
+        for (uint32_t k = 0; k < cnt; ++k) {
+          Value v = sum(k);
+          for (uint32_t j = 0; j < gsz; ++j) put(j, k, v);
+        }
+        break;
+      case CollKind::Bcast:
+        for (uint32_t j = 0; j < gsz; ++j)
+          if (static_cast<int64_t>(j) != root)
+            for (uint32_t k = 0; k < cnt; ++k) put(j, k, in_vals[static_cast<size_t>(root)][k]);
+        break;
+      case CollKind::Reduce:
+        for (uint32_t k = 0; k < cnt; ++k) put(static_cast<uint32_t>(root), k, sum(k));
+        break;
+      case CollKind::Allgather:
+        for (uint32_t j = 0; j < gsz; ++j)
+          for (uint32_t src = 0; src < gsz; ++src)
+            if (src != j)
+              for (uint32_t k = 0; k < blk; ++k) put(j, src * blk + k, in_vals[src][src * blk + k]);
+        break;
+      case CollKind::ReduceScatter:
+        for (uint32_t j = 0; j < gsz; ++j)
+          for (uint32_t k = 0; k < blk; ++k) put(j, j * blk + k, sum(j * blk + k));
+        break;
+      case CollKind::Alltoall:
+        for (uint32_t j = 0; j < gsz; ++j)
+          for (uint32_t src = 0; src < gsz; ++src)
+            for (uint32_t k = 0; k < blk; ++k) put(j, src * blk + k, in_vals[src][j * blk + k]);
+        break;
+    }
+    for (uint32_t j = 0; j < gsz; ++j) complete(steps[j]);
+  }
+
+  // ---------------------------------------------------------------- stuck
+  std::string waits_for(StepId s) const {
+    if (pending_[s] > 0) {
+      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d)
+        if (!(st_[*d] & kReleased)) return "waits for step #" + std::to_string(*d) + " (" + step_kind_name(g_.kind(*d)) + ")";
+      return "waits for an earlier step";
+    }
+    switch (g_.kind(s)) {
+      case StepKind::Recv: {
+        if (!g_.local(s)) return "waits for the matching send #" + std::to_string(g_.ref(s)) + " on rank " + std::to_string(g_.rank(g_.ref(s)));
+        const P2PInfo& p = g_.p2p_info(s);
+        return "waits for a message from " + (p.peer == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p.peer)) +
+               (p.tag == kAnyTag ? std::string(" with any tag") : " with tag " + std::to_string(p.tag));
+      }
+      case StepKind::Wait:
+        for (const StepId* h = g_.handles_begin(s); h != g_.handles_end(s); ++h)
+          if (!(st_[*h] & kCompleted)) return "waits for the " + std::string(g_.kind(*h) == StepKind::Send ? "isend" : "irecv") +
+                                              " #" + std::to_string(*h) + " to complete";
+        return "waits";
+      case StepKind::Collective: {
+        const CollInfo& c = g_.coll(s);
+        const Instance& in = g_.instances[c.instance];
+        const GroupInfo& gr = g_.groups[in.group];
+        if (!in.consistent) return std::string("is in collective ") + coll_name(c.kind) + " #" + std::to_string(in.seq) +
+                                   " whose members disagree (kind, root, op or size)";
+        std::string missing;
+        int shown = 0;
+        for (uint32_t k = 0; k < gr.count; ++k) {
+          uint32_t m = gr.member(k);
+          bool here = false;
+          for (uint32_t i = 0; i < in.steps_cnt; ++i) {
+            StepId t = g_.instance_steps[in.steps_off + i];
+            if (g_.rank(t) == m && (st_[t] & kArrived)) here = true;
+          }
+          if (!here && shown++ < 8) missing += (missing.empty() ? "" : ", ") + std::to_string(m);
+        }
+        return std::string("waits in ") + coll_name(c.kind) + " for rank" + (shown == 1 ? " " : "s ") + missing;
+      }
+      default: return "cannot run";
+    }
+  }
+
+  void report_stuck() {
+    std::vector<bool> seen(g_.nranks, false);
+    int shown = 0;
+    for (StepId s = 0; s < n_; ++s) {
+      uint32_t r = g_.rank(s);
+      if (seen[r] || (st_[s] & kCompleted) || ((st_[s] & kReleased) && g_.nonblocking(s))) continue;
+      seen[r] = true;
+      if (shown++ >= 16) continue;
+      Issue is;
+      is.kind = IssueKind::Stuck;
+      is.rank = r;
+      is.step = s;
+      is.text = "rank " + std::to_string(r) + " is stuck at " + step_kind_name(g_.kind(s)) + " #" + std::to_string(s) +
+                ": it " + waits_for(s);
+      issues_.push_back(is);
+    }
+  }
+
+  const StepGraph& g_;
+  size_t n_;
+  MachineState state_;
+  std::vector<uint32_t> pending_;
+  std::vector<uint8_t> st_;
+  std::vector<uint64_t> succ_off_;
+  std::vector<StepId> succ_;
+  std::priority_queue<StepId, std::vector<StepId>, std::greater<StepId>> heap_;
+  std::unordered_map<StepId, std::vector<Value>> inbox_;
+  std::vector<std::deque<StepId>> posted_;
+  std::vector<std::deque<Msg>> unexpected_;
+  std::vector<uint32_t> arrived_;
+  std::unordered_map<StepId, std::vector<StepId>> waiters_;
+  std::unordered_set<StepId> waited_;
+  std::unordered_set<uint64_t> undefined_seen_;
+  int undef_reported_ = 0;
+  uint64_t completed_ = 0;
+  std::vector<Issue> issues_;
+};
+
+}  // namespace
+
+InterpResult interpret(const StepGraph& g) { return Interp(g).run(); }
+
+}  // namespace sg

@@ -1,0 +1,46 @@
+// The reference interpreter: runs the step graph on symbolic values in one valid order (eager
+// sends, steps taken in textual order whenever several are ready) and records what went wrong
+// on the way: undefined reads, bad operands, a stuck state, messages nobody received.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/graph/step_graph.hpp"
+#include "core/interp/state.hpp"
+
+namespace sg {
+
+enum class IssueKind : uint8_t {
+  UndefinedRead,  // a step read a chunk never written
+  BadOperand,     // an attention tile got operands that are not a single q(i) / kv(m)
+  Stuck,          // nothing can run and some rank has not finished
+  Unmatched,      // a message was sent that no receive took
+  Lifecycle,      // a nonblocking operation never waited for
+  Missing,        // postcondition: a term is missing
+  Duplicate,      // postcondition: a term is counted more than once
+  Foreign,        // postcondition: a term that does not belong (another chunk's, item's or buffer's data)
+  Stale,          // postcondition: the chunk still holds its initial value
+  Undefined,      // postcondition: the chunk was never written
+};
+const char* issue_name(IssueKind k);
+
+struct Issue {
+  IssueKind kind = IssueKind::Stuck;
+  uint32_t rank = 0;
+  uint32_t buf = 0, chunk = 0;
+  StepId step = kNoStep;    // the step concerned (for postconditions: the last writer)
+  uint32_t stmt = 0xffffffffu;  // a statement to point at when there is no step (the expect)
+  std::string text;
+};
+
+struct InterpResult {
+  bool completed = false;  // every step ran
+  uint64_t executed = 0;
+  std::vector<Issue> issues;
+  MachineState initial;
+  MachineState final;
+};
+
+InterpResult interpret(const StepGraph& g);
+
+}  // namespace sg

@@ -1,0 +1,205 @@
+#include "core/interp/postcondition.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace sg {
+
+namespace {
+
+class Checker {
+ public:
+  Checker(const StepGraph& g, const MachineState& init, const MachineState& fin, size_t max)
+      : g_(g), init_(init), fin_(fin), max_(max) {}
+
+  PostconditionReport run() {
+    for (const Expectation& x : g_.expects) one(x);
+    return std::move(rep_);
+  }
+
+ private:
+  // Σ_{s ∈ G} d(s, c) of buffer buf.
+  Value sum_over(const GroupInfo& gr, uint32_t buf, uint32_t chunk) const {
+    Value v;
+    v.defined = true;
+    if (gr.stride == 1) {
+      v.runs.push_back(Run{AtomKind::Contrib, Mask::None, buf, chunk, gr.start, gr.start + gr.count, 1});
+    } else {
+      for (uint32_t k = 0; k < gr.count; ++k)
+        v.runs.push_back(Run{AtomKind::Contrib, Mask::None, buf, chunk, gr.member(k), gr.member(k) + 1, 1});
+    }
+    return v;
+  }
+
+  void one(const Expectation& x) {
+    if (x.kind == ExpectKind::Nothing) return;
+    const GroupInfo& gr = g_.groups[x.group];
+    const Range& b = x.bufs[0];
+    uint32_t blk = gr.count ? b.cnt / gr.count : 0;
+    switch (x.kind) {
+      case ExpectKind::Allreduce:
+        for (uint32_t j = 0; j < gr.count; ++j)
+          for (uint32_t c = b.lo; c < b.lo + b.cnt; ++c) compare(x, gr.member(j), b.buf, c, sum_over(gr, b.buf, c));
+        break;
+      case ExpectKind::Reduce:
+        for (uint32_t c = b.lo; c < b.lo + b.cnt; ++c) compare(x, x.root, b.buf, c, sum_over(gr, b.buf, c));
+        break;
+      case ExpectKind::ReduceScatter:
+        for (uint32_t j = 0; j < gr.count; ++j)
+          for (uint32_t c = b.lo + j * blk; c < b.lo + (j + 1) * blk; ++c)
+            compare(x, gr.member(j), b.buf, c, sum_over(gr, b.buf, c));
+        break;
+      case ExpectKind::Allgather:
+        for (uint32_t j = 0; j < gr.count; ++j)
+          for (uint32_t k = 0; k < gr.count; ++k)
+            for (uint32_t c = b.lo + k * blk; c < b.lo + (k + 1) * blk; ++c)
+              compare(x, gr.member(j), b.buf, c, init_.at(gr.member(k), b.buf, c).v);
+        break;
+      case ExpectKind::Broadcast:
+        for (uint32_t j = 0; j < gr.count; ++j)
+          for (uint32_t c = b.lo; c < b.lo + b.cnt; ++c) compare(x, gr.member(j), b.buf, c, init_.at(x.root, b.buf, c).v);
+        break;
+      case ExpectKind::Gather:
+        for (uint32_t k = 0; k < gr.count; ++k)
+          for (uint32_t c = b.lo + k * blk; c < b.lo + (k + 1) * blk; ++c)
+            compare(x, x.root, b.buf, c, init_.at(gr.member(k), b.buf, c).v);
+        break;
+      case ExpectKind::Scatter:
+        for (uint32_t k = 0; k < gr.count; ++k)
+          for (uint32_t c = b.lo + k * blk; c < b.lo + (k + 1) * blk; ++c)
+            compare(x, gr.member(k), b.buf, c, init_.at(x.root, b.buf, c).v);
+        break;
+      case ExpectKind::Alltoall: {
+        const Range& in = x.bufs[0];
+        const Range& out = x.bufs[1];
+        for (uint32_t r = 0; r < gr.count; ++r)
+          for (uint32_t s = 0; s < gr.count; ++s)
+            for (uint32_t k = 0; k < blk; ++k)
+              compare(x, gr.member(r), out.buf, out.lo + s * blk + k, init_.at(gr.member(s), in.buf, in.lo + r * blk + k).v);
+        break;
+      }
+      case ExpectKind::Attention: attention(x); break;
+      case ExpectKind::AttentionBackward: attention_backward(x); break;
+      case ExpectKind::Nothing: break;
+    }
+  }
+
+  // Ranks and positions holding item i of a buffer range initially (the owners of q(i) / kv(j)).
+  std::multimap<uint32_t, std::pair<uint32_t, uint32_t>> owners(const Range& r) const {
+    std::multimap<uint32_t, std::pair<uint32_t, uint32_t>> m;  // item -> (rank, chunk)
+    for (uint32_t rank = 0; rank < g_.nranks; ++rank)
+      for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) {
+        int64_t i = init_.at(rank, r.buf, c).v.single_item(r.buf);
+        if (i >= 0) m.emplace(static_cast<uint32_t>(i), std::make_pair(rank, c));
+      }
+    return m;
+  }
+
+  // The atoms a tile family (fixed index `i`) should hold: masked tiles before the diagonal are
+  // full, the diagonal tile is causal; without a mask every partner is full.
+  static Value tiles(AtomKind kind, uint32_t buf, uint32_t fixed, uint32_t rel, uint32_t base, uint32_t count,
+                     Mask mask, bool partners_before) {
+    Value v;
+    v.defined = true;
+    if (mask == Mask::Full) {
+      v.runs.push_back(Run{kind, Mask::Full, buf, fixed, base, base + count, 1});
+      return v;
+    }
+    if (partners_before) {  // Q side: partners j < i, and j == i causal
+      if (rel > 0) v.runs.push_back(Run{kind, Mask::Full, buf, fixed, base, base + rel, 1});
+    } else {  // KV side: partners i > j, and i == j causal
+      if (rel + 1 < count) v.runs.push_back(Run{kind, Mask::Full, buf, fixed, base + rel + 1, base + count, 1});
+    }
+    v.runs.push_back(Run{kind, Mask::Causal, buf, fixed, base + rel, base + rel + 1, 1});
+    v.runs = normalise(v.runs);
+    return v;
+  }
+
+  void attention(const Expectation& x) {
+    const Range &q = x.bufs[0], &kv = x.bufs[1], &o = x.bufs[2];
+    for (const auto& [i, where] : owners(q)) {
+      uint32_t rel = i - q.lo;
+      compare(x, where.first, o.buf, o.lo + (where.second - q.lo),
+              tiles(AtomKind::Attn, q.buf, i, rel, kv.lo, kv.cnt, x.mask, true));
+    }
+  }
+
+  void attention_backward(const Expectation& x) {
+    const Range &q = x.bufs[0], &kv = x.bufs[1], &dq = x.bufs[2], &dkv = x.bufs[3];
+    for (const auto& [i, where] : owners(q))
+      compare(x, where.first, dq.buf, dq.lo + (where.second - q.lo),
+              tiles(AtomKind::GradQ, q.buf, i, i - q.lo, kv.lo, kv.cnt, x.mask, true));
+    for (const auto& [j, where] : owners(kv))
+      compare(x, where.first, dkv.buf, dkv.lo + (where.second - kv.lo),
+              tiles(AtomKind::GradKV, kv.buf, j, j - kv.lo, q.lo, q.cnt, x.mask, false));
+  }
+
+  void compare(const Expectation& x, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& expected) {
+    ++rep_.chunks_checked;
+    const ChunkSlot& a = fin_.at(rank, buf, chunk);
+    bool accumulator = g_.buffers[buf].accumulator;
+    bool never = a.writer == kNoStep && !a.v.defined && a.v.runs.empty();
+    if (a.v.runs == expected.runs && (a.v.defined || (accumulator && never))) return;
+    ++rep_.chunks_wrong;
+    if (rep_.issues.size() >= max_) return;
+    Issue is;
+    is.rank = rank;
+    is.buf = buf;
+    is.chunk = chunk;
+    is.step = a.writer;
+    is.stmt = x.stmt;
+    std::string where = "rank " + std::to_string(rank) + ", " + g_.chunk_name(buf, chunk) + ": ";
+    std::string want = "expected " + describe_value(expected, g_, buf);
+    if (never && !accumulator) {
+      is.kind = IssueKind::Undefined;
+      is.text = where + "never written (undefined); " + want;
+    } else if (a.writer == kNoStep && !never) {
+      is.kind = IssueKind::Stale;
+      is.text = where + "still holds its initial value " + describe_value(a.v, g_, buf) + "; " + want;
+    } else if (!a.v.defined) {
+      is.kind = IssueKind::Undefined;
+      is.text = where + "holds data computed from a chunk never written (" + describe_value(a.v, g_, buf) + "); " + want;
+    } else {
+      std::vector<Run> missing = minus(expected, a.v);
+      std::vector<Run> extra = minus(a.v, expected);
+      std::vector<Run> dup, foreign;
+      for (const Run& e : extra) {
+        // Atoms the expected value has too are counted twice; the rest do not belong.
+        uint32_t lo = e.lo;
+        for (const Run& w : expected.runs) {
+          if (!w.same_family(e)) continue;
+          uint32_t a0 = std::max(e.lo, w.lo), a1 = std::min(e.hi, w.hi);
+          if (a0 >= a1) continue;
+          Run d = e;
+          d.lo = a0;
+          d.hi = a1;
+          dup.push_back(d);
+        }
+        (void)lo;
+      }
+      foreign = minus(Value{extra, true}, Value{dup, true});
+      std::string parts;
+      if (!missing.empty()) parts += "missing " + describe_runs(missing, g_, buf);
+      if (!dup.empty()) parts += (parts.empty() ? "" : "; ") + describe_runs(normalise(dup), g_, buf) + " counted twice";
+      if (!foreign.empty()) parts += (parts.empty() ? "" : "; ") + std::string("foreign ") + describe_runs(foreign, g_, buf);
+      is.kind = !missing.empty() ? IssueKind::Missing : !dup.empty() ? IssueKind::Duplicate : IssueKind::Foreign;
+      is.text = where + parts + " (holds " + describe_value(a.v, g_, buf) + ", " + want + ")";
+    }
+    rep_.issues.push_back(std::move(is));
+  }
+
+  const StepGraph& g_;
+  const MachineState& init_;
+  const MachineState& fin_;
+  size_t max_;
+  PostconditionReport rep_;
+};
+
+}  // namespace
+
+PostconditionReport check_postconditions(const StepGraph& g, const MachineState& initial, const MachineState& final,
+                                         size_t max_issues) {
+  return Checker(g, initial, final, max_issues).run();
+}
+
+}  // namespace sg
