@@ -1,6 +1,7 @@
 # Writes OUT: a C++ file holding every schedules/*.sched file as a string, so the binary carries
-# the library. Called at build time with -DOUT=… -DSRC_DIR=… -DFILES=a;b;c
+# the library. Called at build time with -DOUT=… -DSRC_DIR=… -DFILES=a|b|c
 set(content "// Generated from schedules/*.sched by cmake/EmbedSchedules.cmake. Do not edit.\nnamespace sg {\nextern const char* const kLibraryFiles[];\nextern const unsigned kLibraryFileCount;\nconst char* const kLibraryFiles[] = {\n")
+string(REPLACE "|" ";" FILES "${FILES}")
 set(count 0)
 foreach(f IN LISTS FILES)
   file(READ "${SRC_DIR}/${f}" text)

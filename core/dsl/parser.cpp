@@ -66,6 +66,15 @@ class Parser {
     if (pos_ < toks_.size() - 1) ++pos_;
     return t;
   }
+  // Sets an expression's underline to run from its first token to the last one consumed.
+  ExprPtr& span(ExprPtr& e) {
+    if (pos_ > 0) {
+      const Token& last = toks_[pos_ - 1];
+      if (last.loc.line == e->loc.line && last.loc.col + last.length > e->loc.col)
+        e->length = last.loc.col + last.length - e->loc.col;
+    }
+    return e;
+  }
   bool accept(Tok t) {
     if (at(t)) {
       next();
@@ -634,7 +643,10 @@ class Parser {
   }
 
   // ---- expressions (precedence climbing) ----
-  ExprPtr expr() { return cond(); }
+  ExprPtr expr() {
+    auto e = cond();
+    return std::move(span(e));
+  }
 
   ExprPtr cond() {
     auto c = binary(0);
@@ -699,6 +711,7 @@ class Parser {
       e->args.push_back(std::move(lhs));
       e->args.push_back(std::move(rhs));
       lhs = std::move(e);
+      span(lhs);
     }
     return lhs;
   }
@@ -771,6 +784,7 @@ class Parser {
         while (accept(Tok::Comma));
       }
       expect(Tok::RParen, "to close the argument list");
+      span(e);
       auto arity_error = [&](const char* want) {
         diags_.error(t.loc, "'" + name + "' takes " + want + " argument" + (std::string(want) == "one" ? "" : "s") +
                                 ", got " + std::to_string(e->args.size()),
@@ -799,6 +813,7 @@ class Parser {
       e->kind = ExprKind::GroupAt;
       e->args.push_back(expr());
       expect(Tok::RBracket, "after the member index");
+      span(e);
       return e;
     }
     e->kind = ExprKind::Var;

@@ -12,8 +12,11 @@
 namespace sg {
 
 std::string with_commas(uint64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<size_t>(i), ",");
+  std::string digits = std::to_string(v), s;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i && (digits.size() - i) % 3 == 0) s += ',';
+    s += digits[i];
+  }
   return s;
 }
 
@@ -313,7 +316,7 @@ class Elaborator {
       }
       case Func::Pow2: {
         int64_t k = ev(*e.args[0], f);
-        if (k < 0 || k > 62) fail(e.loc, 4, "pow2 needs 0 <= k <= 62 (k = " + std::to_string(k) + ")");
+        if (k < 0 || k > 62) fail(e.loc, e.length, "pow2 needs 0 <= k <= 62 (k = " + std::to_string(k) + ")");
         return int64_t{1} << k;
       }
       case Func::Cdiv: {
@@ -325,12 +328,12 @@ class Elaborator {
       case Func::Log2: {
         int64_t x = ev(*e.args[0], f);
         if (x <= 0 || (x & (x - 1)))
-          fail(e.loc, 4, "log2 of a value that is not a power of two (log2(" + std::to_string(x) + "))");
+          fail(e.loc, e.length, "log2 of a value that is not a power of two (log2(" + std::to_string(x) + "))");
         return 63 - __builtin_clzll(static_cast<uint64_t>(x));
       }
       case Func::Flog2: {
         int64_t x = ev(*e.args[0], f);
-        if (x <= 0) fail(e.loc, 5, "flog2 needs a positive value (flog2(" + std::to_string(x) + "))");
+        if (x <= 0) fail(e.loc, e.length, "flog2 needs a positive value (flog2(" + std::to_string(x) + "))");
         return 63 - __builtin_clzll(static_cast<uint64_t>(x));
       }
       case Func::IsPow2: {
@@ -1185,8 +1188,12 @@ class Elaborator {
 
   int64_t set_value(const std::pair<std::string, std::string>& kv) {
     uint32_t file = ses_.sources.add("--set " + kv.first, kv.second);
+    uint64_t before = diags_.error_count();
     auto e = parse_expression(ses_.sources, file, diags_);
-    if (!e) throw EvalError{Loc{file, 1, 1}, 1, "bad value for --set " + kv.first};
+    if (!e) {
+      if (diags_.error_count() > before) return 0;  // the parser said what is wrong
+      throw EvalError{Loc{file, 1, 1}, 1, "bad value for --set " + kv.first};
+    }
     Frame empty;
     fix_names(*e, file);
     return ev(*e, empty);

@@ -173,7 +173,6 @@ StepGraph::RankIndex StepGraph::rank_index() const {
 
 StepId StepGraph::add_step(StepKind k, uint8_t flags, uint32_t rank, uint32_t stmt, const Range& r, uint32_t ref) {
   StepId id = static_cast<StepId>(kind_.size());
-  if (dep_off_.empty()) dep_off_.push_back(0);
   kind_.push_back(static_cast<uint8_t>(k));
   flags_.push_back(flags);
   rank_.push_back(rank);

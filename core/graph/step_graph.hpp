@@ -147,7 +147,7 @@ class StepGraph {
   std::vector<uint32_t> stmt_;
   std::vector<uint64_t> range_;  // packed Range, or an index into wide_ranges (kFlagWide)
   std::vector<uint32_t> ref_;
-  std::vector<uint32_t> dep_off_;  // size steps + 1
+  std::vector<uint32_t> dep_off_ = {0};  // size steps + 1
   std::vector<uint32_t> deps_;
 
   // ---- side tables ----

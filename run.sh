@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# stepgraph's one entry point for a fresh Debian machine.
+#   bash run.sh          install what is missing, build, run the main job (stepgraph demo)
+#   bash run.sh test     install what is missing, build, run every test (what CI runs)
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")"
+
+PKGS=(cmake g++ make pkg-config libsimgrid-dev libz3-dev libcli11-dev catch2 libopenmpi-dev openmpi-bin
+      nlohmann-json3-dev)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "run.sh: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -q
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    -o DPkg::Lock::Timeout=600 "${missing[@]}"
+fi
+
+BUILD=${STEPGRAPH_BUILD_DIR:-build}
+JOBS=$(nproc 2>/dev/null || echo 2)
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j "$JOBS"
+
+# OpenMPI as root on a small machine (the exec tests run real processes under mpiexec).
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+
+case "${1:-demo}" in
+  test) ctest --test-dir "$BUILD" --output-on-failure -j "$JOBS" ;;
+  demo) "$BUILD/stepgraph" demo ;;
+  *) echo "usage: bash run.sh [test]" >&2; exit 2 ;;
+esac

@@ -1,0 +1,150 @@
+#include "random_schedule.hpp"
+
+#include <vector>
+
+namespace sgtest {
+
+namespace {
+
+class Gen {
+ public:
+  explicit Gen(std::mt19937_64& rng) : rng_(rng) {}
+
+  RandomSchedule run() {
+    RandomSchedule out;
+    out.nranks = static_cast<uint32_t>(pick(2, 6));
+    std::string& t = out.text;
+    t += "# a random schedule\nschedule rnd(k = " + std::to_string(pick(1, 3)) + ", size = " + std::to_string(pick(1, 4) * 8) + ") {\n";
+    int nbuf = static_cast<int>(pick(1, 3));
+    for (int b = 0; b < nbuf; ++b) {
+      Buf buf;
+      buf.name = "b" + std::to_string(b);
+      int shape = static_cast<int>(pick(0, 2));
+      if (shape == 0) buf.dim = "N", buf.blocked = true;
+      else if (shape == 1) buf.dim = "2 * N", buf.blocked = true;
+      else buf.dim = std::to_string(pick(1, 4)), buf.blocked = false;
+      t += "  buffer " + buf.name + "[" + buf.dim + "] bytes size;\n";
+      int init = static_cast<int>(pick(0, 3));
+      if (init == 0) t += "  init " + buf.name + " contrib;\n";
+      if (init == 1 && buf.blocked) t += "  init " + buf.name + " owned;\n";
+      if (init == 2) t += "  init " + buf.name + "[0] on " + std::to_string(pick(0, 1)) + ";\n";
+      bufs_.push_back(buf);
+    }
+    int n = static_cast<int>(pick(2, 7));
+    for (int i = 0; i < n; ++i) stmt(t, 1, 0);
+    t += "}\n";
+    return out;
+  }
+
+ private:
+  struct Buf {
+    std::string name, dim;
+    bool blocked = false;
+  };
+
+  int64_t pick(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
+  std::string ind(int d) { return std::string(static_cast<size_t>(d) * 2, ' '); }
+
+  std::string atom() {
+    int c = static_cast<int>(pick(0, 4));
+    if (c <= 1 || vars_.empty()) return c == 4 ? "N" : std::to_string(pick(0, 5));
+    return vars_[static_cast<size_t>(pick(0, static_cast<int64_t>(vars_.size()) - 1))];
+  }
+  std::string expr(int depth = 0) {
+    if (depth > 1 || pick(0, 2) == 0) return atom();
+    static const char* ops[] = {"+", "-", "*", "/", "%"};
+    std::string op = ops[pick(0, 4)];
+    std::string rhs = (op == "/" || op == "%") ? std::to_string(pick(1, 4)) : expr(depth + 1);
+    return "(" + expr(depth + 1) + " " + op + " " + rhs + ")";
+  }
+  std::string rank() { return "(" + expr() + ") % N"; }
+  const Buf& buf() { return bufs_[static_cast<size_t>(pick(0, static_cast<int64_t>(bufs_.size()) - 1))]; }
+  std::string chunk(const Buf& b) { return b.name + "[(" + expr() + ") % (" + b.dim + ")]"; }
+
+  void stmt(std::string& t, int d, int depth) {
+    int c = static_cast<int>(pick(0, depth >= 2 ? 6 : 10));
+    switch (c) {
+      case 0:
+      case 1:
+      case 2: {
+        const Buf& a = buf();
+        t += ind(d) + "send " + chunk(a) + " from " + rank() + " to " + rank();
+        if (pick(0, 2) == 0) t += " into " + chunk(buf());
+        if (pick(0, 1)) t += " reduce";
+        t += ";\n";
+        break;
+      }
+      case 3: {
+        t += ind(d) + (pick(0, 1) ? "copy " : "reduce ") + chunk(buf()) + " into " + chunk(buf()) + " at " + rank() + ";\n";
+        break;
+      }
+      case 4: {
+        // A matched MPI pair on two different ranks (blocking or nonblocking).
+        std::string a = "a" + std::to_string(uid_), p = "p" + std::to_string(uid_), h = "h" + std::to_string(uid_);
+        ++uid_;
+        int64_t tag = pick(0, 2);
+        t += ind(d) + "let " + a + " = " + rank() + ";\n";
+        t += ind(d) + "let " + p + " = (" + a + " + 1 + (" + expr() + ") % (N - 1)) % N;\n";
+        bool nb = pick(0, 1);
+        t += ind(d) + "on " + a + " { " + (nb ? "isend " : "send ") + chunk(buf()) + " to " + p + " tag " + std::to_string(tag) +
+             (nb ? " as " + h + "; wait " + h : "") + "; }\n";
+        t += ind(d) + "on " + p + " { recv " + chunk(buf()) + " from " + a + " tag " + std::to_string(tag) + "; }\n";
+        break;
+      }
+      case 5: {
+        const Buf& b = buf();
+        int k = static_cast<int>(pick(0, 3));
+        if (k == 0) t += ind(d) + "allreduce " + chunk(b) + ";\n";
+        else if (k == 1) t += ind(d) + "bcast " + chunk(b) + " root " + rank() + ";\n";
+        else if (k == 2 && b.blocked) t += ind(d) + "allgather " + b.name + ";\n";
+        else t += ind(d) + "barrier;\n";
+        break;
+      }
+      case 6:
+        t += ind(d) + "compute k" + std::to_string(pick(0, 2)) + " flops " + std::to_string(pick(1, 100)) + " reads " + chunk(buf()) +
+             " writes " + chunk(buf()) + " at " + rank() + ";\n";
+        break;
+      case 7:
+      case 8: {
+        std::string v = "v" + std::to_string(uid_++);
+        std::string hi = pick(0, 1) ? "N" : std::to_string(pick(1, 3));
+        t += ind(d) + "for " + v + " in 0 .. " + hi + (pick(0, 3) == 0 ? " step 2" : "") + " {\n";
+        size_t scope = vars_.size();
+        vars_.push_back(v);
+        int n = static_cast<int>(pick(1, 3));
+        for (int i = 0; i < n; ++i) stmt(t, d + 1, depth + 1);
+        vars_.resize(scope);
+        t += ind(d) + "}\n";
+        break;
+      }
+      case 9: {
+        size_t scope = vars_.size();
+        t += ind(d) + "if " + expr() + " % 2 == 0 {\n";
+        stmt(t, d + 1, depth + 1);
+        vars_.resize(scope);
+        t += ind(d) + "} else {\n";
+        stmt(t, d + 1, depth + 1);
+        vars_.resize(scope);
+        t += ind(d) + "}\n";
+        break;
+      }
+      default: {
+        std::string v = "x" + std::to_string(uid_++);
+        t += ind(d) + "let " + v + " = " + expr() + ";\n";
+        vars_.push_back(v);
+        break;
+      }
+    }
+  }
+
+  std::mt19937_64& rng_;
+  std::vector<Buf> bufs_;
+  std::vector<std::string> vars_;
+  int uid_ = 0;
+};
+
+}  // namespace
+
+RandomSchedule random_schedule(std::mt19937_64& rng) { return Gen(rng).run(); }
+
+}  // namespace sgtest

@@ -1,0 +1,299 @@
+// Elaboration: steps, dependencies (dataflow and MPI program order), matching, collective
+// instances, one-rank programs, the size estimate, and the errors that point at statements.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "core/dsl/library.hpp"
+#include "test_util.hpp"
+
+using namespace sg;
+
+namespace {
+
+std::vector<StepId> deps(const StepGraph& g, StepId s) { return {g.deps_begin(s), g.deps_end(s)}; }
+
+}  // namespace
+
+TEST_CASE("choreographic statements depend only on hazards", "[elaborate][dataflow]") {
+  auto b = sgtest::build(R"(schedule h() {
+  buffer a[4] bytes 8;
+  init a contrib;
+  send a[0] from 0 to 1;            # #0 send r0 reads a[0]; #1 recv r1 writes a[0]
+  send a[1] from 0 to 1;            # #2 independent of #0 (other chunk); #3
+  send a[0] from 1 to 0 reduce;     # #4 r1 reads a[0]: RAW on #1; #5 r0 reduce into a[0]: RAW and WAR on #0
+  copy a[2] into a[0] at 1;         # #6 r1 writes a[0]: WAR on #4 (reader since #1)
+}
+)",
+                         2, "", {}, false);
+  INFO(b.errors);
+  REQUIRE(b.ok());
+  const StepGraph& g = *b.graph;
+  REQUIRE(g.size() == 7);
+  CHECK(deps(g, 0).empty());
+  CHECK(deps(g, 1).empty());
+  CHECK(deps(g, 2).empty());
+  CHECK(deps(g, 4) == std::vector<StepId>{1});
+  CHECK(deps(g, 5) == std::vector<StepId>{0});
+  CHECK(deps(g, 6) == std::vector<StepId>{4});
+}
+
+TEST_CASE("on blocks follow MPI program order; nonblocking steps complete at their wait", "[elaborate][mpi]") {
+  auto b = sgtest::build(R"(schedule p() {
+  buffer a[4] bytes 8;
+  init a contrib;
+  on 0 {
+    isend a[0] to 1 as h;     # #0
+    isend a[1] to 1 as g;     # #1 starts after #0 started
+    send a[2] to 1;           # #2 blocking: after #1 started, not after the isends completed
+    wait h, g;                # #3 after #2 and completes #0, #1
+    copy a[3] into a[0];      # #4 writes a[0]: ordered after the wait
+  }
+  on 1 { recv a[0] from 0; recv a[1] from 0; recv a[2] from 0; }
+}
+)",
+                         2, "", {}, false);
+  INFO(b.errors);
+  REQUIRE(b.ok());
+  const StepGraph& g = *b.graph;
+  CHECK(deps(g, 0).empty());
+  CHECK(deps(g, 1) == std::vector<StepId>{0});
+  CHECK(deps(g, 2) == std::vector<StepId>{1});
+  CHECK(g.kind(3) == StepKind::Wait);
+  CHECK(deps(g, 3) == std::vector<StepId>{0, 1, 2});
+  CHECK(std::vector<StepId>(g.handles_begin(3), g.handles_end(3)) == std::vector<StepId>{0, 1});
+  CHECK(deps(g, 4) == std::vector<StepId>{0, 3});
+  CHECK(deps(g, 6) == std::vector<StepId>{5});
+}
+
+TEST_CASE("MPI matching pairs sends and receives per channel in order", "[elaborate][match]") {
+  auto b = sgtest::build(R"(schedule m() {
+  buffer a[4] bytes 8;
+  init a contrib;
+  on 0 { send a[0] to 1 tag 1; send a[1] to 1 tag 2; send a[2] to 1 tag 1; }
+  on 1 { recv a[0] from 0 tag 2; recv a[1] from 0 tag 1; recv a[2] from 0 tag 1; }
+}
+)",
+                         2);
+  INFO(b.errors);
+  REQUIRE(b.ok());
+  const StepGraph& g = *b.graph;
+  CHECK(g.match(3) == 1);  // tag 2
+  CHECK(g.match(4) == 0);  // first tag 1
+  CHECK(g.match(5) == 2);  // second tag 1
+  CHECK(g.match(0) == 4);
+}
+
+TEST_CASE("wildcard receives get candidate sets", "[elaborate][match]") {
+  auto b = sgtest::build(R"(schedule w() {
+  buffer a[4] bytes 8;
+  init a contrib;
+  on 1 { send a[1] to 0 tag 5; }
+  on 2 { send a[2] to 0 tag 6; }
+  on 0 { recv a[1] from any tag any; recv a[2] from any tag 6; }
+}
+)",
+                         3);
+  INFO(b.errors);
+  REQUIRE(b.ok());
+  const StepGraph& g = *b.graph;
+  const P2PInfo& r0 = g.p2p_info(2);
+  const P2PInfo& r1 = g.p2p_info(3);
+  CHECK(r0.cand_cnt == 2);
+  CHECK(r1.cand_cnt == 1);
+  CHECK(g.candidates[r1.cand_off] == 1);
+  CHECK(r0.match == kNoStep);
+}
+
+TEST_CASE("a message size mismatch is an error at the receive", "[elaborate][match]") {
+  auto b = sgtest::build("schedule z() {\n  buffer a[4] bytes 8;\n  init a contrib;\n  on 0 { send a[0 .. 2] to 1; }\n"
+                         "  on 1 { recv a[0] from 0; }\n}\n",
+                         2);
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.errors.find("test.sched:5:10: error: message size mismatch: rank 1 receives 8 bytes") != std::string::npos);
+}
+
+TEST_CASE("collectives form instances per group in issue order", "[elaborate][collectives]") {
+  auto b = sgtest::build(R"(schedule c() {
+  buffer a[4] bytes 8;
+  init a contrib;
+  allreduce a[0];                       # instance 0 of world
+  on 0 { bcast a[1] root 0; allreduce a[2]; }
+  on 1 { allreduce a[2]; bcast a[1] root 0; }   # swapped order: instances 1 and 2 inconsistent
+  barrier over ranks(0, 1);
+}
+)",
+                         2);
+  INFO(b.errors);
+  REQUIRE(b.ok());
+  const StepGraph& g = *b.graph;
+  REQUIRE(g.instances.size() == 4);
+  CHECK(g.instances[0].consistent);
+  CHECK(g.instances[0].steps_cnt == 2);
+  CHECK_FALSE(g.instances[1].consistent);
+  CHECK_FALSE(g.instances[2].consistent);
+  CHECK(g.instances[3].complete);
+  auto missing = sgtest::build("schedule c() {\n  buffer a[4] bytes 8;\n  init a contrib;\n  on 0 { allreduce a[0]; }\n}\n", 2);
+  REQUIRE(missing.ok());
+  CHECK_FALSE(missing.graph->instances[0].complete);
+}
+
+TEST_CASE("ring all-reduce has the design's shape", "[elaborate]") {
+  for (uint32_t n : {2u, 3u, 8u}) {
+    auto b = sgtest::build_lib("ring_allreduce", n);
+    INFO(b.errors);
+    REQUIRE(b.ok());
+    const StepGraph& g = *b.graph;
+    CHECK(g.size() == uint64_t{4} * n * (n - 1));
+    uint64_t sends = 0;
+    for (StepId s = 0; s < g.size(); ++s) {
+      if (g.kind(s) != StepKind::Send) continue;
+      ++sends;
+      CHECK(g.peer(s) == (g.rank(s) + 1) % n);
+      CHECK(g.match(g.match(s)) == s);
+    }
+    CHECK(sends == uint64_t{2} * n * (n - 1));
+  }
+}
+
+TEST_CASE("one rank's program equals that rank's part of the whole graph", "[elaborate][per-rank]") {
+  for (const auto& e : library()) {
+    for (uint32_t n : {4u, 6u, 8u}) {
+      auto full = sgtest::build_lib(e.name, n);
+      if (!full.ok()) continue;  // refused N
+      const StepGraph& g = *full.graph;
+      auto ix = g.rank_index();
+      for (uint32_t r = 0; r < n; ++r) {
+        Session s;
+        Target t = s.resolve(e.name);
+        ElabOptions o;
+        o.nranks = n;
+        o.only_rank = r;
+        auto one = elaborate(s, t, o);
+        INFO(e.name << " N=" << n << " rank " << r << "\n" << s.diags.render(s.sources));
+        REQUIRE(one);
+        REQUIRE(one->size() == ix.off[r + 1] - ix.off[r]);
+        for (StepId k = 0; k < one->size(); ++k) {
+          StepId x = ix.steps[ix.off[r] + k];
+          CHECK(one->kind(k) == g.kind(x));
+          CHECK(one->range(k) == g.range(x));
+          CHECK(one->stmt(k) == g.stmt(x));
+          CHECK((one->flags(k) & ~kFlagWide) == (g.flags(x) & ~kFlagWide));
+          if (g.kind(x) == StepKind::Send || g.kind(x) == StepKind::Recv) CHECK(one->peer(k) == g.peer(x));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the size estimate counts exactly what elaboration builds", "[elaborate][estimate]") {
+  for (const auto& e : library()) {
+    for (uint32_t n : {2u, 5u, 8u, 16u}) {
+      Session s;
+      Target t = s.resolve(e.name);
+      ElabOptions o;
+      o.nranks = n;
+      SizeEstimate est;
+      auto g = elaborate(s, t, o, &est);
+      if (!g) continue;
+      INFO(e.name << " N=" << n);
+      CHECK(est.steps == g->size());
+      for (int64_t r : {0, 1}) {
+        ElabOptions one = o;
+        one.only_rank = r;
+        Session s2;
+        SizeEstimate est2;
+        auto g2 = elaborate(s2, s2.resolve(e.name), one, &est2);
+        REQUIRE(g2);
+        CHECK(est2.steps == g2->size());
+      }
+    }
+  }
+}
+
+TEST_CASE("an instance too big to build is refused before building", "[elaborate][estimate]") {
+  Session s;
+  Target t = s.resolve("ring_allreduce");
+  ElabOptions o;
+  o.nranks = 4096;
+  o.max_memory = uint64_t{1} << 30;
+  SizeEstimate est;
+  auto g = elaborate(s, t, o, &est);
+  CHECK_FALSE(g);
+  CHECK(est.steps == uint64_t{4} * 4096 * 4095);
+  CHECK(est.transfers == uint64_t{2} * 4096 * 4095);
+  std::string text = s.diags.render(s.sources);
+  CHECK(text.find("instance too big to build: 67,092,480 steps (33,546,240 transfers) for N = 4096") != std::string::npos);
+  CHECK(text.find("the memory limit is 1.0 GiB") != std::string::npos);
+}
+
+TEST_CASE("the graph stays compact", "[elaborate][memory]") {
+  auto b = sgtest::build_lib("ring_allreduce", 512);
+  REQUIRE(b.ok());
+  double per_step = static_cast<double>(b.graph->memory_bytes()) / static_cast<double>(b.graph->size());
+  CHECK(per_step < 36.0);  // 26 bytes of step arrays + about one 4-byte dependency
+}
+
+TEST_CASE("elaboration errors point at the statement that caused them", "[elaborate][errors]") {
+  struct Case {
+    const char* body;
+    const char* message;
+    uint32_t line, col;
+  };
+  const Case cases[] = {
+      {"send d[N] from 0 to 1;", "chunk index out of range for 'd' (index 4, valid 0 .. 3)", 4, 10},
+      {"send d[0] from 0 to N;", "destination rank out of range (rank 4, valid 0 .. 3)", 4, 23},
+      {"send d[0] from -1 to 0;", "source rank out of range (rank -1, valid 0 .. 3)", 4, 18},
+      {"let z = N - N; let y = N / z;", "division by zero", 4, 30},
+      {"let q = log2(N - 1);", "log2 of a value that is not a power of two (log2(3))", 4, 11},
+      {"on 0 { isend d[0] to 1 as h; wait h; wait h; } on 1 { recv d[0] from 0; }",
+       "handle 'h' is waited twice on rank 0 (first wait at line 4)", 4, 45},
+      {"on 0 { wait nope; }", "unknown handle 'nope' on rank 0 (no isend/irecv … as nope before this wait)", 4, 15},
+      {"send d[0 .. 0] from 0 to 1;", "chunk range out of bounds for 'd' (0 .. 0, valid within 0 .. 4, and it must not be empty)", 4, 10},
+      {"require N == 8, \"needs eight ranks\";", "needs eight ranks (require N == 8 with N = 4)", 4, 3},
+      {"on 7 { }", "'on' rank out of range (rank 7, valid 0 .. 3)", 4, 6},
+      {"send d[0] from 0 to 1 into e[0];", "a send between chunks of different sizes (8 bytes from d[0], 4 bytes into e[0])", 4, 30},
+      {"bcast d[0] root 9;", "root rank out of range (rank 9, valid 0 .. 3)", 4, 19},
+      {"allgather d[0 .. 3];", "allgather needs a chunk count that is a multiple of the group size (3 chunks, 4 members)", 4, 13},
+      {"buffer d[2] bytes 3;", "buffer 'd' is declared twice", 4, 3},
+      {"for i in 0 .. 4 step 0 { }", "a loop step must not be zero", 4, 24},
+      {"recv d[0] from 1;", "'recv' is a local-view statement: put it inside an 'on' block", 4, 3},
+      {"on 0 { send d[0] from 0 to 1; }", "a choreographic 'send … from … to …' cannot appear inside an 'on' block (write 'send B[i] to P')", 4, 10},
+      {"call nothere(d);", "unknown schedule 'nothere' (not in this file nor in the library)", 4, 8},
+  };
+  for (const auto& c : cases) {
+    std::string text = std::string("schedule e() {\n  buffer d[N] bytes 8;\n  buffer e[N] bytes 4;\n  ") + c.body +
+                       "\n  init d contrib;\n}\n";
+    auto b = sgtest::build(text, 4);
+    INFO(c.body << "\n" << b.errors);
+    REQUIRE_FALSE(b.ok());
+    const auto& d = b.session->diags.all();
+    REQUIRE(!d.empty());
+    CHECK(d[0].message == c.message);
+    CHECK(d[0].loc.line == c.line);
+    CHECK(d[0].loc.col == c.col);
+  }
+}
+
+TEST_CASE("an unknown --set parameter and a bad value are errors", "[elaborate][errors]") {
+  auto b = sgtest::build_lib("ring_allreduce", 4, {{"sizee", "1"}});
+  REQUIRE_FALSE(b.ok());
+  CHECK(b.errors.find("schedules/ring_allreduce.sched:9:10: error: unknown parameter 'sizee' (--set sizee=1)") !=
+        std::string::npos);
+  CHECK(b.errors.find("takes parameters: size") != std::string::npos);
+  auto c = sgtest::build_lib("ring_allreduce", 4, {{"size", "N * 2KiB"}});
+  REQUIRE(c.ok());
+  CHECK(c.graph->buffers[0].chunk_bytes == 2048);
+  auto d = sgtest::build_lib("ring_allreduce", 4, {{"size", "x"}});
+  REQUIRE_FALSE(d.ok());
+  CHECK(d.errors.find("a --set value may only use numbers and N (found 'x')") != std::string::npos);
+}
+
+TEST_CASE("errors in loops are reported once with the loop variables", "[elaborate][errors]") {
+  auto b = sgtest::build("schedule e() {\n  buffer d[N] bytes 8;\n  for r in 0 .. N {\n    send d[r + 2] from r to 0;\n  }\n}\n", 4);
+  REQUIRE_FALSE(b.ok());
+  const auto& d = b.session->diags.all();
+  REQUIRE(d.size() == 1);
+  CHECK(d[0].message == "chunk index out of range for 'd' (index 4, valid 0 .. 3; with r = 2)");
+  CHECK(d[0].repeats == 1);
+}
