@@ -209,9 +209,11 @@ int cmd_compile(const CompileOpts& o) {
   else {
     GraphStats st = compute_stats(*g);
     write_stats(*os, *g, st);
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.3f s", secs);
-    *os << "build time    " << buf << "\n";
+    if (o.timing) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3f s", secs);
+      *os << "build time    " << buf << "\n";
+    }
   }
   return 0;
 }

@@ -21,6 +21,7 @@ struct CompileOpts {
   int64_t rank = -1;
   std::string output;
   uint64_t max_steps = 0;
+  bool timing = false;
 };
 
 struct CheckOpts {

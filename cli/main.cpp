@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   compile->add_option("--rank", copts.rank, "elaborate only this rank's program (what an executor needs)");
   compile->add_option("-o,--output", copts.output, "write to this file instead of standard output");
   compile->add_option("--max-steps", copts.max_steps, "text format: print at most this many steps");
+  compile->add_flag("--time", copts.timing, "stats format: also print the build time");
 
   sg::cli::CheckOpts kopts;
   auto* check = app.add_subcommand("check", "run the reference interpreter and check the postcondition, for one N or many");

@@ -10,7 +10,7 @@
 
 namespace sg {
 
-enum class ExprKind : uint8_t { Int, Var, Unary, Binary, Cond, Func, GroupAt, Ranks, World };
+enum class ExprKind : uint8_t { Int, Var, Unary, Binary, Cond, Func, GroupAt, Ranks, World, BufLen };
 enum class BinOp : uint8_t { Add, Sub, Mul, Div, Mod, Pow, Eq, Ne, Lt, Le, Gt, Ge, And, Or };
 enum class UnOp : uint8_t { Neg, Not };
 enum class Func : uint8_t { Min, Max, Pow2, Cdiv, Log2, Flog2, IsPow2, Size };

@@ -1,5 +1,6 @@
 #include "core/dsl/diagnostics.hpp"
 
+#include <algorithm>
 #include <ostream>
 
 namespace sg {
@@ -33,7 +34,7 @@ void render_excerpt(std::string& out, Loc loc, uint32_t length, const SourceMana
 }  // namespace
 
 Diagnostic& Diagnostics::add(Severity s, Loc loc, std::string message, uint32_t length) {
-  if (s == Severity::Error) {
+  if (s == Severity::Error && fold_) {
     // Loops repeat statements: report each failing statement once, with its first instance.
     std::string key = message.substr(0, message.find(" ("));
     for (auto& d : diags_) {
@@ -44,10 +45,19 @@ Diagnostic& Diagnostics::add(Severity s, Loc loc, std::string message, uint32_t 
         return d;
       }
     }
-    ++errors_;
   }
+  if (s == Severity::Error) ++errors_;
   diags_.push_back(Diagnostic{s, loc, length ? length : 1, std::move(message), {}, 0});
   return diags_.back();
+}
+
+void Diagnostics::sort_from(size_t from) {
+  if (from >= diags_.size()) return;
+  std::stable_sort(diags_.begin() + static_cast<std::ptrdiff_t>(from), diags_.end(), [](const Diagnostic& a, const Diagnostic& b) {
+    if (a.loc.file != b.loc.file) return a.loc.file < b.loc.file;
+    if (a.loc.line != b.loc.line) return a.loc.line < b.loc.line;
+    return a.loc.col < b.loc.col;
+  });
 }
 
 Diagnostic& Diagnostics::error(Loc loc, std::string message, uint32_t length) {

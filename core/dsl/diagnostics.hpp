@@ -37,6 +37,11 @@ class Diagnostics {
   const std::vector<Diagnostic>& all() const { return diags_; }
   bool too_many() const { return errors_ >= max_errors_; }
   void set_max_errors(uint64_t n) { max_errors_ = n; }
+  // Findings (one per rank or chunk) must not be folded into repeats like loop errors.
+  void set_fold_repeats(bool on) { fold_ = on; }
+  // Orders the diagnostics from index `from` on by source position (the lexer's and the
+  // parser's errors interleave that way).
+  void sort_from(size_t from);
   void clear() { diags_.clear(); errors_ = 0; }
   // Renders every diagnostic; returns the text.
   std::string render(const SourceManager& sm) const;
@@ -47,6 +52,7 @@ class Diagnostics {
   std::vector<Diagnostic> diags_;
   uint64_t errors_ = 0;
   uint64_t max_errors_ = 10000;
+  bool fold_ = true;
 };
 
 // Renders one diagnostic (with its notes) as text.

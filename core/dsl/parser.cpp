@@ -738,11 +738,14 @@ class Parser {
       next();
       e->kind = ExprKind::Int;
       e->value = t.value;
+      e->name = t.text;  // the spelling, e.g. 64MiB, so printing keeps it
       return e;
     }
     if (t.kind == Tok::Error) {
+      // The lexer has reported it; parse on with a placeholder to find later errors too.
       next();
-      throw ParseError{};
+      e->kind = ExprKind::Int;
+      return e;
     }
     if (accept(Tok::LParen)) {
       auto inner = expr();

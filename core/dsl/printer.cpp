@@ -57,9 +57,11 @@ std::string expr_at(const Expr& e, int min_prec) {
   switch (e.kind) {
     case ExprKind::Int: {
       if (e.value < 0) return "(" + std::to_string(e.value) + ")";
+      if (!e.name.empty()) return e.name;  // as written: 64MiB
       return std::to_string(e.value);
     }
-    case ExprKind::Var: return e.name;
+    case ExprKind::Var:
+    case ExprKind::BufLen: return e.name;
     case ExprKind::World: return "world";
     case ExprKind::GroupAt: return e.name + "[" + expr_at(*e.args[0], 0) + "]";
     case ExprKind::Unary: {
@@ -179,7 +181,7 @@ class Printer {
         auto& s = static_cast<const SendStmt&>(st);
         out += "send " + ref(s.src) + " from " + print_expr(*s.from) + " to " + print_expr(*s.to);
         if (s.into.present()) out += " into " + ref(s.into);
-        if (s.reduce) out += std::string(" reduce ") + op_name(s.op);
+        if (s.reduce) out += s.op == ReduceOp::Sum ? std::string(" reduce") : std::string(" reduce ") + op_name(s.op);
         out += ";\n";
         break;
       }
@@ -191,7 +193,7 @@ class Printer {
         out += s.peer ? print_expr(*s.peer) : "any";
         if (s.any_tag) out += " tag any";
         else if (s.tag) out += " tag " + print_expr(*s.tag);
-        if (s.reduce) out += std::string(" reduce ") + op_name(s.op);
+        if (s.reduce) out += s.op == ReduceOp::Sum ? std::string(" reduce") : std::string(" reduce ") + op_name(s.op);
         if (!s.handle.empty()) out += " as " + s.handle;
         out += ";\n";
         break;

@@ -88,6 +88,13 @@ class Resolver {
   }
 
   void expr(Expr& e) {
+    // size(B) of a buffer is its chunk count (a called schedule learns its slice's length).
+    if (e.kind == ExprKind::Func && e.fn == Func::Size && e.args.size() == 1 && e.args[0]->kind == ExprKind::Var &&
+        lookup(e.args[0]->name) < 0 && buffers_.count(e.args[0]->name)) {
+      e.args[0]->kind = ExprKind::BufLen;
+      e.args[0]->slot = buffers_[e.args[0]->name];
+      return;
+    }
     switch (e.kind) {
       case ExprKind::Var:
       case ExprKind::GroupAt:

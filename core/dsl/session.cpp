@@ -1,5 +1,6 @@
 #include "core/dsl/session.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -7,6 +8,32 @@
 #include "core/dsl/parser.hpp"
 
 namespace sg {
+
+namespace {
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1])});
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+
+}  // namespace
+
+std::string nearest_library_name(const std::string& name) {
+  std::string best;
+  size_t best_d = 3;  // only close misspellings
+  for (const auto& e : library()) {
+    size_t d = edit_distance(name, e.name);
+    if (d < best_d) best_d = d, best = e.name;
+  }
+  return best;
+}
 
 Session::Session() { cmdline_file = sources.add("<command line>", ""); }
 
@@ -24,7 +51,9 @@ const Program* Session::load_file(const std::string& path) {
     diags.error(Loc{}, err + " (no such file; `stepgraph list` shows the library's schedule names)");
     return nullptr;
   }
+  size_t first = diags.all().size();
   auto prog = parse(sources, id, diags, stmt_locs);
+  diags.sort_from(first);
   const Program* p = prog.get();
   programs_[path] = std::move(prog);
   return p;
@@ -37,7 +66,9 @@ const Program* Session::load_library(const std::string& name) {
   const LibraryEntry* e = find_library(name);
   if (!e) return nullptr;
   uint32_t id = sources.add(e->path, e->text);
+  size_t first = diags.all().size();
   auto prog = parse(sources, id, diags, stmt_locs);
+  diags.sort_from(first);
   const Program* p = prog.get();
   programs_[key] = std::move(prog);
   return p;
@@ -45,7 +76,9 @@ const Program* Session::load_library(const std::string& name) {
 
 const Program* Session::load_text(const std::string& name, const std::string& text) {
   uint32_t id = sources.add(name, text);
+  size_t first = diags.all().size();
   auto prog = parse(sources, id, diags, stmt_locs);
+  diags.sort_from(first);
   const Program* p = prog.get();
   programs_["text:" + name + ":" + std::to_string(id)] = std::move(prog);
   return p;
@@ -86,7 +119,9 @@ Target Session::resolve(const std::string& spec) {
   if (!looks_like_file) {
     const Program* prog = load_library(path);
     if (!prog) {
-      diags.error(Loc{}, "'" + path + "' is neither a file nor a library schedule (`stepgraph list` shows the library)");
+      std::string hint = " (`stepgraph list` shows the library)";
+      if (std::string near = nearest_library_name(path); !near.empty()) hint = "; did you mean '" + near + "'?";
+      diags.error(Loc{}, "'" + path + "' is neither a file nor a library schedule" + hint);
       return {};
     }
     return pick(prog, wanted, path, spec);

@@ -16,6 +16,9 @@ struct Target {
   const Schedule* schedule = nullptr;
 };
 
+// The library name closest to `name` (a likely misspelling), or "".
+std::string nearest_library_name(const std::string& name);
+
 class Session {
  public:
   Session();

@@ -117,6 +117,7 @@ class Elaborator {
 
   bool run(const Target& t, uint64_t reserve_steps) {
     const Schedule& s = *t.schedule;
+    errors_at_start_ = diags_.error_count();  // the session's diagnostics may hold earlier runs'
     if (n_ == 0) {
       diags_.error(s.loc, "the number of ranks must be at least 1", static_cast<uint32_t>(s.name.size()));
       return false;
@@ -139,7 +140,7 @@ class Elaborator {
     f.group_id = g_->intern_group(f.group);
     try {
       bind_top_params(s, f);
-      if (diags_.has_errors()) return false;
+      if (errors()) return false;
       block(s.body, f);
     } catch (const Abort&) {
       return false;
@@ -149,10 +150,10 @@ class Elaborator {
       check_inits();
       g_->dep_off_.shrink_to_fit();
     }
-    return !diags_.has_errors();
+    return !errors();
   }
 
-  bool errors() const { return diags_.has_errors(); }
+  bool errors() const { return diags_.error_count() > errors_at_start_; }
 
  private:
   // ------------------------------------------------------------------ errors
@@ -178,6 +179,9 @@ class Elaborator {
     diags_.error(loc, msg, e.loc.valid() ? e.length : st.length);
     if (diags_.too_many()) throw Abort{};
   }
+
+  // A failed `require` means the schedule does not apply: report it alone and stop.
+  struct RequireFailed {};
 
   // ------------------------------------------------------------------ expressions
   static int64_t floordiv(int64_t a, int64_t b) {
@@ -216,6 +220,7 @@ class Elaborator {
       }
       case ExprKind::Ranks:
       case ExprKind::World: fail(e.loc, e.length, "a group is not an integer");
+      case ExprKind::BufLen: fail(e.loc, e.length, "'" + e.name + "' is a buffer; size(" + e.name + ") gives its chunk count");
     }
     return 0;
   }
@@ -340,7 +345,15 @@ class Elaborator {
         int64_t x = ev(*e.args[0], f);
         return x > 0 && !(x & (x - 1));
       }
-      case Func::Size: return gev(*e.args[0], f).count;
+      case Func::Size: {
+        const Expr& a = *e.args[0];
+        if (a.kind == ExprKind::BufLen) {
+          const View& v = f.bufs[static_cast<size_t>(a.slot)];
+          if (!v.bound) fail(a.loc, a.length, "buffer '" + a.name + "' is used before it is declared");
+          return v.len;
+        }
+        return gev(a, f).count;
+      }
     }
     return 0;
   }
@@ -527,10 +540,12 @@ class Elaborator {
       case StmtKind::Require: {
         if (mode_ == Mode::Count) break;
         auto& s = static_cast<const RequireStmt&>(st);
-        if (!ev(*s.cond, f))
-          fail(st.loc, st.length,
-               (s.message.empty() ? "requirement failed" : s.message) + " (require " + print_cond(s) + " with N = " +
-                   std::to_string(n_) + ")");
+        if (!ev(*s.cond, f)) {
+          report(st, EvalError{st.loc, st.length,
+                               (s.message.empty() ? "requirement failed" : s.message) + " (require " + print_cond(s) +
+                                   " with N = " + std::to_string(n_) + ")"});
+          throw Abort{};
+        }
         break;
       }
       case StmtKind::Buffer: buffer(static_cast<const BufferStmt&>(st), f); break;
@@ -1216,6 +1231,7 @@ class Elaborator {
   Mode mode_;
   Diagnostics quiet_;
   Diagnostics& diags_;
+  uint64_t errors_at_start_ = 0;
   uint32_t n_ = 0;
   int64_t me_ = -1;
   uint32_t rank_slots_ = 0;

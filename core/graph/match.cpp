@@ -12,7 +12,9 @@
 namespace sg {
 
 void match_p2p(StepGraph& g, Diagnostics& diags) {
-  if (g.only_rank >= 0 || g.p2p.empty()) return;
+  if (g.only_rank >= 0) return;
+  g.p2p_matched = true;
+  if (g.p2p.empty()) return;
   // (dst, comm) -> sends to it and receives at it, in step order (= program order per rank).
   std::map<std::pair<uint32_t, uint32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> ends;
   for (StepId s = 0; s < g.size(); ++s) {

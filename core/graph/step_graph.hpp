@@ -139,6 +139,7 @@ class StepGraph {
   uint32_t nranks = 0;
   int64_t only_rank = -1;  // >= 0: this graph holds one rank's program only (refs hold peer ranks)
   std::vector<std::pair<std::string, int64_t>> params;
+  bool p2p_matched = false;  // the match pass has run
 
   // ---- per-step arrays ----
   std::vector<uint8_t> kind_;

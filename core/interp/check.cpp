@@ -5,6 +5,7 @@
 namespace sg {
 
 void render_findings(const StepGraph& g, const InterpResult& r, const PostconditionReport& p, Diagnostics& out) {
+  out.set_fold_repeats(false);
   auto loc_of = [&](const Issue& is) {
     if (is.step != kNoStep) return g.loc(is.step);
     if (is.stmt < g.stmt_locs.size()) return g.stmt_locs[is.stmt];

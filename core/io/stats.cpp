@@ -1,5 +1,5 @@
 // Summary numbers of a step graph, and the longest chain of steps ("rounds"): dependencies
-// count zero, a message counts one, so a ring all-reduce has 2(N−1) rounds.
+// count zero, a message (or a collective) counts one, so a ring all-reduce has 2(N−1) rounds.
 #include <algorithm>
 #include <ostream>
 
@@ -25,23 +25,46 @@ GraphStats compute_stats(const StepGraph& g) {
       if (g.match(x) != kNoStep) ++s.transfers;
     }
   }
+  // A nonblocking step starts early and completes late: steps that depend on it wait for its
+  // start only, its wait for its completion. So each step has a start and a done depth; a
+  // receive is done one hop after its send; a collective one hop after its last member starts.
+  std::vector<uint32_t>& done = depth;
+  std::vector<uint32_t> start(g.size(), 0);
   bool changed = true;
   int passes = 0;
-  while (changed && passes++ < 64) {
+  while (changed && passes++ < 256) {
     changed = false;
     for (StepId x = 0; x < g.size(); ++x) {
-      uint32_t d = depth[x];
-      for (const uint32_t* p = g.deps_begin(x); p != g.deps_end(x); ++p) d = std::max(d, depth[*p]);
-      if (g.kind(x) == StepKind::Recv) {
-        StepId m = g.match(x);
-        if (m != kNoStep) d = std::max(d, depth[m] + 1);
+      uint32_t st = start[x];
+      for (const uint32_t* p = g.deps_begin(x); p != g.deps_end(x); ++p) st = std::max(st, g.nonblocking(*p) ? start[*p] : done[*p]);
+      uint32_t d = std::max(st, done[x]);
+      switch (g.kind(x)) {
+        case StepKind::Recv: {
+          StepId m = g.match(x);
+          if (m != kNoStep) d = std::max(d, start[m] + 1);
+          break;
+        }
+        case StepKind::Wait:
+          for (const StepId* h = g.handles_begin(x); h != g.handles_end(x); ++h) d = std::max(d, done[*h]);
+          break;
+        case StepKind::Collective: {
+          const CollInfo& c = g.coll(x);
+          if (c.instance < g.instances.size()) {
+            const Instance& in = g.instances[c.instance];
+            for (uint32_t k = 0; k < in.steps_cnt; ++k) d = std::max(d, start[g.instance_steps[in.steps_off + k]] + 1);
+          }
+          break;
+        }
+        default: break;
       }
-      if (d != depth[x]) {
-        depth[x] = d;
+      if (st != start[x] || d != done[x]) {
+        start[x] = st;
+        done[x] = d;
         changed = true;
       }
     }
   }
+  s.rounds_converged = !changed;
   for (uint32_t d : depth) s.rounds = std::max<uint64_t>(s.rounds, d);
   for (uint64_t c : per_rank) s.max_rank_steps = std::max(s.max_rank_steps, c);
   s.collective_instances = g.instances.size();
@@ -65,7 +88,7 @@ void write_stats(std::ostream& os, const StepGraph& g, const GraphStats& s) {
   os << "transfers     " << with_commas(s.transfers) << "\n";
   os << "bytes moved   " << with_commas(s.bytes_moved) << " (" << human_bytes(s.bytes_moved) << ")\n";
   os << "dependencies  " << with_commas(s.deps) << "\n";
-  os << "rounds        " << s.rounds << "  (longest chain of messages)\n";
+  os << "rounds        " << (s.rounds_converged ? "" : ">= ") << s.rounds << "  (longest chain of messages)\n";
   os << "busiest rank  " << with_commas(s.max_rank_steps) << " steps\n";
   if (s.collective_instances)
     os << "collectives   " << s.collective_instances << " instances" << (s.incomplete_instances ? ", " + std::to_string(s.incomplete_instances) + " incomplete or inconsistent" : "") << "\n";

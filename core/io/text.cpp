@@ -136,7 +136,7 @@ void write_text(std::ostream& os, const StepGraph& g, const SourceManager& sm, u
       StepId m = g.match(s);
       if (m != kNoStep) what += " (#" + std::to_string(m) + ")";
       else if (g.local(s) && g.p2p_info(s).cand_cnt) what += " (" + std::to_string(g.p2p_info(s).cand_cnt) + " candidates)";
-      else if (g.local(s) && g.only_rank < 0) what += " (unmatched)";
+      else if (g.local(s) && g.p2p_matched) what += " (unmatched)";
     }
     if (g.local(s)) what = "on: " + what;
     line += what;

@@ -22,6 +22,7 @@ struct GraphStats {
   uint64_t bytes_moved = 0;     // bytes sent over all sends
   uint64_t max_rank_steps = 0;  // the busiest rank's step count
   uint64_t rounds = 0;          // longest chain of steps, counting each message as one hop
+  bool rounds_converged = true;
   uint64_t memory = 0;          // bytes the graph holds
   uint64_t collective_instances = 0;
   uint64_t incomplete_instances = 0;
