@@ -225,8 +225,11 @@ int cmd_check(const CheckOpts& o) {
   nlohmann::json out = nlohmann::json::array();
   for (uint32_t n : p.ns) {
     p.opts.nranks = n;
-    uint64_t errors_before = p.s.diags.error_count();
-    size_t diags_before = p.s.diags.all().size();
+    // Each N reports its own errors (a loop error repeated at another N is not a "repeat").
+    print_warnings(p.s);
+    p.s.diags.clear();
+    uint64_t errors_before = 0;
+    size_t diags_before = 0;
     auto g = elaborate(p.s, p.t, p.opts);
     bool dumped_ok = g && run_passes(*g, p.s.diags, o.c.dump_after, [&](const std::string& pass) {
                        std::cout << "=== after " << pass << " (N = " << n << ") ===\n";
@@ -293,6 +296,7 @@ int cmd_check(const CheckOpts& o) {
     std::cout << findings.render(p.s.sources);
   }
   print_warnings(p.s);
+  p.s.diags.clear();
   if (o.json) std::cout << out.dump(2) << "\n";
   return rc;
 }

@@ -58,3 +58,46 @@ TEST_CASE("the interpreter checks the whole library for N in 2..17 and powers of
     CHECK(ok >= 4);  // at least the powers of two
   }
 }
+
+TEST_CASE("grid schedules check for other model-parallel widths", "[library][interp]") {
+  for (const char* name : {"hierarchical_allreduce", "tp_forward", "tp_backward"}) {
+    for (int mp : {1, 2, 3, 8}) {
+      for (uint32_t n = 2; n <= 17; ++n) {
+        if (n % mp) continue;
+        Session s;
+        Target t = s.resolve(name);
+        ElabOptions o;
+        o.nranks = n;
+        o.sets = {{"mp", std::to_string(mp)}};
+        CheckOutcome c = run_check(s, t, o);
+        INFO(name << " mp=" << mp << " N=" << n << "\n" << s.diags.render(s.sources) << c.findings.render(s.sources));
+        CHECK(c.ok);
+      }
+    }
+  }
+}
+
+TEST_CASE("parameters change the library schedules' shape, not their correctness", "[library][interp]") {
+  struct Case {
+    const char* name;
+    std::vector<std::pair<std::string, std::string>> sets;
+  };
+  const Case cases[] = {
+      {"pipeline_bcast", {{"segments", "1"}}},   {"pipeline_bcast", {{"segments", "7"}, {"root", "2"}}},
+      {"binomial_bcast", {{"root", "3"}}},       {"binomial_reduce", {{"root", "4"}}},
+      {"scatter_allgather_bcast", {{"root", "1"}}}, {"reduce_bcast_allreduce", {{"root", "2"}}},
+      {"dp_bucketed_step", {{"layers", "5"}, {"buckets", "5"}}}, {"dp_bucketed_step", {{"layers", "6"}, {"buckets", "1"}}},
+  };
+  for (const auto& k : cases) {
+    for (uint32_t n : {5u, 8u, 13u}) {
+      Session s;
+      Target t = s.resolve(k.name);
+      ElabOptions o;
+      o.nranks = n;
+      o.sets = k.sets;
+      CheckOutcome c = run_check(s, t, o);
+      INFO(k.name << " N=" << n << "\n" << s.diags.render(s.sources) << c.findings.render(s.sources));
+      CHECK(c.ok);
+    }
+  }
+}
