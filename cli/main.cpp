@@ -20,7 +20,7 @@ void add_common(CLI::App* app, sg::cli::Common& c, bool many_ranks) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"stepgraph: write a collective schedule once; compile, check, simulate, verify and execute it"};
+  CLI::App app{"stepgraph: write a collective schedule once; compile, check, simulate, verify and execute it", "stepgraph"};
   app.set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
   app.require_subcommand(0, 1);
   app.footer("Run `stepgraph SUBCOMMAND --help` for the options of each. Exit codes: 0 ok, 1 defect found, 2 bad input.");
