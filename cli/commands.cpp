@@ -235,6 +235,7 @@ int cmd_check(const CheckOpts& o) {
                        std::cout << "=== after " << pass << " (N = " << n << ") ===\n";
                        write_text(std::cout, *g, p.s.sources);
                      });
+    if (dumped_ok) dumped_ok = interpreter_fits(*g, *p.t.schedule, p.opts, p.s.diags);
     std::string head = "check " + p.t.schedule->name + " N = " + std::to_string(n) + ": ";
     if (!g || !dumped_ok || p.s.diags.error_count() > errors_before) {
       rc = 2;

@@ -29,6 +29,7 @@ struct Expr {
   Func fn = Func::Min;
   std::vector<ExprPtr> args;  // operands; GroupAt: the index; Ranks: start, count[, stride]
   int32_t slot = -1;          // Var, GroupAt: frame slot (resolve.cpp); -2 means N
+  uint32_t depth = 1;         // height of the tree below it (the parser bounds it)
 };
 
 // One index position of a chunk reference: a single index or a half-open range lo .. hi.

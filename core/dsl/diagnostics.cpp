@@ -16,18 +16,31 @@ const char* severity_name(Severity s) {
   return "error";
 }
 
-// The source line and a caret under loc (tabs kept so the caret lines up).
+// The source line and a caret under loc (tabs kept so the caret lines up). A very long line is
+// shown as a window around the caret.
 void render_excerpt(std::string& out, Loc loc, uint32_t length, const SourceManager& sm) {
   if (!loc.valid()) return;
   const SourceFile& f = sm.file(loc.file);
   std::string_view line = f.line(loc.line);
   if (line.empty() && loc.line > f.line_count()) return;
-  out += "  ";
+  constexpr size_t kWidth = 100;
+  size_t col = loc.col ? loc.col - 1 : 0;
+  size_t from = 0;
+  std::string prefix, suffix;
+  if (line.size() > kWidth + 20) {
+    from = col > kWidth / 2 ? col - kWidth / 2 : 0;
+    if (from + kWidth > line.size()) from = line.size() > kWidth ? line.size() - kWidth : 0;
+    if (from > 0) prefix = "...";
+    if (from + kWidth < line.size()) suffix = "...";
+    line = line.substr(from, kWidth);
+    length = static_cast<uint32_t>(std::min<size_t>(length, kWidth));
+  }
+  out += "  " + prefix;
   out += line;
-  out += "\n  ";
-  for (uint32_t i = 1; i < loc.col && i - 1 < line.size(); ++i) out += line[i - 1] == '\t' ? '\t' : ' ';
+  out += suffix + "\n  " + std::string(prefix.size(), ' ');
+  for (size_t i = from; i < col && i - from < line.size(); ++i) out += line[i - from] == '\t' ? '\t' : ' ';
   out += '^';
-  for (uint32_t i = 1; i < length && loc.col - 1 + i < line.size(); ++i) out += '~';
+  for (uint32_t i = 1; i < length && col + i - from < line.size(); ++i) out += '~';
   out += '\n';
 }
 

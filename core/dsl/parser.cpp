@@ -1,5 +1,7 @@
 #include "core/dsl/parser.hpp"
 
+#include <algorithm>
+
 #include "core/dsl/lexer.hpp"
 #include "core/dsl/resolve.hpp"
 
@@ -183,7 +185,28 @@ class Parser {
     return s;
   }
 
+  // Nesting limits keep every recursive walk of the tree (resolve, elaborate, print) far from
+  // the stack's end, whatever the input.
+  static constexpr int kMaxNesting = 200;
+  static constexpr uint32_t kMaxExprDepth = 1000;
+  struct Nest {
+    explicit Nest(Parser& p) : p_(p) {
+      if (++p_.nesting_ > kMaxNesting) {
+        --p_.nesting_;
+        p_.error_here("nesting too deep (more than " + std::to_string(kMaxNesting) + " levels)");
+      }
+    }
+    ~Nest() { --p_.nesting_; }
+    Parser& p_;
+  };
+  static uint32_t depth_of(const Expr& e) {
+    uint32_t d = 0;
+    for (const auto& a : e.args) d = std::max(d, a->depth);
+    return d + 1;
+  }
+
   Block block() {
+    Nest nest(*this);
     expect(Tok::LBrace, "to open a block");
     Block b;
     while (!at(Tok::RBrace) && !at(Tok::End)) {
@@ -660,6 +683,8 @@ class Parser {
       e->args.push_back(expr());
       expect(Tok::Colon, "in a conditional expression (c ? a : b)");
       e->args.push_back(cond());
+      e->depth = depth_of(*e);
+      if (e->depth > kMaxExprDepth) error_here("expression nested too deeply (more than 1000 levels)");
       return e;
     }
     return c;
@@ -710,6 +735,8 @@ class Parser {
       e->loc = lhs->loc;
       e->args.push_back(std::move(lhs));
       e->args.push_back(std::move(rhs));
+      e->depth = depth_of(*e);
+      if (e->depth > kMaxExprDepth) error_here("expression nested too deeply (more than 1000 levels)");
       lhs = std::move(e);
       span(lhs);
     }
@@ -717,6 +744,7 @@ class Parser {
   }
 
   ExprPtr unary() {
+    Nest nest(*this);
     if (at(Tok::Minus) || at(Tok::Bang)) {
       const Token& t = next();
       auto e = std::make_unique<Expr>();
@@ -724,6 +752,7 @@ class Parser {
       e->uop = t.kind == Tok::Minus ? UnOp::Neg : UnOp::Not;
       e->loc = t.loc;
       e->args.push_back(unary());
+      e->depth = depth_of(*e);
       return e;
     }
     return primary();
@@ -788,6 +817,7 @@ class Parser {
       }
       expect(Tok::RParen, "to close the argument list");
       span(e);
+      e->depth = depth_of(*e);
       auto arity_error = [&](const char* want) {
         diags_.error(t.loc, "'" + name + "' takes " + want + " argument" + (std::string(want) == "one" ? "" : "s") +
                                 ", got " + std::to_string(e->args.size()),
@@ -829,6 +859,7 @@ class Parser {
   std::vector<Loc>* stmt_locs_;
   std::vector<Token> toks_;
   size_t pos_ = 0;
+  int nesting_ = 0;
 };
 
 }  // namespace

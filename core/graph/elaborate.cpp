@@ -515,6 +515,11 @@ class Elaborator {
   // ------------------------------------------------------------------ statements
   void block(const Block& b, Frame& f) {
     for (const auto& st : b) {
+      if (++est.work > opts_.max_work && mode_ == Mode::Count) {
+        est.too_much_work = true;
+        est.work_loc = loop_stmts_.empty() ? st->loc : loop_stmts_.front()->loc;
+        throw Abort{};
+      }
       try {
         stmt(*st, f);
       } catch (const EvalError& e) {
@@ -568,6 +573,20 @@ class Elaborator {
 
   static std::string print_cond(const RequireStmt& s);
 
+  // Keeps the loop variables in scope for error messages, and pops them however the loop ends.
+  struct LoopScope {
+    LoopScope(Elaborator& e, const std::string& var, Frame& f, int32_t slot, const Stmt* loop) : e_(e), loop_(loop) {
+      e_.loops_.push_back({&var, &f, slot});
+      if (loop_) e_.loop_stmts_.push_back(loop_);
+    }
+    ~LoopScope() {
+      e_.loops_.pop_back();
+      if (loop_) e_.loop_stmts_.pop_back();
+    }
+    Elaborator& e_;
+    const Stmt* loop_;
+  };
+
   void exec_for(const ForStmt& s, Frame& f) {
     int64_t lo = ev(*s.lo, f), hi = ev(*s.hi, f), step = s.step ? ev(*s.step, f) : 1;
     if (step == 0) fail(s.step->loc, s.step->length, "a loop step must not be zero");
@@ -576,7 +595,7 @@ class Elaborator {
     if (step < 0 && lo > hi) iters = static_cast<uint64_t>((lo - hi - 1) / -step + 1);
     if (iters == 0) return;
     auto& var = f.slots[static_cast<size_t>(s.slot)];
-    loops_.push_back({&s.var, &f, s.slot});
+    LoopScope scope(*this, s.var, f, s.slot, &s);
     bool invariant = me_ >= 0 ? s.count_invariant_rank : s.count_invariant;
     if (mode_ == Mode::Count && invariant && iters > 1) {
       // Every iteration emits as many steps as the first: count one, multiply.
@@ -589,6 +608,12 @@ class Elaborator {
       scale(&SizeEstimate::p2p);
       scale(&SizeEstimate::collectives);
       scale(&SizeEstimate::computes);
+      scale(&SizeEstimate::work);
+      if (est.work > opts_.max_work) {
+        est.too_much_work = true;
+        est.work_loc = loop_stmts_.front()->loc;
+        throw Abort{};
+      }
     } else {
       int64_t v = lo;
       for (uint64_t k = 0; k < iters; ++k, v += step) {
@@ -596,7 +621,6 @@ class Elaborator {
         block(s.body, f);
       }
     }
-    loops_.pop_back();
   }
 
   void buffer(const BufferStmt& s, Frame& f) {
@@ -1092,7 +1116,7 @@ class Elaborator {
     int64_t lo = ev(*s.lo, f), hi = ev(*s.hi, f), step = s.step ? ev(*s.step, f) : 1;
     if (step == 0) fail(s.step->loc, s.step->length, "a rank range step must not be zero");
     auto& var = f.slots[static_cast<size_t>(s.slot)];
-    loops_.push_back({&s.var, &f, s.slot});
+    LoopScope scope(*this, s.var, f, s.slot, nullptr);
     for (int64_t v = lo; step > 0 ? v < hi : v > hi; v += step) {
       if (v < 0 || v >= n_) {
         var = Val{false, v, {}};
@@ -1103,7 +1127,6 @@ class Elaborator {
       var = Val{false, v, {}};
       body(static_cast<uint32_t>(v));
     }
-    loops_.pop_back();
   }
 
   void call(const CallStmt& s, Frame& f) {
@@ -1238,6 +1261,7 @@ class Elaborator {
   bool in_on_ = false;
   uint32_t on_rank_ = 0;
   std::vector<std::tuple<const std::string*, Frame*, int32_t>> loops_;
+  std::vector<const Stmt*> loop_stmts_;  // the `for` statements running, outermost first
   std::vector<std::vector<ChunkState>> hz_;
   std::vector<std::pair<StepId, uint32_t>> pool_;
   uint32_t free_ = kNil;
@@ -1254,7 +1278,7 @@ SizeEstimate estimate_size(Session& session, const Target& target, const ElabOpt
   Elaborator e(session, opts, Mode::Count);
   bool ok = e.run(target, 0);
   SizeEstimate est = e.est;
-  est.ok = ok;
+  est.ok = ok && !est.too_much_work;
   // Steps and one dependency each, plus the hazard state, plus slack for side tables.
   est.bytes = est.steps * StepGraph::kBytesPerStep + est.hazard_bytes + est.p2p * sizeof(P2PInfo) +
               est.collectives * sizeof(CollInfo) + est.computes * (sizeof(ComputeInfo) + 4 * sizeof(Range)) +
@@ -1266,6 +1290,14 @@ std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, con
   SizeEstimate est = estimate_size(session, target, opts);
   if (out) *out = est;
   const Schedule& s = *target.schedule;
+  if (est.too_much_work) {
+    session.diags.error(est.work_loc,
+                        "elaboration would execute more than " + with_commas(opts.max_work) +
+                            " statements (a loop far longer than the steps it emits?); refusing to build (N = " +
+                            std::to_string(opts.nranks) + ")",
+                        3);
+    return nullptr;
+  }
   if (est.steps >= 0xfffffff0ULL || (opts.max_memory && est.bytes > opts.max_memory)) {
     auto& d = session.diags.error(
         s.loc,

@@ -18,6 +18,9 @@ struct ElabOptions {
   std::vector<std::pair<std::string, std::string>> sets;  // --set k=v, unparsed
   int64_t only_rank = -1;    // elaborate one rank's program only
   uint64_t max_memory = 0;   // refuse instances whose estimate exceeds this (0: no limit)
+  // Refuse instances whose elaboration would execute more statements than this (a loop of
+  // 10^12 empty iterations builds nothing but would never finish).
+  uint64_t max_work = 2'000'000'000;
 };
 
 struct SizeEstimate {
@@ -28,7 +31,10 @@ struct SizeEstimate {
   uint64_t computes = 0;
   uint64_t hazard_bytes = 0;  // transient per-chunk state while building
   uint64_t bytes = 0;         // estimated peak memory of building
+  uint64_t work = 0;          // statements executed (loops multiplied where the estimate could)
   bool ok = true;             // false: the estimate itself hit an error (elaboration will report it)
+  bool too_much_work = false; // counting stopped at ElabOptions::max_work
+  Loc work_loc;               // the loop running when it stopped
 };
 
 // Counts what elaborate() would build, without building it. Loops whose bodies emit the same

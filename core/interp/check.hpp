@@ -21,6 +21,9 @@ struct CheckOutcome {
 
 CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts);
 
+// Reports an error and returns false when interpreting g would exceed opts.max_memory.
+bool interpreter_fits(const StepGraph& g, const Schedule& sched, const ElabOptions& opts, Diagnostics& diags);
+
 // Appends one diagnostic per interpreter issue and postcondition failure.
 void render_findings(const StepGraph& g, const InterpResult& r, const PostconditionReport& p, Diagnostics& out);
 

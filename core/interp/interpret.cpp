@@ -518,4 +518,12 @@ class Interp {
 
 InterpResult interpret(const StepGraph& g) { return Interp(g).run(); }
 
+uint64_t interpreter_bytes(const StepGraph& g) {
+  uint64_t chunks = 0;
+  for (const auto& b : g.buffers) chunks += b.chunks;
+  // initial + final + working state, with one run per value on average
+  uint64_t per_chunk = 3 * (sizeof(ChunkSlot) + sizeof(Run));
+  return chunks * g.nranks * per_chunk + uint64_t{g.size()} * 24 + g.dep_total() * 4;
+}
+
 }  // namespace sg

@@ -43,4 +43,8 @@ struct InterpResult {
 
 InterpResult interpret(const StepGraph& g);
 
+// About how much memory interpret() needs for g: two copies of every chunk's value on every
+// rank, and per-step bookkeeping. Callers refuse graphs that would not fit.
+uint64_t interpreter_bytes(const StepGraph& g);
+
 }  // namespace sg
