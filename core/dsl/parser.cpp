@@ -37,7 +37,8 @@ class Parser {
           while (!at(Tok::End) && !(is_word("schedule") && peek().loc.col == 1)) next();
         }
       } else {
-        error_here("expected 'schedule' at the top level of a file, found " + describe(peek()));
+        diags_.error(peek().loc, "expected 'schedule' at the top level of a file, found " + describe(peek()),
+                     peek().length ? peek().length : 1);
         next();
         while (!at(Tok::End) && !is_word("schedule")) next();
       }
