@@ -24,17 +24,6 @@ int fail(const std::string& msg) {
   return 2;
 }
 
-// 80% of MemAvailable: the default refusal bound for instances too big to build.
-uint64_t default_memory_limit() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024 / 10 * 8;
-  return uint64_t{8} << 30;
-}
-
 struct Prepared {
   Session s;
   Target t;
@@ -98,6 +87,17 @@ std::string one_line_description(const std::string& header, const std::string& n
 }
 
 }  // namespace
+
+// 80% of MemAvailable: the default refusal bound for instances too big to build.
+uint64_t default_memory_limit() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024 / 10 * 8;
+  return uint64_t{8} << 30;
+}
 
 bool parse_size(const std::string& s, uint64_t& out) {
   size_t i = 0;

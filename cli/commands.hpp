@@ -30,10 +30,23 @@ struct CheckOpts {
   bool quiet = false;
 };
 
+struct VerifyOpts {
+  Common c;
+  std::string semantics = "both";
+  std::string engine = "auto";
+  bool json = false;
+  double timeout_s = 0;
+  uint64_t max_executions = 20000;
+};
+
 int cmd_list(bool json);
+int cmd_verify(const VerifyOpts& o);
 int cmd_compile(const CompileOpts& o);
 int cmd_check(const CheckOpts& o);
 int cmd_demo(const std::string& ranks);
+
+// 80% of MemAvailable: the default --max-memory.
+uint64_t default_memory_limit();
 
 // "8" | "2..17" (inclusive) | "4,8,16" | mixtures "2..5,8". Returns false with a message.
 bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err);

@@ -44,11 +44,23 @@ int main(int argc, char** argv) {
   check->add_flag("--json", kopts.json, "print one JSON object per N (a list)");
   check->add_flag("-q,--quiet", kopts.quiet, "print only failures");
 
+  sg::cli::VerifyOpts vopts;
+  auto* verify = app.add_subcommand("verify", "decide deadlock, races, undefined data, lifecycle and wrong results under rendezvous and eager sends");
+  add_common(verify, vopts.c, true);
+  verify->add_option("--semantics", vopts.semantics, "rendezvous, eager or both")
+      ->check(CLI::IsMember({"rendezvous", "eager", "both"}));
+  verify->add_option("--engine", vopts.engine, "explicit, z3, both (they must agree), or auto (both on small graphs)")
+      ->check(CLI::IsMember({"auto", "explicit", "z3", "both"}));
+  verify->add_flag("--json", vopts.json, "print JSON: one object (a list for several N)");
+  verify->add_option("--timeout", vopts.timeout_s, "z3: give up a query after this many seconds (0: never)");
+  verify->add_option("--max-executions", vopts.max_executions, "explicit: executions to explore with wildcard receives");
+  verify->footer("Exit codes: 0 ok under every semantics asked, 1 a defect, 2 bad input, 3 undecided or the engines disagree.");
+
   std::string demo_ranks = "2..17,32,64";
   auto* demo = app.add_subcommand("demo", "the main job: compile, check and summarise a ring all-reduce and the whole library");
   demo->add_option("-n,--ranks", demo_ranks, "rank counts to check the library at");
 
-  for (auto* sub : {list, compile, check, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
+  for (auto* sub : {list, compile, check, verify, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
 
   try {
     app.parse(argc, argv);
@@ -65,6 +77,7 @@ int main(int argc, char** argv) {
   if (*list) return sg::cli::cmd_list(list_json);
   if (*compile) return sg::cli::cmd_compile(copts);
   if (*check) return sg::cli::cmd_check(kopts);
+  if (*verify) return sg::cli::cmd_verify(vopts);
   if (*demo) return sg::cli::cmd_demo(demo_ranks);
   std::cout << app.help();
   return 0;

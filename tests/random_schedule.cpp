@@ -148,3 +148,63 @@ class Gen {
 RandomSchedule random_schedule(std::mt19937_64& rng) { return Gen(rng).run(); }
 
 }  // namespace sgtest
+
+namespace sgtest {
+
+RandomSchedule random_mpi_schedule(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  RandomSchedule out;
+  out.nranks = static_cast<uint32_t>(pick(2, 4));
+  uint32_t n = out.nranks;
+  // Messages are laid out in one global order that every rank follows (which alone can neither
+  // deadlock nor leave a message behind), then perturbed: wildcards, nonblocking operations
+  // with late or missing waits, writes between an operation and its wait, a reordered or a
+  // dropped receive, reads of an uninitialised buffer, a postcondition.
+  std::vector<std::vector<std::string>> prog(n);
+  std::vector<std::vector<std::string>> pending_wait(n);
+  int events = static_cast<int>(pick(1, 5));
+  for (int e = 0; e < events; ++e) {
+    uint32_t a = static_cast<uint32_t>(pick(0, n - 1));
+    uint32_t p = static_cast<uint32_t>((a + pick(1, n - 1)) % n);
+    std::string chunk = std::to_string(pick(0, 3));
+    std::string src = (pick(0, 1) ? "a[" : "b[") + chunk + "]";
+    std::string dst = (pick(0, 3) ? "a[" : "b[") + std::to_string(pick(0, 3)) + "]";
+    std::string tag = std::to_string(pick(0, 1));
+    std::string h = "h" + std::to_string(e);
+    bool nb_send = pick(0, 3) == 0, nb_recv = pick(0, 3) == 0;
+    prog[a].push_back(std::string(nb_send ? "isend " : "send ") + src + " to " + std::to_string(p) + " tag " + tag +
+                      (nb_send ? " as " + h + "s" : "") + ";");
+    if (nb_send) pending_wait[a].push_back(h + "s");
+    if (pick(0, 9) != 0) {  // sometimes the receive is missing
+      std::string from = pick(0, 4) == 0 ? "any" : std::to_string(a);
+      std::string rtag = pick(0, 5) == 0 ? "any" : tag;
+      prog[p].push_back(std::string(nb_recv ? "irecv " : "recv ") + dst + " from " + from + " tag " + rtag +
+                        (pick(0, 4) == 0 ? " reduce" : "") + (nb_recv ? " as " + h + "r" : "") + ";");
+      if (nb_recv) pending_wait[p].push_back(h + "r");
+    }
+    for (uint32_t r = 0; r < n; ++r) {
+      if (pick(0, 5) == 0) prog[r].push_back("copy a[" + std::to_string(pick(0, 3)) + "] into a[" + std::to_string(pick(0, 3)) + "];");
+      if (!pending_wait[r].empty() && pick(0, 2) == 0) {
+        prog[r].push_back("wait " + pending_wait[r].back() + ";");
+        pending_wait[r].pop_back();
+      }
+    }
+  }
+  for (uint32_t r = 0; r < n; ++r) {
+    if (!pending_wait[r].empty() && pick(0, 5)) prog[r].push_back("waitall;");
+    if (prog[r].size() > 1 && pick(0, 7) == 0) std::swap(prog[r][0], prog[r][1]);
+  }
+  std::string& t = out.text;
+  t += "# a random MPI program\nschedule mpi() {\n  buffer a[4] bytes 8;\n  buffer b[4] bytes 8;\n  init a contrib;\n";
+  if (pick(0, 2) == 0) t += "  init b contrib;\n";
+  if (pick(0, 3) == 0) t += "  expect allreduce(a[0 .. 1]);\n";
+  for (uint32_t r = 0; r < n; ++r) {
+    t += "  on " + std::to_string(r) + " {\n";
+    for (const auto& line : prog[r]) t += "    " + line + "\n";
+    t += "  }\n";
+  }
+  t += "}\n";
+  return out;
+}
+
+}  // namespace sgtest

@@ -16,3 +16,12 @@ struct RandomSchedule {
 RandomSchedule random_schedule(std::mt19937_64& rng);
 
 }  // namespace sgtest
+
+namespace sgtest {
+
+// Random MPI programs (local view only): blocking and nonblocking point-to-point with random
+// peers, tags and wildcards, waits, barriers on random subsets of ranks. Many deadlock, leave
+// messages unmatched or race: they exercise every verdict.
+RandomSchedule random_mpi_schedule(std::mt19937_64& rng);
+
+}  // namespace sgtest

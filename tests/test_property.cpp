@@ -3,6 +3,8 @@
 // graph, and the size estimate is exact.
 #include <catch2/catch.hpp>
 
+#include <set>
+
 #include "core/dsl/printer.hpp"
 #include "random_schedule.hpp"
 #include "test_util.hpp"
@@ -69,6 +71,36 @@ TEST_CASE("passes keep the interpreter's results", "[property][passes]") {
     CHECK(r1.completed == r2.completed);
     CHECK(r1.executed == r2.executed);
     CHECK(same_state(*full.graph, r1.final, r2.final));
+  }
+}
+
+TEST_CASE("prune keeps every dependency as a path", "[property][passes]") {
+  std::mt19937_64 rng(99);
+  for (int i = 0; i < kCases; ++i) {
+    auto rs = i % 2 ? sgtest::random_mpi_schedule(rng) : sgtest::random_schedule(rng);
+    INFO("case " << i << "\n" << rs.text);
+    auto raw = sgtest::build(rs.text, rs.nranks, "", {}, false);
+    if (!raw.ok()) continue;
+    StepGraph pruned = *raw.graph;
+    prune_deps(pruned, raw.session->diags);
+    for (StepId s = 0; s < raw.graph->size(); ++s) {
+      for (const uint32_t* d = raw.graph->deps_begin(s); d != raw.graph->deps_end(s); ++d) {
+        // d must still reach s: search backwards from s in the pruned graph.
+        std::vector<StepId> stack{s};
+        std::set<StepId> seen;
+        bool found = false;
+        while (!stack.empty() && !found) {
+          StepId x = stack.back();
+          stack.pop_back();
+          for (const uint32_t* e = pruned.deps_begin(x); e != pruned.deps_end(x); ++e) {
+            if (*e == *d) found = true;
+            if (*e > *d && seen.insert(*e).second) stack.push_back(*e);
+          }
+        }
+        INFO("step " << s << " lost its dependency on " << *d);
+        CHECK(found);
+      }
+    }
   }
 }
 

@@ -904,14 +904,19 @@ class Elaborator {
         auto it = std::find_if(rs.outstanding.rbegin(), rs.outstanding.rend(), [&](const auto& x) { return x.name == h; });
         if (it == rs.outstanding.rend()) {
           auto w = std::find_if(rs.waited.begin(), rs.waited.end(), [&](const auto& x) { return x.first == h; });
-          if (w != rs.waited.end()) {
-            Loc first = ses_.stmt_locs[w->second];
-            fail(s.handle_locs[i], static_cast<uint32_t>(h.size()),
-                 "handle '" + h + "' is waited twice on rank " + std::to_string(rank) + " (first wait at line " +
-                     std::to_string(first.line) + ")");
+          std::string msg =
+              w != rs.waited.end()
+                  ? "handle '" + h + "' is waited twice on rank " + std::to_string(rank) + " (first wait at line " +
+                        std::to_string(ses_.stmt_locs[w->second].line) + ")"
+                  : "unknown handle '" + h + "' on rank " + std::to_string(rank) + " (no isend/irecv … as " + h +
+                        " before this wait)";
+          // The verifier reports this as a lifecycle defect of the program (with the rest of
+          // its analysis); compile and check refuse it as an input error.
+          if (opts_.lifecycle_as_findings) {
+            bad_waits_.push_back({rank, s.handle_locs[i], msg});
+            continue;
           }
-          fail(s.handle_locs[i], static_cast<uint32_t>(h.size()),
-               "unknown handle '" + h + "' on rank " + std::to_string(rank) + " (no isend/irecv … as " + h + " before this wait)");
+          fail(s.handle_locs[i], static_cast<uint32_t>(h.size()), msg);
         }
         done.push_back(*it);
         rs.outstanding.erase(std::next(it).base());
@@ -931,6 +936,8 @@ class Elaborator {
     }
     Ranges none;
     StepId id = emit(StepKind::Wait, kFlagLocal, rank, s, Range{}, off, none, none, extra.data(), extra.size());
+    for (auto& b : bad_waits_) g_->bad_waits.push_back(BadWait{id, b.rank, b.loc, std::move(b.msg)});
+    bad_waits_.clear();
     // After the wait, later accesses to the handles' chunks are ordered by the wait.
     for (const auto& d : done) {
       Ranges rd, wr;
@@ -1268,6 +1275,12 @@ class Elaborator {
   std::vector<StepId> deps_;
   std::vector<RankState> ranks_;
   std::unordered_map<uint64_t, uint32_t> coll_seq_;
+  struct PendingBadWait {
+    uint32_t rank;
+    Loc loc;
+    std::string msg;
+  };
+  std::vector<PendingBadWait> bad_waits_;
 };
 
 std::string Elaborator::print_cond(const RequireStmt& s) { return print_expr(*s.cond); }

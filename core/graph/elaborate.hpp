@@ -21,6 +21,9 @@ struct ElabOptions {
   // Refuse instances whose elaboration would execute more statements than this (a loop of
   // 10^12 empty iterations builds nothing but would never finish).
   uint64_t max_work = 2'000'000'000;
+  // A wait on an unknown or already-waited handle: an input error (false), or recorded in
+  // StepGraph::bad_waits for the verifier's lifecycle verdict (true).
+  bool lifecycle_as_findings = false;
 };
 
 struct SizeEstimate {

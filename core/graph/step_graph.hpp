@@ -118,6 +118,14 @@ struct InitRule {
   uint32_t stmt = 0;
 };
 
+// A wait naming a handle that is unknown or already completed (kept when elaborating for verify).
+struct BadWait {
+  StepId wait = kNoStep;
+  uint32_t rank = 0;
+  Loc loc;  // the handle's name in the wait statement
+  std::string message;
+};
+
 struct Expectation {
   ExpectKind kind = ExpectKind::Nothing;
   std::vector<Range> bufs;
@@ -166,6 +174,7 @@ class StepGraph {
   std::vector<StepId> instance_steps;
   std::vector<InitRule> inits;
   std::vector<Expectation> expects;
+  std::vector<BadWait> bad_waits;
   std::vector<Loc> stmt_locs;  // the session's statement table (source location of each statement)
 
   // ---- access ----

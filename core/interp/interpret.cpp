@@ -60,7 +60,7 @@ void MachineState::apply_inits(const StepGraph& g) {
 
 namespace {
 
-enum : uint8_t { kReleased = 1, kCompleted = 2, kDepsReady = 4, kArrived = 8 };
+enum : uint8_t { kReleased = 1, kCompleted = 2, kDepsReady = 4, kArrived = 8, kIssued = 16 };
 
 struct Msg {
   StepId send;
@@ -72,7 +72,7 @@ struct Msg {
 
 class Interp {
  public:
-  explicit Interp(const StepGraph& g) : g_(g), n_(g.size()) {}
+  Interp(const StepGraph& g, const InterpOptions& o) : g_(g), o_(o), n_(g.size()) {}
 
   InterpResult run() {
     InterpResult res;
@@ -97,17 +97,28 @@ class Interp {
     arrived_.assign(g_.instances.size(), 0);
     posted_.resize(g_.nranks);
     unexpected_.resize(g_.nranks);
+    partner_.assign(n_, kNoStep);
     for (StepId s = 0; s < n_; ++s)
       if (pending_[s] == 0) heap_.push(s);
-    while (!heap_.empty()) {
-      StepId s = heap_.top();
-      heap_.pop();
-      st_[s] |= kDepsReady;
-      step(s);
+    for (;;) {
+      while (!heap_.empty()) {
+        StepId s = heap_.top();
+        heap_.pop();
+        st_[s] |= kDepsReady;
+        step(s);
+      }
+      // Nothing else can run: resolve one deferred wildcard receive, then go on.
+      if (!o_.choose || !resolve_wildcard()) break;
     }
     res.executed = completed_;
     res.completed = completed_ == n_;
-    if (!res.completed) report_stuck();
+    if (!res.completed && o_.report_stuck) report_stuck();
+    res.status.resize(n_);
+    for (StepId s = 0; s < n_; ++s)
+      res.status[s] = static_cast<uint8_t>(((st_[s] & kIssued) ? kStepIssued : 0) | ((st_[s] & kCompleted) ? kStepCompleted : 0));
+    for (uint32_t r = 0; r < g_.nranks; ++r)
+      for (const Msg& m : unexpected_[r]) res.pending_messages.push_back(m.send);
+    res.partner = std::move(partner_);
     for (uint32_t r = 0; r < g_.nranks; ++r)
       for (const Msg& m : unexpected_[r]) {
         Issue is;
@@ -210,55 +221,58 @@ class Interp {
     uint32_t rank = g_.rank(s);
     switch (g_.kind(s)) {
       case StepKind::Send: {
-        if (st_[s] & kReleased) return;
+        if (st_[s] & kIssued) return;
+        st_[s] |= kIssued;
         std::vector<Value> payload = read_range(rank, g_.range(s), s);
         if (!g_.local(s)) {
           StepId r = g_.ref(s);
           inbox_[r] = std::move(payload);
-          complete(s);
+          complete(s);  // its receive is posted from the start
           if ((st_[r] & kDepsReady) && !(st_[r] & kCompleted)) step(r);
         } else {
           const P2PInfo& p = g_.p2p_info(s);
           Msg m{s, rank, p.tag, p.comm, std::move(payload)};
-          complete(s);  // eager: a send completes at once, the message is buffered
+          if (o_.mode == SendMode::Eager) complete(s);  // the message is buffered
+          else if (g_.nonblocking(s)) release(s);      // an isend has started; it completes when matched
           deliver(p.peer, std::move(m));
         }
         break;
       }
       case StepKind::Recv: {
+        st_[s] |= kIssued;
         if (!g_.local(s)) {
           auto it = inbox_.find(s);
           if (it == inbox_.end()) return;  // the send has not run yet: it will wake us
           apply(rank, g_.range(s), it->second, g_.flags(s) & kFlagReduce, s);
           inbox_.erase(it);
+          partner_[s] = g_.ref(s);
+          partner_[g_.ref(s)] = s;
           complete(s);
           break;
         }
         if (st_[s] & kArrived) return;  // already posted
         st_[s] |= kArrived;
         if (g_.nonblocking(s)) release(s);  // an irecv has started
-        auto& q = unexpected_[rank];
-        for (auto it = q.begin(); it != q.end(); ++it) {
-          if (matches(s, *it)) {
-            Msg m = std::move(*it);
-            q.erase(it);
-            finish_recv(s, m);
-            return;
-          }
-        }
         posted_[rank].push_back(s);
+        progress(rank);
         break;
       }
       case StepKind::Copy:
       case StepKind::Reduce: {
+        st_[s] |= kIssued;
         Range src = g_.copy_source(s), dst = g_.range(s);
         std::vector<Value> vals = read_range(rank, src, s);
         apply(rank, dst, vals, g_.kind(s) == StepKind::Reduce, s);
         complete(s);
         break;
       }
-      case StepKind::Compute: compute(s); complete(s); break;
+      case StepKind::Compute:
+        st_[s] |= kIssued;
+        compute(s);
+        complete(s);
+        break;
       case StepKind::Collective: {
+        st_[s] |= kIssued;
         const CollInfo& c = g_.coll(s);
         if (!(st_[s] & kArrived)) {
           st_[s] |= kArrived;
@@ -270,6 +284,7 @@ class Interp {
         break;
       }
       case StepKind::Wait: {
+        st_[s] |= kIssued;
         for (const StepId* h = g_.handles_begin(s); h != g_.handles_end(s); ++h) {
           if (!(st_[*h] & kCompleted)) {
             waiters_[*h].push_back(s);
@@ -288,22 +303,100 @@ class Interp {
     return p.comm == m.comm && (p.peer == kAnyRank || p.peer == m.src) && (p.tag == kAnyTag || p.tag == m.tag);
   }
 
+  bool wildcard(StepId r) const { return g_.flags(r) & (kFlagAnySource | kFlagAnyTag); }
+  bool deferred(StepId r) const { return o_.choose && wildcard(r); }
+
   void deliver(uint32_t dst, Msg m) {
-    auto& posted = posted_[dst];
-    for (auto it = posted.begin(); it != posted.end(); ++it) {
-      if (matches(*it, m)) {
-        StepId r = *it;
-        posted.erase(it);
-        finish_recv(r, m);
-        return;
+    unexpected_[dst].push_back(std::move(m));
+    progress(dst);
+  }
+
+  // MPI matching at one rank: a message goes to the earliest posted receive it matches, a
+  // receive takes the earliest message it matches. A deferred wildcard receive takes nothing
+  // until it is resolved, and holds back every message it could take from later receives.
+  void progress(uint32_t rank) {
+    auto& posted = posted_[rank];
+    auto& q = unexpected_[rank];
+    bool again = true;
+    while (again) {
+      again = false;
+      for (size_t i = 0; i < posted.size() && !again; ++i) {
+        StepId r = posted[i];
+        if (deferred(r)) continue;
+        std::vector<uint32_t> blocked_src;  // sources whose first message for r is held back
+        for (auto it = q.begin(); it != q.end(); ++it) {
+          if (!matches(r, *it)) continue;
+          if (std::find(blocked_src.begin(), blocked_src.end(), it->src) != blocked_src.end()) continue;
+          // Non-overtaking: r may take only the first message of a source it matches; if an
+          // earlier wildcard holds that one back, r takes nothing from that source yet.
+          if (held_back(posted, i, *it)) {
+            blocked_src.push_back(it->src);
+            continue;
+          }
+          Msg m = std::move(*it);
+          q.erase(it);
+          posted.erase(posted.begin() + static_cast<std::ptrdiff_t>(i));
+          finish_recv(r, m);
+          again = true;
+          break;
+        }
       }
     }
-    unexpected_[dst].push_back(std::move(m));
+  }
+
+  // Whether an earlier posted deferred wildcard receive could take m (then m is not for us yet).
+  bool held_back(const std::deque<StepId>& posted, size_t before, const Msg& m) const {
+    for (size_t j = 0; j < before; ++j)
+      if (deferred(posted[j]) && matches(posted[j], m)) return true;
+    return false;
+  }
+
+  // At a fixpoint: one pending deferred wildcard receive takes one of its eligible messages, the
+  // pair `choose` picks among all of them. Returns false when there is none.
+  bool resolve_wildcard() {
+    std::vector<std::pair<StepId, StepId>> opts;  // (receive, send)
+    std::vector<size_t> idx;                       // the message's place in its queue
+    for (uint32_t rank = 0; rank < g_.nranks; ++rank) {
+      auto& posted = posted_[rank];
+      auto& q = unexpected_[rank];
+      for (size_t i = 0; i < posted.size(); ++i) {
+        StepId r = posted[i];
+        if (!deferred(r)) continue;
+        // Eligible: the earliest message from each source that r matches, not held back by an
+        // earlier deferred receive.
+        std::vector<uint32_t> seen_src;
+        for (size_t k = 0; k < q.size(); ++k) {
+          const Msg& m = q[k];
+          if (!matches(r, m)) continue;
+          if (std::find(seen_src.begin(), seen_src.end(), m.src) != seen_src.end()) continue;
+          seen_src.push_back(m.src);  // only a source's first message for r is eligible
+          if (held_back(posted, i, m)) continue;
+          opts.emplace_back(r, m.send);
+          idx.push_back(k);
+        }
+      }
+    }
+    if (opts.empty()) return false;
+    size_t pick = opts.size() == 1 ? 0 : o_.choose(opts);
+    if (pick >= opts.size()) pick = 0;
+    StepId best = opts[pick].first;
+    uint32_t rank = g_.rank(best);
+    auto& q = unexpected_[rank];
+    Msg m = std::move(q[idx[pick]]);
+    q.erase(q.begin() + static_cast<std::ptrdiff_t>(idx[pick]));
+    auto& posted = posted_[rank];
+    posted.erase(std::find(posted.begin(), posted.end(), best));
+    finish_recv(best, m);
+    progress(rank);
+    return true;
   }
 
   void finish_recv(StepId r, const Msg& m) {
     apply(g_.rank(r), g_.range(r), m.payload, g_.flags(r) & kFlagReduce, r);
+    partner_[r] = m.send;
+    partner_[m.send] = r;
     complete(r);
+    complete(m.send);  // under rendezvous a send completes when matched (no-op when eager)
   }
 
   void compute(StepId s) {
@@ -441,7 +534,13 @@ class Interp {
         if (!(st_[*d] & kReleased)) return "waits for step #" + std::to_string(*d) + " (" + step_kind_name(g_.kind(*d)) + ")";
       return "waits for an earlier step";
     }
-    switch (g_.kind(s)) {
+ switch (g_.kind(s)) {
+      case StepKind::Send:
+        if (g_.local(s)) {
+          const P2PInfo& p = g_.p2p_info(s);
+          return "waits for rank " + std::to_string(p.peer) + " to post a receive for it (tag " + std::to_string(p.tag) + ", rendezvous)";
+        }
+        return "cannot run";
       case StepKind::Recv: {
         if (!g_.local(s)) return "waits for the matching send #" + std::to_string(g_.ref(s)) + " on rank " + std::to_string(g_.rank(g_.ref(s)));
         const P2PInfo& p = g_.p2p_info(s);
@@ -495,8 +594,10 @@ class Interp {
   }
 
   const StepGraph& g_;
+  const InterpOptions& o_;
   size_t n_;
   MachineState state_;
+  std::vector<StepId> partner_;
   std::vector<uint32_t> pending_;
   std::vector<uint8_t> st_;
   std::vector<uint64_t> succ_off_;
@@ -516,7 +617,7 @@ class Interp {
 
 }  // namespace
 
-InterpResult interpret(const StepGraph& g) { return Interp(g).run(); }
+InterpResult interpret(const StepGraph& g, const InterpOptions& opts) { return Interp(g, opts).run(); }
 
 uint64_t interpreter_bytes(const StepGraph& g) {
   uint64_t chunks = 0;

@@ -2,6 +2,7 @@
 // sends, steps taken in textual order whenever several are ready) and records what went wrong
 // on the way: undefined reads, bad operands, a stuck state, messages nobody received.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,26 @@ struct Issue {
   StepId step = kNoStep;    // the step concerned (for postconditions: the last writer)
   uint32_t stmt = 0xffffffffu;  // a statement to point at when there is no step (the expect)
   std::string text;
+  std::string expected, actual;  // postcondition findings: the two values, as terms
 };
+
+// When a send completes: eager (at once, the message is buffered) or rendezvous (when its
+// receive has been posted: MPI's zero-buffer mode). Choreographic receives are posted from the
+// start, so choreographic sends complete at once under both.
+enum class SendMode : uint8_t { Eager, Rendezvous };
+
+struct InterpOptions {
+  SendMode mode = SendMode::Eager;
+  // Deferred wildcard matching (for exploring every matching): a posted wildcard receive takes
+  // no message while anything else can run; then `choose` picks one (receive, send) pair among
+  // every pending wildcard receive and each message it could take (the earliest eligible one
+  // of each source). Which receive goes first matters too: resolving one can let a rank send
+  // the message another would take. Without `choose`, wildcards match greedily like others.
+  std::function<size_t(const std::vector<std::pair<StepId, StepId>>& options)> choose;
+  bool report_stuck = true;
+};
+
+enum : uint8_t { kStepIssued = 1, kStepCompleted = 2 };
 
 struct InterpResult {
   bool completed = false;  // every step ran
@@ -39,9 +59,12 @@ struct InterpResult {
   std::vector<Issue> issues;
   MachineState initial;
   MachineState final;
+  std::vector<uint8_t> status;   // per step: kStepIssued | kStepCompleted
+  std::vector<StepId> partner;   // per point-to-point step: what it matched, or kNoStep
+  std::vector<StepId> pending_messages;  // sends whose message no receive took
 };
 
-InterpResult interpret(const StepGraph& g);
+InterpResult interpret(const StepGraph& g, const InterpOptions& opts = {});
 
 // About how much memory interpret() needs for g: two copies of every chunk's value on every
 // rank, and per-step bookkeeping. Callers refuse graphs that would not fit.

@@ -9,8 +9,8 @@ namespace {
 
 class Checker {
  public:
-  Checker(const StepGraph& g, const MachineState& init, const MachineState& fin, size_t max)
-      : g_(g), init_(init), fin_(fin), max_(max) {}
+  Checker(const StepGraph& g, const MachineState& init, const MachineState* fin, size_t max, const ExpectedVisitor* visit)
+      : g_(g), init_(init), fin_(fin), max_(max), visit_(visit) {}
 
   PostconditionReport run() {
     for (const Expectation& x : g_.expects) one(x);
@@ -136,7 +136,11 @@ class Checker {
 
   void compare(const Expectation& x, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& expected) {
     ++rep_.chunks_checked;
-    const ChunkSlot& a = fin_.at(rank, buf, chunk);
+    if (visit_) {
+      (*visit_)(x, rank, buf, chunk, expected);
+      return;
+    }
+    const ChunkSlot& a = fin_->at(rank, buf, chunk);
     bool accumulator = g_.buffers[buf].accumulator;
     bool never = a.writer == kNoStep && !a.v.defined && a.v.runs.empty();
     if (a.v.runs == expected.runs && (a.v.defined || (accumulator && never))) return;
@@ -150,6 +154,8 @@ class Checker {
     is.stmt = x.stmt;
     std::string where = "rank " + std::to_string(rank) + ", " + g_.chunk_name(buf, chunk) + ": ";
     std::string want = "expected " + describe_value(expected, g_, buf);
+    is.expected = describe_value(expected, g_, buf);
+    is.actual = describe_value(a.v, g_, buf);
     if (never && !accumulator) {
       is.kind = IssueKind::Undefined;
       is.text = where + "never written (undefined); " + want;
@@ -190,8 +196,9 @@ class Checker {
 
   const StepGraph& g_;
   const MachineState& init_;
-  const MachineState& fin_;
+  const MachineState* fin_;
   size_t max_;
+  const ExpectedVisitor* visit_;
   PostconditionReport rep_;
 };
 
@@ -199,7 +206,11 @@ class Checker {
 
 PostconditionReport check_postconditions(const StepGraph& g, const MachineState& initial, const MachineState& final,
                                          size_t max_issues) {
-  return Checker(g, initial, final, max_issues).run();
+  return Checker(g, initial, &final, max_issues, nullptr).run();
+}
+
+uint64_t for_each_expected(const StepGraph& g, const MachineState& initial, const ExpectedVisitor& visit) {
+  return Checker(g, initial, nullptr, 0, &visit).run().chunks_checked;
 }
 
 }  // namespace sg

@@ -3,6 +3,7 @@
 // terms, stale and undefined chunks, each with the rank, the chunk and the step that last
 // wrote it.
 #pragma once
+#include <functional>
 #include <vector>
 
 #include "core/interp/interpret.hpp"
@@ -17,5 +18,11 @@ struct PostconditionReport {
 
 PostconditionReport check_postconditions(const StepGraph& g, const MachineState& initial, const MachineState& final,
                                          size_t max_issues = 16);
+
+// Calls visit for every chunk a postcondition covers, with the value it must hold at the end
+// (the verifier's symbolic engine checks the same expectations). Returns the number of chunks.
+using ExpectedVisitor =
+    std::function<void(const Expectation& x, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& expected)>;
+uint64_t for_each_expected(const StepGraph& g, const MachineState& initial, const ExpectedVisitor& visit);
 
 }  // namespace sg

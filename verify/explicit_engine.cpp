@@ -1,0 +1,207 @@
+// The explicit engine: runs the step graph (the reference interpreter, under rendezvous or
+// eager sends) and classifies where each run ends. With deterministic matching the system is
+// monotone (a step that can run stays able to), so one maximal run decides deadlock and the
+// values. With wildcard receives it explores every matching the way ISP's POE does: a wildcard
+// receive is matched only when nothing else can run, and each message it could take then is a
+// branch, replayed from the start (stateless search) up to a bound.
+#include "verify/explicit_engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <set>
+
+#include "core/interp/postcondition.hpp"
+#include "core/io/writers.hpp"
+#include "verify/static_checks.hpp"
+#include "verify/wait_for.hpp"
+
+namespace sg::verify {
+
+namespace {
+
+bool blocking(const StepGraph& g, StepId s) { return !g.nonblocking(s); }
+
+class Explorer {
+ public:
+  Explorer(const StepGraph& g, SendMode mode, const ExplicitOptions& o) : g_(g), mode_(mode), o_(o) {}
+
+  EngineResult run() {
+    auto t0 = std::chrono::steady_clock::now();
+    EngineResult res;
+    bool wild = false;
+    for (StepId s = 0; s < g_.size(); ++s)
+      if (g_.kind(s) == StepKind::Recv && g_.local(s) && (g_.flags(s) & (kFlagAnySource | kFlagAnyTag))) wild = true;
+    // Structural findings first: they hold for every execution that gets that far.
+    if (auto cx = find_race(g_)) offer(*cx);
+    if (auto cx = find_lifecycle(g_)) offer(*cx);
+
+    std::vector<size_t> prefix;
+    bool exhausted = false;
+    while (true) {
+      std::vector<std::pair<size_t, size_t>> choices;  // (taken, options)
+      std::vector<std::pair<StepId, StepId>> matching;
+      InterpOptions io;
+      io.mode = mode_;
+      io.report_stuck = false;
+      if (wild) {
+        io.choose = [&](const std::vector<std::pair<StepId, StepId>>& options) {
+          size_t k = choices.size();
+          size_t pick = k < prefix.size() ? prefix[k] : 0;
+          choices.emplace_back(pick, options.size());
+          matching.push_back(options[pick]);
+          return pick;
+        };
+      }
+      InterpResult r = interpret(g_, io);
+      ++res.executions;
+      classify(r, matching);
+      if (best_ && best_->verdict == Verdict::Unmatched) break;  // nothing comes first
+      // Next branch: the deepest choice with an untried option.
+      size_t i = choices.size();
+      while (i > 0 && choices[i - 1].first + 1 >= choices[i - 1].second) --i;
+      if (i == 0) {
+        exhausted = true;
+        break;
+      }
+      prefix.clear();
+      for (size_t k = 0; k + 1 < i; ++k) prefix.push_back(choices[k].first);
+      prefix.push_back(choices[i - 1].first + 1);
+      if (res.executions >= o_.max_executions) break;
+    }
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    bool complete = exhausted || (best_ && best_->verdict == Verdict::Unmatched);
+    if (best_) {
+      res.verdict = best_->verdict;
+      res.cx = *best_;
+      res.cx.mode = mode_;
+      res.cx.engine = "explicit";
+      if (!complete) {
+        // A defect found is real; one that comes earlier in the order may hide in what was not explored.
+        res.note = "explored " + std::to_string(res.executions) + " executions of more; an earlier verdict may exist";
+        if (o_.strict) res.verdict = Verdict::Unknown;
+      }
+    } else {
+      res.verdict = complete ? Verdict::Ok : Verdict::Unknown;
+      if (!complete) res.note = "explored " + std::to_string(res.executions) + " executions of more (raise --max-executions)";
+    }
+    if (complete && wild) res.note = std::to_string(res.executions) + " execution" + (res.executions == 1 ? "" : "s") + " explored";
+    return res;
+  }
+
+ private:
+  void offer(Counterexample cx) {
+    if (!best_ || priority(cx.verdict) < priority(best_->verdict)) best_ = std::move(cx);
+  }
+
+  void classify(const InterpResult& r, const std::vector<std::pair<StepId, StepId>>& matching) {
+    // unmatched: a pending MPI operation that no unmatched operation left in the program fits.
+    for (StepId s = 0; s < g_.size(); ++s) {
+      if (!g_.local(s) || (g_.kind(s) != StepKind::Send && g_.kind(s) != StepKind::Recv)) continue;
+      if (!(r.status[s] & kStepIssued) || r.partner[s] != kNoStep) continue;
+      bool is_recv = g_.kind(s) == StepKind::Recv;
+      bool fits = false;
+      for (StepId x = 0; x < g_.size() && !fits; ++x) {
+        if (!g_.local(x) || r.partner[x] != kNoStep || x == s) continue;
+        if (is_recv && g_.kind(x) == StepKind::Send && compatible(g_, s, x)) fits = true;
+        if (!is_recv && g_.kind(x) == StepKind::Recv && compatible(g_, x, s)) fits = true;
+      }
+      if (fits) continue;
+      Counterexample cx;
+      cx.verdict = Verdict::Unmatched;
+      cx.rank = g_.rank(s);
+      const P2PInfo& p = g_.p2p_info(s);
+      cx.summary = is_recv ? "rank " + std::to_string(g_.rank(s)) + " posts a receive from " +
+                                 (p.peer == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p.peer)) +
+                                 " that no send left in the program can match"
+                           : "rank " + std::to_string(g_.rank(s)) + " sends to rank " + std::to_string(p.peer) +
+                                 " (tag " + std::to_string(p.tag) + ") and no receive left in the program can take it";
+      cx.steps.push_back(cx_step(g_, s, "pending"));
+      cx.matching = matching;
+      offer(cx);
+      return;
+    }
+    if (!r.completed) {
+      bool stuck_blocking = false;
+      for (StepId s = 0; s < g_.size() && !stuck_blocking; ++s)
+        if ((r.status[s] & kStepIssued) && !(r.status[s] & kStepCompleted) && blocking(g_, s)) stuck_blocking = true;
+      if (stuck_blocking) {
+        Counterexample cx = build_deadlock(g_, ExecState{r.status, r.partner}, mode_);
+        cx.matching = matching;
+        offer(cx);
+        return;
+      }
+    }
+    for (const Issue& is : r.issues) {
+      if (is.kind != IssueKind::UndefinedRead) continue;
+      Counterexample cx;
+      cx.verdict = Verdict::UndefinedData;
+      cx.rank = is.rank;
+      cx.buf = is.buf;
+      cx.chunk = is.chunk;
+      cx.summary = is.text;
+      cx.steps.push_back(cx_step(g_, is.step, "reads"));
+      cx.matching = matching;
+      offer(cx);
+      return;
+    }
+    if (!r.completed) return;
+    if (best_ && priority(best_->verdict) <= priority(Verdict::WrongResult)) return;
+    PostconditionReport post = check_postconditions(g_, r.initial, r.final, 1);
+    if (post.chunks_wrong == 0) return;
+    const Issue& is = post.issues.front();
+    Counterexample cx;
+    cx.verdict = Verdict::WrongResult;
+    cx.rank = is.rank;
+    cx.buf = is.buf;
+    cx.chunk = is.chunk;
+    cx.summary = is.text.substr(0, is.text.find(" (holds "));
+    cx.expected = is.expected;
+    cx.actual = is.actual;
+    // The steps that wrote it: the last writer, and back along the messages that fed it.
+    StepId w = is.step;
+    for (int hops = 0; w != kNoStep && hops < 4; ++hops) {
+      cx.steps.push_back(cx_step(g_, w, hops == 0 ? "last write" : "fed it"));
+      if (g_.kind(w) != StepKind::Recv) break;
+      StepId snd = r.partner[w];
+      if (snd == kNoStep) break;
+      cx.steps.push_back(cx_step(g_, snd, "sent it"));
+      // The step that wrote the sent chunk before the send, on the sender's rank.
+      StepId prev = kNoStep;
+      Range sr = g_.range(snd);
+      std::vector<Range> wr;
+      for (StepId x = snd; x-- > 0;) {
+        if (g_.rank(x) != g_.rank(snd)) continue;
+        wr.clear();
+        g_.writes(x, wr);
+        for (const Range& q : wr)
+          if (q.buf == sr.buf && q.lo < sr.lo + sr.cnt && sr.lo < q.lo + q.cnt) prev = x;
+        if (prev != kNoStep) break;
+      }
+      w = prev;
+    }
+    if (is.step == kNoStep && is.stmt < g_.stmt_locs.size()) {
+      CxStep st;
+      st.rank = is.rank;
+      st.what = "no step wrote it";
+      st.loc = g_.stmt_locs[is.stmt];
+      st.role = "postcondition";
+      cx.steps.push_back(st);
+    }
+    cx.matching = matching;
+    offer(cx);
+  }
+
+  const StepGraph& g_;
+  SendMode mode_;
+  const ExplicitOptions& o_;
+  std::optional<Counterexample> best_;
+};
+
+}  // namespace
+
+EngineResult run_explicit(const StepGraph& g, SendMode mode, const ExplicitOptions& opts) {
+  return Explorer(g, mode, opts).run();
+}
+
+}  // namespace sg::verify

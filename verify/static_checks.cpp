@@ -1,0 +1,132 @@
+#include "verify/static_checks.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/io/writers.hpp"
+
+namespace sg::verify {
+
+CxStep cx_step(const StepGraph& g, StepId s, std::string role, std::string note) {
+  CxStep c;
+  c.step = s;
+  c.rank = g.rank(s);
+  c.what = describe_step(g, s);
+  c.loc = g.loc(s);
+  c.role = std::move(role);
+  c.note = std::move(note);
+  return c;
+}
+
+bool compatible(const StepGraph& g, StepId recv, StepId send) {
+  const P2PInfo& r = g.p2p_info(recv);
+  const P2PInfo& s = g.p2p_info(send);
+  return s.peer == g.rank(recv) && r.comm == s.comm && (r.peer == kAnyRank || r.peer == g.rank(send)) &&
+         (r.tag == kAnyTag || r.tag == s.tag);
+}
+
+std::optional<Counterexample> find_lifecycle(const StepGraph& g) {
+  if (!g.bad_waits.empty()) {
+    const BadWait& b = g.bad_waits.front();
+    Counterexample cx;
+    cx.verdict = Verdict::Lifecycle;
+    cx.summary = b.message;
+    CxStep st = cx_step(g, b.wait, "wait");
+    st.loc = b.loc;
+    cx.steps.push_back(st);
+    cx.rank = b.rank;
+    return cx;
+  }
+  std::unordered_set<StepId> waited;
+  for (StepId s = 0; s < g.size(); ++s)
+    if (g.kind(s) == StepKind::Wait)
+      for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h) waited.insert(*h);
+  for (StepId s = 0; s < g.size(); ++s) {
+    if (!g.nonblocking(s) || waited.count(s)) continue;
+    Counterexample cx;
+    cx.verdict = Verdict::Lifecycle;
+    cx.rank = g.rank(s);
+    cx.summary = "rank " + std::to_string(g.rank(s)) + " finishes with its " +
+                 (g.kind(s) == StepKind::Send ? "isend" : "irecv") + " of " + g.range_name(g.range(s)) +
+                 " never waited for";
+    cx.steps.push_back(cx_step(g, s, "never waited", "no wait or waitall after it completes it"));
+    return cx;
+  }
+  return std::nullopt;
+}
+
+std::optional<Counterexample> find_race(const StepGraph& g) {
+  auto ix = g.rank_index();
+  std::vector<Range> rd, wr;
+  for (uint32_t rank = 0; rank < g.nranks; ++rank) {
+    // Chunks of the rank's in-flight nonblocking operations: (buffer, chunk) -> operations.
+    std::unordered_map<uint64_t, std::vector<StepId>> inflight;
+    auto key = [](uint32_t buf, uint32_t c) { return (uint64_t{buf} << 32) | c; };
+    for (uint64_t i = ix.off[rank]; i < ix.off[rank + 1]; ++i) {
+      StepId s = ix.steps[i];
+      if (g.kind(s) == StepKind::Wait) {
+        for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h) {
+          Range r = g.range(*h);
+          for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) {
+            auto it = inflight.find(key(r.buf, c));
+            if (it == inflight.end()) continue;
+            auto& v = it->second;
+            v.erase(std::remove(v.begin(), v.end(), *h), v.end());
+            if (v.empty()) inflight.erase(it);
+          }
+        }
+        continue;
+      }
+      rd.clear();
+      wr.clear();
+      g.reads(s, rd);
+      g.writes(s, wr);
+      auto conflict = [&](const Range& r, bool writes) -> std::optional<Counterexample> {
+        for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) {
+          auto it = inflight.find(key(r.buf, c));
+          if (it == inflight.end()) continue;
+          for (StepId o : it->second) {
+            bool o_writes = g.kind(o) == StepKind::Recv;
+            if (!writes && !o_writes) continue;  // two reads never race
+            Counterexample cx;
+            cx.verdict = Verdict::Race;
+            cx.rank = rank;
+            cx.buf = r.buf;
+            cx.chunk = c;
+            cx.summary = "rank " + std::to_string(rank) + ": " + (writes ? "a write to " : "a read of ") +
+                         g.chunk_name(r.buf, c) + " can overlap the " + (o_writes ? "irecv" : "isend") + " still using it";
+            cx.steps.push_back(cx_step(g, o, o_writes ? "in-flight write" : "in-flight read",
+                                       "its chunk is in use from its start until its wait"));
+            cx.steps.push_back(cx_step(g, s, writes ? "write" : "read"));
+            StepId w = kNoStep;
+            for (uint64_t k = i + 1; k < ix.off[rank + 1] && w == kNoStep; ++k) {
+              StepId x = ix.steps[k];
+              if (g.kind(x) != StepKind::Wait) continue;
+              for (const StepId* h = g.handles_begin(x); h != g.handles_end(x); ++h)
+                if (*h == o) w = x;
+            }
+            cx.reason = "step #" + std::to_string(s) + " is ordered after #" + std::to_string(o) +
+                        " only through its start: a nonblocking operation keeps its chunk until its wait, and " +
+                        (w != kNoStep ? "the wait #" + std::to_string(w) + " comes after #" + std::to_string(s) +
+                                            " in rank " + std::to_string(rank) + "'s program"
+                                      : std::string("it is never waited for"));
+            if (w != kNoStep) cx.steps.push_back(cx_step(g, w, "the wait", "completes the operation"));
+            return cx;
+          }
+        }
+        return std::nullopt;
+      };
+      for (const Range& r : wr)
+        if (auto cx = conflict(r, true)) return cx;
+      for (const Range& r : rd)
+        if (auto cx = conflict(r, false)) return cx;
+      if (g.nonblocking(s)) {
+        Range r = g.range(s);
+        for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) inflight[key(r.buf, c)].push_back(s);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace sg::verify

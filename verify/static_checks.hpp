@@ -1,0 +1,23 @@
+// The checks that need no execution: lifecycle (a nonblocking operation no wait completes, a
+// wait on an unknown or completed handle) and races of in-flight nonblocking operations.
+//
+// Why races need no execution here: elaboration gives every access a dependency on the earlier
+// conflicting accesses of its rank (hazards), so two conflicting accesses are always ordered by
+// a path, except where the path goes through a nonblocking operation, which only orders later
+// steps after its *start*. Its chunks stay in use until its wait, so a conflicting access that
+// the rank's program puts between the operation and its wait can overlap it in every semantics.
+#pragma once
+#include <optional>
+
+#include "verify/verdict.hpp"
+
+namespace sg::verify {
+
+std::optional<Counterexample> find_lifecycle(const StepGraph& g);
+std::optional<Counterexample> find_race(const StepGraph& g);
+
+// A compatible MPI pairing: send s could be received by r (rank, source, tag, communicator).
+bool compatible(const StepGraph& g, StepId recv, StepId send);
+CxStep cx_step(const StepGraph& g, StepId s, std::string role = "", std::string note = "");
+
+}  // namespace sg::verify

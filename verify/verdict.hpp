@@ -1,0 +1,61 @@
+// Verdicts, their order, and counterexamples: what both engines return, engine-independent.
+//
+// The verdict of one semantics is the first of unmatched, deadlock, race, undefined-data,
+// lifecycle, wrong-result that any execution the semantics allows shows; otherwise ok
+// (the design's CLI contract).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dsl/source.hpp"
+#include "core/graph/step_graph.hpp"
+#include "core/interp/interpret.hpp"
+
+namespace sg::verify {
+
+enum class Verdict : uint8_t { Unmatched, Deadlock, Race, UndefinedData, Lifecycle, WrongResult, Ok, Unknown };
+const char* verdict_name(Verdict v);
+// Lower is reported first; Ok and Unknown come last.
+inline int priority(Verdict v) { return static_cast<int>(v); }
+
+const char* mode_name(SendMode m);
+
+// One step as a counterexample shows it.
+struct CxStep {
+  StepId step = kNoStep;
+  uint32_t rank = 0;
+  std::string what;  // "send data[3] to r1"
+  Loc loc;
+  std::string role;  // "stuck", "first access", "writer", …
+  std::string note;  // what it waits for, which access, …
+};
+
+struct Counterexample {
+  Verdict verdict = Verdict::Ok;
+  SendMode mode = SendMode::Rendezvous;
+  std::string engine;               // "explicit" or "z3"
+  std::string summary;              // one line
+  std::vector<CxStep> steps;        // deadlock: one stuck step per rank; race: the two accesses; …
+  std::vector<uint32_t> cycle;      // deadlock: the wait-for cycle (ranks, first repeated at the end)
+  std::string reason;               // race: why nothing orders them; deadlock: how the cycle closes
+  int64_t rank = -1;                // wrong-result / undefined-data: where
+  uint32_t buf = 0, chunk = 0;
+  std::string expected, actual;     // wrong-result: terms
+  std::vector<std::pair<StepId, StepId>> matching;  // the wildcard matches (recv, send) of this execution
+};
+
+struct EngineResult {
+  Verdict verdict = Verdict::Unknown;
+  Counterexample cx;     // when verdict is a defect
+  std::string note;      // why Unknown, or what was explored ("3 executions")
+  double seconds = 0;
+  uint64_t executions = 0;  // explicit: executions explored
+};
+
+// Renders a counterexample as diagnostics-style text (source lines and carets).
+std::string render_text(const Counterexample& cx, const SourceManager& sm);
+// The same as a JSON object.
+std::string render_json(const Counterexample& cx, const SourceManager& sm);
+
+}  // namespace sg::verify

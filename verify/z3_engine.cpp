@@ -1,0 +1,825 @@
+// The Z3 engine: the step graph as an SMT problem over executions.
+//
+// Variables per step: issued I_s and completed D_s (Booleans), issue time t_s and completion
+// time c_s (integers); per candidate pair of an MPI receive r and send m (same destination and
+// communicator, compatible source and tag): M_rm, "r takes m". Constraints (the partial
+// executions, prefix-closed):
+//   I_s => every dependency d holds: D_d and c_d < t_s, or for a nonblocking d: I_d and t_d < t_s
+//   D_s => I_s and t_s <= c_s, and what completing means for its kind (a receive: matched to a
+//     send issued before it completes; a rendezvous send: matched to a receive posted before it
+//     completes; a wait: its handles completed; a collective: every member issued)
+//   each receive and each send in at most one pair; MPI's non-overtaking order per channel
+// A stuck state adds maximality: whatever could run or complete did. Times make every model a
+// real execution (no circular "r completes because m was sent because r completed").
+// Queries, in the verdict order: unmatched and deadlock (stuck states), race (two conflicting
+// accesses of one chunk whose intervals overlap), undefined data, lifecycle, wrong result
+// (complete executions whose final values break the postcondition; values are sums of 64-bit
+// atom hashes, so a multiset is one bit-vector and a receive's value depends on its M_rm).
+#include "verify/z3_engine.hpp"
+
+#include <z3++.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/interp/postcondition.hpp"
+#include "core/io/writers.hpp"
+#include "verify/static_checks.hpp"
+#include "verify/wait_for.hpp"
+
+namespace sg::verify {
+
+namespace {
+
+uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+uint64_t atom_hash(const Run& r, uint32_t coord) {
+  uint64_t h = mix(static_cast<uint64_t>(r.kind) * 1000003 + static_cast<uint64_t>(r.mask));
+  h = mix(h ^ r.buf);
+  h = mix(h ^ r.fixed);
+  return mix(h ^ coord);
+}
+
+uint64_t value_hash(const Value& v) {
+  uint64_t s = 0;
+  for (const Run& r : v.runs)
+    for (uint32_t c = r.lo; c < r.hi; ++c) s += atom_hash(r, c) * r.count;
+  return s;
+}
+
+struct Timeout {};
+
+class Encoder {
+ public:
+  Encoder(const StepGraph& g, SendMode mode, const Z3Options& o) : g_(g), mode_(mode), o_(o), n_(g.size()) {}
+
+  EngineResult run() {
+    auto t0 = std::chrono::steady_clock::now();
+    EngineResult res;
+    try {
+      build();
+      std::optional<Counterexample> found;
+      if (!found) found = q_unmatched();
+      if (!found) found = q_deadlock();
+      if (!found) found = q_race();
+      if (!found) found = q_undefined();
+      if (!found) {
+        if (auto cx = find_lifecycle(g_)) found = *cx;
+      }
+      if (!found) found = q_wrong();
+      if (found) {
+        res.verdict = found->verdict;
+        res.cx = *found;
+        res.cx.mode = mode_;
+        res.cx.engine = "z3";
+      } else {
+        res.verdict = Verdict::Ok;
+      }
+      if (!note_.empty()) res.note = note_;
+    } catch (const Timeout&) {
+      res.verdict = Verdict::Unknown;
+      res.note = "z3 gave up (timeout or resource limit)";
+    } catch (const z3::exception& e) {
+      res.verdict = Verdict::Unknown;
+      res.note = std::string("z3 error: ") + e.msg();
+    }
+    res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return res;
+  }
+
+ private:
+  // ------------------------------------------------------------------ variables
+  bool p2p(StepId s) const { return g_.local(s) && (g_.kind(s) == StepKind::Send || g_.kind(s) == StepKind::Recv); }
+  bool blocking(StepId s) const { return !g_.nonblocking(s); }
+
+  z3::expr conj(const std::vector<z3::expr>& v) {
+    if (v.empty()) return ctx_.bool_val(true);
+    z3::expr_vector ev(ctx_);
+    for (const auto& e : v) ev.push_back(e);
+    return z3::mk_and(ev);
+  }
+  z3::expr disj(const std::vector<z3::expr>& v) {
+    if (v.empty()) return ctx_.bool_val(false);
+    z3::expr_vector ev(ctx_);
+    for (const auto& e : v) ev.push_back(e);
+    return z3::mk_or(ev);
+  }
+
+  z3::expr matched(StepId s) {
+    std::vector<z3::expr> v;
+    for (size_t p : pairs_of_[s]) v.push_back(M_[p]);
+    return disj(v);
+  }
+
+  // Enabled: every dependency allows the step to start.
+  z3::expr enabled(StepId s) {
+    std::vector<z3::expr> v;
+    for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) v.push_back(g_.nonblocking(*d) ? I_[*d] : D_[*d]);
+    return conj(v);
+  }
+
+  void build() {
+    if (o_.timeout_ms) {
+      z3::params p(ctx_);
+      p.set("timeout", o_.timeout_ms);
+      solver_.set(p);
+    }
+    for (StepId s = 0; s < n_; ++s) {
+      std::string k = std::to_string(s);
+      I_.push_back(ctx_.bool_const(("I" + k).c_str()));
+      D_.push_back(ctx_.bool_const(("D" + k).c_str()));
+      t_.push_back(ctx_.int_const(("t" + k).c_str()));
+      c_.push_back(ctx_.int_const(("c" + k).c_str()));
+    }
+    // Candidate pairs, computed from MPI's rules here rather than taken from the match pass.
+    pairs_of_.assign(n_, {});
+    std::map<std::pair<uint32_t, uint32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> ends;
+    for (StepId s = 0; s < n_; ++s) {
+      if (!p2p(s)) continue;
+      const P2PInfo& p = g_.p2p_info(s);
+      if (g_.kind(s) == StepKind::Send) ends[{p.peer, p.comm}].first.push_back(s);
+      else ends[{g_.rank(s), p.comm}].second.push_back(s);
+    }
+    for (auto& [key, sr] : ends)
+      for (StepId r : sr.second)
+        for (StepId m : sr.first)
+          if (compatible(g_, r, m)) {
+            size_t idx = pr_.size();
+            pr_.push_back({r, m});
+            M_.push_back(ctx_.bool_const(("M" + std::to_string(r) + "_" + std::to_string(m)).c_str()));
+            pairs_of_[r].push_back(idx);
+            pairs_of_[m].push_back(idx);
+          }
+    if (pr_.size() > o_.max_pairs) {
+      note_ = "too many candidate pairs";
+      throw Timeout{};
+    }
+    // Waits completing each nonblocking operation.
+    wait_of_.assign(n_, kNoStep);
+    for (StepId s = 0; s < n_; ++s)
+      if (g_.kind(s) == StepKind::Wait)
+        for (const StepId* h = g_.handles_begin(s); h != g_.handles_end(s); ++h) wait_of_[*h] = s;
+
+    std::vector<z3::expr> base;
+    for (StepId s = 0; s < n_; ++s) {
+      std::vector<z3::expr> pre;
+      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) {
+        if (g_.nonblocking(*d)) pre.push_back(I_[*d] && t_[*d] < t_[s]);
+        else pre.push_back(D_[*d] && c_[*d] < t_[s]);
+      }
+      base.push_back(z3::implies(I_[s], conj(pre)));
+      base.push_back(z3::implies(D_[s], I_[s] && t_[s] <= c_[s]));
+      base.push_back(t_[s] >= 0);
+      switch (g_.kind(s)) {
+        case StepKind::Send:
+          if (p2p(s) && mode_ == SendMode::Rendezvous) {
+            std::vector<z3::expr> v;
+            // It completes when its receive takes it (the receive's completion), not before.
+            for (size_t p : pairs_of_[s]) v.push_back(M_[p] && c_[pr_[p].first] <= c_[s]);
+            base.push_back(z3::implies(D_[s], disj(v)));
+          }
+          break;
+        case StepKind::Recv:
+          if (!p2p(s)) {
+            StepId m = g_.ref(s);
+            base.push_back(z3::implies(D_[s], I_[m] && t_[m] < c_[s]));
+          } else {
+            base.push_back(D_[s] == matched(s));
+          }
+          break;
+        case StepKind::Wait: {
+          std::vector<z3::expr> v;
+          for (const StepId* h = g_.handles_begin(s); h != g_.handles_end(s); ++h) v.push_back(D_[*h] && c_[*h] <= c_[s]);
+          base.push_back(z3::implies(D_[s], conj(v)));
+          break;
+        }
+        case StepKind::Collective: {
+          const Instance& in = g_.instances[g_.coll(s).instance];
+          if (!in.complete || !in.consistent) {
+            base.push_back(!D_[s]);
+            break;
+          }
+          std::vector<z3::expr> v;
+          for (uint32_t k = 0; k < in.steps_cnt; ++k) {
+            StepId x = g_.instance_steps[in.steps_off + k];
+            v.push_back(I_[x] && t_[x] <= c_[s]);
+          }
+          base.push_back(z3::implies(D_[s], conj(v)));
+          break;
+        }
+        default: break;
+      }
+    }
+    // Matching: a pair needs both ends, the send issued before the receive completes; at most
+    // one pair per end.
+    for (size_t p = 0; p < pr_.size(); ++p) {
+      auto [r, m] = pr_[p];
+      base.push_back(z3::implies(M_[p], I_[r] && I_[m] && t_[m] < c_[r]));
+    }
+    for (StepId s = 0; s < n_; ++s) {
+      const auto& ps = pairs_of_[s];
+      for (size_t i = 0; i < ps.size(); ++i)
+        for (size_t j = i + 1; j < ps.size(); ++j) base.push_back(!(M_[ps[i]] && M_[ps[j]]));
+    }
+    // MPI's matching order, with the times at which receives take their messages (c_r):
+    //  - non-overtaking: a receive takes a later message of a source only if the earlier one it
+    //    also matches was already taken, by a receive posted before it;
+    //  - posted order: a message goes to the earliest posted receive that matches it, so a
+    //    receive takes a message another, earlier posted receive matches only if that one had
+    //    already taken something.
+    for (size_t p = 0; p < pr_.size(); ++p) {
+      auto [r, m2] = pr_[p];
+      for (size_t q : pairs_of_[r]) {
+        StepId m1 = pr_[q].second;
+        if (m1 >= m2 || g_.rank(m1) != g_.rank(m2)) continue;  // m1 earlier from the same source
+        std::vector<z3::expr> earlier;
+        for (size_t e : pairs_of_[m1])
+          if (pr_[e].first < r) earlier.push_back(M_[e] && c_[pr_[e].first] < c_[r]);
+        base.push_back(z3::implies(M_[p], disj(earlier)));
+      }
+      StepId r2 = r;
+      for (size_t q : pairs_of_[m2]) {
+        StepId r1 = pr_[q].first;
+        if (r1 >= r2 || g_.rank(r1) != g_.rank(r2)) continue;
+        base.push_back(z3::implies(M_[p], matched(r1) && c_[r1] < c_[r2]));
+      }
+    }
+    for (const auto& e : base) solver_.add(e);
+
+    // Maximality (a stuck or finished state), kept aside for the queries that need it.
+    for (StepId s = 0; s < n_; ++s) {
+      stuck_.push_back(z3::implies(enabled(s), I_[s]));
+      switch (g_.kind(s)) {
+        case StepKind::Send:
+          if (p2p(s) && mode_ == SendMode::Rendezvous) stuck_.push_back(z3::implies(I_[s] && matched(s), D_[s]));
+          else stuck_.push_back(z3::implies(I_[s], D_[s]));
+          break;
+        case StepKind::Recv:
+          if (!p2p(s)) stuck_.push_back(z3::implies(I_[s] && I_[g_.ref(s)], D_[s]));
+          break;
+        case StepKind::Wait: {
+          std::vector<z3::expr> v;
+          for (const StepId* h = g_.handles_begin(s); h != g_.handles_end(s); ++h) v.push_back(D_[*h]);
+          stuck_.push_back(z3::implies(I_[s] && conj(v), D_[s]));
+          break;
+        }
+        case StepKind::Collective: {
+          const Instance& in = g_.instances[g_.coll(s).instance];
+          if (!in.complete || !in.consistent) break;
+          std::vector<z3::expr> v;
+          for (uint32_t k = 0; k < in.steps_cnt; ++k) v.push_back(I_[g_.instance_steps[in.steps_off + k]]);
+          stuck_.push_back(z3::implies(I_[s] && conj(v), D_[s]));
+          break;
+        }
+        default: stuck_.push_back(z3::implies(I_[s], D_[s])); break;
+      }
+    }
+    // No receive is left waiting beside a message it could take.
+    for (size_t p = 0; p < pr_.size(); ++p) {
+      auto [r, m] = pr_[p];
+      stuck_.push_back(!(I_[r] && !matched(r) && I_[m] && !matched(m)));
+    }
+  }
+
+  z3::check_result check(const std::vector<z3::expr>& extra) {
+    solver_.push();
+    for (const auto& e : extra) solver_.add(e);
+    auto q0 = std::chrono::steady_clock::now();
+    z3::check_result r = solver_.check();
+    if (std::getenv("STEPGRAPH_Z3_DEBUG"))
+      std::fprintf(stderr, "z3 query %d: %s in %.3f s\n", query_++, r == z3::sat ? "sat" : r == z3::unsat ? "unsat" : "unknown",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - q0).count());
+    if (r == z3::unknown) {
+      solver_.pop();
+      throw Timeout{};
+    }
+    if (r == z3::sat) model_ = std::make_unique<z3::model>(solver_.get_model());
+    solver_.pop();
+    return r;
+  }
+
+  bool val(const z3::expr& e) { return model_->eval(e, true).is_true(); }
+  int64_t ival(const z3::expr& e) { return model_->eval(e, true).get_numeral_int64(); }
+
+  ExecState state_from_model() {
+    status_.assign(n_, 0);
+    partner_.assign(n_, kNoStep);
+    for (StepId s = 0; s < n_; ++s)
+      status_[s] = static_cast<uint8_t>((val(I_[s]) ? kStepIssued : 0) | (val(D_[s]) ? kStepCompleted : 0));
+    for (size_t p = 0; p < pr_.size(); ++p)
+      if (val(M_[p])) partner_[pr_[p].first] = pr_[p].second, partner_[pr_[p].second] = pr_[p].first;
+    return ExecState{status_, partner_};
+  }
+
+  std::vector<std::pair<StepId, StepId>> matching_from_model(bool only_wild) {
+    std::vector<std::pair<StepId, StepId>> m;
+    for (size_t p = 0; p < pr_.size(); ++p)
+      if (val(M_[p]) && (!only_wild || (g_.flags(pr_[p].first) & (kFlagAnySource | kFlagAnyTag))))
+        m.emplace_back(pr_[p].first, pr_[p].second);
+    return m;
+  }
+
+  // ------------------------------------------------------------------ queries
+  z3::expr unmatched(StepId o) {
+    std::vector<z3::expr> others;
+    for (size_t p : pairs_of_[o]) {
+      StepId x = g_.kind(o) == StepKind::Recv ? pr_[p].second : pr_[p].first;
+      others.push_back(matched(x));
+    }
+    return I_[o] && !matched(o) && conj(others);
+  }
+
+  std::optional<Counterexample> q_unmatched() {
+    std::vector<z3::expr> any;
+    std::vector<StepId> ops;
+    for (StepId s = 0; s < n_; ++s)
+      if (p2p(s)) any.push_back(unmatched(s)), ops.push_back(s);
+    if (any.empty()) return std::nullopt;
+    std::vector<z3::expr> q = stuck_;
+    q.push_back(disj(any));
+    if (check(q) != z3::sat) return std::nullopt;
+    for (StepId s : ops) {
+      if (!val(unmatched(s))) continue;
+      Counterexample cx;
+      cx.verdict = Verdict::Unmatched;
+      cx.rank = g_.rank(s);
+      const P2PInfo& p = g_.p2p_info(s);
+      cx.summary = g_.kind(s) == StepKind::Recv
+                       ? "rank " + std::to_string(g_.rank(s)) + " posts a receive from " +
+                             (p.peer == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p.peer)) +
+                             " that no send left in the program can match"
+                       : "rank " + std::to_string(g_.rank(s)) + " sends to rank " + std::to_string(p.peer) + " (tag " +
+                             std::to_string(p.tag) + ") and no receive left in the program can take it";
+      cx.steps.push_back(cx_step(g_, s, "pending"));
+      cx.matching = matching_from_model(true);
+      return cx;
+    }
+    return std::nullopt;
+  }
+
+  std::optional<Counterexample> q_deadlock() {
+    std::vector<z3::expr> any;
+    for (StepId s = 0; s < n_; ++s)
+      if (blocking(s)) any.push_back(I_[s] && !D_[s]);
+    std::vector<z3::expr> q = stuck_;
+    q.push_back(disj(any));
+    if (check(q) != z3::sat) return std::nullopt;
+    Counterexample cx = build_deadlock(g_, state_from_model(), mode_);
+    cx.matching = matching_from_model(true);
+    return cx;
+  }
+
+  // The interval in which a step uses its chunks: from its start until it completes, or for a
+  // nonblocking operation until its wait completes (never, without a wait).
+  z3::expr closed_before(StepId x, const z3::expr& time) {
+    if (g_.nonblocking(x)) {
+      StepId w = wait_of_[x];
+      if (w == kNoStep) return ctx_.bool_val(false);
+      return D_[w] && c_[w] < time;
+    }
+    return D_[x] && c_[x] < time;
+  }
+
+  std::optional<Counterexample> q_race() {
+    // Candidate pairs per (rank, chunk): each access with the writes next to it in program
+    // order (the rest follow by transitivity of the ordering).
+    std::vector<std::pair<StepId, StepId>> cands;
+    std::vector<std::pair<uint32_t, uint32_t>> where;
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::pair<StepId, std::vector<StepId>>> last;  // (rank,buf,chunk) -> (last write, reads since)
+    std::vector<Range> rd, wr;
+    for (StepId s = 0; s < n_; ++s) {
+      rd.clear();
+      wr.clear();
+      g_.reads(s, rd);
+      g_.writes(s, wr);
+      std::set<std::pair<uint32_t, uint32_t>> written;
+      for (const Range& r : wr)
+        for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) written.insert({r.buf, c});
+      std::set<std::pair<uint32_t, uint32_t>> touched = written;
+      for (const Range& r : rd)
+        for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) touched.insert({r.buf, c});
+      for (auto [buf, c] : touched) {
+        auto& [lw, reads] = last.try_emplace({g_.rank(s), buf, c}, kNoStep, std::vector<StepId>{}).first->second;
+        bool w = written.count({buf, c}) > 0;
+        if (lw != kNoStep) cands.emplace_back(lw, s), where.emplace_back(buf, c);
+        if (w) {
+          for (StepId r : reads) cands.emplace_back(r, s), where.emplace_back(buf, c);
+          lw = s;
+          reads.clear();
+        } else {
+          reads.push_back(s);
+        }
+      }
+    }
+    // A pair already ordered by a dependency path from the end of the first access (the step
+    // itself, or a nonblocking operation's wait) to the start of the second cannot overlap: the
+    // constraints make that unsatisfiable, so it is settled here without the solver.
+    std::vector<std::pair<StepId, StepId>> open;
+    std::vector<std::pair<uint32_t, uint32_t>> open_where;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      auto [x, y] = cands[i];
+      StepId end = g_.nonblocking(x) ? wait_of_[x] : x;
+      if (end != kNoStep && end < y && reaches(end, y)) continue;
+      open.push_back(cands[i]);
+      open_where.push_back(where[i]);
+    }
+    cands.swap(open);
+    where.swap(open_where);
+    if (cands.empty()) return std::nullopt;
+    std::vector<z3::expr> overlaps;
+    for (auto [x, y] : cands) overlaps.push_back(I_[x] && I_[y] && !closed_before(x, t_[y]) && !closed_before(y, t_[x]));
+    if (check({disj(overlaps)}) != z3::sat) return std::nullopt;
+    for (size_t i = 0; i < cands.size(); ++i) {
+      if (!val(overlaps[i])) continue;
+      auto [x, y] = cands[i];
+      Counterexample cx;
+      cx.verdict = Verdict::Race;
+      cx.rank = g_.rank(x);
+      cx.buf = where[i].first;
+      cx.chunk = where[i].second;
+      cx.summary = "rank " + std::to_string(g_.rank(x)) + ": two accesses to " + g_.chunk_name(cx.buf, cx.chunk) +
+                   " can overlap in time";
+      auto span = [&](StepId s) {
+        std::string e = "from t=" + std::to_string(ival(t_[s]));
+        if (g_.nonblocking(s)) {
+          StepId w = wait_of_[s];
+          e += w != kNoStep && val(D_[w]) ? " to its wait's completion t=" + std::to_string(ival(c_[w])) : " on (never waited in this execution)";
+        } else {
+          e += val(D_[s]) ? " to t=" + std::to_string(ival(c_[s])) : " on (unfinished)";
+        }
+        return e;
+      };
+      cx.steps.push_back(cx_step(g_, x, "first access", span(x)));
+      cx.steps.push_back(cx_step(g_, y, "second access", span(y)));
+      cx.reason = "nothing orders the end of one before the start of the other: no dependency path runs from #" +
+                  std::to_string(x) + "'s completion" + (g_.nonblocking(x) ? " (its wait)" : "") + " to #" + std::to_string(y) +
+                  "'s start";
+      cx.matching = matching_from_model(true);
+      return cx;
+    }
+    return std::nullopt;
+  }
+
+  // Whether `to` depends on `from` through a chain of dependencies (both on one rank; ids
+  // decrease along dependencies, so the search stays between them). Bounded; false if unsure.
+  bool reaches(StepId from, StepId to) {
+    std::vector<StepId> stack{to};
+    std::unordered_set<StepId> seen{to};
+    while (!stack.empty()) {
+      StepId s = stack.back();
+      stack.pop_back();
+      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) {
+        if (*d == from) return true;
+        if (*d < from || !seen.insert(*d).second) continue;
+        if (seen.size() > 4096) return false;
+        stack.push_back(*d);
+      }
+    }
+    return false;
+  }
+
+  // Static reaching definitions: which step last wrote each chunk before each step, in the
+  // rank's program order (race-free programs read exactly that; races are reported before).
+  struct Version {
+    StepId writer = kNoStep;  // kNoStep: the initial value
+  };
+
+  void reaching_defs() {
+    if (!prior_.empty() || n_ == 0) return;
+    initial_ = MachineState(g_);
+    initial_.apply_inits(g_);
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, StepId> cur;
+    std::vector<Range> rd, wr;
+    for (StepId s = 0; s < n_; ++s) {
+      rd.clear();
+      wr.clear();
+      g_.reads(s, rd);
+      g_.writes(s, wr);
+      for (const auto* list : {&rd, &wr})
+        for (const Range& r : *list)
+          for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) {
+            auto it = cur.find({g_.rank(s), r.buf, c});
+            prior_[key(s, r.buf, c)] = it == cur.end() ? kNoStep : it->second;
+          }
+      for (const Range& r : wr)
+        for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) cur[{g_.rank(s), r.buf, c}] = s;
+    }
+    final_ = cur;
+  }
+  // Step, buffer and chunk in one key (buffers < 2^12 and chunks < 2^20 pack exactly, as in
+  // the graph's packed ranges; larger ones are mixed).
+  static uint64_t key(StepId s, uint32_t buf, uint32_t c) {
+    if (buf < (1u << 12) && c < (1u << 20)) return (uint64_t{s} << 32) | (uint64_t{buf} << 20) | c;
+    return mix((uint64_t{s} << 32) ^ mix((uint64_t{buf} << 32) | c)) | (uint64_t{1} << 63);
+  }
+
+  StepId prior(StepId s, uint32_t buf, uint32_t c) {
+    auto it = prior_.find(key(s, buf, c));
+    return it == prior_.end() ? kNoStep : it->second;
+  }
+
+  bool initially_defined(uint32_t rank, uint32_t buf, uint32_t c) {
+    return initial_.at(rank, buf, c).v.defined || g_.buffers[buf].accumulator;
+  }
+
+  std::optional<Counterexample> q_undefined() {
+    reaching_defs();
+    std::vector<Range> rd;
+    for (StepId s = 0; s < n_; ++s) {
+      rd.clear();
+      g_.reads(s, rd);
+      for (const Range& r : rd)
+        for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) {
+          if (prior(s, r.buf, c) != kNoStep || initially_defined(g_.rank(s), r.buf, c)) continue;
+          Counterexample cx;
+          cx.verdict = Verdict::UndefinedData;
+          cx.rank = g_.rank(s);
+          cx.buf = r.buf;
+          cx.chunk = c;
+          cx.summary = std::string(step_kind_name(g_.kind(s))) + " on rank " + std::to_string(g_.rank(s)) + " reads " +
+                       g_.chunk_name(r.buf, c) + ", which was never written";
+          cx.steps.push_back(cx_step(g_, s, "reads"));
+          return cx;
+        }
+    }
+    return std::nullopt;
+  }
+
+  // ------------------------------------------------------------------ values
+  struct Term {
+    z3::expr v;  // 64-bit sum of atom hashes
+    z3::expr d;  // defined
+  };
+
+  Term constant(uint64_t h, bool def) { return Term{ctx_.bv_val(h, 64), ctx_.bool_val(def)}; }
+
+  Term initial(uint32_t rank, uint32_t buf, uint32_t c) {
+    const Value& v = initial_.at(rank, buf, c).v;
+    if (!v.defined && g_.buffers[buf].accumulator) return constant(0, true);
+    return constant(value_hash(v), v.defined);
+  }
+
+  // The value step s sees in (buf, c) of its rank before it runs.
+  Term read(StepId s, uint32_t buf, uint32_t c) {
+    StepId w = prior(s, buf, c);
+    if (w == kNoStep) return initial(g_.rank(s), buf, c);
+    return written(w, buf, c);
+  }
+
+  Term add(const Term& a, const Term& b) { return Term{a.v + b.v, a.d && b.d}; }
+
+  // The value step w writes into (buf, c).
+  Term written(StepId w, uint32_t buf, uint32_t c) {
+    uint64_t k = key(w, buf, c);
+    auto it = memo_.find(k);
+    if (it != memo_.end()) return it->second;
+    if (busy_.count(k)) {
+      // A cycle through candidate pairs that no execution can realise (their timing forbids
+      // it): any value will do.
+      std::string nm = "cyc" + std::to_string(fresh_++);
+      return Term{ctx_.bv_const(nm.c_str(), 64), ctx_.bool_const((nm + "d").c_str())};
+    }
+    busy_.insert(k);
+    Term t = compute_written(w, buf, c);
+    busy_.erase(k);
+    memo_.emplace(k, t);
+    return t;
+  }
+
+  Term compute_written(StepId w, uint32_t buf, uint32_t c) {
+    Range r = g_.range(w);
+    uint32_t off = c - r.lo;
+    switch (g_.kind(w)) {
+      case StepKind::Recv: {
+        bool reduce = g_.flags(w) & kFlagReduce;
+        Term got = constant(0, false);
+        if (!p2p(w)) {
+          StepId m = g_.ref(w);
+          Range sr = g_.range(m);
+          got = read(m, sr.buf, sr.lo + off);
+        } else {
+          z3::expr v = ctx_.bv_val(0, 64);
+          z3::expr d = ctx_.bool_val(false);
+          for (size_t p : pairs_of_[w]) {
+            StepId m = pr_[p].second;
+            Range sr = g_.range(m);
+            if (off >= sr.cnt) continue;
+            Term pay = read(m, sr.buf, sr.lo + off);
+            v = z3::ite(M_[p], pay.v, v);
+            d = z3::ite(M_[p], pay.d, d);
+          }
+          got = Term{v, d};
+        }
+        return reduce ? add(read(w, buf, c), got) : got;
+      }
+      case StepKind::Copy: {
+        Range src = g_.copy_source(w);
+        return read(w, src.buf, src.lo + off);
+      }
+      case StepKind::Reduce: {
+        Range src = g_.copy_source(w);
+        return add(read(w, buf, c), read(w, src.buf, src.lo + off));
+      }
+      case StepKind::Compute: return compute_value(w, buf, c);
+      case StepKind::Collective: return collective_value(w, buf, c);
+      default: return constant(0, false);
+    }
+  }
+
+  Term compute_value(StepId w, uint32_t buf, uint32_t c) {
+    const ComputeInfo& ci = g_.compute(w);
+    if (ci.kind == ComputeKind::Generic) {
+      Value v = Value::contrib(buf, g_.rank(w), c);
+      return constant(value_hash(v), true);
+    }
+    const Range* rd = g_.ranges.data() + ci.reads_off;
+    const Range* wr = g_.ranges.data() + ci.writes_off;
+    const Range& q = rd[0];
+    const Range& kv = rd[1];
+    Term prev = read(w, buf, c);
+    // Which item each operand holds: only when its value does not depend on a wildcard match.
+    auto item_of = [&](const Term& t, uint32_t ibuf, uint32_t lo, uint32_t cnt) -> int64_t {
+      z3::expr s = t.v.simplify();
+      if (!s.is_numeral()) {
+        note_ = "an attention operand depends on a wildcard match: tiles are taken as in the explicit engine";
+        return -2;
+      }
+      uint64_t h = s.get_numeral_uint64();
+      for (uint32_t i = lo; i < lo + cnt; ++i)
+        if (value_hash(Value::item(ibuf, i)) == h) return i;
+      return -1;
+    };
+    Term kvt = read(w, kv.buf, kv.lo);
+    int64_t m = item_of(kvt, kv.buf, 0, g_.buffers[kv.buf].chunks);
+    bool is_out0 = buf == wr[0].buf && c >= wr[0].lo && c < wr[0].lo + wr[0].cnt;
+    uint32_t k = is_out0 ? c - wr[0].lo : 0;
+    Term qt = read(w, q.buf, q.lo + k);
+    int64_t i = item_of(qt, q.buf, 0, g_.buffers[q.buf].chunks);
+    if (m < 0 || i < 0) return prev;  // a bad operand adds nothing (the interpreter reports it)
+    Run run;
+    if (ci.kind == ComputeKind::Attn) {
+      run = Run{AtomKind::Attn, ci.mask, q.buf, static_cast<uint32_t>(i), static_cast<uint32_t>(m), static_cast<uint32_t>(m + 1), 1};
+    } else if (is_out0) {
+      run = Run{AtomKind::GradQ, ci.mask, q.buf, static_cast<uint32_t>(i), static_cast<uint32_t>(m), static_cast<uint32_t>(m + 1), 1};
+    } else {
+      run = Run{AtomKind::GradKV, ci.mask, kv.buf, static_cast<uint32_t>(m), static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1), 1};
+    }
+    return Term{prev.v + ctx_.bv_val(atom_hash(run, run.lo), 64), prev.d};
+  }
+
+  Term collective_value(StepId w, uint32_t buf, uint32_t c) {
+    const CollInfo& ci = g_.coll(w);
+    const Instance& in = g_.instances[ci.instance];
+    const GroupInfo& gr = g_.groups[in.group];
+    const StepId* steps = g_.instance_steps.data() + in.steps_off;
+    Range r = g_.range(w);
+    bool into = ci.kind == CollKind::Alltoall && ci.into.cnt;
+    uint32_t off = into ? c - ci.into.lo : c - r.lo;
+    uint32_t gsz = gr.count, blk = gsz ? r.cnt / gsz : 0;
+    int64_t me = gr.index_of(g_.rank(w));
+    auto at = [&](uint32_t j, uint32_t o) {
+      Range rj = g_.range(steps[j]);
+      return read(steps[j], rj.buf, rj.lo + o);
+    };
+    auto sum = [&](uint32_t o) {
+      Term t = at(0, o);
+      for (uint32_t j = 1; j < gsz; ++j) t = add(t, at(j, o));
+      return t;
+    };
+    switch (ci.kind) {
+      case CollKind::Allreduce: return sum(off);
+      case CollKind::Bcast: return at(static_cast<uint32_t>(gr.index_of(ci.root)), off);
+      case CollKind::Reduce: return sum(off);
+      case CollKind::Allgather: return at(blk ? off / blk : 0, off);
+      case CollKind::ReduceScatter: return sum(off);
+      case CollKind::Alltoall: {
+        uint32_t src = blk ? off / blk : 0;
+        return at(src, static_cast<uint32_t>(me) * blk + off % blk);
+      }
+      case CollKind::Barrier: break;
+    }
+    return read(w, buf, c);
+  }
+
+  std::optional<Counterexample> q_wrong() {
+    if (g_.expects.empty()) return std::nullopt;
+    reaching_defs();
+    struct Check {
+      uint32_t rank, buf, chunk;
+      Value expected;
+      uint32_t stmt;
+    };
+    std::vector<Check> checks;
+    for_each_expected(g_, initial_, [&](const Expectation& x, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& e) {
+      checks.push_back({rank, buf, chunk, e, x.stmt});
+    });
+    std::vector<z3::expr> wrong;
+    for (const auto& ch : checks) {
+      auto it = final_.find({ch.rank, ch.buf, ch.chunk});
+      Term t = it == final_.end() ? initial(ch.rank, ch.buf, ch.chunk) : written(it->second, ch.buf, ch.chunk);
+      bool never = it == final_.end() && !initial_.at(ch.rank, ch.buf, ch.chunk).v.defined;
+      if (never && g_.buffers[ch.buf].accumulator) t = constant(0, true);
+      wrong.push_back(!t.d || t.v != ctx_.bv_val(value_hash(ch.expected), 64));
+    }
+    // A complete execution: every step issued and completed, every send received.
+    std::vector<z3::expr> q;
+    for (StepId s = 0; s < n_; ++s) q.push_back(I_[s] && D_[s]);
+    for (StepId s = 0; s < n_; ++s)
+      if (p2p(s) && g_.kind(s) == StepKind::Send) q.push_back(matched(s));
+    q.push_back(disj(wrong));
+    if (check(q) != z3::sat) return std::nullopt;
+    size_t bad = 0;
+    while (bad < wrong.size() && !val(wrong[bad])) ++bad;
+    const Check& ch = checks[bad < checks.size() ? bad : 0];
+    // Replay the model's matching in the interpreter to name the actual terms and writers.
+    auto match = matching_from_model(false);
+    std::map<StepId, StepId> want(match.begin(), match.end());
+    InterpOptions io;
+    io.mode = mode_;
+    io.report_stuck = false;
+    io.choose = [&](const std::vector<std::pair<StepId, StepId>>& opts) -> size_t {
+      for (size_t i = 0; i < opts.size(); ++i) {
+        auto it = want.find(opts[i].first);
+        if (it != want.end() && it->second == opts[i].second) return i;
+      }
+      return 0;
+    };
+    InterpResult r = interpret(g_, io);
+    Counterexample cx;
+    cx.verdict = Verdict::WrongResult;
+    cx.rank = ch.rank;
+    cx.buf = ch.buf;
+    cx.chunk = ch.chunk;
+    cx.expected = describe_value(ch.expected, g_, ch.buf);
+    const ChunkSlot& slot = r.final.at(ch.rank, ch.buf, ch.chunk);
+    cx.actual = describe_value(slot.v, g_, ch.buf);
+    cx.summary = "rank " + std::to_string(ch.rank) + ", " + g_.chunk_name(ch.buf, ch.chunk) +
+                 ": the final value breaks the postcondition";
+    if (r.completed) {
+      PostconditionReport post = check_postconditions(g_, r.initial, r.final, 1u << 20);
+      for (const Issue& is : post.issues)
+        if (is.rank == ch.rank && is.buf == ch.buf && is.chunk == ch.chunk) cx.summary = is.text.substr(0, is.text.find(" (holds "));
+    }
+    StepId w = slot.writer;
+    for (int hops = 0; w != kNoStep && hops < 3; ++hops) {
+      cx.steps.push_back(cx_step(g_, w, hops == 0 ? "last write" : "fed it"));
+      if (g_.kind(w) != StepKind::Recv || r.partner[w] == kNoStep) break;
+      StepId snd = r.partner[w];
+      cx.steps.push_back(cx_step(g_, snd, "sent it"));
+      Range sr = g_.range(snd);
+      w = prior(snd, sr.buf, sr.lo);
+    }
+    if (cx.steps.empty() && ch.stmt < g_.stmt_locs.size()) {
+      CxStep st;
+      st.rank = ch.rank;
+      st.what = "no step wrote it";
+      st.loc = g_.stmt_locs[ch.stmt];
+      st.role = "postcondition";
+      cx.steps.push_back(st);
+    }
+    cx.matching = matching_from_model(true);
+    return cx;
+  }
+
+  const StepGraph& g_;
+  SendMode mode_;
+  const Z3Options& o_;
+  size_t n_;
+  z3::context ctx_;
+  z3::solver solver_{ctx_};
+  std::unique_ptr<z3::model> model_;
+  std::vector<z3::expr> I_, D_, t_, c_, M_, stuck_;
+  std::vector<std::pair<StepId, StepId>> pr_;
+  std::vector<std::vector<size_t>> pairs_of_;
+  std::vector<StepId> wait_of_;
+  std::vector<uint8_t> status_;
+  std::vector<StepId> partner_;
+  std::unordered_map<uint64_t, StepId> prior_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, StepId> final_;
+  MachineState initial_;
+  std::unordered_map<uint64_t, Term> memo_;
+  std::set<uint64_t> busy_;
+  int fresh_ = 0;
+  int query_ = 0;
+  std::string note_;
+};
+
+}  // namespace
+
+EngineResult run_z3(const StepGraph& g, SendMode mode, const Z3Options& opts) {
+  Encoder e(g, mode, opts);
+  return e.run();
+}
+
+}  // namespace sg::verify
