@@ -37,6 +37,7 @@ struct VerifyOpts {
   bool json = false;
   double timeout_s = 0;
   uint64_t max_executions = 20000;
+  bool timing = false;
 };
 
 int cmd_list(bool json);

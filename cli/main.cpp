@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
   verify->add_flag("--json", vopts.json, "print JSON: one object (a list for several N)");
   verify->add_option("--timeout", vopts.timeout_s, "z3: give up a query after this many seconds (0: never)");
   verify->add_option("--max-executions", vopts.max_executions, "explicit: executions to explore with wildcard receives");
+  verify->add_flag("--time", vopts.timing, "also report how long each engine took");
   verify->footer("Exit codes: 0 ok under every semantics asked, 1 a defect, 2 bad input, 3 undecided or the engines disagree.");
 
   std::string demo_ranks = "2..17,32,64";

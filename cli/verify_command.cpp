@@ -1,5 +1,6 @@
 // `stepgraph verify`: one line per N, then the counterexample; or JSON as the design specifies.
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -17,8 +18,9 @@ int fail(const std::string& msg) {
   return 2;
 }
 
-nlohmann::json engine_json(const verify::EngineResult& e) {
-  nlohmann::json j = {{"verdict", verify::verdict_name(e.verdict)}, {"seconds", std::round(e.seconds * 1000) / 1000}};
+nlohmann::json engine_json(const verify::EngineResult& e, bool timing) {
+  nlohmann::json j = {{"verdict", verify::verdict_name(e.verdict)}};
+  if (timing) j["seconds"] = std::round(e.seconds * 1000) / 1000;
   if (!e.note.empty()) j["note"] = e.note;
   if (e.executions) j["executions"] = e.executions;
   return j;
@@ -83,8 +85,8 @@ int cmd_verify(const VerifyOpts& o) {
       for (const auto& m : rep.modes) {
         nlohmann::json e = {{"semantics", verify::mode_name(m.mode)}, {"verdict", verify::verdict_name(m.verdict)}};
         nlohmann::json engines;
-        if (m.ran_explicit) engines["explicit"] = engine_json(m.explicit_result);
-        if (m.ran_z3) engines["z3"] = engine_json(m.z3_result);
+        if (m.ran_explicit) engines["explicit"] = engine_json(m.explicit_result, o.timing);
+        if (m.ran_z3) engines["z3"] = engine_json(m.z3_result, o.timing);
         e["engines"] = engines;
         if (m.disagree) e["disagree"] = true;
         v.push_back(e);
@@ -105,7 +107,16 @@ int cmd_verify(const VerifyOpts& o) {
         per += (per.empty() ? "" : ", ") + std::string(verify::mode_name(m.mode)) + ": " + verify::verdict_name(m.verdict);
     }
     std::string label = rep.disagreement() ? "engines disagree" : verify::verdict_name(worst);
-    std::cout << head << label << "  (" << per << "; " << engines_used(rep.modes.front()) << ", " << rep.steps << " steps)\n";
+    std::string took;
+    if (o.timing) {
+      double secs = 0;
+      for (const auto& m : rep.modes) secs += m.explicit_result.seconds + m.z3_result.seconds;
+      char buf[32];
+      std::snprintf(buf, sizeof buf, ", %.3f s", secs);
+      took = buf;
+    }
+    std::cout << head << label << "  (" << per << "; " << engines_used(rep.modes.front()) << ", " << with_commas(rep.steps)
+              << " steps" << took << ")\n";
     for (const auto& m : rep.modes) {
       if (m.disagree)
         std::cout << "  " << verify::mode_name(m.mode) << ": explicit says " << verify::verdict_name(m.explicit_result.verdict)

@@ -139,6 +139,7 @@ class Explorer {
       cx.rank = is.rank;
       cx.buf = is.buf;
       cx.chunk = is.chunk;
+      cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
       cx.summary = is.text;
       cx.steps.push_back(cx_step(g_, is.step, "reads"));
       cx.matching = matching;
@@ -155,6 +156,7 @@ class Explorer {
     cx.rank = is.rank;
     cx.buf = is.buf;
     cx.chunk = is.chunk;
+    cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
     cx.summary = is.text.substr(0, is.text.find(" (holds "));
     cx.expected = is.expected;
     cx.actual = is.actual;

@@ -93,6 +93,7 @@ std::optional<Counterexample> find_race(const StepGraph& g) {
             cx.rank = rank;
             cx.buf = r.buf;
             cx.chunk = c;
+            cx.chunk_name = g.chunk_name(cx.buf, cx.chunk);
             cx.summary = "rank " + std::to_string(rank) + ": " + (writes ? "a write to " : "a read of ") +
                          g.chunk_name(r.buf, c) + " can overlap the " + (o_writes ? "irecv" : "isend") + " still using it";
             cx.steps.push_back(cx_step(g, o, o_writes ? "in-flight write" : "in-flight read",

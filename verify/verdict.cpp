@@ -85,8 +85,7 @@ std::string render_json(const Counterexample& cx, const SourceManager& sm) {
   if (!cx.cycle.empty()) j["cycle"] = cx.cycle;
   if (!cx.reason.empty()) j["reason"] = cx.reason;
   if (cx.rank >= 0) j["rank"] = cx.rank;
-  if (cx.verdict == Verdict::WrongResult || cx.verdict == Verdict::UndefinedData || cx.verdict == Verdict::Race)
-    j["chunk"] = {{"buffer", cx.buf}, {"index", cx.chunk}};
+  if (!cx.chunk_name.empty()) j["chunk"] = cx.chunk_name;
   if (!cx.expected.empty()) j["expected"] = cx.expected;
   if (!cx.actual.empty()) j["actual"] = cx.actual;
   if (!cx.matching.empty()) {

@@ -39,8 +39,9 @@ struct Counterexample {
   std::vector<CxStep> steps;        // deadlock: one stuck step per rank; race: the two accesses; …
   std::vector<uint32_t> cycle;      // deadlock: the wait-for cycle (ranks, first repeated at the end)
   std::string reason;               // race: why nothing orders them; deadlock: how the cycle closes
-  int64_t rank = -1;                // wrong-result / undefined-data: where
+  int64_t rank = -1;                // wrong-result / undefined-data / race: where
   uint32_t buf = 0, chunk = 0;
+  std::string chunk_name;           // "data[3]" (set with buf and chunk)
   std::string expected, actual;     // wrong-result: terms
   std::vector<std::pair<StepId, StepId>> matching;  // the wildcard matches (recv, send) of this execution
 };

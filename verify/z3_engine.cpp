@@ -448,6 +448,7 @@ class Encoder {
       cx.rank = g_.rank(x);
       cx.buf = where[i].first;
       cx.chunk = where[i].second;
+      cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
       cx.summary = "rank " + std::to_string(g_.rank(x)) + ": two accesses to " + g_.chunk_name(cx.buf, cx.chunk) +
                    " can overlap in time";
       auto span = [&](StepId s) {
@@ -547,6 +548,7 @@ class Encoder {
           cx.rank = g_.rank(s);
           cx.buf = r.buf;
           cx.chunk = c;
+          cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
           cx.summary = std::string(step_kind_name(g_.kind(s))) + " on rank " + std::to_string(g_.rank(s)) + " reads " +
                        g_.chunk_name(r.buf, c) + ", which was never written";
           cx.steps.push_back(cx_step(g_, s, "reads"));
@@ -761,6 +763,7 @@ class Encoder {
     cx.rank = ch.rank;
     cx.buf = ch.buf;
     cx.chunk = ch.chunk;
+    cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
     cx.expected = describe_value(ch.expected, g_, ch.buf);
     const ChunkSlot& slot = r.final.at(ch.rank, ch.buf, ch.chunk);
     cx.actual = describe_value(slot.v, g_, ch.buf);

@@ -1,0 +1,176 @@
+// bench/verify: both engines over a range of N, on three families:
+//   ring      — the library's ring all-reduce (deterministic; ok),
+//   gather    — a wildcard gather that stores messages in arrival order (a wrong result to find),
+//   wildsum   — a wildcard reduction to rank 0, right in every arrival order (ok: every matching
+//               must be covered: (N-1)! for the explicit engine's stateless search).
+// Each run happens in its own process (peak memory is its own; a run past the time limit is
+// killed). The baseline, measured in the same run, is one execution of the reference
+// interpreter on the same graph: the ratio says what deciding every execution costs over
+// running one. The report ends with the N at which Z3 first takes more than 60 s per family.
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/dsl/session.hpp"
+#include "core/graph/elaborate.hpp"
+#include "core/graph/passes.hpp"
+#include "core/interp/interpret.hpp"
+#include "verify/verify.hpp"
+
+using namespace sg;
+using namespace sg::verify;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const char* kGather = R"(schedule gather() {
+  buffer g[N] bytes 8;
+  init g owned;
+  expect gather(g, 0);
+  on 0 { for k in 1 .. N { recv g[k] from any; } }
+  on r in 1 .. N { send g[r] to 0; }
+}
+)";
+
+const char* kWildSum = R"(schedule wildsum() {
+  buffer s[1] bytes 8;
+  init s contrib;
+  expect reduce(s, 0);
+  on 0 { for k in 1 .. N { recv s[0] from any reduce; } }
+  on r in 1 .. N { send s[0] to 0; }
+}
+)";
+
+struct Row {
+  bool ok = false;
+  bool killed = false;
+  char verdict[24] = {};
+  double engine_s = 0, interp_s = 0;
+  uint64_t steps = 0, executions = 0;
+  long peak_kb = 0;
+};
+
+Row run_one(const std::string& family, uint32_t n, bool z3) {
+  Row row;
+  Session s;
+  Target t;
+  if (family == "ring") t = s.resolve("ring_allreduce");
+  else {
+    const Program* p = s.load_text(family + ".sched", family == "gather" ? kGather : kWildSum);
+    t = Target{p, p->schedules.back().get()};
+  }
+  ElabOptions o;
+  o.nranks = n;
+  o.lifecycle_as_findings = true;
+  auto g = elaborate(s, t, o);
+  if (!g || !run_passes(*g, s.diags, {}, nullptr)) return row;
+  row.steps = g->size();
+  auto t0 = Clock::now();
+  InterpResult ir = interpret(*g);
+  row.interp_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  VerifyOptions vo;
+  vo.engine = z3 ? Engine::Z3 : Engine::Explicit;
+  vo.modes = {SendMode::Eager};
+  vo.explicit_opts.max_executions = 1'000'000;
+  VerifyReport rep = verify_graph(*g, vo);
+  const ModeResult& m = rep.modes.front();
+  const EngineResult& e = z3 ? m.z3_result : m.explicit_result;
+  row.engine_s = e.seconds;
+  row.executions = e.executions;
+  std::snprintf(row.verdict, sizeof row.verdict, "%s", verdict_name(e.verdict));
+  row.ok = true;
+  return row;
+}
+
+// Runs in a child process with a time limit; peak RSS comes back through wait4.
+Row in_child(const std::string& family, uint32_t n, bool z3, int limit_s) {
+  int fd[2];
+  if (pipe(fd) != 0) return {};
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fd[0]);
+    alarm(static_cast<unsigned>(limit_s));  // SIGALRM ends a run that takes too long
+    Row r = run_one(family, n, z3);
+    ssize_t w = write(fd[1], &r, sizeof r);
+    (void)w;
+    _exit(0);
+  }
+  close(fd[1]);
+  Row r;
+  ssize_t got = read(fd[0], &r, sizeof r);
+  close(fd[0]);
+  int status = 0;
+  struct rusage ru;
+  wait4(pid, &status, 0, &ru);
+  if (got != static_cast<ssize_t>(sizeof r)) {
+    r = Row{};
+    r.killed = true;
+  }
+  r.peak_kb = ru.ru_maxrss;
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  int limit = quick ? 60 : 150;
+  struct Family {
+    std::string name;
+    std::vector<uint32_t> explicit_ns, z3_ns;
+  };
+  std::vector<Family> families;
+  if (quick) {
+    families = {{"ring", {8, 32}, {4, 8}}, {"gather", {3, 5}, {3, 5}}, {"wildsum", {3, 5}, {3, 5}}};
+  } else {
+    families = {{"ring", {16, 64, 256, 1024}, {8, 16, 32, 48, 64, 96, 128, 160, 192, 224, 256}},
+                {"gather", {3, 4, 6, 8, 10, 12, 16, 24, 32}, {3, 4, 6, 8, 10, 12, 16, 24, 32, 48, 64}},
+                {"wildsum", {3, 4, 6, 8, 9, 10}, {3, 4, 6, 8, 9, 10, 11, 12, 14, 16}}};
+  }
+  std::printf("bench/verify: eager semantics; time of the engine vs one run of the reference interpreter (same graph)\n");
+  std::printf("runs in their own process, killed after %d s\n\n", limit);
+  std::printf("%-8s %-8s %6s %10s %15s %11s %10s %10s %11s %10s\n", "family", "engine", "N", "steps", "verdict", "engine s",
+              "interp s", "ratio", "executions", "peak MiB");
+  std::vector<std::string> crossing;
+  for (const auto& f : families) {
+    for (int z3 = 0; z3 < 2; ++z3) {
+      const auto& ns = z3 ? f.z3_ns : f.explicit_ns;
+      bool crossed = false;
+      for (uint32_t n : ns) {
+        Row r = in_child(f.name, n, z3 != 0, limit);
+        if (r.killed) {
+          std::printf("%-8s %-8s %6u %10s %15s %11s\n", f.name.c_str(), z3 ? "z3" : "explicit", n, "-", "killed", (">" + std::to_string(limit) + " s").c_str());
+          if (z3 && !crossed) crossing.push_back(f.name + ": z3 takes more than 60 s at N = " + std::to_string(n) + " (killed at " + std::to_string(limit) + " s)");
+          crossed = true;
+          break;
+        }
+        if (!r.ok) {
+          std::printf("%-8s %-8s %6u  failed to build\n", f.name.c_str(), z3 ? "z3" : "explicit", n);
+          continue;
+        }
+        double ratio = r.interp_s > 0 ? r.engine_s / r.interp_s : 0;
+        std::printf("%-8s %-8s %6u %10llu %15s %10.3fs %9.4fs %9.0fx %11llu %10.1f\n", f.name.c_str(), z3 ? "z3" : "explicit", n,
+                    static_cast<unsigned long long>(r.steps), r.verdict, r.engine_s, r.interp_s, ratio,
+                    static_cast<unsigned long long>(r.executions), static_cast<double>(r.peak_kb) / 1024.0);
+        std::fflush(stdout);
+        if (z3 && r.engine_s > 60 && !crossed) {
+          crossing.push_back(f.name + ": z3 takes more than 60 s at N = " + std::to_string(n) + " (" + std::to_string(r.engine_s) + " s)");
+          crossed = true;
+          break;
+        }
+      }
+      if (z3 && !crossed) crossing.push_back(f.name + ": z3 stays under 60 s up to N = " + std::to_string(ns.back()));
+    }
+  }
+  std::printf("\n");
+  for (const auto& c : crossing) std::printf("%s\n", c.c_str());
+  return 0;
+}
