@@ -1,4 +1,5 @@
 // `stepgraph verify`: one line per N, then the counterexample; or JSON as the design specifies.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -6,7 +7,10 @@
 
 #include "cli/commands.hpp"
 #include "core/dsl/session.hpp"
+#include "core/dsl/printer.hpp"
 #include "core/graph/elaborate.hpp"
+#include "core/graph/passes.hpp"
+#include "core/io/writers.hpp"
 #include "verify/verify.hpp"
 
 namespace sg::cli {
@@ -55,18 +59,34 @@ int cmd_verify(const VerifyOpts& o) {
   vo.z3_opts.timeout_ms = static_cast<unsigned>(o.timeout_s * 1000);
   vo.explicit_opts.max_executions = o.max_executions;
 
+  auto points = dump_points();
+  for (const auto& d : o.c.dump_after)
+    if (d != "all" && std::find(points.begin(), points.end(), d) == points.end())
+      return fail("unknown pass '" + d + "' for --dump-after");
+  auto wants = [&](const std::string& p) {
+    return std::find(o.c.dump_after.begin(), o.c.dump_after.end(), p) != o.c.dump_after.end() ||
+           std::find(o.c.dump_after.begin(), o.c.dump_after.end(), "all") != o.c.dump_after.end();
+  };
   Session s;
   Target t = s.resolve(o.c.target);
   if (s.diags.has_errors() || !t.schedule) {
     s.diags.print(std::cerr, s.sources);
     return 2;
   }
+  if (wants("parse")) std::cout << "=== after parse ===\n" << print_program(*t.program);
   int rc = 0;
   nlohmann::json all = nlohmann::json::array();
   for (uint32_t n : ns) {
     s.diags.clear();
     eo.nranks = n;
-    verify::VerifyReport rep = verify::verify(s, t, eo, vo);
+    ElabOptions one = eo;
+    one.lifecycle_as_findings = true;
+    auto g = elaborate(s, t, one);
+    bool built = g && run_passes(*g, s.diags, o.c.dump_after, [&](const std::string& pass) {
+                   std::cout << "=== after " << pass << " (N = " << n << ") ===\n";
+                   write_text(std::cout, *g, s.sources);
+                 });
+    verify::VerifyReport rep = built ? verify::verify_graph(*g, vo) : verify::VerifyReport{};
     std::string head = "verify " + t.schedule->name + " N = " + std::to_string(n) + ": ";
     if (!rep.built) {
       rc = std::max(rc, 2);

@@ -82,12 +82,4 @@ VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo) {
   return rep;
 }
 
-VerifyReport verify(Session& s, const Target& t, const ElabOptions& opts, const VerifyOptions& vo) {
-  ElabOptions o = opts;
-  o.lifecycle_as_findings = true;
-  auto g = elaborate(s, t, o);
-  if (!g || !run_passes(*g, s.diags, {}, nullptr)) return VerifyReport{};
-  return verify_graph(*g, vo);
-}
-
 }  // namespace sg::verify

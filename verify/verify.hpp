@@ -43,8 +43,7 @@ struct VerifyReport {
   bool disagreement() const;
 };
 
-VerifyReport verify(Session& s, const Target& t, const ElabOptions& opts, const VerifyOptions& vo);
-// The same, on a graph already built (tests, benchmarks).
+// Decides a graph built with ElabOptions::lifecycle_as_findings (so bad waits are findings).
 VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo);
 
 }  // namespace sg::verify
