@@ -7,10 +7,6 @@
 // It prints transfers per second, bytes per step, peak memory, the ratio to the baseline, and the
 // ratio of time per transfer between sizes (1.0 = cost linear in transfers). Times are the
 // fastest of --reps runs (default 3): on a virtual machine, touching fresh memory is noisy.
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <algorithm>
@@ -22,6 +18,7 @@
 #include "core/dsl/session.hpp"
 #include "core/graph/elaborate.hpp"
 #include "core/graph/passes.hpp"
+#include "bench/child_process.hpp"
 
 using namespace sg;
 using Clock = std::chrono::steady_clock;
@@ -101,28 +98,12 @@ Result run_baseline(uint32_t n) {
   return r;
 }
 
-// Runs fn in a child process; the child's peak RSS comes back through wait4.
 template <class Fn>
 Result in_child(Fn fn) {
-  int fd[2];
-  if (pipe(fd) != 0) return {};
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fd[0]);
-    Result r = fn();
-    ssize_t w = write(fd[1], &r, sizeof r);
-    (void)w;
-    _exit(0);
-  }
-  close(fd[1]);
-  Result r;
-  ssize_t got = read(fd[0], &r, sizeof r);
-  close(fd[0]);
-  int status = 0;
-  struct rusage ru;
-  wait4(pid, &status, 0, &ru);
-  if (got != static_cast<ssize_t>(sizeof r)) return {};
-  r.peak_kb = ru.ru_maxrss;
+  bool finished = false;
+  long peak = 0;
+  Result r = run_in_child<Result>(fn, 0, finished, peak);
+  r.peak_kb = peak;
   return r;
 }
 

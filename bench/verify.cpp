@@ -7,11 +7,6 @@
 // killed). The baseline, measured in the same run, is one execution of the reference
 // interpreter on the same graph: the ratio says what deciding every execution costs over
 // running one. The report ends with the N at which Z3 first takes more than 60 s per family.
-#include <signal.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +19,7 @@
 #include "core/graph/passes.hpp"
 #include "core/interp/interpret.hpp"
 #include "verify/verify.hpp"
+#include "bench/child_process.hpp"
 
 using namespace sg;
 using namespace sg::verify;
@@ -90,31 +86,12 @@ Row run_one(const std::string& family, uint32_t n, bool z3) {
   return row;
 }
 
-// Runs in a child process with a time limit; peak RSS comes back through wait4.
 Row in_child(const std::string& family, uint32_t n, bool z3, int limit_s) {
-  int fd[2];
-  if (pipe(fd) != 0) return {};
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(fd[0]);
-    alarm(static_cast<unsigned>(limit_s));  // SIGALRM ends a run that takes too long
-    Row r = run_one(family, n, z3);
-    ssize_t w = write(fd[1], &r, sizeof r);
-    (void)w;
-    _exit(0);
-  }
-  close(fd[1]);
-  Row r;
-  ssize_t got = read(fd[0], &r, sizeof r);
-  close(fd[0]);
-  int status = 0;
-  struct rusage ru;
-  wait4(pid, &status, 0, &ru);
-  if (got != static_cast<ssize_t>(sizeof r)) {
-    r = Row{};
-    r.killed = true;
-  }
-  r.peak_kb = ru.ru_maxrss;
+  bool finished = false;
+  long peak = 0;
+  Row r = run_in_child<Row>([&] { return run_one(family, n, z3); }, static_cast<unsigned>(limit_s), finished, peak);
+  r.killed = !finished;
+  r.peak_kb = peak;
   return r;
 }
 

@@ -107,16 +107,7 @@ class Explorer {
         if (!is_recv && g_.kind(x) == StepKind::Recv && compatible(g_, x, s)) fits = true;
       }
       if (fits) continue;
-      Counterexample cx;
-      cx.verdict = Verdict::Unmatched;
-      cx.rank = g_.rank(s);
-      const P2PInfo& p = g_.p2p_info(s);
-      cx.summary = is_recv ? "rank " + std::to_string(g_.rank(s)) + " posts a receive from " +
-                                 (p.peer == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p.peer)) +
-                                 " that no send left in the program can match"
-                           : "rank " + std::to_string(g_.rank(s)) + " sends to rank " + std::to_string(p.peer) +
-                                 " (tag " + std::to_string(p.tag) + ") and no receive left in the program can take it";
-      cx.steps.push_back(cx_step(g_, s, "pending"));
+      Counterexample cx = unmatched_cx(g_, s);
       cx.matching = matching;
       offer(cx);
       return;
@@ -134,14 +125,7 @@ class Explorer {
     }
     for (const Issue& is : r.issues) {
       if (is.kind != IssueKind::UndefinedRead) continue;
-      Counterexample cx;
-      cx.verdict = Verdict::UndefinedData;
-      cx.rank = is.rank;
-      cx.buf = is.buf;
-      cx.chunk = is.chunk;
-      cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
-      cx.summary = is.text;
-      cx.steps.push_back(cx_step(g_, is.step, "reads"));
+      Counterexample cx = undefined_cx(g_, is.step, is.buf, is.chunk);
       cx.matching = matching;
       offer(cx);
       return;
@@ -153,10 +137,7 @@ class Explorer {
     const Issue& is = post.issues.front();
     Counterexample cx;
     cx.verdict = Verdict::WrongResult;
-    cx.rank = is.rank;
-    cx.buf = is.buf;
-    cx.chunk = is.chunk;
-    cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
+    set_chunk(cx, g_, is.rank, is.buf, is.chunk);
     cx.summary = is.text.substr(0, is.text.find(" (holds "));
     cx.expected = is.expected;
     cx.actual = is.actual;

@@ -18,6 +18,38 @@ CxStep cx_step(const StepGraph& g, StepId s, std::string role, std::string note)
   return c;
 }
 
+void set_chunk(Counterexample& cx, const StepGraph& g, uint32_t rank, uint32_t buf, uint32_t chunk) {
+  cx.rank = rank;
+  cx.buf = buf;
+  cx.chunk = chunk;
+  cx.chunk_name = g.chunk_name(buf, chunk);
+}
+
+Counterexample unmatched_cx(const StepGraph& g, StepId s) {
+  Counterexample cx;
+  cx.verdict = Verdict::Unmatched;
+  cx.rank = g.rank(s);
+  const P2PInfo& p = g.p2p_info(s);
+  cx.summary = g.kind(s) == StepKind::Recv
+                   ? "rank " + std::to_string(g.rank(s)) + " posts a receive from " +
+                         (p.peer == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p.peer)) +
+                         " that no send left in the program can match"
+                   : "rank " + std::to_string(g.rank(s)) + " sends to rank " + std::to_string(p.peer) + " (tag " +
+                         std::to_string(p.tag) + ") and no receive left in the program can take it";
+  cx.steps.push_back(cx_step(g, s, "pending"));
+  return cx;
+}
+
+Counterexample undefined_cx(const StepGraph& g, StepId s, uint32_t buf, uint32_t chunk) {
+  Counterexample cx;
+  cx.verdict = Verdict::UndefinedData;
+  set_chunk(cx, g, g.rank(s), buf, chunk);
+  cx.summary = std::string(step_kind_name(g.kind(s))) + " on rank " + std::to_string(g.rank(s)) + " reads " +
+               g.chunk_name(buf, chunk) + ", which was never written";
+  cx.steps.push_back(cx_step(g, s, "reads"));
+  return cx;
+}
+
 bool compatible(const StepGraph& g, StepId recv, StepId send) {
   const P2PInfo& r = g.p2p_info(recv);
   const P2PInfo& s = g.p2p_info(send);
@@ -90,10 +122,7 @@ std::optional<Counterexample> find_race(const StepGraph& g) {
             if (!writes && !o_writes) continue;  // two reads never race
             Counterexample cx;
             cx.verdict = Verdict::Race;
-            cx.rank = rank;
-            cx.buf = r.buf;
-            cx.chunk = c;
-            cx.chunk_name = g.chunk_name(cx.buf, cx.chunk);
+            set_chunk(cx, g, rank, r.buf, c);
             cx.summary = "rank " + std::to_string(rank) + ": " + (writes ? "a write to " : "a read of ") +
                          g.chunk_name(r.buf, c) + " can overlap the " + (o_writes ? "irecv" : "isend") + " still using it";
             cx.steps.push_back(cx_step(g, o, o_writes ? "in-flight write" : "in-flight read",

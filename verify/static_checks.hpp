@@ -20,4 +20,9 @@ std::optional<Counterexample> find_race(const StepGraph& g);
 bool compatible(const StepGraph& g, StepId recv, StepId send);
 CxStep cx_step(const StepGraph& g, StepId s, std::string role = "", std::string note = "");
 
+// Counterexamples both engines build the same way.
+Counterexample unmatched_cx(const StepGraph& g, StepId pending);
+Counterexample undefined_cx(const StepGraph& g, StepId reader, uint32_t buf, uint32_t chunk);
+void set_chunk(Counterexample& cx, const StepGraph& g, uint32_t rank, uint32_t buf, uint32_t chunk);
+
 }  // namespace sg::verify

@@ -351,17 +351,7 @@ class Encoder {
     if (check(q) != z3::sat) return std::nullopt;
     for (StepId s : ops) {
       if (!val(unmatched(s))) continue;
-      Counterexample cx;
-      cx.verdict = Verdict::Unmatched;
-      cx.rank = g_.rank(s);
-      const P2PInfo& p = g_.p2p_info(s);
-      cx.summary = g_.kind(s) == StepKind::Recv
-                       ? "rank " + std::to_string(g_.rank(s)) + " posts a receive from " +
-                             (p.peer == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p.peer)) +
-                             " that no send left in the program can match"
-                       : "rank " + std::to_string(g_.rank(s)) + " sends to rank " + std::to_string(p.peer) + " (tag " +
-                             std::to_string(p.tag) + ") and no receive left in the program can take it";
-      cx.steps.push_back(cx_step(g_, s, "pending"));
+      Counterexample cx = unmatched_cx(g_, s);
       cx.matching = matching_from_model(true);
       return cx;
     }
@@ -445,10 +435,7 @@ class Encoder {
       auto [x, y] = cands[i];
       Counterexample cx;
       cx.verdict = Verdict::Race;
-      cx.rank = g_.rank(x);
-      cx.buf = where[i].first;
-      cx.chunk = where[i].second;
-      cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
+      set_chunk(cx, g_, g_.rank(x), where[i].first, where[i].second);
       cx.summary = "rank " + std::to_string(g_.rank(x)) + ": two accesses to " + g_.chunk_name(cx.buf, cx.chunk) +
                    " can overlap in time";
       auto span = [&](StepId s) {
@@ -543,16 +530,7 @@ class Encoder {
       for (const Range& r : rd)
         for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) {
           if (prior(s, r.buf, c) != kNoStep || initially_defined(g_.rank(s), r.buf, c)) continue;
-          Counterexample cx;
-          cx.verdict = Verdict::UndefinedData;
-          cx.rank = g_.rank(s);
-          cx.buf = r.buf;
-          cx.chunk = c;
-          cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
-          cx.summary = std::string(step_kind_name(g_.kind(s))) + " on rank " + std::to_string(g_.rank(s)) + " reads " +
-                       g_.chunk_name(r.buf, c) + ", which was never written";
-          cx.steps.push_back(cx_step(g_, s, "reads"));
-          return cx;
+          return undefined_cx(g_, s, r.buf, c);
         }
     }
     return std::nullopt;
@@ -760,10 +738,7 @@ class Encoder {
     InterpResult r = interpret(g_, io);
     Counterexample cx;
     cx.verdict = Verdict::WrongResult;
-    cx.rank = ch.rank;
-    cx.buf = ch.buf;
-    cx.chunk = ch.chunk;
-    cx.chunk_name = g_.chunk_name(cx.buf, cx.chunk);
+    set_chunk(cx, g_, ch.rank, ch.buf, ch.chunk);
     cx.expected = describe_value(ch.expected, g_, ch.buf);
     const ChunkSlot& slot = r.final.at(ch.rank, ch.buf, ch.chunk);
     cx.actual = describe_value(slot.v, g_, ch.buf);

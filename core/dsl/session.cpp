@@ -51,11 +51,15 @@ const Program* Session::load_file(const std::string& path) {
     diags.error(Loc{}, err + " (no such file; `stepgraph list` shows the library's schedule names)");
     return nullptr;
   }
+  return parse_and_keep(path, id);
+}
+
+const Program* Session::parse_and_keep(const std::string& key, uint32_t file) {
   size_t first = diags.all().size();
-  auto prog = parse(sources, id, diags, stmt_locs);
-  diags.sort_from(first);
+  auto prog = parse(sources, file, diags, stmt_locs);
+  diags.sort_from(first);  // the lexer's and the parser's errors, in source order
   const Program* p = prog.get();
-  programs_[path] = std::move(prog);
+  programs_[key] = std::move(prog);
   return p;
 }
 
@@ -65,23 +69,12 @@ const Program* Session::load_library(const std::string& name) {
   if (it != programs_.end()) return it->second.get();
   const LibraryEntry* e = find_library(name);
   if (!e) return nullptr;
-  uint32_t id = sources.add(e->path, e->text);
-  size_t first = diags.all().size();
-  auto prog = parse(sources, id, diags, stmt_locs);
-  diags.sort_from(first);
-  const Program* p = prog.get();
-  programs_[key] = std::move(prog);
-  return p;
+  return parse_and_keep(key, sources.add(e->path, e->text));
 }
 
 const Program* Session::load_text(const std::string& name, const std::string& text) {
   uint32_t id = sources.add(name, text);
-  size_t first = diags.all().size();
-  auto prog = parse(sources, id, diags, stmt_locs);
-  diags.sort_from(first);
-  const Program* p = prog.get();
-  programs_["text:" + name + ":" + std::to_string(id)] = std::move(prog);
-  return p;
+  return parse_and_keep("text:" + name + ":" + std::to_string(id), id);
 }
 
 Target Session::pick(const Program* prog, const std::string& wanted, const std::string& stem, const std::string& spec) {
@@ -115,7 +108,7 @@ Target Session::resolve(const std::string& spec) {
     wanted = spec.substr(colon + 1);
   }
   bool looks_like_file = std::filesystem::exists(path, ec) || path.find('/') != std::string::npos ||
-                         path.size() > 6 && path.compare(path.size() - 6, 6, ".sched") == 0;
+                         (path.size() > 6 && path.compare(path.size() - 6, 6, ".sched") == 0);
   if (!looks_like_file) {
     const Program* prog = load_library(path);
     if (!prog) {

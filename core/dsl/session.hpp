@@ -39,6 +39,7 @@ class Session {
   Target find_callee(const Program& from, const std::string& name);
 
  private:
+  const Program* parse_and_keep(const std::string& key, uint32_t file);
   Target pick(const Program* prog, const std::string& wanted, const std::string& stem, const std::string& spec);
   std::map<std::string, std::unique_ptr<Program>> programs_;  // by path or "lib:NAME"
 };
