@@ -117,7 +117,7 @@ TEST_CASE("a receive nobody sends to leaves the run stuck", "[interp]") {
   REQUIRE_FALSE(c.r.completed);
   const Issue* i = first(c.r.issues, IssueKind::Stuck);
   REQUIRE(i);
-  CHECK(i->text == "rank 0 is stuck at recv #0: it waits for a message from rank 1 with tag 0");
+  CHECK(i->text == "rank 0 is stuck at recv #0: it waits for a message from rank 1 (tag 0)");
   CHECK(line_of(c, *i) == 4);
   // The fix: one side sends first.
   auto f = sgtest::check(R"(schedule d() {
@@ -139,7 +139,7 @@ TEST_CASE("a collective missing a participant leaves the run stuck", "[interp][c
   REQUIRE_FALSE(c.r.completed);
   const Issue* i = first(c.r.issues, IssueKind::Stuck);
   REQUIRE(i);
-  CHECK(i->text.find("waits in allreduce for rank 2") != std::string::npos);
+  CHECK(i->text.find("waits in allreduce #0 for rank 2") != std::string::npos);
 }
 
 TEST_CASE("a message nobody receives is reported", "[interp]") {

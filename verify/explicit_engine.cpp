@@ -103,8 +103,8 @@ class Explorer {
       bool fits = false;
       for (StepId x = 0; x < g_.size() && !fits; ++x) {
         if (!g_.local(x) || r.partner[x] != kNoStep || x == s) continue;
-        if (is_recv && g_.kind(x) == StepKind::Send && compatible(g_, s, x)) fits = true;
-        if (!is_recv && g_.kind(x) == StepKind::Recv && compatible(g_, x, s)) fits = true;
+        if (is_recv && g_.kind(x) == StepKind::Send && p2p_compatible(g_, s, x)) fits = true;
+        if (!is_recv && g_.kind(x) == StepKind::Recv && p2p_compatible(g_, x, s)) fits = true;
       }
       if (fits) continue;
       Counterexample cx = unmatched_cx(g_, s);

@@ -50,13 +50,6 @@ Counterexample undefined_cx(const StepGraph& g, StepId s, uint32_t buf, uint32_t
   return cx;
 }
 
-bool compatible(const StepGraph& g, StepId recv, StepId send) {
-  const P2PInfo& r = g.p2p_info(recv);
-  const P2PInfo& s = g.p2p_info(send);
-  return s.peer == g.rank(recv) && r.comm == s.comm && (r.peer == kAnyRank || r.peer == g.rank(send)) &&
-         (r.tag == kAnyTag || r.tag == s.tag);
-}
-
 std::optional<Counterexample> find_lifecycle(const StepGraph& g) {
   if (!g.bad_waits.empty()) {
     const BadWait& b = g.bad_waits.front();

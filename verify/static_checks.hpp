@@ -16,8 +16,6 @@ namespace sg::verify {
 std::optional<Counterexample> find_lifecycle(const StepGraph& g);
 std::optional<Counterexample> find_race(const StepGraph& g);
 
-// A compatible MPI pairing: send s could be received by r (rank, source, tag, communicator).
-bool compatible(const StepGraph& g, StepId recv, StepId send);
 CxStep cx_step(const StepGraph& g, StepId s, std::string role = "", std::string note = "");
 
 // Counterexamples both engines build the same way.

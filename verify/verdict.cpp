@@ -20,7 +20,6 @@ const char* verdict_name(Verdict v) {
   return "unknown";
 }
 
-const char* mode_name(SendMode m) { return m == SendMode::Eager ? "eager" : "rendezvous"; }
 
 std::string render_text(const Counterexample& cx, const SourceManager& sm) {
   // The first step carries the error; the others are notes with their own source lines.

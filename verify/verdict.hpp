@@ -19,7 +19,7 @@ const char* verdict_name(Verdict v);
 // Lower is reported first; Ok and Unknown come last.
 inline int priority(Verdict v) { return static_cast<int>(v); }
 
-const char* mode_name(SendMode m);
+using sg::mode_name;
 
 // One step as a counterexample shows it.
 struct CxStep {

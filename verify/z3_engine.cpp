@@ -154,7 +154,7 @@ class Encoder {
     for (auto& [key, sr] : ends)
       for (StepId r : sr.second)
         for (StepId m : sr.first)
-          if (compatible(g_, r, m)) {
+          if (p2p_compatible(g_, r, m)) {
             size_t idx = pr_.size();
             pr_.push_back({r, m});
             M_.push_back(ctx_.bool_const(("M" + std::to_string(r) + "_" + std::to_string(m)).c_str()));

@@ -59,12 +59,8 @@ void match_p2p(StepGraph& g, Diagnostics& diags) {
     for (StepId r : recvs) {
       P2PInfo& rp = g.p2p[g.ref(r)];
       rp.cand_off = static_cast<uint32_t>(g.candidates.size());
-      for (StepId s : sends) {
-        const P2PInfo& sp = g.p2p_info(s);
-        if (rp.peer != kAnyRank && rp.peer != g.rank(s)) continue;
-        if (rp.tag != kAnyTag && rp.tag != sp.tag) continue;
-        g.candidates.push_back(s);
-      }
+      for (StepId s : sends)
+        if (p2p_compatible(g, r, s)) g.candidates.push_back(s);
       rp.cand_cnt = static_cast<uint32_t>(g.candidates.size()) - rp.cand_off;
       rp.match = kNoStep;
     }

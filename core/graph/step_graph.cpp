@@ -85,6 +85,13 @@ void StepGraph::reads(StepId s, std::vector<Range>& out) const {
   }
 }
 
+bool p2p_compatible(const StepGraph& g, StepId recv, StepId send) {
+  const P2PInfo& r = g.p2p_info(recv);
+  const P2PInfo& s = g.p2p_info(send);
+  return s.peer == g.rank(recv) && r.comm == s.comm && (r.peer == kAnyRank || r.peer == g.rank(send)) &&
+         (r.tag == kAnyTag || r.tag == s.tag);
+}
+
 void collective_access(const CollInfo& c, const GroupInfo& g, uint32_t rank, const Range& r, bool write,
                        std::vector<Range>& out) {
   int64_t me = g.index_of(rank);

@@ -135,6 +135,11 @@ struct Expectation {
   uint32_t stmt = 0;
 };
 
+class StepGraph;
+// Whether MPI could let `recv` take the message of `send` (both local-view point-to-point steps):
+// same destination and communicator, a matching source and tag (or wildcards).
+bool p2p_compatible(const StepGraph& g, StepId recv, StepId send);
+
 // The chunks one member of a collective reads (write = false) or writes (write = true).
 void collective_access(const CollInfo& c, const GroupInfo& g, uint32_t rank, const Range& r, bool write,
                        std::vector<Range>& out);

@@ -7,6 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/interp/stuck.hpp"
+
 namespace sg {
 
 const char* issue_name(IssueKind k) {
@@ -112,10 +114,21 @@ class Interp {
     }
     res.executed = completed_;
     res.completed = completed_ == n_;
-    if (!res.completed && o_.report_stuck) report_stuck();
     res.status.resize(n_);
     for (StepId s = 0; s < n_; ++s)
       res.status[s] = static_cast<uint8_t>(((st_[s] & kIssued) ? kStepIssued : 0) | ((st_[s] & kCompleted) ? kStepCompleted : 0));
+    if (!res.completed && o_.report_stuck) {
+      for (const StuckRank& sr : analyze_stuck(g_, res.status, partner_, o_.mode).ranks) {
+        if (issues_.size() >= 16) break;
+        Issue is;
+        is.kind = IssueKind::Stuck;
+        is.rank = sr.rank;
+        is.step = sr.step;
+        is.text = "rank " + std::to_string(sr.rank) + " is stuck at " + step_kind_name(g_.kind(sr.step)) + " #" +
+                  std::to_string(sr.step) + ": it " + sr.why;
+        issues_.push_back(is);
+      }
+    }
     for (uint32_t r = 0; r < g_.nranks; ++r)
       for (const Msg& m : unexpected_[r]) res.pending_messages.push_back(m.send);
     res.partner = std::move(partner_);
@@ -525,72 +538,6 @@ class Interp {
         break;
     }
     for (uint32_t j = 0; j < gsz; ++j) complete(steps[j]);
-  }
-
-  // ---------------------------------------------------------------- stuck
-  std::string waits_for(StepId s) const {
-    if (pending_[s] > 0) {
-      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d)
-        if (!(st_[*d] & kReleased)) return "waits for step #" + std::to_string(*d) + " (" + step_kind_name(g_.kind(*d)) + ")";
-      return "waits for an earlier step";
-    }
- switch (g_.kind(s)) {
-      case StepKind::Send:
-        if (g_.local(s)) {
-          const P2PInfo& p = g_.p2p_info(s);
-          return "waits for rank " + std::to_string(p.peer) + " to post a receive for it (tag " + std::to_string(p.tag) + ", rendezvous)";
-        }
-        return "cannot run";
-      case StepKind::Recv: {
-        if (!g_.local(s)) return "waits for the matching send #" + std::to_string(g_.ref(s)) + " on rank " + std::to_string(g_.rank(g_.ref(s)));
-        const P2PInfo& p = g_.p2p_info(s);
-        return "waits for a message from " + (p.peer == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p.peer)) +
-               (p.tag == kAnyTag ? std::string(" with any tag") : " with tag " + std::to_string(p.tag));
-      }
-      case StepKind::Wait:
-        for (const StepId* h = g_.handles_begin(s); h != g_.handles_end(s); ++h)
-          if (!(st_[*h] & kCompleted)) return "waits for the " + std::string(g_.kind(*h) == StepKind::Send ? "isend" : "irecv") +
-                                              " #" + std::to_string(*h) + " to complete";
-        return "waits";
-      case StepKind::Collective: {
-        const CollInfo& c = g_.coll(s);
-        const Instance& in = g_.instances[c.instance];
-        const GroupInfo& gr = g_.groups[in.group];
-        if (!in.consistent) return std::string("is in collective ") + coll_name(c.kind) + " #" + std::to_string(in.seq) +
-                                   " whose members disagree (kind, root, op or size)";
-        std::string missing;
-        int shown = 0;
-        for (uint32_t k = 0; k < gr.count; ++k) {
-          uint32_t m = gr.member(k);
-          bool here = false;
-          for (uint32_t i = 0; i < in.steps_cnt; ++i) {
-            StepId t = g_.instance_steps[in.steps_off + i];
-            if (g_.rank(t) == m && (st_[t] & kArrived)) here = true;
-          }
-          if (!here && shown++ < 8) missing += (missing.empty() ? "" : ", ") + std::to_string(m);
-        }
-        return std::string("waits in ") + coll_name(c.kind) + " for rank" + (shown == 1 ? " " : "s ") + missing;
-      }
-      default: return "cannot run";
-    }
-  }
-
-  void report_stuck() {
-    std::vector<bool> seen(g_.nranks, false);
-    int shown = 0;
-    for (StepId s = 0; s < n_; ++s) {
-      uint32_t r = g_.rank(s);
-      if (seen[r] || (st_[s] & kCompleted) || ((st_[s] & kReleased) && g_.nonblocking(s))) continue;
-      seen[r] = true;
-      if (shown++ >= 16) continue;
-      Issue is;
-      is.kind = IssueKind::Stuck;
-      is.rank = r;
-      is.step = s;
-      is.text = "rank " + std::to_string(r) + " is stuck at " + step_kind_name(g_.kind(s)) + " #" + std::to_string(s) +
-                ": it " + waits_for(s);
-      issues_.push_back(is);
-    }
   }
 
   const StepGraph& g_;

@@ -39,6 +39,7 @@ struct Issue {
 // receive has been posted: MPI's zero-buffer mode). Choreographic receives are posted from the
 // start, so choreographic sends complete at once under both.
 enum class SendMode : uint8_t { Eager, Rendezvous };
+const char* mode_name(SendMode m);  // "eager" / "rendezvous" (stuck.cpp)
 
 struct InterpOptions {
   SendMode mode = SendMode::Eager;
