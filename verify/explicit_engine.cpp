@@ -95,14 +95,19 @@ class Explorer {
   }
 
   void classify(const InterpResult& r, const std::vector<std::pair<StepId, StepId>>& matching) {
+    if (p2p_.empty() && !p2p_listed_) {
+      for (StepId s = 0; s < g_.size(); ++s)
+        if (g_.local(s) && (g_.kind(s) == StepKind::Send || g_.kind(s) == StepKind::Recv)) p2p_.push_back(s);
+      p2p_listed_ = true;
+    }
     // unmatched: a pending MPI operation that no unmatched operation left in the program fits.
-    for (StepId s = 0; s < g_.size(); ++s) {
-      if (!g_.local(s) || (g_.kind(s) != StepKind::Send && g_.kind(s) != StepKind::Recv)) continue;
+    for (StepId s : p2p_) {
       if (!(r.status[s] & kStepIssued) || r.partner[s] != kNoStep) continue;
       bool is_recv = g_.kind(s) == StepKind::Recv;
       bool fits = false;
-      for (StepId x = 0; x < g_.size() && !fits; ++x) {
-        if (!g_.local(x) || r.partner[x] != kNoStep || x == s) continue;
+      for (StepId x : p2p_) {
+        if (fits) break;
+        if (r.partner[x] != kNoStep || x == s) continue;
         if (is_recv && g_.kind(x) == StepKind::Send && p2p_compatible(g_, s, x)) fits = true;
         if (!is_recv && g_.kind(x) == StepKind::Recv && p2p_compatible(g_, x, s)) fits = true;
       }
@@ -179,6 +184,8 @@ class Explorer {
   SendMode mode_;
   const ExplicitOptions& o_;
   std::optional<Counterexample> best_;
+  std::vector<StepId> p2p_;  // the MPI sends and receives
+  bool p2p_listed_ = false;
 };
 
 }  // namespace
