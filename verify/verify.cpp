@@ -36,9 +36,16 @@ VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo) {
   rep.ranks = g.nranks;
   rep.steps = g.size();
   bool use_explicit = vo.engine != Engine::Z3;
+#ifdef STEPGRAPH_HAVE_Z3
+  bool z3_built = true;
+#else
+  bool z3_built = false;  // z3 and both still run it, to say so
+#endif
   bool use_z3 = vo.engine == Engine::Z3 || vo.engine == Engine::Both ||
-                (vo.engine == Engine::Auto && g.size() <= vo.auto_z3_max_steps);
-  if (vo.engine == Engine::Auto && !use_z3)
+                (vo.engine == Engine::Auto && z3_built && g.size() <= vo.auto_z3_max_steps);
+  if (vo.engine == Engine::Auto && !z3_built)
+    rep.note = "z3 skipped: this stepgraph was built without Z3 (STEPGRAPH_WITH_Z3=OFF)";
+  else if (vo.engine == Engine::Auto && !use_z3)
     rep.note = "z3 skipped: " + std::to_string(g.size()) + " steps (auto runs it up to " + std::to_string(vo.auto_z3_max_steps) +
                "; use --engine z3 or both to force it)";
   // Choreographic sends complete at once under both semantics; without MPI sends the two
