@@ -534,7 +534,6 @@ class Parser {
 
   StmtPtr compute_stmt() {
     auto s = make_stmt<ComputeStmt>(next());
-    const Token& name = peek();
     s->name = ident("a kernel name after 'compute'");
     if (s->name == "attn" || s->name == "attn_bwd") {
       s->what = s->name == "attn" ? ComputeKind::Attn : ComputeKind::AttnBwd;
@@ -553,7 +552,6 @@ class Parser {
       s->mask = mask_word();
       if (accept_word("flops")) s->flops = expr();
     } else {
-      (void)name;
       s->what = ComputeKind::Generic;
       expect_word("flops", "after the kernel name (compute NAME flops F reads … writes …)");
       s->flops = expr();
@@ -674,12 +672,10 @@ class Parser {
 
   ExprPtr cond() {
     auto c = binary(0);
-    if (at(Tok::Question)) {
-      Loc loc = next().loc;
+    if (accept(Tok::Question)) {
       auto e = std::make_unique<Expr>();
       e->kind = ExprKind::Cond;
       e->loc = c->loc;
-      (void)loc;
       e->args.push_back(std::move(c));
       e->args.push_back(expr());
       expect(Tok::Colon, "in a conditional expression (c ? a : b)");

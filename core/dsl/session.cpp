@@ -77,7 +77,7 @@ const Program* Session::load_text(const std::string& name, const std::string& te
   return parse_and_keep("text:" + name + ":" + std::to_string(id), id);
 }
 
-Target Session::pick(const Program* prog, const std::string& wanted, const std::string& stem, const std::string& spec) {
+Target Session::pick(const Program* prog, const std::string& wanted, const std::string& stem) {
   if (!prog) return {};
   if (prog->schedules.empty()) {
     diags.error(Loc{prog->file, 1, 1}, "no schedule in '" + sources.file(prog->file).name() + "'");
@@ -94,7 +94,6 @@ Target Session::pick(const Program* prog, const std::string& wanted, const std::
     return {prog, s};
   }
   if (const Schedule* s = prog->find(stem)) return {prog, s};
-  (void)spec;
   return {prog, prog->schedules.back().get()};
 }
 
@@ -117,12 +116,12 @@ Target Session::resolve(const std::string& spec) {
       diags.error(Loc{}, "'" + path + "' is neither a file nor a library schedule" + hint);
       return {};
     }
-    return pick(prog, wanted, path, spec);
+    return pick(prog, wanted, path);
   }
   const Program* prog = load_file(path);
   if (!prog) return {};
   if (diags.has_errors()) return {prog, nullptr};
-  return pick(prog, wanted, std::filesystem::path(path).stem().string(), spec);
+  return pick(prog, wanted, std::filesystem::path(path).stem().string());
 }
 
 Target Session::find_callee(const Program& from, const std::string& name) {

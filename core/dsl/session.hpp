@@ -40,7 +40,7 @@ class Session {
 
  private:
   const Program* parse_and_keep(const std::string& key, uint32_t file);
-  Target pick(const Program* prog, const std::string& wanted, const std::string& stem, const std::string& spec);
+  Target pick(const Program* prog, const std::string& wanted, const std::string& stem);
   std::map<std::string, std::unique_ptr<Program>> programs_;  // by path or "lib:NAME"
 };
 

@@ -22,8 +22,8 @@ void render_findings(const StepGraph& g, const InterpResult& r, const Postcondit
       case IssueKind::Lifecycle: prefix = "lifecycle: "; warn = true; break;
       default: break;
     }
-    Diagnostic& d = warn ? out.warning(loc_of(is), prefix + is.text) : out.error(loc_of(is), prefix + is.text);
-    (void)d;
+    if (warn) out.warning(loc_of(is), prefix + is.text);
+    else out.error(loc_of(is), prefix + is.text);
   }
   for (const Issue& is : p.issues) {
     Loc at = loc_of(is);

@@ -171,7 +171,6 @@ class Checker {
       std::vector<Run> dup, foreign;
       for (const Run& e : extra) {
         // Atoms the expected value has too are counted twice; the rest do not belong.
-        uint32_t lo = e.lo;
         for (const Run& w : expected.runs) {
           if (!w.same_family(e)) continue;
           uint32_t a0 = std::max(e.lo, w.lo), a1 = std::min(e.hi, w.hi);
@@ -181,7 +180,6 @@ class Checker {
           d.hi = a1;
           dup.push_back(d);
         }
-        (void)lo;
       }
       foreign = minus(Value{extra, true}, Value{dup, true});
       std::string parts;
