@@ -168,14 +168,7 @@ class Explorer {
       }
       w = prev;
     }
-    if (is.step == kNoStep && is.stmt < g_.stmt_locs.size()) {
-      CxStep st;
-      st.rank = is.rank;
-      st.what = "no step wrote it";
-      st.loc = g_.stmt_locs[is.stmt];
-      st.role = "postcondition";
-      cx.steps.push_back(st);
-    }
+    if (is.step == kNoStep) cx.steps.push_back(unwritten_step(g_, is.stmt, is.rank));
     cx.matching = matching;
     offer(cx);
   }

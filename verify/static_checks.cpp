@@ -25,6 +25,15 @@ void set_chunk(Counterexample& cx, const StepGraph& g, uint32_t rank, uint32_t b
   cx.chunk_name = g.chunk_name(buf, chunk);
 }
 
+CxStep unwritten_step(const StepGraph& g, uint32_t expect_stmt, uint32_t rank) {
+  CxStep st;
+  st.rank = rank;
+  st.what = "no step wrote it";
+  if (expect_stmt < g.stmt_locs.size()) st.loc = g.stmt_locs[expect_stmt];
+  st.role = "postcondition";
+  return st;
+}
+
 Counterexample unmatched_cx(const StepGraph& g, StepId s) {
   Counterexample cx;
   cx.verdict = Verdict::Unmatched;

@@ -22,5 +22,7 @@ CxStep cx_step(const StepGraph& g, StepId s, std::string role = "", std::string 
 Counterexample unmatched_cx(const StepGraph& g, StepId pending);
 Counterexample undefined_cx(const StepGraph& g, StepId reader, uint32_t buf, uint32_t chunk);
 void set_chunk(Counterexample& cx, const StepGraph& g, uint32_t rank, uint32_t buf, uint32_t chunk);
+// A wrong chunk no step wrote: the counterexample points at the `expect` statement instead.
+CxStep unwritten_step(const StepGraph& g, uint32_t expect_stmt, uint32_t rank);
 
 }  // namespace sg::verify

@@ -772,14 +772,7 @@ class Encoder {
       Range sr = g_.range(snd);
       w = prior(snd, sr.buf, sr.lo);
     }
-    if (cx.steps.empty() && ch.stmt < g_.stmt_locs.size()) {
-      CxStep st;
-      st.rank = ch.rank;
-      st.what = "no step wrote it";
-      st.loc = g_.stmt_locs[ch.stmt];
-      st.role = "postcondition";
-      cx.steps.push_back(st);
-    }
+    if (cx.steps.empty()) cx.steps.push_back(unwritten_step(g_, ch.stmt, ch.rank));
     cx.matching = matching_from_model(true);
     return cx;
   }
