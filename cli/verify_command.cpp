@@ -10,6 +10,7 @@
 #include "core/dsl/printer.hpp"
 #include "core/graph/elaborate.hpp"
 #include "core/graph/passes.hpp"
+#include "core/interp/check.hpp"
 #include "core/io/writers.hpp"
 #include "verify/verify.hpp"
 
@@ -86,6 +87,8 @@ int cmd_verify(const VerifyOpts& o) {
                    std::cout << "=== after " << pass << " (N = " << n << ") ===\n";
                    write_text(std::cout, *g, s.sources);
                  });
+    // The explicit engine runs the interpreter: refuse what it could not hold.
+    if (built && vo.engine != verify::Engine::Z3) built = interpreter_fits(*g, *t.schedule, eo, s.diags);
     verify::VerifyReport rep = built ? verify::verify_graph(*g, vo) : verify::VerifyReport{};
     std::string head = "verify " + t.schedule->name + " N = " + std::to_string(n) + ": ";
     if (!rep.built) {
