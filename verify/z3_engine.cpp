@@ -395,27 +395,34 @@ class Encoder {
     return D_[x] && c_[x] < time;
   }
 
+  // The chunks step s touches, each once, with whether it writes it.
+  struct ChunkAccess {
+    uint32_t buf, chunk;
+    bool write;
+  };
+  std::vector<ChunkAccess> chunk_accesses(StepId s) {
+    std::vector<Range> rd, wr;
+    g_.reads(s, rd);
+    g_.writes(s, wr);
+    std::map<std::pair<uint32_t, uint32_t>, bool> seen;
+    for (const Range& r : rd)
+      for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) seen.emplace(std::make_pair(r.buf, c), false);
+    for (const Range& r : wr)
+      for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) seen[{r.buf, c}] = true;
+    std::vector<ChunkAccess> out;
+    for (const auto& [bc, w] : seen) out.push_back({bc.first, bc.second, w});
+    return out;
+  }
+
   std::optional<Counterexample> q_race() {
     // Candidate pairs per (rank, chunk): each access with the writes next to it in program
     // order (the rest follow by transitivity of the ordering).
     std::vector<std::pair<StepId, StepId>> cands;
     std::vector<std::pair<uint32_t, uint32_t>> where;
     std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::pair<StepId, std::vector<StepId>>> last;  // (rank,buf,chunk) -> (last write, reads since)
-    std::vector<Range> rd, wr;
     for (StepId s = 0; s < n_; ++s) {
-      rd.clear();
-      wr.clear();
-      g_.reads(s, rd);
-      g_.writes(s, wr);
-      std::set<std::pair<uint32_t, uint32_t>> written;
-      for (const Range& r : wr)
-        for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) written.insert({r.buf, c});
-      std::set<std::pair<uint32_t, uint32_t>> touched = written;
-      for (const Range& r : rd)
-        for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) touched.insert({r.buf, c});
-      for (auto [buf, c] : touched) {
+      for (auto [buf, c, w] : chunk_accesses(s)) {
         auto& [lw, reads] = last.try_emplace({g_.rank(s), buf, c}, kNoStep, std::vector<StepId>{}).first->second;
-        bool w = written.count({buf, c}) > 0;
         if (lw != kNoStep) cands.emplace_back(lw, s), where.emplace_back(buf, c);
         if (w) {
           for (StepId r : reads) cands.emplace_back(r, s), where.emplace_back(buf, c);
@@ -501,23 +508,17 @@ class Encoder {
     if (!prior_.empty() || n_ == 0) return;
     initial_ = MachineState(g_);
     initial_.apply_inits(g_);
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, StepId> cur;
-    std::vector<Range> rd, wr;
+    // final_ holds, step by step, the last writer of each (rank, buffer, chunk): at the end, the
+    // writer of the final values.
     for (StepId s = 0; s < n_; ++s) {
-      rd.clear();
-      wr.clear();
-      g_.reads(s, rd);
-      g_.writes(s, wr);
-      for (const auto* list : {&rd, &wr})
-        for (const Range& r : *list)
-          for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) {
-            auto it = cur.find({g_.rank(s), r.buf, c});
-            prior_[key(s, r.buf, c)] = it == cur.end() ? kNoStep : it->second;
-          }
-      for (const Range& r : wr)
-        for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c) cur[{g_.rank(s), r.buf, c}] = s;
+      auto acc = chunk_accesses(s);
+      for (const auto& a : acc) {
+        auto it = final_.find({g_.rank(s), a.buf, a.chunk});
+        prior_[key(s, a.buf, a.chunk)] = it == final_.end() ? kNoStep : it->second;
+      }
+      for (const auto& a : acc)
+        if (a.write) final_[{g_.rank(s), a.buf, a.chunk}] = s;
     }
-    final_ = cur;
   }
   // Step, buffer and chunk in one key (buffers < 2^12 and chunks < 2^20 pack exactly, as in
   // the graph's packed ranges; larger ones are mixed).
