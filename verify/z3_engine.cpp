@@ -19,6 +19,7 @@
 
 #include <z3++.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -130,12 +131,8 @@ class Encoder {
   }
 
   void build() {
-    if (o_.timeout_ms) {
-      z3::params p(ctx_);
-      p.set("timeout", o_.timeout_ms);
-      solver_.set(p);
-    }
     for (StepId s = 0; s < n_; ++s) {
+      tick();
       std::string k = std::to_string(s);
       I_.push_back(ctx_.bool_const(("I" + k).c_str()));
       D_.push_back(ctx_.bool_const(("D" + k).c_str()));
@@ -143,24 +140,57 @@ class Encoder {
       c_.push_back(ctx_.int_const(("c" + k).c_str()));
     }
     // Candidate pairs, computed from MPI's rules here rather than taken from the match pass.
+    // A lane is one source, tag and communicator into one destination. Where no wildcard
+    // receive at the destination can take a lane's messages, the k-th receive of the lane takes
+    // its k-th send: the non-overtaking and posted-order constraints below imply it (if receive
+    // j took send i, sends 1..i-1 went to receives posted before j, and receives 1..j-1 took
+    // sends before i, so i = j), and on-block operations start in program order. Stating it
+    // as the only candidate keeps deterministic programs (rings, pipelines on one tag) free of
+    // the N-squared candidate pairs and the cubic ordering constraints that follow from them.
+    // Elsewhere every compatible pair is a candidate.
     pairs_of_.assign(n_, {});
     std::map<std::pair<uint32_t, uint32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> ends;
     for (StepId s = 0; s < n_; ++s) {
+      tick();
       if (!p2p(s)) continue;
       const P2PInfo& p = g_.p2p_info(s);
       if (g_.kind(s) == StepKind::Send) ends[{p.peer, p.comm}].first.push_back(s);
       else ends[{g_.rank(s), p.comm}].second.push_back(s);
     }
-    for (auto& [key, sr] : ends)
-      for (StepId r : sr.second)
-        for (StepId m : sr.first)
-          if (p2p_compatible(g_, r, m)) {
-            size_t idx = pr_.size();
-            pr_.push_back({r, m});
-            M_.push_back(ctx_.bool_const(("M" + std::to_string(r) + "_" + std::to_string(m)).c_str()));
-            pairs_of_[r].push_back(idx);
-            pairs_of_[m].push_back(idx);
-          }
+    auto add_pair = [&](StepId r, StepId m) {
+      if (!p2p_compatible(g_, r, m)) return;
+      size_t idx = pr_.size();
+      pr_.push_back({r, m});
+      M_.push_back(ctx_.bool_const(("M" + std::to_string(r) + "_" + std::to_string(m)).c_str()));
+      pairs_of_[r].push_back(idx);
+      pairs_of_[m].push_back(idx);
+    };
+    for (auto& [dst, sr] : ends) {
+      std::vector<StepId> wild;
+      std::map<std::pair<uint32_t, int32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> lanes;
+      for (StepId m : sr.first) lanes[{g_.rank(m), g_.p2p_info(m).tag}].first.push_back(m);
+      for (StepId r : sr.second) {
+        if (g_.flags(r) & (kFlagAnySource | kFlagAnyTag)) wild.push_back(r);
+        else lanes[{g_.p2p_info(r).peer, g_.p2p_info(r).tag}].second.push_back(r);
+      }
+      for (auto& [lane, ms_rs] : lanes) {
+        const auto& [ms, rs] = ms_rs;
+        bool contested = false;
+        for (StepId w : wild) {
+          const P2PInfo& p = g_.p2p_info(w);
+          if ((p.peer == kAnyRank || p.peer == lane.first) && (p.tag == kAnyTag || p.tag == lane.second)) contested = true;
+        }
+        tick();
+        if (!contested && o_.fixed_lanes) {
+          for (size_t k = 0; k < ms.size() && k < rs.size(); ++k) add_pair(rs[k], ms[k]);
+        } else {
+          for (StepId r : rs)
+            for (StepId m : ms) add_pair(r, m);
+        }
+      }
+      for (StepId r : wild)
+        for (StepId m : sr.first) add_pair(r, m);
+    }
     if (pr_.size() > o_.max_pairs) {
       note_ = "too many candidate pairs";
       throw Timeout{};
@@ -173,6 +203,7 @@ class Encoder {
 
     std::vector<z3::expr> base;
     for (StepId s = 0; s < n_; ++s) {
+      tick();
       std::vector<z3::expr> pre;
       for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) {
         if (g_.nonblocking(*d)) pre.push_back(I_[*d] && t_[*d] < t_[s]);
@@ -224,10 +255,12 @@ class Encoder {
     // Matching: a pair needs both ends, the send issued before the receive completes; at most
     // one pair per end.
     for (size_t p = 0; p < pr_.size(); ++p) {
+      tick();
       auto [r, m] = pr_[p];
       base.push_back(z3::implies(M_[p], I_[r] && I_[m] && t_[m] < c_[r]));
     }
     for (StepId s = 0; s < n_; ++s) {
+      tick();
       const auto& ps = pairs_of_[s];
       for (size_t i = 0; i < ps.size(); ++i)
         for (size_t j = i + 1; j < ps.size(); ++j) base.push_back(!(M_[ps[i]] && M_[ps[j]]));
@@ -239,6 +272,7 @@ class Encoder {
     //    receive takes a message another, earlier posted receive matches only if that one had
     //    already taken something.
     for (size_t p = 0; p < pr_.size(); ++p) {
+      tick();
       auto [r, m2] = pr_[p];
       for (size_t q : pairs_of_[r]) {
         StepId m1 = pr_[q].second;
@@ -273,6 +307,7 @@ class Encoder {
 
     // Maximality (a stuck or finished state), kept aside for the queries that need it.
     for (StepId s = 0; s < n_; ++s) {
+      tick();
       stuck_.push_back(z3::implies(enabled(s), I_[s]));
       switch (g_.kind(s)) {
         case StepKind::Send:
@@ -301,12 +336,29 @@ class Encoder {
     }
     // No receive is left waiting beside a message it could take.
     for (size_t p = 0; p < pr_.size(); ++p) {
+      tick();
       auto [r, m] = pr_[p];
       stuck_.push_back(!(I_[r] && !matched(r) && I_[m] && !matched(m)));
     }
   }
 
+  // Gives up at the deadline; cheap enough to call in every loop of the encoding.
+  void tick() {
+    if ((++ticks_ & 1023) == 0 && std::chrono::steady_clock::now() >= o_.deadline) throw Timeout{};
+  }
+
   z3::check_result check(const std::vector<z3::expr>& extra) {
+    // Each query gets what is left of the time (and at most the per-query limit).
+    auto now = std::chrono::steady_clock::now();
+    if (now >= o_.deadline) throw Timeout{};
+    if (o_.deadline != std::chrono::steady_clock::time_point::max() || o_.timeout_ms) {
+      uint64_t ms = o_.timeout_ms ? o_.timeout_ms : UINT32_MAX;
+      if (o_.deadline != std::chrono::steady_clock::time_point::max())
+        ms = std::min<uint64_t>(ms, std::chrono::duration_cast<std::chrono::milliseconds>(o_.deadline - now).count() + 1);
+      z3::params p(ctx_);
+      p.set("timeout", static_cast<unsigned>(ms));
+      solver_.set(p);
+    }
     solver_.push();
     for (const auto& e : extra) solver_.add(e);
     auto q0 = std::chrono::steady_clock::now();
@@ -421,6 +473,7 @@ class Encoder {
     std::vector<std::pair<uint32_t, uint32_t>> where;
     std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::pair<StepId, std::vector<StepId>>> last;  // (rank,buf,chunk) -> (last write, reads since)
     for (StepId s = 0; s < n_; ++s) {
+      tick();
       for (auto [buf, c, w] : chunk_accesses(s)) {
         auto& [lw, reads] = last.try_emplace({g_.rank(s), buf, c}, kNoStep, std::vector<StepId>{}).first->second;
         if (lw != kNoStep) cands.emplace_back(lw, s), where.emplace_back(buf, c);
@@ -505,12 +558,14 @@ class Encoder {
   };
 
   void reaching_defs() {
-    if (!prior_.empty() || n_ == 0) return;
+    if (defs_done_) return;
+    defs_done_ = true;
     initial_ = MachineState(g_);
     initial_.apply_inits(g_);
     // final_ holds, step by step, the last writer of each (rank, buffer, chunk): at the end, the
     // writer of the final values.
     for (StepId s = 0; s < n_; ++s) {
+      tick();
       auto acc = chunk_accesses(s);
       for (const auto& a : acc) {
         auto it = final_.find({g_.rank(s), a.buf, a.chunk});
@@ -540,6 +595,7 @@ class Encoder {
     reaching_defs();
     std::vector<Range> rd;
     for (StepId s = 0; s < n_; ++s) {
+      tick();
       rd.clear();
       g_.reads(s, rd);
       for (const Range& r : rd)
@@ -552,18 +608,36 @@ class Encoder {
   }
 
   // ------------------------------------------------------------------ values
+  // The value of a chunk is a 64-bit sum of atom hashes (v) and whether it is defined (d). A
+  // value known when encoding (everything that no wildcard match decides) is kept as a number
+  // too, so attention tiles can name their operands and most formulas fold to constants.
   struct Term {
-    z3::expr v;  // 64-bit sum of atom hashes
-    z3::expr d;  // defined
+    z3::expr v;
+    z3::expr d;
+    bool known = false;  // v and d are the constants kv and kd
+    uint64_t kv = 0;
+    bool kd = false;
   };
 
-  Term constant(uint64_t h, bool def) { return Term{ctx_.bv_val(h, 64), ctx_.bool_val(def)}; }
+  Term constant(uint64_t h, bool def) { return Term{ctx_.bv_val(h, 64), ctx_.bool_val(def), true, h, def}; }
 
   Term initial(uint32_t rank, uint32_t buf, uint32_t c) {
     const Value& v = initial_.at(rank, buf, c).v;
     if (!v.defined && g_.buffers[buf].accumulator) return constant(0, true);
     return constant(value_hash(v), v.defined);
   }
+
+  Term add(const Term& a, const Term& b) {
+    if (a.known && b.known) return constant(a.kv + b.kv, a.kd && b.kd);
+    return Term{a.v + b.v, a.d && b.d};
+  }
+
+  // A value node is "what step w writes into (buf, c)"; a read is "what step s sees in (buf, c)",
+  // the node of its reaching definition or the initial value.
+  struct Read {
+    StepId s;
+    uint32_t buf, c;
+  };
 
   // The value step s sees in (buf, c) of its rank before it runs.
   Term read(StepId s, uint32_t buf, uint32_t c) {
@@ -572,139 +646,236 @@ class Encoder {
     return written(w, buf, c);
   }
 
-  Term add(const Term& a, const Term& b) { return Term{a.v + b.v, a.d && b.d}; }
+  // A point-to-point receive with several candidate sends: its value is a variable, defined by
+  // an if-then-else over its candidate pairs (def_jobs_). Why a variable: candidate pairs can
+  // form cycles no execution realises (a ring's receive "taking" a send that forwards its own
+  // data), and a value term built by substitution would have to cut such a cycle somewhere;
+  // a cut inside a shared, memoised term leaves a free variable standing for a value some real
+  // execution produces (the false wrong-result on rings that share a tag). Equations have no
+  // cycle to cut: the timing constraints exclude cyclic matchings, so in every model the
+  // equations of the matched pairs are well-founded.
+  bool value_variable(StepId w) const { return p2p(w) && pairs_of_[w].size() >= 2; }
 
-  // The value step w writes into (buf, c).
-  Term written(StepId w, uint32_t buf, uint32_t c) {
-    uint64_t k = key(w, buf, c);
-    auto it = memo_.find(k);
-    if (it != memo_.end()) return it->second;
-    if (busy_.count(k)) {
-      // A cycle through candidate pairs that no execution can realise (their timing forbids
-      // it): any value will do.
-      std::string nm = "cyc" + std::to_string(fresh_++);
-      return Term{ctx_.bv_const(nm.c_str(), 64), ctx_.bool_const((nm + "d").c_str())};
-    }
-    busy_.insert(k);
-    Term t = compute_written(w, buf, c);
-    busy_.erase(k);
-    memo_.emplace(k, t);
-    return t;
-  }
-
-  Term compute_written(StepId w, uint32_t buf, uint32_t c) {
+  // The reads node (w, buf, c) is computed from, in the order combine() takes them.
+  void node_inputs(StepId w, uint32_t buf, uint32_t c, std::vector<Read>& in) {
+    in.clear();
     Range r = g_.range(w);
     uint32_t off = c - r.lo;
+    bool reduce_recv = g_.kind(w) == StepKind::Recv && (g_.flags(w) & kFlagReduce);
     switch (g_.kind(w)) {
       case StepKind::Recv: {
-        bool reduce = g_.flags(w) & kFlagReduce;
-        Term got = constant(0, false);
-        if (!p2p(w)) {
-          StepId m = g_.ref(w);
-          Range sr = g_.range(m);
-          got = read(m, sr.buf, sr.lo + off);
-        } else {
-          z3::expr v = ctx_.bv_val(0, 64);
-          z3::expr d = ctx_.bool_val(false);
-          for (size_t p : pairs_of_[w]) {
-            StepId m = pr_[p].second;
-            Range sr = g_.range(m);
-            if (off >= sr.cnt) continue;
-            Term pay = read(m, sr.buf, sr.lo + off);
-            v = z3::ite(M_[p], pay.v, v);
-            d = z3::ite(M_[p], pay.d, d);
-          }
-          got = Term{v, d};
-        }
-        return reduce ? add(read(w, buf, c), got) : got;
+        if (value_variable(w)) return;
+        if (reduce_recv) in.push_back({w, buf, c});
+        StepId m = kNoStep;
+        if (!p2p(w)) m = g_.ref(w);
+        else if (pairs_of_[w].size() == 1) m = pr_[pairs_of_[w][0]].second;  // in a complete execution it takes m
+        if (m == kNoStep) return;
+        Range sr = g_.range(m);
+        if (off < sr.cnt) in.push_back({m, sr.buf, sr.lo + off});
+        return;
       }
       case StepKind::Copy: {
         Range src = g_.copy_source(w);
-        return read(w, src.buf, src.lo + off);
+        in.push_back({w, src.buf, src.lo + off});
+        return;
       }
       case StepKind::Reduce: {
         Range src = g_.copy_source(w);
-        return add(read(w, buf, c), read(w, src.buf, src.lo + off));
+        in.push_back({w, buf, c});
+        in.push_back({w, src.buf, src.lo + off});
+        return;
       }
-      case StepKind::Compute: return compute_value(w, buf, c);
-      case StepKind::Collective: return collective_value(w, buf, c);
+      case StepKind::Compute: {
+        const ComputeInfo& ci = g_.compute(w);
+        if (ci.kind == ComputeKind::Generic) return;
+        const Range* rd = g_.ranges.data() + ci.reads_off;
+        const Range* wr = g_.ranges.data() + ci.writes_off;
+        in.push_back({w, buf, c});               // the accumulator
+        in.push_back({w, rd[1].buf, rd[1].lo});  // KV
+        // Q: an output chunk takes its own Q chunk's tile; dKV sums the tiles of every Q chunk.
+        if (buf == wr[0].buf && c >= wr[0].lo && c < wr[0].lo + wr[0].cnt) {
+          in.push_back({w, rd[0].buf, rd[0].lo + (c - wr[0].lo)});
+        } else {
+          for (uint32_t k = 0; k < rd[0].cnt; ++k) in.push_back({w, rd[0].buf, rd[0].lo + k});
+        }
+        return;
+      }
+      case StepKind::Collective: {
+        const CollInfo& ci = g_.coll(w);
+        const Instance& inst = g_.instances[ci.instance];
+        const GroupInfo& gr = g_.groups[inst.group];
+        const StepId* steps = g_.instance_steps.data() + inst.steps_off;
+        bool into = ci.kind == CollKind::Alltoall && ci.into.cnt;
+        uint32_t o = into ? c - ci.into.lo : off;
+        uint32_t gsz = gr.count, blk = gsz ? r.cnt / gsz : 0;
+        auto at = [&](uint32_t j, uint32_t x) {
+          Range rj = g_.range(steps[j]);
+          in.push_back({steps[j], rj.buf, rj.lo + x});
+        };
+        switch (ci.kind) {
+          case CollKind::Allreduce:
+          case CollKind::Reduce:
+          case CollKind::ReduceScatter:
+            for (uint32_t j = 0; j < gsz; ++j) at(j, o);
+            return;
+          case CollKind::Bcast: at(static_cast<uint32_t>(gr.index_of(ci.root)), o); return;
+          case CollKind::Allgather: at(blk ? o / blk : 0, o); return;
+          case CollKind::Alltoall:
+            at(blk ? o / blk : 0, static_cast<uint32_t>(gr.index_of(g_.rank(w))) * blk + (blk ? o % blk : 0));
+            return;
+          case CollKind::Barrier: break;
+        }
+        in.push_back({w, buf, c});
+        return;
+      }
+      default: return;
+    }
+  }
+
+  // The value of node (w, buf, c) from the values of its inputs.
+  Term combine(StepId w, uint32_t buf, uint32_t c, const std::vector<Term>& in) {
+    switch (g_.kind(w)) {
+      case StepKind::Recv: {
+        if (value_variable(w)) {
+          std::string nm = "val" + std::to_string(w) + "_" + std::to_string(buf) + "_" + std::to_string(c);
+          Term t{ctx_.bv_const(nm.c_str(), 64), ctx_.bool_const((nm + "d").c_str())};
+          def_jobs_.push_back({w, buf, c, t});
+          return t;
+        }
+        bool reduce = g_.flags(w) & kFlagReduce;
+        if (in.size() < (reduce ? 2u : 1u)) return constant(0, false);  // no send can feed it: it never completes
+        return reduce ? add(in[0], in[1]) : in[0];
+      }
+      case StepKind::Copy: return in[0];
+      case StepKind::Reduce: return add(in[0], in[1]);
+      case StepKind::Compute: return compute_value(w, buf, c, in);
+      case StepKind::Collective: {
+        if (g_.coll(w).kind == CollKind::Allreduce || g_.coll(w).kind == CollKind::Reduce ||
+            g_.coll(w).kind == CollKind::ReduceScatter) {
+          Term t = in[0];
+          for (size_t j = 1; j < in.size(); ++j) t = add(t, in[j]);
+          return t;
+        }
+        return in[0];
+      }
       default: return constant(0, false);
     }
   }
 
-  Term compute_value(StepId w, uint32_t buf, uint32_t c) {
-    const ComputeInfo& ci = g_.compute(w);
-    if (ci.kind == ComputeKind::Generic) {
-      Value v = Value::contrib(buf, g_.rank(w), c);
-      return constant(value_hash(v), true);
+  // The value step w writes into (buf, c). Evaluated with an explicit stack (a pipeline's chain
+  // of forwards is as deep as the graph is long) and memoised per node.
+  Term written(StepId w, uint32_t buf, uint32_t c) {
+    auto hit = memo_.find(key(w, buf, c));
+    if (hit != memo_.end()) return hit->second;
+    struct Frame {
+      StepId w;
+      uint32_t buf, c;
+      std::vector<Read> in;
+      std::vector<Term> got;
+    };
+    std::vector<Frame> stack;
+    std::unordered_set<uint64_t> open;
+    auto push = [&](StepId x, uint32_t b, uint32_t ch) {
+      Frame f{x, b, ch, {}, {}};
+      node_inputs(x, b, ch, f.in);
+      stack.push_back(std::move(f));
+      open.insert(key(x, b, ch));
+    };
+    push(w, buf, c);
+    while (true) {
+      Frame& f = stack.back();
+      if (f.got.size() < f.in.size()) {
+        const Read& r = f.in[f.got.size()];
+        StepId x = prior(r.s, r.buf, r.c);
+        if (x == kNoStep) {
+          f.got.push_back(initial(g_.rank(r.s), r.buf, r.c));
+          continue;
+        }
+        uint64_t k = key(x, r.buf, r.c);
+        auto it = memo_.find(k);
+        if (it != memo_.end()) {
+          f.got.push_back(it->second);
+        } else if (open.count(k)) {
+          // A cycle of reads with no variable on it: every edge is one that any complete
+          // execution realises (a deterministic match, a reaching definition), and no
+          // execution realises a cycle, so there is no complete execution for this value to
+          // matter in: any value will do.
+          std::string nm = "cyc" + std::to_string(fresh_++);
+          f.got.push_back(Term{ctx_.bv_const(nm.c_str(), 64), ctx_.bool_const((nm + "d").c_str())});
+        } else {
+          push(x, r.buf, r.c);
+        }
+        continue;
+      }
+      tick();
+      Term t = combine(f.w, f.buf, f.c, f.got);
+      uint64_t k = key(f.w, f.buf, f.c);
+      memo_.emplace(k, t);
+      open.erase(k);
+      stack.pop_back();
+      if (stack.empty()) return t;
+      stack.back().got.push_back(t);
     }
+  }
+
+  // The equations of the value variables created so far (and of those their definitions create):
+  // the receive's value is its candidate pair's payload, for the pair that holds.
+  void define_values(std::vector<z3::expr>& out) {
+    while (!def_jobs_.empty()) {
+      DefJob job = def_jobs_.back();
+      def_jobs_.pop_back();
+      uint32_t off = job.c - g_.range(job.w).lo;
+      z3::expr v = ctx_.bv_val(0, 64);
+      z3::expr d = ctx_.bool_val(false);
+      for (size_t p : pairs_of_[job.w]) {
+        StepId m = pr_[p].second;
+        Range sr = g_.range(m);
+        if (off >= sr.cnt) continue;
+        Term pay = read(m, sr.buf, sr.lo + off);
+        v = z3::ite(M_[p], pay.v, v);
+        d = z3::ite(M_[p], pay.d, d);
+      }
+      if (g_.flags(job.w) & kFlagReduce) {
+        Term prev = read(job.w, job.buf, job.c);
+        v = prev.v + v;
+        d = prev.d && d;
+      }
+      out.push_back(job.t.v == v);
+      out.push_back(job.t.d == d);
+    }
+  }
+
+  Term compute_value(StepId w, uint32_t buf, uint32_t c, const std::vector<Term>& in) {
+    const ComputeInfo& ci = g_.compute(w);
+    if (ci.kind == ComputeKind::Generic) return constant(value_hash(Value::contrib(buf, g_.rank(w), c)), true);
     const Range* rd = g_.ranges.data() + ci.reads_off;
     const Range* wr = g_.ranges.data() + ci.writes_off;
-    const Range& q = rd[0];
-    const Range& kv = rd[1];
-    Term prev = read(w, buf, c);
+    const Term& prev = in[0];
     // Which item each operand holds: only when its value does not depend on a wildcard match.
-    auto item_of = [&](const Term& t, uint32_t ibuf, uint32_t lo, uint32_t cnt) -> int64_t {
-      z3::expr s = t.v.simplify();
-      if (!s.is_numeral()) {
+    auto item_of = [&](const Term& t, uint32_t ibuf) -> int64_t {
+      if (!t.known) {
         note_ = "an attention operand depends on a wildcard match: tiles are taken as in the explicit engine";
         return -2;
       }
-      uint64_t h = s.get_numeral_uint64();
-      for (uint32_t i = lo; i < lo + cnt; ++i)
-        if (value_hash(Value::item(ibuf, i)) == h) return i;
+      for (uint32_t i = 0; i < g_.buffers[ibuf].chunks; ++i)
+        if (value_hash(Value::item(ibuf, i)) == t.kv) return i;
       return -1;
     };
-    Term kvt = read(w, kv.buf, kv.lo);
-    int64_t m = item_of(kvt, kv.buf, 0, g_.buffers[kv.buf].chunks);
+    int64_t m = item_of(in[1], rd[1].buf);
+    if (m < 0) return prev;  // a bad operand adds nothing (the interpreter reports it)
     bool is_out0 = buf == wr[0].buf && c >= wr[0].lo && c < wr[0].lo + wr[0].cnt;
-    uint32_t k = is_out0 ? c - wr[0].lo : 0;
-    Term qt = read(w, q.buf, q.lo + k);
-    int64_t i = item_of(qt, q.buf, 0, g_.buffers[q.buf].chunks);
-    if (m < 0 || i < 0) return prev;  // a bad operand adds nothing (the interpreter reports it)
-    Run run;
-    if (ci.kind == ComputeKind::Attn) {
-      run = Run{AtomKind::Attn, ci.mask, q.buf, static_cast<uint32_t>(i), static_cast<uint32_t>(m), static_cast<uint32_t>(m + 1), 1};
-    } else if (is_out0) {
-      run = Run{AtomKind::GradQ, ci.mask, q.buf, static_cast<uint32_t>(i), static_cast<uint32_t>(m), static_cast<uint32_t>(m + 1), 1};
-    } else {
-      run = Run{AtomKind::GradKV, ci.mask, kv.buf, static_cast<uint32_t>(m), static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1), 1};
+    auto u = [](int64_t x) { return static_cast<uint32_t>(x); };
+    Term t = prev;
+    for (size_t k = 2; k < in.size(); ++k) {
+      int64_t i = item_of(in[k], rd[0].buf);
+      if (i < 0) continue;
+      Run run;
+      if (ci.kind == ComputeKind::Attn) run = Run{AtomKind::Attn, ci.mask, rd[0].buf, u(i), u(m), u(m + 1), 1};
+      else if (is_out0) run = Run{AtomKind::GradQ, ci.mask, rd[0].buf, u(i), u(m), u(m + 1), 1};
+      else run = Run{AtomKind::GradKV, ci.mask, rd[1].buf, u(m), u(i), u(i + 1), 1};
+      t = add(t, constant(atom_hash(run, run.lo), true));
     }
-    return Term{prev.v + ctx_.bv_val(atom_hash(run, run.lo), 64), prev.d};
-  }
-
-  Term collective_value(StepId w, uint32_t buf, uint32_t c) {
-    const CollInfo& ci = g_.coll(w);
-    const Instance& in = g_.instances[ci.instance];
-    const GroupInfo& gr = g_.groups[in.group];
-    const StepId* steps = g_.instance_steps.data() + in.steps_off;
-    Range r = g_.range(w);
-    bool into = ci.kind == CollKind::Alltoall && ci.into.cnt;
-    uint32_t off = into ? c - ci.into.lo : c - r.lo;
-    uint32_t gsz = gr.count, blk = gsz ? r.cnt / gsz : 0;
-    int64_t me = gr.index_of(g_.rank(w));
-    auto at = [&](uint32_t j, uint32_t o) {
-      Range rj = g_.range(steps[j]);
-      return read(steps[j], rj.buf, rj.lo + o);
-    };
-    auto sum = [&](uint32_t o) {
-      Term t = at(0, o);
-      for (uint32_t j = 1; j < gsz; ++j) t = add(t, at(j, o));
-      return t;
-    };
-    switch (ci.kind) {
-      case CollKind::Allreduce: return sum(off);
-      case CollKind::Bcast: return at(static_cast<uint32_t>(gr.index_of(ci.root)), off);
-      case CollKind::Reduce: return sum(off);
-      case CollKind::Allgather: return at(blk ? off / blk : 0, off);
-      case CollKind::ReduceScatter: return sum(off);
-      case CollKind::Alltoall: {
-        uint32_t src = blk ? off / blk : 0;
-        return at(src, static_cast<uint32_t>(me) * blk + off % blk);
-      }
-      case CollKind::Barrier: break;
-    }
-    return read(w, buf, c);
+    return t;
   }
 
   std::optional<Counterexample> q_wrong() {
@@ -719,24 +890,32 @@ class Encoder {
     for_each_expected(g_, initial_, [&](const Expectation& x, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& e) {
       checks.push_back({rank, buf, chunk, e, x.stmt});
     });
+    // Per checked chunk, "its final value is wrong"; chunks whose value is known right when
+    // encoding (no wildcard decides it) need no formula.
     std::vector<z3::expr> wrong;
-    for (const auto& ch : checks) {
+    std::vector<size_t> wrong_check;
+    for (size_t i = 0; i < checks.size(); ++i) {
+      const Check& ch = checks[i];
+      tick();
       auto it = final_.find({ch.rank, ch.buf, ch.chunk});
       Term t = it == final_.end() ? initial(ch.rank, ch.buf, ch.chunk) : written(it->second, ch.buf, ch.chunk);
-      bool never = it == final_.end() && !initial_.at(ch.rank, ch.buf, ch.chunk).v.defined;
-      if (never && g_.buffers[ch.buf].accumulator) t = constant(0, true);
-      wrong.push_back(!t.d || t.v != ctx_.bv_val(value_hash(ch.expected), 64));
+      uint64_t want = value_hash(ch.expected);
+      if (t.known && t.kd && t.kv == want) continue;
+      wrong.push_back(!t.d || t.v != ctx_.bv_val(want, 64));
+      wrong_check.push_back(i);
     }
+    if (wrong.empty()) return std::nullopt;
     // A complete execution: every step issued and completed, every send received.
     std::vector<z3::expr> q;
     for (StepId s = 0; s < n_; ++s) q.push_back(I_[s] && D_[s]);
     for (StepId s = 0; s < n_; ++s)
       if (p2p(s) && g_.kind(s) == StepKind::Send) q.push_back(matched(s));
+    define_values(q);
     q.push_back(disj(wrong));
     if (check(q) != z3::sat) return std::nullopt;
     size_t bad = 0;
-    while (bad < wrong.size() && !val(wrong[bad])) ++bad;
-    const Check& ch = checks[bad < checks.size() ? bad : 0];
+    while (bad + 1 < wrong.size() && !val(wrong[bad])) ++bad;
+    const Check& ch = checks[wrong_check[bad]];
     // Replay the model's matching in the interpreter to name the actual terms and writers.
     auto match = matching_from_model(false);
     std::map<StepId, StepId> want(match.begin(), match.end());
@@ -794,9 +973,16 @@ class Encoder {
   std::unordered_map<uint64_t, StepId> prior_;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, StepId> final_;
   MachineState initial_;
+  bool defs_done_ = false;
   std::unordered_map<uint64_t, Term> memo_;
-  std::set<uint64_t> busy_;
+  struct DefJob {
+    StepId w;
+    uint32_t buf, c;
+    Term t;
+  };
+  std::vector<DefJob> def_jobs_;
   int fresh_ = 0;
+  uint32_t ticks_ = 0;
   int query_ = 0;
   std::string note_;
 };
