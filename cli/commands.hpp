@@ -35,9 +35,10 @@ struct VerifyOpts {
   std::string semantics = "both";
   std::string engine = "auto";
   bool json = false;
-  double timeout_s = 0;
+  double timeout_s = 0;  // the whole run's limit (0: none)
   uint64_t max_executions = 20000;
   bool timing = false;
+  bool quiet = false;
 };
 
 int cmd_list(bool json);

@@ -49,12 +49,14 @@ int main(int argc, char** argv) {
   add_common(verify, vopts.c, true);
   verify->add_option("--semantics", vopts.semantics, "rendezvous, eager or both")
       ->check(CLI::IsMember({"rendezvous", "eager", "both"}));
-  verify->add_option("--engine", vopts.engine, "explicit, z3, both (they must agree), or auto (both on small graphs)")
+  verify->add_option("--engine", vopts.engine, "explicit, z3, both (they must agree), or auto (explicit decides; z3 decides what its search cannot finish and cross-checks small graphs)")
       ->check(CLI::IsMember({"auto", "explicit", "z3", "both"}));
   verify->add_flag("--json", vopts.json, "print JSON: one object (a list for several N)");
-  verify->add_option("--timeout", vopts.timeout_s, "z3: give up a query after this many seconds (0: never)");
+  verify->add_option("--timeout", vopts.timeout_s,
+                     "end the whole run after this many seconds (exit 3), printing what was decided (0: never)");
   verify->add_option("--max-executions", vopts.max_executions, "explicit: executions to explore with wildcard receives");
-  verify->add_flag("--time", vopts.timing, "also report how long each engine took");
+  verify->add_flag("--time", vopts.timing, "also report how long each engine took, and the total");
+  verify->add_flag("-q,--quiet", vopts.quiet, "print only what is not ok");
   verify->footer("Exit codes: 0 ok under every semantics asked, 1 a defect, 2 bad input, 3 undecided or the engines disagree.");
 
   std::string demo_ranks = "2..17,32,64";

@@ -1,13 +1,19 @@
-// `stepgraph verify`: one line per N, then the counterexample; or JSON as the design specifies.
+// `stepgraph verify`: one line per N, printed and flushed as soon as that N is decided, then the
+// counterexample; or JSON as the design specifies. `--timeout` bounds the whole run.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli/commands.hpp"
-#include "core/dsl/session.hpp"
 #include "core/dsl/printer.hpp"
+#include "core/dsl/session.hpp"
 #include "core/graph/elaborate.hpp"
 #include "core/graph/passes.hpp"
 #include "core/interp/check.hpp"
@@ -18,30 +24,117 @@ namespace sg::cli {
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 int fail(const std::string& msg) {
   std::cerr << "stepgraph: error: " << msg << "\n";
   return 2;
 }
 
-nlohmann::json engine_json(const verify::EngineResult& e, bool timing) {
+double rounded(double s) { return std::round(s * 1000) / 1000; }
+
+std::string secs(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3f s", s);
+  return buf;
+}
+
+nlohmann::json engine_json(const verify::EngineResult& e, bool timing, bool shared) {
   nlohmann::json j = {{"verdict", verify::verdict_name(e.verdict)}};
-  if (timing) j["seconds"] = std::round(e.seconds * 1000) / 1000;
+  if (timing) j["seconds"] = shared ? 0.0 : rounded(e.seconds);
   if (!e.note.empty()) j["note"] = e.note;
   if (e.executions) j["executions"] = e.executions;
   return j;
 }
 
-std::string engines_used(const verify::ModeResult& m) {
-  if (m.ran_explicit && m.ran_z3) return "explicit+z3";
-  return m.ran_explicit ? "explicit" : "z3";
+// "rendezvous and eager: ok" or "rendezvous: ok, eager: deadlock".
+std::string verdicts_text(const verify::VerifyReport& rep) {
+  bool same = std::all_of(rep.modes.begin(), rep.modes.end(),
+                          [&](const verify::ModeResult& m) { return m.verdict == rep.modes.front().verdict; });
+  auto name = [](const verify::ModeResult& m) {
+    return std::string(m.timed_out ? "undecided (time limit)" : verify::verdict_name(m.verdict));
+  };
+  if (same && rep.modes.size() > 1) return "rendezvous and eager: " + name(rep.modes.front());
+  std::string per;
+  for (const auto& m : rep.modes) per += (per.empty() ? "" : ", ") + std::string(verify::mode_name(m.mode)) + ": " + name(m);
+  return per;
 }
+
+// Which engines decided: once when every semantics says the same, else per semantics.
+std::string deciders_text(const verify::VerifyReport& rep) {
+  bool same = std::all_of(rep.modes.begin(), rep.modes.end(),
+                          [&](const verify::ModeResult& m) { return m.decided_by == rep.modes.front().decided_by; });
+  if (same) return rep.modes.empty() ? "" : rep.modes.front().decided_by;
+  std::string per;
+  for (const auto& m : rep.modes) per += (per.empty() ? "" : "; ") + std::string(verify::mode_name(m.mode)) + " by " + m.decided_by;
+  return per;
+}
+
+// What a run has decided so far, for the line the watchdog prints if the limit comes first.
+struct Progress {
+  std::mutex mu;
+  std::string schedule;
+  uint32_t n = 0;
+  const char* phase = "starting";
+  std::string decided;  // "rendezvous: ok (explicit)"
+  bool json = false;
+  bool json_list = false;
+  bool json_first = true;
+};
+
+// The backstop of --timeout. The engines stop at the deadline themselves, but elaboration and
+// Z3's preprocessing of a large formula cannot be interrupted; if the run is still going a
+// moment after the deadline, this prints what was decided and ends the process with exit 3.
+class Watchdog {
+ public:
+  Watchdog(Clock::time_point deadline, double limit_s, Progress& p) : deadline_(deadline), limit_s_(limit_s), p_(p) {
+    if (deadline_ != Clock::time_point::max()) th_ = std::thread([this] { watch(); });
+  }
+  ~Watchdog() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (th_.joinable()) th_.join();
+  }
+
+ private:
+  void watch() {
+    std::unique_lock<std::mutex> l(mu_);
+    if (cv_.wait_until(l, deadline_ + std::chrono::milliseconds(600), [this] { return done_; })) return;
+    std::lock_guard<std::mutex> out(p_.mu);
+    std::string why = "time limit of " + secs(limit_s_) + " reached while " + p_.phase;
+    if (p_.json) {
+      nlohmann::json o = {{"schedule", p_.schedule}, {"ranks", p_.n}, {"verdicts", nlohmann::json::array()},
+                          {"undecided", why}, {"decided", p_.decided}};
+      std::cout << (p_.json_list ? (p_.json_first ? "[\n" : ",\n") : "") << o.dump(2) << (p_.json_list ? "\n]" : "") << "\n";
+    } else {
+      std::cout << "verify " << p_.schedule << " N = " << p_.n << ": undecided  (" << why
+                << (p_.decided.empty() ? "" : "; decided: " + p_.decided) << ")\n";
+    }
+    std::cout.flush();
+    std::cerr.flush();
+    std::_Exit(3);
+  }
+
+  Clock::time_point deadline_;
+  double limit_s_;
+  Progress& p_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread th_;
+};
 
 }  // namespace
 
 int cmd_verify(const VerifyOpts& o) {
+  auto t_start = Clock::now();
   std::vector<uint32_t> ns;
   std::string err;
   if (!parse_rank_list(o.c.ranks, ns, err)) return fail("bad -n '" + o.c.ranks + "': " + err);
+  if (!(o.timeout_s >= 0)) return fail("--timeout needs a number of seconds >= 0");
   ElabOptions eo;
   for (const auto& kv : o.c.sets) {
     auto eq = kv.find('=');
@@ -57,8 +150,8 @@ int cmd_verify(const VerifyOpts& o) {
               : o.engine == "z3"     ? verify::Engine::Z3
               : o.engine == "both"   ? verify::Engine::Both
                                      : verify::Engine::Auto;
-  vo.z3_opts.timeout_ms = static_cast<unsigned>(o.timeout_s * 1000);
   vo.explicit_opts.max_executions = o.max_executions;
+  if (o.timeout_s > 0) vo.deadline = t_start + std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
 
   auto points = dump_points();
   for (const auto& d : o.c.dump_after)
@@ -75,30 +168,75 @@ int cmd_verify(const VerifyOpts& o) {
     return 2;
   }
   if (wants("parse")) std::cout << "=== after parse ===\n" << print_program(*t.program);
+
+  Progress prog;
+  prog.schedule = t.schedule->name;
+  prog.json = o.json;
+  prog.json_list = ns.size() > 1;
+  Watchdog dog(vo.deadline, o.timeout_s, prog);
+  // Everything printed for one N goes out under the lock, then is flushed: a kill or the
+  // watchdog loses nothing already decided, and never cuts a line in half.
+  auto emit = [&](const std::string& out, const std::string& errs) {
+    std::lock_guard<std::mutex> l(prog.mu);
+    std::cerr << errs;
+    std::cerr.flush();
+    std::cout << out;
+    std::cout.flush();
+  };
+  auto emit_json = [&](const nlohmann::json& obj) {
+    std::lock_guard<std::mutex> l(prog.mu);
+    std::cout << (prog.json_list ? (prog.json_first ? "[\n" : ",\n") : "") << obj.dump(2) << (prog.json_list ? "" : "\n");
+    prog.json_first = false;
+    std::cout.flush();
+  };
+  auto set_phase = [&](uint32_t n, const char* phase) {
+    std::lock_guard<std::mutex> l(prog.mu);
+    prog.n = n;
+    prog.phase = phase;
+  };
+
   int rc = 0;
-  nlohmann::json all = nlohmann::json::array();
-  for (uint32_t n : ns) {
+  size_t next = 0;  // the first N not verified (ns.size() when all were)
+  for (; next < ns.size(); ++next) {
+    uint32_t n = ns[next];
+    if (Clock::now() >= vo.deadline) break;
+    auto t_n = Clock::now();
+    {
+      std::lock_guard<std::mutex> l(prog.mu);
+      prog.decided.clear();
+    }
+    set_phase(n, "elaborating");
     s.diags.clear();
     eo.nranks = n;
     ElabOptions one = eo;
     one.lifecycle_as_findings = true;
     auto g = elaborate(s, t, one);
+    std::string dumps;
     bool built = g && run_passes(*g, s.diags, o.c.dump_after, [&](const std::string& pass) {
-                   std::cout << "=== after " << pass << " (N = " << n << ") ===\n";
-                   write_text(std::cout, *g, s.sources);
+                   std::ostringstream d;
+                   d << "=== after " << pass << " (N = " << n << ") ===\n";
+                   write_text(d, *g, s.sources);
+                   dumps += d.str();
                  });
     // The explicit engine runs the interpreter: refuse what it could not hold.
     if (built && vo.engine != verify::Engine::Z3) built = interpreter_fits(*g, *t.schedule, eo, s.diags);
-    verify::VerifyReport rep = built ? verify::verify_graph(*g, vo) : verify::VerifyReport{};
     std::string head = "verify " + t.schedule->name + " N = " + std::to_string(n) + ": ";
-    if (!rep.built) {
+    if (!built) {
       rc = std::max(rc, 2);
-      if (o.json) all.push_back({{"schedule", t.schedule->name}, {"ranks", n}, {"verdicts", nlohmann::json::array()},
-                                 {"error", s.diags.render(s.sources)}});
-      else std::cout << head << "bad input\n";
-      std::cerr << s.diags.render(s.sources);
+      if (o.json) emit_json({{"schedule", t.schedule->name}, {"ranks", n}, {"verdicts", nlohmann::json::array()},
+                             {"error", s.diags.render(s.sources)}});
+      else emit(dumps + head + "bad input\n", s.diags.render(s.sources));
       continue;
     }
+    if (!dumps.empty()) emit(dumps, "");
+    set_phase(n, "verifying");
+    verify::VerifyReport rep = verify::verify_graph(*g, vo, [&](const verify::VerifyReport& r) {
+      std::lock_guard<std::mutex> l(prog.mu);
+      const verify::ModeResult& m = r.modes.back();
+      prog.decided += (prog.decided.empty() ? "" : ", ") + std::string(verify::mode_name(m.mode)) + ": " +
+                      (m.timed_out ? "undecided" : verify::verdict_name(m.verdict)) + " (" + m.decided_by + ")";
+    });
+    double total = std::chrono::duration<double>(Clock::now() - t_n).count();
     verify::Verdict worst = rep.worst();
     if (rep.disagreement() || worst == verify::Verdict::Unknown) rc = std::max(rc, 3);
     else if (worst != verify::Verdict::Ok) rc = std::max(rc, 1);
@@ -106,52 +244,70 @@ int cmd_verify(const VerifyOpts& o) {
     if (o.json) {
       nlohmann::json v = nlohmann::json::array();
       for (const auto& m : rep.modes) {
-        nlohmann::json e = {{"semantics", verify::mode_name(m.mode)}, {"verdict", verify::verdict_name(m.verdict)}};
+        nlohmann::json e = {{"semantics", verify::mode_name(m.mode)},
+                            {"verdict", verify::verdict_name(m.verdict)},
+                            {"decided_by", m.decided_by}};
         nlohmann::json engines;
-        if (m.ran_explicit) engines["explicit"] = engine_json(m.explicit_result, o.timing);
-        if (m.ran_z3) engines["z3"] = engine_json(m.z3_result, o.timing);
+        if (m.ran_explicit) engines["explicit"] = engine_json(m.explicit_result, o.timing, m.shared);
+        if (m.ran_z3) engines["z3"] = engine_json(m.z3_result, o.timing, m.shared);
         e["engines"] = engines;
         if (m.disagree) e["disagree"] = true;
+        if (m.timed_out) e["timed_out"] = true;
         v.push_back(e);
       }
       nlohmann::json obj = {{"schedule", rep.schedule}, {"ranks", n}, {"steps", rep.steps}, {"verdicts", v}};
       obj["counterexample"] = cx ? nlohmann::json::parse(verify::render_json(*cx, s.sources)) : nlohmann::json(nullptr);
       if (!rep.note.empty()) obj["note"] = rep.note;
-      all.push_back(obj);
+      if (o.timing)
+        obj["time"] = {{"explicit_s", rounded(rep.explicit_seconds())}, {"z3_s", rounded(rep.z3_seconds())}, {"total_s", rounded(total)}};
+      emit_json(obj);
+      if (rep.timed_out()) {
+        ++next;
+        break;
+      }
       continue;
     }
-    std::string per;
-    bool same = true;
-    for (const auto& m : rep.modes) same = same && m.verdict == rep.modes.front().verdict;
-    if (same && rep.modes.size() > 1) {
-      per = std::string("rendezvous and eager: ") + verify::verdict_name(rep.modes.front().verdict);
-    } else {
-      for (const auto& m : rep.modes)
-        per += (per.empty() ? "" : ", ") + std::string(verify::mode_name(m.mode)) + ": " + verify::verdict_name(m.verdict);
-    }
-    std::string label = rep.disagreement() ? "engines disagree" : verify::verdict_name(worst);
-    std::string took;
+    if (o.quiet && worst == verify::Verdict::Ok && !rep.disagreement()) continue;
+    std::string label = rep.disagreement() ? "engines disagree" : rep.timed_out() ? "undecided (time limit)" : verify::verdict_name(worst);
+    std::string line = head + label + "  (" + verdicts_text(rep) + "; " + deciders_text(rep) + "; " + with_commas(rep.steps) + " steps";
     if (o.timing) {
-      double secs = 0;
-      for (const auto& m : rep.modes) secs += m.explicit_result.seconds + m.z3_result.seconds;
-      char buf[32];
-      std::snprintf(buf, sizeof buf, ", %.3f s", secs);
-      took = buf;
+      std::string engines;
+      if (rep.explicit_seconds() > 0 || std::any_of(rep.modes.begin(), rep.modes.end(), [](auto& m) { return m.ran_explicit; }))
+        engines += "explicit " + secs(rep.explicit_seconds());
+      if (std::any_of(rep.modes.begin(), rep.modes.end(), [](auto& m) { return m.ran_z3; }))
+        engines += (engines.empty() ? "" : ", ") + std::string("z3 ") + secs(rep.z3_seconds());
+      line += "; " + engines + ", total " + secs(total);
     }
-    std::cout << head << label << "  (" << per << "; " << engines_used(rep.modes.front()) << ", " << with_commas(rep.steps)
-              << " steps" << took << ")\n";
+    line += ")\n";
     for (const auto& m : rep.modes) {
+      if (m.shared) continue;
       if (m.disagree)
-        std::cout << "  " << verify::mode_name(m.mode) << ": explicit says " << verify::verdict_name(m.explicit_result.verdict)
-                  << ", z3 says " << verify::verdict_name(m.z3_result.verdict) << " — please report this\n";
-      for (const auto* e : {&m.explicit_result, &m.z3_result})
-        if (e->verdict == verify::Verdict::Unknown && !e->note.empty())
-          std::cout << "  " << verify::mode_name(m.mode) << ", " << (e == &m.explicit_result ? "explicit" : "z3") << ": " << e->note << "\n";
+        line += "  " + std::string(verify::mode_name(m.mode)) + ": explicit says " + verify::verdict_name(m.explicit_result.verdict) +
+                ", z3 says " + verify::verdict_name(m.z3_result.verdict) + " — please report this\n";
+      else if (m.verdict == verify::Verdict::Unknown)
+        for (const auto* e : {&m.explicit_result, &m.z3_result})
+          if (e->verdict == verify::Verdict::Unknown && !e->note.empty() && (e == &m.explicit_result ? m.ran_explicit : m.ran_z3))
+            line += "  " + std::string(verify::mode_name(m.mode)) + ", " + (e == &m.explicit_result ? "explicit" : "z3") + ": " +
+                    e->note + "\n";
     }
-    if (!rep.note.empty()) std::cout << "  note: " << rep.note << "\n";
-    if (cx) std::cout << verify::render_text(*cx, s.sources);
+    if (!rep.note.empty()) line += "  note: " + rep.note + "\n";
+    if (cx) line += verify::render_text(*cx, s.sources);
+    emit(line, "");
+    if (rep.timed_out()) {
+      ++next;
+      break;
+    }
   }
-  if (o.json) std::cout << (ns.size() == 1 ? all[0].dump(2) : all.dump(2)) << "\n";
+  // N's never started because the limit came first.
+  if (next < ns.size()) {
+    rc = std::max(rc, 3);
+    std::string list;
+    for (size_t i = next; i < ns.size(); ++i) list += (list.empty() ? "" : ", ") + std::to_string(ns[i]);
+    if (!o.json) emit("stopped at the time limit of " + secs(o.timeout_s) + ": N = " + list + " not verified\n", "");
+  }
+  if (o.json && prog.json_list) emit(prog.json_first ? "[]\n" : "\n]\n", "");
+  if (o.timing && ns.size() > 1 && !o.json)
+    emit("total " + secs(std::chrono::duration<double>(Clock::now() - t_start).count()) + "\n", "");
   return rc;
 }
 

@@ -41,9 +41,14 @@ class Explorer {
     while (true) {
       std::vector<std::pair<size_t, size_t>> choices;  // (taken, options)
       std::vector<std::pair<StepId, StepId>> matching;
+      if (std::chrono::steady_clock::now() >= o_.deadline) {
+        res.timed_out = true;
+        break;
+      }
       InterpOptions io;
       io.mode = mode_;
       io.report_stuck = false;
+      io.deadline = o_.deadline;
       if (wild) {
         io.choose = [&](const std::vector<std::pair<StepId, StepId>>& options) {
           size_t k = choices.size();
@@ -54,6 +59,10 @@ class Explorer {
         };
       }
       InterpResult r = interpret(g_, io);
+      if (r.interrupted) {
+        res.timed_out = true;
+        break;
+      }
       ++res.executions;
       classify(r, matching);
       if (best_ && best_->verdict == Verdict::Unmatched) break;  // nothing comes first
@@ -71,6 +80,10 @@ class Explorer {
     }
     res.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     bool complete = exhausted || (best_ && best_->verdict == Verdict::Unmatched);
+    res.complete = complete;
+    std::string why = res.timed_out ? "stopped at the time limit after " + std::to_string(res.executions) + " execution" +
+                                          (res.executions == 1 ? "" : "s")
+                                    : "explored " + std::to_string(res.executions) + " executions of more";
     if (best_) {
       res.verdict = best_->verdict;
       res.cx = *best_;
@@ -78,12 +91,12 @@ class Explorer {
       res.cx.engine = "explicit";
       if (!complete) {
         // A defect found is real; one that comes earlier in the order may hide in what was not explored.
-        res.note = "explored " + std::to_string(res.executions) + " executions of more; an earlier verdict may exist";
+        res.note = why + "; an earlier verdict may exist";
         if (o_.strict) res.verdict = Verdict::Unknown;
       }
     } else {
       res.verdict = complete ? Verdict::Ok : Verdict::Unknown;
-      if (!complete) res.note = "explored " + std::to_string(res.executions) + " executions of more (raise --max-executions)";
+      if (!complete) res.note = res.timed_out ? why : why + " (raise --max-executions)";
     }
     if (complete && wild) res.note = std::to_string(res.executions) + " execution" + (res.executions == 1 ? "" : "s") + " explored";
     return res;

@@ -52,6 +52,8 @@ struct EngineResult {
   std::string note;      // why Unknown, or what was explored ("3 executions")
   double seconds = 0;
   uint64_t executions = 0;  // explicit: executions explored
+  bool complete = true;     // every execution considered (false: a bound or the time limit cut it short)
+  bool timed_out = false;   // stopped at the time limit
 };
 
 // Renders a counterexample as diagnostics-style text (source lines and carets).

@@ -70,15 +70,20 @@ class Encoder {
     EngineResult res;
     try {
       build();
+      phase("stuck");
       std::optional<Counterexample> found;
       if (!found) found = q_unmatched();
       if (!found) found = q_deadlock();
+      phase("deadlock");
       if (!found) found = q_race();
+      phase("race");
       if (!found) found = q_undefined();
+      phase("undefined");
       if (!found) {
         if (auto cx = find_lifecycle(g_)) found = *cx;
       }
       if (!found) found = q_wrong();
+      phase("wrong");
       if (found) {
         res.verdict = found->verdict;
         res.cx = *found;
@@ -90,7 +95,9 @@ class Encoder {
       if (!note_.empty()) res.note = note_;
     } catch (const Timeout&) {
       res.verdict = Verdict::Unknown;
-      res.note = "z3 gave up (timeout or resource limit)";
+      res.complete = false;
+      res.timed_out = std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= o_.deadline;
+      res.note = res.timed_out ? "z3 stopped at the time limit" : note_.empty() ? "z3 gave up (per-query timeout or resource limit)" : "z3 gave up: " + note_;
     } catch (const z3::exception& e) {
       res.verdict = Verdict::Unknown;
       res.note = std::string("z3 error: ") + e.msg();
@@ -293,7 +300,18 @@ class Encoder {
     // enumerating matchings (proving "nine messages cannot all find one of eight receives" by
     // case analysis is exponential): per destination and communicator, as many receives are
     // matched as sends.
+    // Without wildcards every receive has at most one candidate, so the counts are trivially
+    // equal, and every time constraint is a difference of two times: Z3's difference-logic
+    // solver decides those several times faster than its general arithmetic (and, were an
+    // atom not a difference, it would answer unknown, never a wrong sat or unsat).
+    bool wildcards = false;
+    for (StepId s = 0; s < n_ && !wildcards; ++s) wildcards = p2p(s) && (g_.flags(s) & (kFlagAnySource | kFlagAnyTag));
+    if (!wildcards) {
+      params_.set("arith.solver", 1u);
+      solver_.set(params_);
+    }
     for (auto& [key, sr] : ends) {
+      if (!wildcards) break;
       std::vector<z3::expr> rs, ms;
       for (StepId r : sr.second) rs.push_back(z3::ite(matched(r), ctx_.int_val(1), ctx_.int_val(0)));
       for (StepId m : sr.first) ms.push_back(z3::ite(matched(m), ctx_.int_val(1), ctx_.int_val(0)));
@@ -303,7 +321,9 @@ class Encoder {
       for (auto& e : ms) mv.push_back(e);
       base.push_back(z3::sum(rv) == z3::sum(mv));
     }
+    phase("constraints");
     for (const auto& e : base) solver_.add(e);
+    phase("added");
 
     // Maximality (a stuck or finished state), kept aside for the queries that need it.
     for (StepId s = 0; s < n_; ++s) {
@@ -342,6 +362,14 @@ class Encoder {
     }
   }
 
+  void phase(const char* what) {
+    if (!std::getenv("STEPGRAPH_Z3_DEBUG")) return;
+    auto now = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "z3 phase %s: %.3f s\n", what, std::chrono::duration<double>(now - phase_t_).count());
+    phase_t_ = now;
+  }
+  std::chrono::steady_clock::time_point phase_t_ = std::chrono::steady_clock::now();
+
   // Gives up at the deadline; cheap enough to call in every loop of the encoding.
   void tick() {
     if ((++ticks_ & 1023) == 0 && std::chrono::steady_clock::now() >= o_.deadline) throw Timeout{};
@@ -355,12 +383,13 @@ class Encoder {
       uint64_t ms = o_.timeout_ms ? o_.timeout_ms : UINT32_MAX;
       if (o_.deadline != std::chrono::steady_clock::time_point::max())
         ms = std::min<uint64_t>(ms, std::chrono::duration_cast<std::chrono::milliseconds>(o_.deadline - now).count() + 1);
-      z3::params p(ctx_);
-      p.set("timeout", static_cast<unsigned>(ms));
-      solver_.set(p);
+      params_.set("timeout", static_cast<unsigned>(ms));
+      solver_.set(params_);
     }
+    phase("before push");
     solver_.push();
     for (const auto& e : extra) solver_.add(e);
+    phase("push+add");
     auto q0 = std::chrono::steady_clock::now();
     z3::check_result r = solver_.check();
     if (std::getenv("STEPGRAPH_Z3_DEBUG"))
@@ -371,7 +400,9 @@ class Encoder {
       throw Timeout{};
     }
     if (r == z3::sat) model_ = std::make_unique<z3::model>(solver_.get_model());
+    phase("check");
     solver_.pop();
+    phase("pop");
     return r;
   }
 
@@ -963,6 +994,7 @@ class Encoder {
   size_t n_;
   z3::context ctx_;
   z3::solver solver_{ctx_};
+  z3::params params_{ctx_};
   std::unique_ptr<z3::model> model_;
   std::vector<z3::expr> I_, D_, t_, c_, M_, stuck_;
   std::vector<std::pair<StepId, StepId>> pr_;

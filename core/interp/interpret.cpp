@@ -102,12 +102,19 @@ class Interp {
     partner_.assign(n_, kNoStep);
     for (StepId s = 0; s < n_; ++s)
       if (pending_[s] == 0) heap_.push(s);
+    bool timed = o_.deadline != std::chrono::steady_clock::time_point::max();
+    uint32_t tick = 0;
     for (;;) {
       while (!heap_.empty()) {
         StepId s = heap_.top();
         heap_.pop();
         st_[s] |= kDepsReady;
         step(s);
+        if (timed && (++tick & 4095) == 0 && std::chrono::steady_clock::now() >= o_.deadline) {
+          res.interrupted = true;
+          res.executed = completed_;
+          return res;
+        }
       }
       // Nothing else can run: resolve one deferred wildcard receive, then go on.
       if (!o_.choose || !resolve_wildcard()) break;

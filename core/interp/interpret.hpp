@@ -2,6 +2,7 @@
 // sends, steps taken in textual order whenever several are ready) and records what went wrong
 // on the way: undefined reads, bad operands, a stuck state, messages nobody received.
 #pragma once
+#include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
@@ -50,12 +51,16 @@ struct InterpOptions {
   // the message another would take. Without `choose`, wildcards match greedily like others.
   std::function<size_t(const std::vector<std::pair<StepId, StepId>>& options)> choose;
   bool report_stuck = true;
+  // The run stops here, unfinished (InterpResult::interrupted), so a caller with a time limit
+  // is never held past it by one long run.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 enum : uint8_t { kStepIssued = 1, kStepCompleted = 2 };
 
 struct InterpResult {
   bool completed = false;  // every step ran
+  bool interrupted = false;  // stopped at the deadline: nothing but `executed` is meaningful
   uint64_t executed = 0;
   std::vector<Issue> issues;
   MachineState initial;
