@@ -260,7 +260,7 @@ TEST_CASE("the explicit and Z3 engines agree on structured programs: rings, shif
   const char* env_seed = std::getenv("STEPGRAPH_RANDOM_SEED");
   int cases = env_cases ? std::atoi(env_cases) : 300;
   std::mt19937_64 rng(env_seed ? std::strtoull(env_seed, nullptr, 10) : 20261123);
-  int decided = 0, general = 0;
+  int decided = 0, general = 0, bad_input = 0;
   std::map<std::string, int> seen, families;
   for (int i = 0; i < cases; ++i) {
     auto sc = sgtest::structured_mpi_schedule(rng, 16);
@@ -268,8 +268,13 @@ TEST_CASE("the explicit and Z3 engines agree on structured programs: rings, shif
     const Program* p = s.load_text("s.sched", sc.text);
     auto g = build_for_verify(s, Target{p, p->schedules.back().get()}, sc.nranks);
     INFO("case " << i << " (" << sc.family << ")\n" << sc.text << s.diags.render(s.sources));
-    REQUIRE(g);  // the generator writes well-formed programs
     ++families[sc.family.substr(0, sc.family.find('+'))];
+    if (!g) {
+      // Only a mutation may make a program bad input (a peer changed into a message of another size).
+      CHECK(sc.family.find("+mutation") != std::string::npos);
+      ++bad_input;
+      continue;
+    }
     VerifyOptions vo = both_engines();
     vo.explicit_opts.max_executions = 5000;
     VerifyReport rep = verify_graph(*g, vo);
@@ -305,7 +310,7 @@ TEST_CASE("the explicit and Z3 engines agree on structured programs: rings, shif
   std::string dist, fam;
   for (const auto& [k, v] : seen) dist += k + "=" + std::to_string(v) + " ";
   for (const auto& [k, v] : families) fam += k + "=" + std::to_string(v) + " ";
-  WARN(cases << " structured programs (" << fam << "), " << decided << " semantics decided by both engines (" << dist << "), "
+  WARN(cases << " structured programs (" << fam << "), " << bad_input << " bad input, " << decided << " semantics decided by both engines (" << dist << "), "
              << general << " also with every compatible pair a candidate");
   for (const char* v : {"ok", "deadlock", "unmatched", "race", "lifecycle", "wrong-result", "undefined-data"}) {
     INFO(v);

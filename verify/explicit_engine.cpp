@@ -10,6 +10,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "core/interp/postcondition.hpp"
 #include "core/io/writers.hpp"
@@ -38,6 +39,7 @@ class Explorer {
 
     std::vector<size_t> prefix;
     bool exhausted = false;
+    uint64_t pruned = 0;
     while (true) {
       std::vector<std::pair<size_t, size_t>> choices;  // (taken, options)
       std::vector<std::pair<StepId, StepId>> matching;
@@ -58,13 +60,24 @@ class Explorer {
           return pick;
         };
       }
+      if (wild) {
+        // Called just before `choose` at the same point. Points the prefix replays are states
+        // this search is still expanding (their other options come through the prefix): only
+        // a point past the prefix is new ground, pruned if another path reached its state.
+        io.fresh_state = [&](uint64_t a, uint64_t b) { return choices.size() < prefix.size() || seen_.insert({a, b}).second; };
+      }
       InterpResult r = interpret(g_, io);
       if (r.interrupted) {
         res.timed_out = true;
         break;
       }
       ++res.executions;
-      classify(r, matching);
+      if (r.pruned) {
+        ++pruned;
+        classify_prefix(r, matching);
+      } else {
+        classify(r, matching);
+      }
       if (best_ && best_->verdict == Verdict::Unmatched) break;  // nothing comes first
       // Next branch: the deepest choice with an untried option.
       size_t i = choices.size();
@@ -98,13 +111,27 @@ class Explorer {
       res.verdict = complete ? Verdict::Ok : Verdict::Unknown;
       if (!complete) res.note = res.timed_out ? why : why + " (raise --max-executions)";
     }
-    if (complete && wild) res.note = std::to_string(res.executions) + " execution" + (res.executions == 1 ? "" : "s") + " explored";
+    if (complete && wild)
+      res.note = std::to_string(res.executions - pruned) + " execution" + (res.executions - pruned == 1 ? "" : "s") + " explored" +
+                 (pruned ? " (and " + std::to_string(pruned) + " cut where they reached a state explored before)" : "");
     return res;
   }
 
  private:
   void offer(Counterexample cx) {
     if (!best_ || priority(cx.verdict) < priority(best_->verdict)) best_ = std::move(cx);
+  }
+
+  // A run stopped at a state explored before: its continuations were classified then; only
+  // what happened on the way there (an undefined read) is new.
+  void classify_prefix(const InterpResult& r, const std::vector<std::pair<StepId, StepId>>& matching) {
+    for (const Issue& is : r.issues) {
+      if (is.kind != IssueKind::UndefinedRead) continue;
+      Counterexample cx = undefined_cx(g_, is.step, is.buf, is.chunk);
+      cx.matching = matching;
+      offer(cx);
+      return;
+    }
   }
 
   void classify(const InterpResult& r, const std::vector<std::pair<StepId, StepId>>& matching) {
@@ -190,6 +217,10 @@ class Explorer {
   SendMode mode_;
   const ExplicitOptions& o_;
   std::optional<Counterexample> best_;
+  struct PairHash {
+    size_t operator()(const std::pair<uint64_t, uint64_t>& p) const { return p.first ^ (p.second * 0x9e3779b97f4a7c15ULL); }
+  };
+  std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen_;  // fingerprints of states explored
   std::vector<StepId> p2p_;  // the MPI sends and receives
   bool p2p_listed_ = false;
 };

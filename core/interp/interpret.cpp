@@ -119,6 +119,12 @@ class Interp {
       // Nothing else can run: resolve one deferred wildcard receive, then go on.
       if (!o_.choose || !resolve_wildcard()) break;
     }
+    if (pruned_) {
+      res.pruned = true;
+      res.executed = completed_;
+      res.issues = std::move(issues_);
+      return res;
+    }
     res.executed = completed_;
     res.completed = completed_ == n_;
     res.status.resize(n_);
@@ -397,6 +403,13 @@ class Interp {
       }
     }
     if (opts.empty()) return false;
+    if (opts.size() > 1 && o_.fresh_state) {
+      auto [a, b] = fingerprint();
+      if (!o_.fresh_state(a, b)) {
+        pruned_ = true;
+        return false;
+      }
+    }
     size_t pick = opts.size() == 1 ? 0 : o_.choose(opts);
     if (pick >= opts.size()) pick = 0;
     StepId best = opts[pick].first;
@@ -409,6 +422,64 @@ class Interp {
     finish_recv(best, m);
     progress(rank);
     return true;
+  }
+
+  // Two independent 64-bit hashes of everything the rest of the run depends on: step status,
+  // chunk values, queued messages (with their payloads) and posted receives, in order.
+  struct Fingerprint {
+    uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
+    void put(uint64_t x) {
+      a = mix64(a ^ x);
+      b = mix64(b + x * 0x9e3779b97f4a7c15ULL);
+    }
+    void put(const Value& v) {
+      put(v.defined ? 0x5bd1e995u : 0x1b873593u);
+      for (const Run& r : v.runs) {
+        put((uint64_t{static_cast<uint8_t>(r.kind)} << 8) | static_cast<uint8_t>(r.mask));
+        put((uint64_t{r.buf} << 32) | r.fixed);
+        put((uint64_t{r.lo} << 32) | r.hi);
+        put(r.count);
+      }
+      put(v.runs.size());
+    }
+  };
+
+  std::pair<uint64_t, uint64_t> fingerprint() const {
+    Fingerprint f;
+    for (size_t i = 0; i < st_.size(); i += 8) {
+      uint64_t w = 0;
+      for (size_t k = i; k < i + 8 && k < st_.size(); ++k) w = (w << 8) | st_[k];
+      f.put(w);
+    }
+    state_.fold_values([&](const Value& v) { f.put(v); });
+    for (uint32_t r = 0; r < g_.nranks; ++r) {
+      f.put(0xfeed0000u + r);
+      for (StepId x : posted_[r]) f.put(x);
+      f.put(0xbeef);
+      for (const Msg& m : unexpected_[r]) {
+        f.put(m.send);
+        for (const Value& v : m.payload) f.put(v);
+      }
+    }
+    // Choreographic payloads waiting for their receive: an unordered map, folded by a sum.
+    uint64_t ia = 0, ib = 0;
+    for (const auto& [r, vals] : inbox_) {
+      Fingerprint e;
+      e.put(r);
+      for (const Value& v : vals) e.put(v);
+      ia += e.a;
+      ib += e.b;
+    }
+    f.put(ia);
+    f.put(ib);
+    return {f.a, f.b};
+  }
+
+  static uint64_t mix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
   }
 
   void finish_recv(StepId r, const Msg& m) {
@@ -566,6 +637,7 @@ class Interp {
   std::unordered_set<uint64_t> undefined_seen_;
   int undef_reported_ = 0;
   uint64_t completed_ = 0;
+  bool pruned_ = false;
   std::vector<Issue> issues_;
 };
 

@@ -51,6 +51,11 @@ struct InterpOptions {
   // the message another would take. Without `choose`, wildcards match greedily like others.
   std::function<size_t(const std::vector<std::pair<StepId, StepId>>& options)> choose;
   bool report_stuck = true;
+  // State caching for the search over matchings: called where a wildcard choice among several
+  // options is about to be made, with a 128-bit fingerprint of the state (every step's status,
+  // every chunk's value, the queued messages and posted receives). Returning false stops the
+  // run there (InterpResult::pruned): every continuation of that state was explored before.
+  std::function<bool(uint64_t, uint64_t)> fresh_state;
   // The run stops here, unfinished (InterpResult::interrupted), so a caller with a time limit
   // is never held past it by one long run.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
@@ -61,6 +66,7 @@ enum : uint8_t { kStepIssued = 1, kStepCompleted = 2 };
 struct InterpResult {
   bool completed = false;  // every step ran
   bool interrupted = false;  // stopped at the deadline: nothing but `executed` is meaningful
+  bool pruned = false;       // stopped at a state fresh_state had seen: only `issues` so far count
   uint64_t executed = 0;
   std::vector<Issue> issues;
   MachineState initial;

@@ -24,6 +24,12 @@ class MachineState {
   }
   // Gives every chunk the value its init rules say (others stay undefined).
   void apply_inits(const StepGraph& g);
+  // Folds every chunk's value (not its writer) into h with `fold` (a state fingerprint).
+  template <class Fold>
+  void fold_values(Fold&& fold) const {
+    for (const auto& b : bufs_)
+      for (const ChunkSlot& c : b) fold(c.v);
+  }
 
  private:
   std::vector<std::vector<ChunkSlot>> bufs_;
