@@ -39,6 +39,18 @@ std::string secs(double s) {
   return buf;
 }
 
+// Runs of consecutive values as "a..b": "2..5, 8".
+std::string rank_list_text(const std::vector<uint32_t>& ns) {
+  std::string out;
+  for (size_t i = 0; i < ns.size();) {
+    size_t j = i;
+    while (j + 1 < ns.size() && ns[j + 1] == ns[j] + 1) ++j;
+    out += (out.empty() ? "" : ", ") + std::to_string(ns[i]) + (j > i ? ".." + std::to_string(ns[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
 nlohmann::json engine_json(const verify::EngineResult& e, bool timing, bool shared) {
   nlohmann::json j = {{"verdict", verify::verdict_name(e.verdict)}};
   if (timing) j["seconds"] = shared ? 0.0 : rounded(e.seconds);
@@ -64,9 +76,10 @@ std::string verdicts_text(const verify::VerifyReport& rep) {
 std::string deciders_text(const verify::VerifyReport& rep) {
   bool same = std::all_of(rep.modes.begin(), rep.modes.end(),
                           [&](const verify::ModeResult& m) { return m.decided_by == rep.modes.front().decided_by; });
-  if (same) return rep.modes.empty() ? "" : rep.modes.front().decided_by;
+  if (same) return rep.modes.empty() || rep.modes.front().decided_by.empty() ? "" : rep.modes.front().decided_by + "; ";
   std::string per;
-  for (const auto& m : rep.modes) per += (per.empty() ? "" : "; ") + std::string(verify::mode_name(m.mode)) + " by " + m.decided_by;
+  for (const auto& m : rep.modes)
+    if (!m.decided_by.empty()) per += std::string(verify::mode_name(m.mode)) + " by " + m.decided_by + "; ";
   return per;
 }
 
@@ -247,7 +260,7 @@ int cmd_verify(const VerifyOpts& o) {
         nlohmann::json e = {{"semantics", verify::mode_name(m.mode)},
                             {"verdict", verify::verdict_name(m.verdict)},
                             {"decided_by", m.decided_by}};
-        nlohmann::json engines;
+        nlohmann::json engines = nlohmann::json::object();
         if (m.ran_explicit) engines["explicit"] = engine_json(m.explicit_result, o.timing, m.shared);
         if (m.ran_z3) engines["z3"] = engine_json(m.z3_result, o.timing, m.shared);
         e["engines"] = engines;
@@ -269,7 +282,7 @@ int cmd_verify(const VerifyOpts& o) {
     }
     if (o.quiet && worst == verify::Verdict::Ok && !rep.disagreement()) continue;
     std::string label = rep.disagreement() ? "engines disagree" : rep.timed_out() ? "undecided (time limit)" : verify::verdict_name(worst);
-    std::string line = head + label + "  (" + verdicts_text(rep) + "; " + deciders_text(rep) + "; " + with_commas(rep.steps) + " steps";
+    std::string line = head + label + "  (" + verdicts_text(rep) + "; " + deciders_text(rep) + with_commas(rep.steps) + " steps";
     if (o.timing) {
       std::string engines;
       if (rep.explicit_seconds() > 0 || std::any_of(rep.modes.begin(), rep.modes.end(), [](auto& m) { return m.ran_explicit; }))
@@ -301,8 +314,7 @@ int cmd_verify(const VerifyOpts& o) {
   // N's never started because the limit came first.
   if (next < ns.size()) {
     rc = std::max(rc, 3);
-    std::string list;
-    for (size_t i = next; i < ns.size(); ++i) list += (list.empty() ? "" : ", ") + std::to_string(ns[i]);
+    std::string list = rank_list_text(std::vector<uint32_t>(ns.begin() + static_cast<std::ptrdiff_t>(next), ns.end()));
     if (!o.json) emit("stopped at the time limit of " + secs(o.timeout_s) + ": N = " + list + " not verified\n", "");
   }
   if (o.json && prog.json_list) emit(prog.json_first ? "[]\n" : "\n]\n", "");

@@ -82,7 +82,6 @@ void conclude(ModeResult& m) {
   } else {
     m.verdict = Verdict::Unknown;
     m.timed_out = (m.ran_explicit && e.timed_out) || (m.ran_z3 && z.timed_out);
-    m.decided_by = "undecided";
   }
 }
 
@@ -120,6 +119,12 @@ VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo, const std
     }
     ModeResult m;
     m.mode = mode;
+    if (std::chrono::steady_clock::now() >= vo.deadline) {  // not started: the limit came first
+      m.timed_out = true;
+      rep.modes.push_back(std::move(m));
+      if (on_mode) on_mode(rep);
+      continue;
+    }
     if (use_explicit) {
       ExplicitOptions eo = vo.explicit_opts;
       eo.deadline = std::min(eo.deadline, vo.deadline);
