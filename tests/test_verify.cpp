@@ -3,6 +3,7 @@
 // explicit and the Z3 engines on the library and on random graphs, and the lifecycle checks.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <cstdlib>
@@ -189,6 +190,118 @@ TEST_CASE("every library schedule verifies ok for N = 2..32 under both semantics
       for (const auto& m : rep.modes) CHECK(m.verdict == Verdict::Ok);
     }
   }
+}
+
+TEST_CASE("graphs with no steps, idle ranks and N = 1 get a verdict from both engines", "[verify][edge]") {
+  const char* text = R"(schedule only_decl() {
+  buffer data[N] bytes 8;
+  init data owned;
+  expect allgather(data);
+}
+schedule nothing() {
+  buffer data[N] bytes 8;
+  expect nothing;
+}
+schedule idle_ranks() {
+  buffer data[N] bytes 8;
+  init data owned;
+  on 0 { send data[0] to N - 1; }
+  on N - 1 { recv data[0] from 0; }
+}
+)";
+  struct Want {
+    const char* sched;
+    uint32_t n;
+    Verdict v;
+  };
+  for (Want w : {Want{"only_decl", 1, Verdict::Ok}, Want{"only_decl", 3, Verdict::WrongResult}, Want{"nothing", 1, Verdict::Ok},
+                 Want{"nothing", 4, Verdict::Ok}, Want{"idle_ranks", 2, Verdict::Ok}, Want{"idle_ranks", 5, Verdict::Ok},
+                 Want{"idle_ranks", 1, Verdict::Ok}}) {
+    Session s;
+    const Program* p = s.load_text("edge.sched", text);
+    auto g = build_for_verify(s, Target{p, p->find(w.sched)}, w.n);
+    INFO(w.sched << " N=" << w.n << "\n" << s.diags.render(s.sources));
+    REQUIRE(g);
+    VerifyReport rep = verify_graph(*g, both_engines());
+    for (const auto& m : rep.modes) {
+      // At N = 1 rank 0 sends to itself before it receives: a deadlock when sends wait for
+      // their receive.
+      Verdict want = std::string(w.sched) == "idle_ranks" && w.n == 1 && m.mode == SendMode::Rendezvous ? Verdict::Deadlock : w.v;
+      CHECK(m.explicit_result.verdict == want);
+      if (kZ3) CHECK(m.z3_result.verdict == want);
+    }
+  }
+}
+
+TEST_CASE("every library schedule verifies at N = 1 (ok, or refused by its require)", "[verify][edge][library]") {
+  for (const auto& e : library()) {
+    Session s;
+    Target t = s.resolve(e.name);
+    auto g = build_for_verify(s, t, 1);
+    INFO(e.name << "\n" << s.diags.render(s.sources));
+    if (!g) {
+      CHECK(s.diags.render(s.sources).find("(require ") != std::string::npos);
+      continue;
+    }
+    VerifyReport rep = verify_graph(*g, both_engines());
+    CHECK(rep.worst() == Verdict::Ok);
+    CHECK_FALSE(rep.disagreement());
+  }
+}
+
+TEST_CASE("a time limit makes the run undecided, not wrong: each semantics says what it decided", "[verify][timeout]") {
+  // A wildcard reduction over 15 senders: more matchings than either engine gets through in
+  // 0.3 s.
+  const char* text = R"(schedule wildsum() {
+  buffer s[1] bytes 8;
+  init s contrib;
+  expect reduce(s, 0);
+  on 0 { for k in 1 .. N { recv s[0] from any reduce; } }
+  on r in 1 .. N { send s[0] to 0; }
+}
+)";
+  Session s;
+  const Program* p = s.load_text("w.sched", text);
+  auto g = build_for_verify(s, Target{p, p->schedules.back().get()}, 16);
+  REQUIRE(g);
+  VerifyOptions vo;
+  vo.explicit_opts.max_executions = 100'000'000;
+  auto t0 = std::chrono::steady_clock::now();
+  vo.deadline = t0 + std::chrono::milliseconds(300);
+  VerifyReport rep = verify_graph(*g, vo);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(took < 1.3);  // within a second of the limit
+  CHECK(rep.worst() == Verdict::Unknown);
+  CHECK(rep.timed_out());
+  REQUIRE(rep.modes.size() == 2);
+  for (const auto& m : rep.modes) CHECK(m.timed_out);
+}
+
+TEST_CASE("a decided semantics keeps its verdict when the time limit stops the next one", "[verify][timeout]") {
+  // Rendezvous deadlocks at once; eager must then explore the wildcard matchings.
+  const char* text = R"(schedule mixed() {
+  buffer s[1] bytes 8;
+  buffer a[N] bytes 8;
+  init s contrib;
+  init a owned;
+  on r in 0 .. N { send a[r] to (r + 1) % N tag 7; recv a[(r - 1) % N] from (r - 1) % N tag 7; }
+  on 0 { for k in 1 .. N { recv s[0] from any reduce; } }
+  on r in 1 .. N { send s[0] to 0; }
+}
+)";
+  Session s;
+  const Program* p = s.load_text("m.sched", text);
+  auto g = build_for_verify(s, Target{p, p->schedules.back().get()}, 16);
+  REQUIRE(g);
+  VerifyOptions vo;
+  vo.engine = Engine::Explicit;
+  vo.explicit_opts.max_executions = 100'000'000;
+  vo.deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  VerifyReport rep = verify_graph(*g, vo);
+  REQUIRE(rep.modes.size() == 2);
+  CHECK(rep.modes[0].verdict == Verdict::Deadlock);
+  CHECK(rep.worst() == Verdict::Deadlock);  // a defect decided before the limit is reported
+  CHECK(rep.modes[1].timed_out);
 }
 
 TEST_CASE("the explicit and Z3 engines agree on the whole library", "[verify][agree][library]") {
