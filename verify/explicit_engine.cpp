@@ -12,6 +12,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/graph/lanes.hpp"
 #include "core/interp/postcondition.hpp"
 #include "core/io/writers.hpp"
 #include "verify/static_checks.hpp"
@@ -138,18 +139,26 @@ class Explorer {
     if (p2p_.empty() && !p2p_listed_) {
       for (StepId s = 0; s < g_.size(); ++s)
         if (g_.local(s) && (g_.kind(s) == StepKind::Send || g_.kind(s) == StepKind::Recv)) p2p_.push_back(s);
+      lane_ = lane_partners(g_);
       p2p_listed_ = true;
     }
-    // unmatched: a pending MPI operation that no unmatched operation left in the program fits.
+    // unmatched: a pending MPI operation that nothing left in the program can match. In a lane
+    // no wildcard contests that is its one partner by MPI's order (the second of two sends into
+    // a lane with one receive can never be taken); elsewhere, any compatible operation still
+    // unmatched.
     for (StepId s : p2p_) {
       if (!(r.status[s] & kStepIssued) || r.partner[s] != kNoStep) continue;
       bool is_recv = g_.kind(s) == StepKind::Recv;
       bool fits = false;
-      for (StepId x : p2p_) {
-        if (fits) break;
-        if (r.partner[x] != kNoStep || x == s) continue;
-        if (is_recv && g_.kind(x) == StepKind::Send && p2p_compatible(g_, s, x)) fits = true;
-        if (!is_recv && g_.kind(x) == StepKind::Recv && p2p_compatible(g_, x, s)) fits = true;
+      if (lane_[s] != kLaneContested) {
+        fits = lane_[s] != kNoStep && r.partner[lane_[s]] == kNoStep;
+      } else {
+        for (StepId x : p2p_) {
+          if (fits) break;
+          if (r.partner[x] != kNoStep || x == s) continue;
+          if (is_recv && g_.kind(x) == StepKind::Send && p2p_compatible(g_, s, x)) fits = true;
+          if (!is_recv && g_.kind(x) == StepKind::Recv && p2p_compatible(g_, x, s)) fits = true;
+        }
       }
       if (fits) continue;
       Counterexample cx = unmatched_cx(g_, s);
@@ -221,7 +230,8 @@ class Explorer {
     size_t operator()(const std::pair<uint64_t, uint64_t>& p) const { return p.first ^ (p.second * 0x9e3779b97f4a7c15ULL); }
   };
   std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen_;  // fingerprints of states explored
-  std::vector<StepId> p2p_;  // the MPI sends and receives
+  std::vector<StepId> p2p_;   // the MPI sends and receives
+  std::vector<StepId> lane_;  // lane_partners(g_)
   bool p2p_listed_ = false;
 };
 

@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "core/graph/lanes.hpp"
 #include "core/interp/postcondition.hpp"
 #include "core/io/writers.hpp"
 #include "verify/static_checks.hpp"
@@ -147,56 +148,43 @@ class Encoder {
       c_.push_back(ctx_.int_const(("c" + k).c_str()));
     }
     // Candidate pairs, computed from MPI's rules here rather than taken from the match pass.
-    // A lane is one source, tag and communicator into one destination. Where no wildcard
-    // receive at the destination can take a lane's messages, the k-th receive of the lane takes
-    // its k-th send: the non-overtaking and posted-order constraints below imply it (if receive
-    // j took send i, sends 1..i-1 went to receives posted before j, and receives 1..j-1 took
-    // sends before i, so i = j), and on-block operations start in program order. Stating it
-    // as the only candidate keeps deterministic programs (rings, pipelines on one tag) free of
-    // the N-squared candidate pairs and the cubic ordering constraints that follow from them.
-    // Elsewhere every compatible pair is a candidate.
+    // A lane no wildcard receive contests (core/graph/lanes.hpp) pairs its k-th receive with its
+    // k-th send only: the non-overtaking and posted-order constraints below imply it (if
+    // receive j took send i, sends 1..i-1 went to receives posted before j, and receives 1..j-1
+    // took sends before i, so i = j), and stating it keeps deterministic programs (rings,
+    // pipelines on one tag) free of the N-squared candidate pairs and the cubic ordering
+    // constraints that would follow. Elsewhere every compatible pair is a candidate.
     pairs_of_.assign(n_, {});
     std::map<std::pair<uint32_t, uint32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> ends;
     for (StepId s = 0; s < n_; ++s) {
-      tick();
       if (!p2p(s)) continue;
       const P2PInfo& p = g_.p2p_info(s);
       if (g_.kind(s) == StepKind::Send) ends[{p.peer, p.comm}].first.push_back(s);
       else ends[{g_.rank(s), p.comm}].second.push_back(s);
     }
+    lane_ = lane_partners(g_);
+    const std::vector<StepId>& lane = lane_;
     auto add_pair = [&](StepId r, StepId m) {
       if (!p2p_compatible(g_, r, m)) return;
       size_t idx = pr_.size();
       pr_.push_back({r, m});
-      M_.push_back(ctx_.bool_const(("M" + std::to_string(r) + "_" + std::to_string(m)).c_str()));
+      std::string nm = "M";
+      nm += std::to_string(r);
+      nm += '_';
+      nm += std::to_string(m);
+      M_.push_back(ctx_.bool_const(nm.c_str()));
       pairs_of_[r].push_back(idx);
       pairs_of_[m].push_back(idx);
     };
     for (auto& [dst, sr] : ends) {
-      std::vector<StepId> wild;
-      std::map<std::pair<uint32_t, int32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> lanes;
-      for (StepId m : sr.first) lanes[{g_.rank(m), g_.p2p_info(m).tag}].first.push_back(m);
       for (StepId r : sr.second) {
-        if (g_.flags(r) & (kFlagAnySource | kFlagAnyTag)) wild.push_back(r);
-        else lanes[{g_.p2p_info(r).peer, g_.p2p_info(r).tag}].second.push_back(r);
-      }
-      for (auto& [lane, ms_rs] : lanes) {
-        const auto& [ms, rs] = ms_rs;
-        bool contested = false;
-        for (StepId w : wild) {
-          const P2PInfo& p = g_.p2p_info(w);
-          if ((p.peer == kAnyRank || p.peer == lane.first) && (p.tag == kAnyTag || p.tag == lane.second)) contested = true;
-        }
         tick();
-        if (!contested && o_.fixed_lanes) {
-          for (size_t k = 0; k < ms.size() && k < rs.size(); ++k) add_pair(rs[k], ms[k]);
-        } else {
-          for (StepId r : rs)
-            for (StepId m : ms) add_pair(r, m);
+        if (lane[r] == kLaneContested || !o_.fixed_lanes) {
+          for (StepId m : sr.first) add_pair(r, m);
+        } else if (lane[r] != kNoStep) {
+          add_pair(r, lane[r]);
         }
       }
-      for (StepId r : wild)
-        for (StepId m : sr.first) add_pair(r, m);
     }
     if (pr_.size() > o_.max_pairs) {
       note_ = "too many candidate pairs";
@@ -428,7 +416,11 @@ class Encoder {
   }
 
   // ------------------------------------------------------------------ queries
+  // A pending operation nothing left can match: in an uncontested lane, its one partner by
+  // MPI's order is missing or taken (with every compatible pair a candidate too, since no
+  // execution pairs it otherwise); elsewhere, every candidate is taken.
   z3::expr unmatched(StepId o) {
+    if (lane_[o] != kLaneContested) return I_[o] && !matched(o) && (lane_[o] == kNoStep ? ctx_.bool_val(true) : matched(lane_[o]));
     std::vector<z3::expr> others;
     for (size_t p : pairs_of_[o]) {
       StepId x = g_.kind(o) == StepKind::Recv ? pr_[p].second : pr_[p].first;
@@ -1000,6 +992,7 @@ class Encoder {
   std::vector<std::pair<StepId, StepId>> pr_;
   std::vector<std::vector<size_t>> pairs_of_;
   std::vector<StepId> wait_of_;
+  std::vector<StepId> lane_;  // lane_partners(g_)
   std::vector<uint8_t> status_;
   std::vector<StepId> partner_;
   std::unordered_map<uint64_t, StepId> prior_;

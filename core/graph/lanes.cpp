@@ -1,0 +1,44 @@
+#include "core/graph/lanes.hpp"
+
+#include <map>
+#include <tuple>
+
+namespace sg {
+
+std::vector<StepId> lane_partners(const StepGraph& g) {
+  std::vector<StepId> out(g.size(), kNoStep);
+  // Per (destination, communicator): the sends and the receives there, in program order.
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> ends;
+  for (StepId s = 0; s < g.size(); ++s) {
+    if (!g.local(s) || (g.kind(s) != StepKind::Send && g.kind(s) != StepKind::Recv)) continue;
+    const P2PInfo& p = g.p2p_info(s);
+    if (g.kind(s) == StepKind::Send) ends[{p.peer, p.comm}].first.push_back(s);
+    else ends[{g.rank(s), p.comm}].second.push_back(s);
+  }
+  for (const auto& [dst, sr] : ends) {
+    std::vector<StepId> wild;
+    std::map<std::pair<uint32_t, int32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> lanes;
+    for (StepId m : sr.first) lanes[{g.rank(m), g.p2p_info(m).tag}].first.push_back(m);
+    for (StepId r : sr.second) {
+      if (g.flags(r) & (kFlagAnySource | kFlagAnyTag)) {
+        wild.push_back(r);
+        out[r] = kLaneContested;
+      } else {
+        lanes[{g.p2p_info(r).peer, g.p2p_info(r).tag}].second.push_back(r);
+      }
+    }
+    for (const auto& [lane, ms_rs] : lanes) {
+      const auto& [ms, rs] = ms_rs;
+      bool contested = false;
+      for (StepId w : wild) {
+        const P2PInfo& p = g.p2p_info(w);
+        if ((p.peer == kAnyRank || p.peer == lane.first) && (p.tag == kAnyTag || p.tag == lane.second)) contested = true;
+      }
+      for (size_t k = 0; k < ms.size(); ++k) out[ms[k]] = contested ? kLaneContested : k < rs.size() ? rs[k] : kNoStep;
+      for (size_t k = 0; k < rs.size(); ++k) out[rs[k]] = contested ? kLaneContested : k < ms.size() ? ms[k] : kNoStep;
+    }
+  }
+  return out;
+}
+
+}  // namespace sg

@@ -1,0 +1,22 @@
+// MPI lanes: the messages of one source, tag and communicator into one destination.
+//
+// Where no wildcard receive at the destination can take a lane's messages, MPI's order fixes the
+// matching: the k-th receive of the lane (in program order, which is posting order for `on`-block
+// steps) takes the k-th send (non-overtaking). Both verify engines use it: Z3 to keep such a
+// receive to its one candidate, the explicit engine to decide that a pending operation can never
+// be matched (the second of two sends into a lane with one receive: the receive takes the first).
+#pragma once
+#include <vector>
+
+#include "core/graph/step_graph.hpp"
+
+namespace sg {
+
+// lane_partners(g)[s] for a local-view send or receive s: the one operation it can ever match,
+// or kNoStep if its lane has no k-th operation on the other side; kLaneContested where a wildcard
+// receive is involved (a wildcard receive, or an operation of a lane one could take from). Other
+// steps: kNoStep.
+constexpr StepId kLaneContested = 0xfffffffeu;
+std::vector<StepId> lane_partners(const StepGraph& g);
+
+}  // namespace sg
