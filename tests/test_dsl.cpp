@@ -113,15 +113,42 @@ TEST_CASE("the parser recovers and reports several errors", "[parser]") {
       4);
   REQUIRE_FALSE(b.ok());
   const auto& all = b.session->diags.all();
-  // Recovery skips to the next ';' or block end, so the broken `for` is swallowed by the error
-  // before it (the missing ';' after `reduce`).
-  REQUIRE(all.size() == 4);
-  CHECK(all[0].loc.line == 3);  // the missing ';' is found at the next token
-  CHECK(all[0].message == "expected ';' at the end of the statement, found 'init'");
-  CHECK(all[1].loc.line == 5);
-  CHECK(all[2].message == "unknown statement 'frob'");
-  CHECK(all[3].loc.line == 7);
-  CHECK(all[3].loc.col == 14);
+  // A missing ';' at the end of a line is reported where it belongs, just past the statement's
+  // last token, and parsing goes on with the next line, so `init` and the broken `for` are seen.
+  REQUIRE(all.size() == 5);
+  CHECK(all[0].loc.line == 2);
+  CHECK(all[0].loc.col == 22);
+  CHECK(all[0].message == "expected ';' after the 'buffer' statement, found 'init'");
+  CHECK(all[1].loc.line == 4);
+  CHECK(all[1].loc.col == 31);
+  CHECK(all[1].message == "expected ';' after the 'send' statement, found 'for'");
+  CHECK(all[2].loc.line == 5);
+  CHECK(all[2].message == "expected '..' in the loop range (a .. b), found 'N'");
+  CHECK(all[3].message == "unknown statement 'frob'");
+  CHECK(all[4].loc.line == 7);
+  CHECK(all[4].loc.col == 14);
+}
+
+TEST_CASE("a missing ';' is reported after the statement's last token", "[parser]") {
+  // Next line: the statement is kept and the next one parses (no second error, no cascade).
+  auto b = sgtest::build("schedule s() {\n  buffer d[N] bytes 4\n  init d contrib;\n  expect allreduce(d);\n}\n", 4);
+  REQUIRE(b.session->diags.error_count() == 1);
+  CHECK(b.session->diags.all()[0].loc.line == 2);
+  CHECK(b.session->diags.all()[0].loc.col == 22);
+  // Same line: the caret goes after the last token of the statement; the rest is skipped.
+  b = sgtest::build("schedule s() {\n  let x = 3 + 4 5;\n  let y = 2;\n}\n", 4);
+  REQUIRE(b.session->diags.error_count() == 1);
+  CHECK(b.session->diags.all()[0].loc.col == 16);
+  CHECK(b.session->diags.all()[0].message == "expected ';' after the 'let' statement, found '5'");
+  // Before the closing brace, and at the end of the file.
+  b = sgtest::build("schedule s() {\n  on 0 { barrier }\n  barrier\n}\n", 4);
+  REQUIRE(b.session->diags.error_count() == 2);
+  CHECK(b.session->diags.all()[0].loc.col == 17);
+  CHECK(b.session->diags.all()[1].loc.line == 3);
+  CHECK(b.session->diags.all()[1].loc.col == 10);
+  b = sgtest::build("schedule s() {\n  barrier", 4);
+  REQUIRE(b.session->diags.error_count() == 2);  // the ';' and the '}'
+  CHECK(b.session->diags.all()[0].loc.col == 10);
 }
 
 TEST_CASE("every statement form of the language parses and round-trips", "[parser][printer]") {

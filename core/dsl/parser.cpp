@@ -15,7 +15,9 @@ class Parser {
  public:
   Parser(const SourceManager& sm, uint32_t file, Diagnostics& diags, std::vector<Loc>* stmt_locs)
       : sm_(sm), file_(file), diags_(diags), stmt_locs_(stmt_locs) {
+    size_t before = diags.all().size();
     toks_ = lex(sm, file, diags);
+    for (size_t i = before; i < diags.all().size(); ++i) lex_errors_.push_back(diags.all()[i].loc);
   }
 
   std::unique_ptr<Program> program() {
@@ -100,6 +102,16 @@ class Parser {
       default: return tok_spelling(t.kind);
     }
   }
+  // Whether the lexer reported (and dropped) a bad character between the previous token and the
+  // next one: a parse error there is that character's consequence, and would only repeat it.
+  bool after_lex_error() const {
+    if (pos_ == 0 || lex_errors_.empty()) return false;
+    Loc a = toks_[pos_ - 1].loc, b = peek().loc;
+    auto before = [](Loc x, Loc y) { return x.line < y.line || (x.line == y.line && x.col < y.col); };
+    for (Loc e : lex_errors_)
+      if (before(a, e) && before(e, b)) return true;
+    return false;
+  }
   [[noreturn]] void error_here(const std::string& msg) {
     const Token& t = peek();
     // Errors at the end of the file point just after the last real token.
@@ -109,7 +121,7 @@ class Parser {
       loc = prev.loc;
       loc.col += prev.length;
     }
-    diags_.error(loc, msg, t.length ? t.length : 1);
+    if (!after_lex_error()) diags_.error(loc, msg, t.length ? t.length : 1);
     throw ParseError{};
   }
   void expect(Tok t, const char* what) {
@@ -245,12 +257,26 @@ class Parser {
     }
   }
 
-  void end_stmt() { expect(Tok::Semi, "at the end of the statement"); }
+  // A missing ';' is reported just past the statement's last token, as clang and rustc do: that
+  // is where the ';' goes, and the token found instead usually starts the next line's statement.
+  void end_stmt() {
+    if (accept(Tok::Semi)) return;
+    const Token& last = toks_[pos_ - 1];  // a statement has at least its keyword
+    Loc loc = last.loc;
+    loc.col += last.length;
+    if (!after_lex_error()) diags_.error(loc, "expected ';' after the '" + stmt_word_ + "' statement, found " + describe(peek()));
+    // When the next token is on a later line, or closes the block, the statement is complete and
+    // only its ';' is missing: keep it and parse on from that token, so that recovery does not
+    // swallow the next statement. Anything else on the same line is a garbled statement: skip it.
+    if (peek().loc.line > last.loc.line || at(Tok::RBrace) || at(Tok::End)) return;
+    throw ParseError{};
+  }
 
   StmtPtr statement() {
     const Token& kw = peek();
     if (kw.kind != Tok::Ident) error_here("expected a statement, found " + describe(kw));
     const std::string& w = kw.text;
+    stmt_word_ = w;
     if (w == "let") return let_stmt();
     if (w == "for") return for_stmt();
     if (w == "if") return if_stmt();
@@ -855,8 +881,10 @@ class Parser {
   Diagnostics& diags_;
   std::vector<Loc>* stmt_locs_;
   std::vector<Token> toks_;
+  std::vector<Loc> lex_errors_;  // where the lexer reported an error (it drops bad characters)
   size_t pos_ = 0;
   int nesting_ = 0;
+  std::string stmt_word_;  // the keyword of the statement being parsed, for the missing-';' error
 };
 
 }  // namespace
