@@ -151,6 +151,52 @@ TEST_CASE("a missing ';' is reported after the statement's last token", "[parser
   CHECK(b.session->diags.all()[0].loc.col == 10);
 }
 
+TEST_CASE("a declaration that does not parse still declares its name", "[parser][resolve]") {
+  auto errors = [](const std::string& text) {
+    auto b = sgtest::build(text, 4);
+    std::vector<std::string> out;
+    for (const auto& d : b.session->diags.all()) out.push_back(std::to_string(d.loc.line) + ": " + d.message);
+    return out;
+  };
+  // buffer: no "unknown buffer 'data'" at the later uses.
+  auto e = errors("schedule s(size = 64) {\n  buffer data[N] bytes size / ;\n  init data contrib;\n"
+                  "  send data[0] from 0 to 1;\n  expect allreduce(data);\n}\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "2: expected an expression, found ';'");
+  // let: no "unknown name 'x'".
+  e = errors("schedule s() {\n  let x = 3 + ;\n  let y = x * 2;\n  buffer d[x] bytes 8;\n}\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "2: expected an expression, found ';'");
+  // A parameter whose default does not parse: the schedule's body is still parsed (its own
+  // mistakes are found) and the parameter's uses are not errors.
+  e = errors("schedule s(k = min(2 3), m = 4) {\n  buffer d[k + m] bytes 8;\n  frob;\n}\n");
+  REQUIRE(e.size() == 2);
+  CHECK(e[0] == "1: expected ')' to close the argument list, found '3'");
+  CHECK(e[1] == "3: unknown statement 'frob'");
+  e = errors("schedule sub(group G = 3, buffer B) {\n  send B[0] from G[0] to G[1];\n}\nschedule s() { }\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "1: expected ',' or ')' after the parameter, found '='");
+  // Real mistakes after the broken declaration are still reported.
+  e = errors("schedule s() {\n  buffer data[N] bytes ;\n  send dta[0] from 0 to 1;\n}\n");
+  REQUIRE(e.size() == 2);
+  CHECK(e[1] == "3: unknown buffer 'dta'");
+}
+
+TEST_CASE("an erroneous declaration is neither elaborated nor printed as if it were whole", "[parser][elaborate]") {
+  Session s;
+  const Program* p = s.load_text("broken.sched", "schedule s() {\n  let x = ;\n  buffer d[N] bytes x;\n}\n");
+  REQUIRE(s.diags.error_count() == 1);
+  REQUIRE(p->schedules.size() == 1);
+  REQUIRE(p->schedules[0]->body.size() == 2);
+  CHECK(p->schedules[0]->body[0]->erroneous);
+  CHECK(print_program(*p).find("# a declaration here did not parse") != std::string::npos);
+  // Elaborating it anyway (as a call into a broken library file would) stops with an error.
+  ElabOptions o;
+  o.nranks = 2;
+  CHECK(elaborate(s, Target{p, p->schedules[0].get()}, o) == nullptr);
+  CHECK(s.diags.render(s.sources).find("this declaration has a syntax error") != std::string::npos);
+}
+
 TEST_CASE("every statement form of the language parses and round-trips", "[parser][printer]") {
   const char* all = R"(
 schedule sub(group G, buffer B, k = 2) {

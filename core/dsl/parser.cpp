@@ -35,6 +35,7 @@ class Parser {
             prog->schedules.push_back(std::move(s));
           }
         } catch (const ParseError&) {
+          salvaged_.reset();
           // skip to the next `schedule` keyword at the start of a line
           while (!at(Tok::End) && !(is_word("schedule") && peek().loc.col == 1)) next();
         }
@@ -179,22 +180,62 @@ class Parser {
       do {
         Param p;
         p.loc = peek().loc;
-        if (is_word("group") && peek(1).kind == Tok::Ident) {
-          next();
-          p.kind = ParamKind::Group;
-        } else if (is_word("buffer") && peek(1).kind == Tok::Ident) {
-          next();
-          p.kind = ParamKind::Buffer;
+        size_t start = pos_;
+        try {
+          if (is_word("group") && peek(1).kind == Tok::Ident) {
+            next();
+            p.kind = ParamKind::Group;
+          } else if (is_word("buffer") && peek(1).kind == Tok::Ident) {
+            next();
+            p.kind = ParamKind::Buffer;
+          }
+          p.loc = peek().loc;
+          p.name = ident("a parameter name");
+          if (p.kind == ParamKind::Int && accept(Tok::Assign)) p.def = expr();
+          if (!at(Tok::Comma) && !at(Tok::RParen))
+            error_here("expected ',' or ')' after the parameter, found " + describe(peek()));
+        } catch (const ParseError&) {
+          // Keep a parameter whose default did not parse, so the body's uses of it are not
+          // errors too, and parse on from the next parameter (not from the next schedule).
+          p.erroneous = true;
+          p.def.reset();
+          skip_parameter(start);
         }
-        p.loc = peek().loc;
-        p.name = ident("a parameter name");
-        if (p.kind == ParamKind::Int && accept(Tok::Assign)) p.def = expr();
-        s->params.push_back(std::move(p));
+        if (!p.name.empty()) s->params.push_back(std::move(p));
       } while (accept(Tok::Comma));
     }
     expect(Tok::RParen, "to close the parameter list");
     s->body = block();
     resolve_schedule(*s, diags_);
+    return s;
+  }
+
+  // Skips the rest of a parameter that did not parse: to the ',' or ')' at the nesting level the
+  // parameter started at (parentheses opened since `start` are closed first), or to the '{' of
+  // the body when the ')' is missing.
+  void skip_parameter(size_t start) {
+    int depth = 0;
+    for (size_t i = start; i < pos_; ++i) depth += toks_[i].kind == Tok::LParen ? 1 : toks_[i].kind == Tok::RParen ? -1 : 0;
+    while (!at(Tok::End) && !at(Tok::LBrace)) {
+      if (depth <= 0 && (at(Tok::Comma) || at(Tok::RParen))) return;
+      if (at(Tok::LParen)) ++depth;
+      if (at(Tok::RParen)) --depth;
+      next();
+    }
+  }
+
+  // A declaration whose name has been read keeps it when the rest does not parse: the statement
+  // is marked erroneous and handed to the enclosing block (salvaged_), which recovers and keeps
+  // it, so later uses of the name raise no "unknown name" errors of their own.
+  template <class T, class F>
+  StmtPtr declaration(std::unique_ptr<T> s, F&& rest) {
+    try {
+      rest(*s);
+    } catch (const ParseError&) {
+      s->erroneous = true;
+      salvaged_ = std::move(s);
+      throw;
+    }
     return s;
   }
 
@@ -229,6 +270,7 @@ class Parser {
         if (st) b.push_back(std::move(st));
       } catch (const ParseError&) {
         recover();
+        if (salvaged_) b.push_back(std::move(salvaged_));
       }
       if (pos_ == before) next();  // always make progress
     }
@@ -311,10 +353,11 @@ class Parser {
   StmtPtr let_stmt() {
     auto s = make_stmt<LetStmt>(next());
     s->name = ident("a name after 'let'");
-    expect(Tok::Assign, "after the name");
-    s->value = expr();
-    end_stmt();
-    return s;
+    return declaration(std::move(s), [&](LetStmt& d) {
+      expect(Tok::Assign, "after the name");
+      d.value = expr();
+      end_stmt();
+    });
   }
 
   StmtPtr for_stmt() {
@@ -357,27 +400,28 @@ class Parser {
   StmtPtr buffer_stmt() {
     auto s = make_stmt<BufferStmt>(next());
     s->name = ident("a buffer name");
-    expect(Tok::LBracket, "after the buffer name (buffer NAME[count] …)");
-    do s->dims.push_back(expr());
-    while (accept(Tok::Comma));
-    expect(Tok::RBracket, "after the buffer dimensions");
-    if (accept_word("bytes")) {
-      s->bytes = expr();
-    } else if (accept_word("shape")) {
-      expect(Tok::LBracket, "after 'shape'");
-      do s->shape.push_back(expr());
+    return declaration(std::move(s), [&](BufferStmt& d) {
+      expect(Tok::LBracket, "after the buffer name (buffer NAME[count] …)");
+      do d.dims.push_back(expr());
       while (accept(Tok::Comma));
-      expect(Tok::RBracket, "after the chunk shape");
-    } else {
-      error_here("expected 'bytes' or 'shape' after the buffer dimensions, found " + describe(peek()));
-    }
-    if (is_word("dtype")) {
-      next();
-      s->dtype_loc = peek().loc;
-      s->dtype = ident("an element type");
-    }
-    end_stmt();
-    return s;
+      expect(Tok::RBracket, "after the buffer dimensions");
+      if (accept_word("bytes")) {
+        d.bytes = expr();
+      } else if (accept_word("shape")) {
+        expect(Tok::LBracket, "after 'shape'");
+        do d.shape.push_back(expr());
+        while (accept(Tok::Comma));
+        expect(Tok::RBracket, "after the chunk shape");
+      } else {
+        error_here("expected 'bytes' or 'shape' after the buffer dimensions, found " + describe(peek()));
+      }
+      if (is_word("dtype")) {
+        next();
+        d.dtype_loc = peek().loc;
+        d.dtype = ident("an element type");
+      }
+      end_stmt();
+    });
   }
 
   StmtPtr init_stmt() {
@@ -885,6 +929,7 @@ class Parser {
   size_t pos_ = 0;
   int nesting_ = 0;
   std::string stmt_word_;  // the keyword of the statement being parsed, for the missing-';' error
+  StmtPtr salvaged_;       // an erroneous declaration on its way to its block (see declaration())
 };
 
 }  // namespace

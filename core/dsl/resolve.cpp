@@ -150,7 +150,7 @@ class Resolver {
     switch (st.kind) {
       case StmtKind::Let: {
         auto& s = static_cast<LetStmt&>(st);
-        expr(*s.value);
+        if (s.value) expr(*s.value);  // null in an erroneous declaration
         check_name(s.name, s.loc);
         s.slot = bind(s.name);
         break;

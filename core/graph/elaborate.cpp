@@ -529,6 +529,12 @@ class Elaborator {
   }
 
   void stmt(const Stmt& st, Frame& f) {
+    // Only a program with parse errors holds one (a callee in a library folder being edited, see
+    // STEPGRAPH_LIBRARY): say so here too, since a later N no longer sees the parse error.
+    if (st.erroneous) {
+      diags_.error(st.loc, "this declaration has a syntax error; the schedule cannot be elaborated", st.length);
+      throw Abort{};
+    }
     switch (st.kind) {
       case StmtKind::Let: {
         auto& s = static_cast<const LetStmt&>(st);
