@@ -184,6 +184,10 @@ int cmd_compile(const CompileOpts& o) {
   auto t0 = std::chrono::steady_clock::now();
   auto g = elaborate(p.s, p.t, p.opts);
   if (!g) {
+    // On stderr: stdout is the graph's (it may be redirected into a file or a pipe).
+    if (const Diagnostic* why = p.s.diags.unsupported_since(0))
+      std::cerr << "compile " << p.t.schedule->name << " N = " << p.ns[0] << ": unsupported (" << unsupported_reason(*why)
+                << ")\n";
     p.s.diags.print(std::cerr, p.s.sources);
     return 2;
   }
@@ -242,6 +246,21 @@ int cmd_check(const CheckOpts& o) {
       rc = 2;
       std::string text;
       for (size_t i = diags_before; i < p.s.diags.all().size(); ++i) text += render_diagnostic(p.s.diags.all()[i], p.s.sources);
+      // An N the schedule refuses through `require` is not a mistake in the input: it says so,
+      // with the reason; -q leaves it out (the exit code still tells).
+      if (const Diagnostic* why = p.s.diags.unsupported_since(diags_before)) {
+        if (o.json) {
+          out.push_back({{"schedule", p.t.schedule->name},
+                         {"ranks", n},
+                         {"result", "unsupported"},
+                         {"message", unsupported_reason(*why)},
+                         {"diagnostics", text}});
+        } else if (!o.quiet) {
+          std::cout << head << "unsupported (" << unsupported_reason(*why) << ")\n";
+          std::cerr << text;
+        }
+        continue;
+      }
       if (o.json) {
         out.push_back({{"schedule", p.t.schedule->name}, {"ranks", n}, {"result", "bad-input"}, {"diagnostics", text}});
       } else {
@@ -357,7 +376,14 @@ int cmd_demo(const std::string& ranks) {
       o.nranks = n;
       CheckOutcome c = run_check(one, tt, o);
       if (!c.built) {
-        ++refused;
+        // Refused: an N the algorithm does not support (a failed `require`). Any other error
+        // is a broken library schedule, and a failure.
+        if (one.diags.unsupported_since(0)) {
+          ++refused;
+        } else {
+          ++bad;
+          if (first_bad.empty()) first_bad = "N = " + std::to_string(n) + ": " + one.diags.render(one.sources);
+        }
         continue;
       }
       if (c.ok) ++ok;

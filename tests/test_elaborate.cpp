@@ -289,6 +289,35 @@ TEST_CASE("an unknown --set parameter and a bad value are errors", "[elaborate][
   CHECK(d.errors.find("a --set value may only use numbers and N (found 'x')") != std::string::npos);
 }
 
+TEST_CASE("a failed require marks the instance unsupported, with its message as the reason", "[elaborate][errors]") {
+  const char* text = R"sched(schedule e(k = 1) {
+  require k >= 1, "k must be positive";
+  buffer d[N] bytes 8;
+  for i in 0 .. N { require i < 3 || N % 2 == 0, "odd N needs fewer than 3 (see (require) note)"; }
+  # Never reached when a require above fails: counting (the size estimate) stops there too.
+  for i in 0 .. 1000000000000 { let x = i; }
+}
+)sched";
+  auto b = sgtest::build(text, 5);
+  REQUIRE_FALSE(b.ok());
+  const Diagnostic* why = b.session->diags.unsupported_since(0);
+  REQUIRE(why != nullptr);
+  CHECK(why->message == "odd N needs fewer than 3 (see (require) note) (require i < 3 || N % 2 == 0 with N = 5; with i = 3)");
+  CHECK(unsupported_reason(*why) == "odd N needs fewer than 3 (see (require) note)");
+  CHECK(b.session->diags.error_count() == 1);
+  // Without a message, the reason says only that the requirement failed.
+  auto c = sgtest::build(text, 4, "", {{"k", "0"}});
+  REQUIRE(c.session->diags.unsupported_since(0) != nullptr);
+  CHECK(unsupported_reason(*c.session->diags.unsupported_since(0)) == "k must be positive");
+  auto m = sgtest::build("schedule e() {\n  require N == 2;\n}\n", 3);
+  REQUIRE(m.session->diags.unsupported_since(0) != nullptr);
+  CHECK(unsupported_reason(*m.session->diags.unsupported_since(0)) == "requirement failed");
+  // Any other error makes it bad input, even next to a failed require.
+  auto e = sgtest::build("schedule e() {\n  let z = 1 / (N - 3);\n  require N == 2, \"two\";\n}\n", 3);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.session->diags.unsupported_since(0) == nullptr);
+}
+
 TEST_CASE("errors in loops are reported once with the loop variables", "[elaborate][errors]") {
   auto b = sgtest::build("schedule e() {\n  buffer d[N] bytes 8;\n  for r in 0 .. N {\n    send d[r + 2] from r to 0;\n  }\n}\n", 4);
   REQUIRE_FALSE(b.ok());

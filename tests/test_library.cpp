@@ -48,6 +48,11 @@ TEST_CASE("the interpreter checks the whole library for N in 2..17 and powers of
         CHECK(s.sources.file(d.loc.file).name() == e.path);
         CHECK(d.message.find("(require ") != std::string::npos);
         CHECK(d.message.rfind("requirement failed", 0) != 0);  // it says why
+        // … and is reported as unsupported, not as bad input.
+        const Diagnostic* why = s.diags.unsupported_since(0);
+        REQUIRE(why != nullptr);
+        CHECK(!unsupported_reason(*why).empty());
+        CHECK(unsupported_reason(*why).find("(require ") == std::string::npos);
         continue;
       }
       CHECK(c.ok);

@@ -168,7 +168,7 @@ class Elaborator {
     return s;
   }
 
-  void report(const Stmt& st, const EvalError& e) {
+  Diagnostic& add_error(const Stmt& st, const EvalError& e) {
     std::string msg = e.msg;
     std::string ctx = context();
     if (!ctx.empty()) {
@@ -176,12 +176,13 @@ class Elaborator {
       else msg += " (" + ctx + ")";
     }
     Loc loc = e.loc.valid() ? e.loc : st.loc;
-    diags_.error(loc, msg, e.loc.valid() ? e.length : st.length);
-    if (diags_.too_many()) throw Abort{};
+    return diags_.error(loc, msg, e.loc.valid() ? e.length : st.length);
   }
 
-  // A failed `require` means the schedule does not apply: report it alone and stop.
-  struct RequireFailed {};
+  void report(const Stmt& st, const EvalError& e) {
+    add_error(st, e);
+    if (diags_.too_many()) throw Abort{};
+  }
 
   // ------------------------------------------------------------------ expressions
   static int64_t floordiv(int64_t a, int64_t b) {
@@ -549,12 +550,16 @@ class Elaborator {
         break;
       }
       case StmtKind::Require: {
-        if (mode_ == Mode::Count) break;
+        // A failed `require` means the schedule does not apply: report it alone, marked
+        // unsupported, and stop. Counting stops there too, so an N the schedule refuses is
+        // reported as such rather than sized (and perhaps refused as too big).
         auto& s = static_cast<const RequireStmt&>(st);
         if (!ev(*s.cond, f)) {
-          report(st, EvalError{st.loc, st.length,
-                               (s.message.empty() ? "requirement failed" : s.message) + " (require " + print_cond(s) +
-                                   " with N = " + std::to_string(n_) + ")"});
+          if (mode_ == Mode::Build)
+            add_error(st, EvalError{st.loc, st.length,
+                                    (s.message.empty() ? "requirement failed" : s.message) + " (require " + print_cond(s) +
+                                        " with N = " + std::to_string(n_) + ")"})
+                .unsupported = true;
           throw Abort{};
         }
         break;
@@ -1292,6 +1297,12 @@ class Elaborator {
 std::string Elaborator::print_cond(const RequireStmt& s) { return print_expr(*s.cond); }
 
 }  // namespace
+
+std::string unsupported_reason(const Diagnostic& d) {
+  // The elaborator writes "MESSAGE (require COND with N = n[; context])": the last " (require ".
+  size_t k = d.message.rfind(" (require ");
+  return k == std::string::npos ? d.message : d.message.substr(0, k);
+}
 
 SizeEstimate estimate_size(Session& session, const Target& target, const ElabOptions& opts) {
   Elaborator e(session, opts, Mode::Count);
