@@ -64,6 +64,25 @@ TEST_CASE("the interpreter checks the whole library for N in 2..17 and powers of
   }
 }
 
+TEST_CASE("library schedules warn about chunk sizes only where size / N loses bytes", "[library][warnings]") {
+  for (const auto& e : library()) {
+    for (uint32_t n = 1; n <= 64; n *= 2) {  // 64MiB divides evenly by every power of two
+      auto b = sgtest::build_lib(e.name, n);
+      INFO(e.name << " N=" << n << "\n" << b.errors);
+      for (const auto& d : b.session->diags.all()) CHECK(d.severity != Severity::Warning);
+    }
+    for (uint32_t n : {3u, 6u, 12u}) {  // where a warning appears, it names bytes really lost
+      auto b = sgtest::build_lib(e.name, n);
+      for (const auto& d : b.session->diags.all()) {
+        if (d.severity != Severity::Warning) continue;
+        INFO(e.name << " N=" << n << ": " << d.message);
+        CHECK(d.message.find("rounds down") != std::string::npos);
+        CHECK(d.message.find("67108864 / ") != std::string::npos);
+      }
+    }
+  }
+}
+
 TEST_CASE("grid schedules check for other model-parallel widths", "[library][interp]") {
   for (const char* name : {"hierarchical_allreduce", "tp_forward", "tp_backward"}) {
     for (int mp : {1, 2, 3, 8}) {
