@@ -91,8 +91,8 @@ std::string rank_ranges(const std::vector<uint32_t>& ns) {
 }
 
 // The warnings of a run over many N, one per statement and kind: a chunk size that size / N
-// rounds down warns at most N's, and 60 copies of one warning would bury everything else. The
-// first is printed in full, with the other N that gave it.
+// rounds down warns at most rank counts, and 60 copies of one warning would bury everything else.
+// The first is printed in full, with the other N that gave it.
 class FoldedWarnings {
  public:
   void add(const Diagnostics& diags, uint32_t n) {

@@ -176,6 +176,11 @@ TEST_CASE("a declaration that does not parse still declares its name", "[parser]
   e = errors("schedule sub(group G = 3, buffer B) {\n  send B[0] from G[0] to G[1];\n}\nschedule s() { }\n");
   REQUIRE(e.size() == 1);
   CHECK(e[0] == "1: expected ',' or ')' after the parameter, found '='");
+  // A missing ')' is one error, and the body is still parsed.
+  e = errors("schedule s(k = 2 {\n  let x = k;\n  frob;\n}\n");
+  REQUIRE(e.size() == 2);
+  CHECK(e[0] == "1: expected ',' or ')' after the parameter, found '{'");
+  CHECK(e[1] == "3: unknown statement 'frob'");
   // Real mistakes after the broken declaration are still reported.
   e = errors("schedule s() {\n  buffer data[N] bytes ;\n  send dta[0] from 0 to 1;\n}\n");
   REQUIRE(e.size() == 2);

@@ -176,6 +176,7 @@ class Parser {
     s->name = ident("a schedule name");
     s->loc = name.loc;
     expect(Tok::LParen, "after the schedule name");
+    bool at_body = false;  // a broken parameter list ran into the body's '{' (the error is reported)
     if (!at(Tok::RParen)) {
       do {
         Param p;
@@ -200,11 +201,12 @@ class Parser {
           p.erroneous = true;
           p.def.reset();
           skip_parameter(start);
+          at_body = at(Tok::LBrace);
         }
         if (!p.name.empty()) s->params.push_back(std::move(p));
-      } while (accept(Tok::Comma));
+      } while (!at_body && accept(Tok::Comma));
     }
-    expect(Tok::RParen, "to close the parameter list");
+    if (!at_body) expect(Tok::RParen, "to close the parameter list");
     s->body = block();
     resolve_schedule(*s, diags_);
     return s;

@@ -657,29 +657,27 @@ class Elaborator {
 
   // A warning, once per buffer statement per elaboration (not per loop iteration or call), when
   // a division in its chunk size rounded down: the buffer holds less than the sizes say, or,
-  // rounded to 0, nothing at all.
-  // `bytes` is true for `bytes E`, false for a `shape` extent (counted in elements).
+  // rounded to 0, nothing at all. `size` is the expression (`bytes E`, or the `shape` extent,
+  // counted in elements, when `bytes` is false) and `value` what it gave.
   void warn_lossy(const BufferStmt& s, const Expr& size, const LossyDiv& d, uint64_t value, bool bytes, uint64_t chunks) {
     if (mode_ != Mode::Build || !d.div) return;
     if (std::find(warned_.begin(), warned_.end(), s.id) != warned_.end()) return;
     warned_.push_back(s.id);
-    auto amount = [&](uint64_t v) {
-      return std::to_string(v) + (bytes ? " byte" : " element") + (v == 1 ? "" : "s");
-    };
+    auto amount = [&](uint64_t v) { return std::to_string(v) + (bytes ? " byte" : " element") + (v == 1 ? "" : "s"); };
     std::string a = std::to_string(d.a), b = std::to_string(d.b);
     int64_t rem = d.a - d.q * d.b;  // nonzero; negative when b is
-    std::string r = std::to_string(rem < 0 ? -rem : rem);
+    uint64_t lost = static_cast<uint64_t>(rem < 0 ? -rem : rem);
     std::string msg = (bytes ? "chunk size " : "chunk extent ") + print_expr(size);
     if (d.div == &size) {
       msg += " = " + a + " / " + b + " rounds down to " + amount(value);
       if (value == 0) msg += ": every chunk of '" + s.name + "' is empty";
-      else if (bytes && d.b > 0 && chunks == static_cast<uint64_t>(d.b))
+      else if (bytes && d.b > 0 && chunks == static_cast<uint64_t>(d.b))  // size / N over N chunks
         msg += ": the " + std::to_string(chunks) + " chunks of '" + s.name + "' hold " + std::to_string(chunks * value) +
                " of the " + a + " bytes";
-      else msg += " (a remainder of " + amount(static_cast<uint64_t>(rem < 0 ? -rem : rem)) + " is dropped)";
+      else msg += " (a remainder of " + amount(lost) + " is dropped)";
     } else {
       msg += " is " + amount(value) + ", rounded down: " + print_expr(*d.div) + " = " + a + " / " + b +
-             " drops a remainder of " + r;
+             " drops a remainder of " + std::to_string(lost);
       if (value == 0) msg += "; every chunk of '" + s.name + "' is empty";
     }
     diags_.warning(d.div->loc, msg, d.div->length);
