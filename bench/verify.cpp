@@ -228,7 +228,9 @@ int main(int argc, char** argv) {
     uint32_t nn = n;
     Row r = run_in_child<Row>([&] { return run_default(fam, nn); }, static_cast<unsigned>(limit), finished, peak);
     if (!finished) {
-      std::printf("%-32s %6u %10s %18s %10s\n", f.c_str(), n, "-", "killed", (">" + std::to_string(limit) + " s").c_str());
+      char killed_at[32];  // not (">" + std::to_string(limit) + " s"): GCC 12's false -Wrestrict
+      std::snprintf(killed_at, sizeof killed_at, ">%d s", limit);
+      std::printf("%-32s %6u %10s %18s %10s\n", f.c_str(), n, "-", "killed", killed_at);
       worst = 1e9;
       continue;
     }
