@@ -182,7 +182,9 @@ int main(int argc, char** argv) {
       for (uint32_t n : ns) {
         Row r = in_child(f.name, n, z3 != 0, limit);
         if (r.killed) {
-          std::printf("%-8s %-8s %6u %10s %15s %11s\n", f.name.c_str(), z3 ? "z3" : "explicit", n, "-", "killed", (">" + std::to_string(limit) + " s").c_str());
+          char killed_at[32];  // not (">" + std::to_string(limit) + " s"): GCC 12's false -Wrestrict
+          std::snprintf(killed_at, sizeof killed_at, ">%d s", limit);
+          std::printf("%-8s %-8s %6u %10s %15s %11s\n", f.name.c_str(), z3 ? "z3" : "explicit", n, "-", "killed", killed_at);
           if (z3 && !crossed) crossing.push_back(f.name + ": z3 takes more than 60 s at N = " + std::to_string(n) + " (killed at " + std::to_string(limit) + " s)");
           crossed = true;
           break;
@@ -226,7 +228,9 @@ int main(int argc, char** argv) {
     uint32_t nn = n;
     Row r = run_in_child<Row>([&] { return run_default(fam, nn); }, static_cast<unsigned>(limit), finished, peak);
     if (!finished) {
-      std::printf("%-32s %6u %10s %18s %10s\n", f.c_str(), n, "-", "killed", (">" + std::to_string(limit) + " s").c_str());
+      char killed_at[32];  // not (">" + std::to_string(limit) + " s"): GCC 12's false -Wrestrict
+      std::snprintf(killed_at, sizeof killed_at, ">%d s", limit);
+      std::printf("%-32s %6u %10s %18s %10s\n", f.c_str(), n, "-", "killed", killed_at);
       worst = 1e9;
       continue;
     }

@@ -1,11 +1,14 @@
 #include "cli/commands.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "core/dsl/library.hpp"
 #include "core/dsl/printer.hpp"
@@ -71,6 +74,61 @@ void print_warnings(const Session& s) {
   for (const auto& d : s.diags.all())
     if (d.severity != Severity::Error) std::cerr << render_diagnostic(d, s.sources);
 }
+
+// "3, 5..7, 9" (the -n syntax, ranges inclusive) for a sorted list of rank counts.
+std::string rank_ranges(const std::vector<uint32_t>& ns) {
+  std::string out;
+  for (size_t i = 0; i < ns.size();) {
+    size_t j = i;
+    while (j + 1 < ns.size() && ns[j + 1] == ns[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(ns[i]);
+    if (j >= i + 2) out += ".." + std::to_string(ns[j]);
+    else if (j == i + 1) out += ", " + std::to_string(ns[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+// The warnings of a run over many N, one per statement and kind: a chunk size that size / N
+// rounds down warns at most rank counts, and 60 copies of one warning would bury everything else.
+// The first is printed in full, with the other N that gave it.
+class FoldedWarnings {
+ public:
+  void add(const Diagnostics& diags, uint32_t n) {
+    for (const auto& d : diags.all()) {
+      if (d.severity != Severity::Warning) continue;
+      // The same warning at another N differs only in its numbers.
+      std::string key = std::to_string(d.loc.file) + ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) + ":";
+      for (char c : d.message)
+        if (!std::isdigit(static_cast<unsigned char>(c))) key += c;
+      auto it = std::find_if(items_.begin(), items_.end(), [&](const Item& x) { return x.key == key; });
+      if (it == items_.end()) items_.push_back(Item{key, d, {n}});
+      else if (it->ns.back() != n) it->ns.push_back(n);
+    }
+  }
+  void print(std::ostream& os, const SourceManager& sm) {
+    std::stable_sort(items_.begin(), items_.end(), [](const Item& a, const Item& b) {  // in source order
+      const Loc &x = a.first.loc, &y = b.first.loc;
+      return std::tie(x.file, x.line, x.col) < std::tie(y.file, y.line, y.col);
+    });
+    for (const auto& x : items_) {
+      Diagnostic d = x.first;
+      if (x.ns.size() > 1)
+        d.notes.push_back({Loc{}, "likewise at N = " + rank_ranges(std::vector<uint32_t>(x.ns.begin() + 1, x.ns.end())) +
+                                      " (this one is N = " + std::to_string(x.ns[0]) + ")"});
+      os << render_diagnostic(d, sm);
+    }
+  }
+
+ private:
+  struct Item {
+    std::string key;
+    Diagnostic first;
+    std::vector<uint32_t> ns;
+  };
+  std::vector<Item> items_;
+};
 
 std::string one_line_description(const std::string& header, const std::string& name) {
   std::istringstream in(header);
@@ -184,6 +242,10 @@ int cmd_compile(const CompileOpts& o) {
   auto t0 = std::chrono::steady_clock::now();
   auto g = elaborate(p.s, p.t, p.opts);
   if (!g) {
+    // On stderr: stdout is the graph's (it may be redirected into a file or a pipe).
+    if (const Diagnostic* why = p.s.diags.unsupported_since(0))
+      std::cerr << "compile " << p.t.schedule->name << " N = " << p.ns[0] << ": unsupported (" << unsupported_reason(*why)
+                << ")\n";
     p.s.diags.print(std::cerr, p.s.sources);
     return 2;
   }
@@ -224,10 +286,10 @@ int cmd_check(const CheckOpts& o) {
   if (int rc = prepare(o.c, p, true)) return rc;
   int rc = 0;
   nlohmann::json out = nlohmann::json::array();
+  FoldedWarnings warnings;
   for (uint32_t n : p.ns) {
     p.opts.nranks = n;
     // Each N reports its own errors (a loop error repeated at another N is not a "repeat").
-    print_warnings(p.s);
     p.s.diags.clear();
     uint64_t errors_before = 0;
     size_t diags_before = 0;
@@ -242,6 +304,21 @@ int cmd_check(const CheckOpts& o) {
       rc = 2;
       std::string text;
       for (size_t i = diags_before; i < p.s.diags.all().size(); ++i) text += render_diagnostic(p.s.diags.all()[i], p.s.sources);
+      // An N the schedule refuses through `require` is not a mistake in the input: it says so,
+      // with the reason; -q leaves it out (the exit code still tells).
+      if (const Diagnostic* why = p.s.diags.unsupported_since(diags_before)) {
+        if (o.json) {
+          out.push_back({{"schedule", p.t.schedule->name},
+                         {"ranks", n},
+                         {"result", "unsupported"},
+                         {"message", unsupported_reason(*why)},
+                         {"diagnostics", text}});
+        } else if (!o.quiet) {
+          std::cout << head << "unsupported (" << unsupported_reason(*why) << ")\n";
+          std::cerr << text;
+        }
+        continue;
+      }
       if (o.json) {
         out.push_back({{"schedule", p.t.schedule->name}, {"ranks", n}, {"result", "bad-input"}, {"diagnostics", text}});
       } else {
@@ -250,6 +327,7 @@ int cmd_check(const CheckOpts& o) {
       }
       continue;
     }
+    warnings.add(p.s.diags, n);  // a failed N above shows its warnings with its errors
     InterpResult r = interpret(*g);
     PostconditionReport post;
     if (r.completed) post = check_postconditions(*g, r.initial, r.final);
@@ -297,8 +375,8 @@ int cmd_check(const CheckOpts& o) {
     }
     std::cout << findings.render(p.s.sources);
   }
-  print_warnings(p.s);
-  p.s.diags.clear();
+  // After the results, once per statement (-q: only failures are printed).
+  if (!o.quiet) warnings.print(std::cerr, p.s.sources);
   if (o.json) std::cout << out.dump(2) << "\n";
   return rc;
 }
@@ -339,6 +417,7 @@ int cmd_demo(const std::string& ranks) {
   std::printf("%-*s  %8s  %8s  %10s  %7s  %9s  %s\n", static_cast<int>(width), "schedule", "ok", "refused", "steps@16", "rounds",
               "verify@8", "what it does");
   int total_ok = 0, total_bad = 0;
+  uint64_t instances = 0, warned = 0;  // the tour prints no warnings, but counts them
   for (const auto& e : library()) {
     Session s;
     const Program* prog = s.load_library(e.name);
@@ -356,8 +435,18 @@ int cmd_demo(const std::string& ranks) {
       ElabOptions o;
       o.nranks = n;
       CheckOutcome c = run_check(one, tt, o);
+      ++instances;
+      warned += std::any_of(one.diags.all().begin(), one.diags.all().end(),
+                            [](const Diagnostic& d) { return d.severity == Severity::Warning; });
       if (!c.built) {
-        ++refused;
+        // Refused: an N the algorithm does not support (a failed `require`). Any other error
+        // is a broken library schedule, and a failure.
+        if (one.diags.unsupported_since(0)) {
+          ++refused;
+        } else {
+          ++bad;
+          if (first_bad.empty()) first_bad = "N = " + std::to_string(n) + ": " + one.diags.render(one.sources);
+        }
         continue;
       }
       if (c.ok) ++ok;
@@ -411,6 +500,9 @@ int cmd_demo(const std::string& ranks) {
   }
   std::cout << "\n" << total_ok << " checks passed, " << total_bad << " failed"
             << " (a refused N is one the algorithm does not support and says so)\n";
+  if (warned)
+    std::cout << warned << " of the " << instances << " instances warn that a chunk size rounds down (size / N where N does not\n"
+              << "divide size); the tour does not print them: `stepgraph check NAME -n N` does\n";
   std::cout << "\n3. what verify finds in a broken schedule: the naive ring shift (every rank sends first)\n\n";
   {
     Session one;

@@ -6,6 +6,20 @@ namespace sgtest {
 
 namespace {
 
+// Text is built by appending (out += part), never with chains of operator+ that start from a
+// literal ("x" + std::to_string(…) + …): GCC 12 at -O2 reports those as -Wrestrict, a known false
+// positive in std::string's operator+(const char*, std::string&&).
+template <class... T>
+void put(std::string& out, const T&... parts) {
+  ((out += parts), ...);
+}
+template <class... T>
+std::string cat(const T&... parts) {
+  std::string s;
+  put(s, parts...);
+  return s;
+}
+
 class Gen {
  public:
   explicit Gen(std::mt19937_64& rng) : rng_(rng) {}
@@ -14,20 +28,19 @@ class Gen {
     RandomSchedule out;
     out.nranks = static_cast<uint32_t>(pick(2, 6));
     std::string& t = out.text;
-    t += "# a random schedule\nschedule rnd(k = " + std::to_string(pick(1, 3)) + ", size = " + std::to_string(pick(1, 4) * 8) + ") {\n";
+    put(t, "# a random schedule\nschedule rnd(k = ", std::to_string(pick(1, 3)), ", size = ", std::to_string(pick(1, 4) * 8), ") {\n");
     int nbuf = static_cast<int>(pick(1, 3));
     for (int b = 0; b < nbuf; ++b) {
       Buf buf;
-      buf.name = "b" + std::to_string(b);
+      buf.name = cat("b", std::to_string(b));
       int shape = static_cast<int>(pick(0, 2));
-      if (shape == 0) buf.dim = "N", buf.blocked = true;
-      else if (shape == 1) buf.dim = "2 * N", buf.blocked = true;
-      else buf.dim = std::to_string(pick(1, 4)), buf.blocked = false;
-      t += "  buffer " + buf.name + "[" + buf.dim + "] bytes size;\n";
+      buf.blocked = shape != 2;
+      buf.dim = shape == 0 ? cat("N") : shape == 1 ? cat("2 * N") : std::to_string(pick(1, 4));
+      put(t, "  buffer ", buf.name, "[", buf.dim, "] bytes size;\n");
       int init = static_cast<int>(pick(0, 3));
-      if (init == 0) t += "  init " + buf.name + " contrib;\n";
-      if (init == 1 && buf.blocked) t += "  init " + buf.name + " owned;\n";
-      if (init == 2) t += "  init " + buf.name + "[0] on " + std::to_string(pick(0, 1)) + ";\n";
+      if (init == 0) put(t, "  init ", buf.name, " contrib;\n");
+      if (init == 1 && buf.blocked) put(t, "  init ", buf.name, " owned;\n");
+      if (init == 2) put(t, "  init ", buf.name, "[0] on ", std::to_string(pick(0, 1)), ";\n");
       bufs_.push_back(buf);
     }
     int n = static_cast<int>(pick(2, 7));
@@ -55,11 +68,11 @@ class Gen {
     static const char* ops[] = {"+", "-", "*", "/", "%"};
     std::string op = ops[pick(0, 4)];
     std::string rhs = (op == "/" || op == "%") ? std::to_string(pick(1, 4)) : expr(depth + 1);
-    return "(" + expr(depth + 1) + " " + op + " " + rhs + ")";
+    return cat("(", expr(depth + 1), " ", op, " ", rhs, ")");
   }
-  std::string rank() { return "(" + expr() + ") % N"; }
+  std::string rank() { return cat("(", expr(), ") % N"); }
   const Buf& buf() { return bufs_[static_cast<size_t>(pick(0, static_cast<int64_t>(bufs_.size()) - 1))]; }
-  std::string chunk(const Buf& b) { return b.name + "[(" + expr() + ") % (" + b.dim + ")]"; }
+  std::string chunk(const Buf& b) { return cat(b.name, "[(", expr(), ") % (", b.dim, ")]"); }
 
   void stmt(std::string& t, int d, int depth) {
     int c = static_cast<int>(pick(0, depth >= 2 ? 6 : 10));
@@ -68,69 +81,69 @@ class Gen {
       case 1:
       case 2: {
         const Buf& a = buf();
-        t += ind(d) + "send " + chunk(a) + " from " + rank() + " to " + rank();
-        if (pick(0, 2) == 0) t += " into " + chunk(buf());
+        put(t, ind(d), "send ", chunk(a), " from ", rank(), " to ", rank());
+        if (pick(0, 2) == 0) put(t, " into ", chunk(buf()));
         if (pick(0, 1)) t += " reduce";
         t += ";\n";
         break;
       }
       case 3: {
-        t += ind(d) + (pick(0, 1) ? "copy " : "reduce ") + chunk(buf()) + " into " + chunk(buf()) + " at " + rank() + ";\n";
+        put(t, ind(d), pick(0, 1) ? "copy " : "reduce ", chunk(buf()), " into ", chunk(buf()), " at ", rank(), ";\n");
         break;
       }
       case 4: {
         // A matched MPI pair on two different ranks (blocking or nonblocking).
-        std::string a = "a" + std::to_string(uid_), p = "p" + std::to_string(uid_), h = "h" + std::to_string(uid_);
+        std::string a = cat("a", std::to_string(uid_)), p = cat("p", std::to_string(uid_)), h = cat("h", std::to_string(uid_));
         ++uid_;
         int64_t tag = pick(0, 2);
-        t += ind(d) + "let " + a + " = " + rank() + ";\n";
-        t += ind(d) + "let " + p + " = (" + a + " + 1 + (" + expr() + ") % (N - 1)) % N;\n";
+        put(t, ind(d), "let ", a, " = ", rank(), ";\n");
+        put(t, ind(d), "let ", p, " = (", a, " + 1 + (", expr(), ") % (N - 1)) % N;\n");
         bool nb = pick(0, 1);
-        t += ind(d) + "on " + a + " { " + (nb ? "isend " : "send ") + chunk(buf()) + " to " + p + " tag " + std::to_string(tag) +
-             (nb ? " as " + h + "; wait " + h : "") + "; }\n";
-        t += ind(d) + "on " + p + " { recv " + chunk(buf()) + " from " + a + " tag " + std::to_string(tag) + "; }\n";
+        put(t, ind(d), "on ", a, " { ", nb ? "isend " : "send ", chunk(buf()), " to ", p, " tag ", std::to_string(tag),
+            nb ? cat(" as ", h, "; wait ", h) : std::string(), "; }\n");
+        put(t, ind(d), "on ", p, " { recv ", chunk(buf()), " from ", a, " tag ", std::to_string(tag), "; }\n");
         break;
       }
       case 5: {
         const Buf& b = buf();
         int k = static_cast<int>(pick(0, 3));
-        if (k == 0) t += ind(d) + "allreduce " + chunk(b) + ";\n";
-        else if (k == 1) t += ind(d) + "bcast " + chunk(b) + " root " + rank() + ";\n";
-        else if (k == 2 && b.blocked) t += ind(d) + "allgather " + b.name + ";\n";
-        else t += ind(d) + "barrier;\n";
+        if (k == 0) put(t, ind(d), "allreduce ", chunk(b), ";\n");
+        else if (k == 1) put(t, ind(d), "bcast ", chunk(b), " root ", rank(), ";\n");
+        else if (k == 2 && b.blocked) put(t, ind(d), "allgather ", b.name, ";\n");
+        else put(t, ind(d), "barrier;\n");
         break;
       }
       case 6:
-        t += ind(d) + "compute k" + std::to_string(pick(0, 2)) + " flops " + std::to_string(pick(1, 100)) + " reads " + chunk(buf()) +
-             " writes " + chunk(buf()) + " at " + rank() + ";\n";
+        put(t, ind(d), "compute k", std::to_string(pick(0, 2)), " flops ", std::to_string(pick(1, 100)), " reads ", chunk(buf()),
+            " writes ", chunk(buf()), " at ", rank(), ";\n");
         break;
       case 7:
       case 8: {
-        std::string v = "v" + std::to_string(uid_++);
-        std::string hi = pick(0, 1) ? "N" : std::to_string(pick(1, 3));
-        t += ind(d) + "for " + v + " in 0 .. " + hi + (pick(0, 3) == 0 ? " step 2" : "") + " {\n";
+        std::string v = cat("v", std::to_string(uid_++));
+        std::string hi = pick(0, 1) ? cat("N") : std::to_string(pick(1, 3));
+        put(t, ind(d), "for ", v, " in 0 .. ", hi, pick(0, 3) == 0 ? " step 2" : "", " {\n");
         size_t scope = vars_.size();
         vars_.push_back(v);
         int n = static_cast<int>(pick(1, 3));
         for (int i = 0; i < n; ++i) stmt(t, d + 1, depth + 1);
         vars_.resize(scope);
-        t += ind(d) + "}\n";
+        put(t, ind(d), "}\n");
         break;
       }
       case 9: {
         size_t scope = vars_.size();
-        t += ind(d) + "if " + expr() + " % 2 == 0 {\n";
+        put(t, ind(d), "if ", expr(), " % 2 == 0 {\n");
         stmt(t, d + 1, depth + 1);
         vars_.resize(scope);
-        t += ind(d) + "} else {\n";
+        put(t, ind(d), "} else {\n");
         stmt(t, d + 1, depth + 1);
         vars_.resize(scope);
-        t += ind(d) + "}\n";
+        put(t, ind(d), "}\n");
         break;
       }
       default: {
-        std::string v = "x" + std::to_string(uid_++);
-        t += ind(d) + "let " + v + " = " + expr() + ";\n";
+        std::string v = cat("x", std::to_string(uid_++));
+        put(t, ind(d), "let ", v, " = ", expr(), ";\n");
         vars_.push_back(v);
         break;
       }
@@ -167,25 +180,25 @@ RandomSchedule random_mpi_schedule(std::mt19937_64& rng) {
     uint32_t a = static_cast<uint32_t>(pick(0, n - 1));
     uint32_t p = static_cast<uint32_t>((a + pick(1, n - 1)) % n);
     std::string chunk = std::to_string(pick(0, 3));
-    std::string src = (pick(0, 1) ? "a[" : "b[") + chunk + "]";
-    std::string dst = (pick(0, 3) ? "a[" : "b[") + std::to_string(pick(0, 3)) + "]";
+    std::string src = cat(pick(0, 1) ? "a[" : "b[", chunk, "]");
+    std::string dst = cat(pick(0, 3) ? "a[" : "b[", std::to_string(pick(0, 3)), "]");
     std::string tag = std::to_string(pick(0, 1));
-    std::string h = "h" + std::to_string(e);
+    std::string h = cat("h", std::to_string(e));
     bool nb_send = pick(0, 3) == 0, nb_recv = pick(0, 3) == 0;
-    prog[a].push_back(std::string(nb_send ? "isend " : "send ") + src + " to " + std::to_string(p) + " tag " + tag +
-                      (nb_send ? " as " + h + "s" : "") + ";");
-    if (nb_send) pending_wait[a].push_back(h + "s");
+    prog[a].push_back(cat(nb_send ? "isend " : "send ", src, " to ", std::to_string(p), " tag ", tag,
+                          nb_send ? cat(" as ", h, "s") : std::string(), ";"));
+    if (nb_send) pending_wait[a].push_back(cat(h, "s"));
     if (pick(0, 9) != 0) {  // sometimes the receive is missing
-      std::string from = pick(0, 4) == 0 ? "any" : std::to_string(a);
-      std::string rtag = pick(0, 5) == 0 ? "any" : tag;
-      prog[p].push_back(std::string(nb_recv ? "irecv " : "recv ") + dst + " from " + from + " tag " + rtag +
-                        (pick(0, 4) == 0 ? " reduce" : "") + (nb_recv ? " as " + h + "r" : "") + ";");
-      if (nb_recv) pending_wait[p].push_back(h + "r");
+      std::string from = pick(0, 4) == 0 ? cat("any") : std::to_string(a);
+      std::string rtag = pick(0, 5) == 0 ? cat("any") : tag;
+      prog[p].push_back(cat(nb_recv ? "irecv " : "recv ", dst, " from ", from, " tag ", rtag, pick(0, 4) == 0 ? " reduce" : "",
+                            nb_recv ? cat(" as ", h, "r") : std::string(), ";"));
+      if (nb_recv) pending_wait[p].push_back(cat(h, "r"));
     }
     for (uint32_t r = 0; r < n; ++r) {
-      if (pick(0, 5) == 0) prog[r].push_back("copy a[" + std::to_string(pick(0, 3)) + "] into a[" + std::to_string(pick(0, 3)) + "];");
+      if (pick(0, 5) == 0) prog[r].push_back(cat("copy a[", std::to_string(pick(0, 3)), "] into a[", std::to_string(pick(0, 3)), "];"));
       if (!pending_wait[r].empty() && pick(0, 2) == 0) {
-        prog[r].push_back("wait " + pending_wait[r].back() + ";");
+        prog[r].push_back(cat("wait ", pending_wait[r].back(), ";"));
         pending_wait[r].pop_back();
       }
     }
@@ -199,8 +212,8 @@ RandomSchedule random_mpi_schedule(std::mt19937_64& rng) {
   if (pick(0, 2) == 0) t += "  init b contrib;\n";
   if (pick(0, 3) == 0) t += "  expect allreduce(a[0 .. 1]);\n";
   for (uint32_t r = 0; r < n; ++r) {
-    t += "  on " + std::to_string(r) + " {\n";
-    for (const auto& line : prog[r]) t += "    " + line + "\n";
+    put(t, "  on ", std::to_string(r), " {\n");
+    for (const auto& line : prog[r]) put(t, "    ", line, "\n");
     t += "  }\n";
   }
   t += "}\n";

@@ -113,15 +113,93 @@ TEST_CASE("the parser recovers and reports several errors", "[parser]") {
       4);
   REQUIRE_FALSE(b.ok());
   const auto& all = b.session->diags.all();
-  // Recovery skips to the next ';' or block end, so the broken `for` is swallowed by the error
-  // before it (the missing ';' after `reduce`).
-  REQUIRE(all.size() == 4);
-  CHECK(all[0].loc.line == 3);  // the missing ';' is found at the next token
-  CHECK(all[0].message == "expected ';' at the end of the statement, found 'init'");
-  CHECK(all[1].loc.line == 5);
-  CHECK(all[2].message == "unknown statement 'frob'");
-  CHECK(all[3].loc.line == 7);
-  CHECK(all[3].loc.col == 14);
+  // A missing ';' at the end of a line is reported where it belongs, just past the statement's
+  // last token, and parsing goes on with the next line, so `init` and the broken `for` are seen.
+  REQUIRE(all.size() == 5);
+  CHECK(all[0].loc.line == 2);
+  CHECK(all[0].loc.col == 22);
+  CHECK(all[0].message == "expected ';' after the 'buffer' statement, found 'init'");
+  CHECK(all[1].loc.line == 4);
+  CHECK(all[1].loc.col == 31);
+  CHECK(all[1].message == "expected ';' after the 'send' statement, found 'for'");
+  CHECK(all[2].loc.line == 5);
+  CHECK(all[2].message == "expected '..' in the loop range (a .. b), found 'N'");
+  CHECK(all[3].message == "unknown statement 'frob'");
+  CHECK(all[4].loc.line == 7);
+  CHECK(all[4].loc.col == 14);
+}
+
+TEST_CASE("a missing ';' is reported after the statement's last token", "[parser]") {
+  // Next line: the statement is kept and the next one parses (no second error, no cascade).
+  auto b = sgtest::build("schedule s() {\n  buffer d[N] bytes 4\n  init d contrib;\n  expect allreduce(d);\n}\n", 4);
+  REQUIRE(b.session->diags.error_count() == 1);
+  CHECK(b.session->diags.all()[0].loc.line == 2);
+  CHECK(b.session->diags.all()[0].loc.col == 22);
+  // Same line: the caret goes after the last token of the statement; the rest is skipped.
+  b = sgtest::build("schedule s() {\n  let x = 3 + 4 5;\n  let y = 2;\n}\n", 4);
+  REQUIRE(b.session->diags.error_count() == 1);
+  CHECK(b.session->diags.all()[0].loc.col == 16);
+  CHECK(b.session->diags.all()[0].message == "expected ';' after the 'let' statement, found '5'");
+  // Before the closing brace, and at the end of the file.
+  b = sgtest::build("schedule s() {\n  on 0 { barrier }\n  barrier\n}\n", 4);
+  REQUIRE(b.session->diags.error_count() == 2);
+  CHECK(b.session->diags.all()[0].loc.col == 17);
+  CHECK(b.session->diags.all()[1].loc.line == 3);
+  CHECK(b.session->diags.all()[1].loc.col == 10);
+  b = sgtest::build("schedule s() {\n  barrier", 4);
+  REQUIRE(b.session->diags.error_count() == 2);  // the ';' and the '}'
+  CHECK(b.session->diags.all()[0].loc.col == 10);
+}
+
+TEST_CASE("a declaration that does not parse still declares its name", "[parser][resolve]") {
+  auto errors = [](const std::string& text) {
+    auto b = sgtest::build(text, 4);
+    std::vector<std::string> out;
+    for (const auto& d : b.session->diags.all()) out.push_back(std::to_string(d.loc.line) + ": " + d.message);
+    return out;
+  };
+  // buffer: no "unknown buffer 'data'" at the later uses.
+  auto e = errors("schedule s(size = 64) {\n  buffer data[N] bytes size / ;\n  init data contrib;\n"
+                  "  send data[0] from 0 to 1;\n  expect allreduce(data);\n}\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "2: expected an expression, found ';'");
+  // let: no "unknown name 'x'".
+  e = errors("schedule s() {\n  let x = 3 + ;\n  let y = x * 2;\n  buffer d[x] bytes 8;\n}\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "2: expected an expression, found ';'");
+  // A parameter whose default does not parse: the schedule's body is still parsed (its own
+  // mistakes are found) and the parameter's uses are not errors.
+  e = errors("schedule s(k = min(2 3), m = 4) {\n  buffer d[k + m] bytes 8;\n  frob;\n}\n");
+  REQUIRE(e.size() == 2);
+  CHECK(e[0] == "1: expected ')' to close the argument list, found '3'");
+  CHECK(e[1] == "3: unknown statement 'frob'");
+  e = errors("schedule sub(group G = 3, buffer B) {\n  send B[0] from G[0] to G[1];\n}\nschedule s() { }\n");
+  REQUIRE(e.size() == 1);
+  CHECK(e[0] == "1: expected ',' or ')' after the parameter, found '='");
+  // A missing ')' is one error, and the body is still parsed.
+  e = errors("schedule s(k = 2 {\n  let x = k;\n  frob;\n}\n");
+  REQUIRE(e.size() == 2);
+  CHECK(e[0] == "1: expected ',' or ')' after the parameter, found '{'");
+  CHECK(e[1] == "3: unknown statement 'frob'");
+  // Real mistakes after the broken declaration are still reported.
+  e = errors("schedule s() {\n  buffer data[N] bytes ;\n  send dta[0] from 0 to 1;\n}\n");
+  REQUIRE(e.size() == 2);
+  CHECK(e[1] == "3: unknown buffer 'dta'");
+}
+
+TEST_CASE("an erroneous declaration is neither elaborated nor printed as if it were whole", "[parser][elaborate]") {
+  Session s;
+  const Program* p = s.load_text("broken.sched", "schedule s() {\n  let x = ;\n  buffer d[N] bytes x;\n}\n");
+  REQUIRE(s.diags.error_count() == 1);
+  REQUIRE(p->schedules.size() == 1);
+  REQUIRE(p->schedules[0]->body.size() == 2);
+  CHECK(p->schedules[0]->body[0]->erroneous);
+  CHECK(print_program(*p).find("# a declaration here did not parse") != std::string::npos);
+  // Elaborating it anyway (as a call into a broken library file would) stops with an error.
+  ElabOptions o;
+  o.nranks = 2;
+  CHECK(elaborate(s, Target{p, p->schedules[0].get()}, o) == nullptr);
+  CHECK(s.diags.render(s.sources).find("this declaration has a syntax error") != std::string::npos);
 }
 
 TEST_CASE("every statement form of the language parses and round-trips", "[parser][printer]") {

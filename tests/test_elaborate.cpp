@@ -289,6 +289,71 @@ TEST_CASE("an unknown --set parameter and a bad value are errors", "[elaborate][
   CHECK(d.errors.find("a --set value may only use numbers and N (found 'x')") != std::string::npos);
 }
 
+TEST_CASE("a failed require marks the instance unsupported, with its message as the reason", "[elaborate][errors]") {
+  const char* text = R"sched(schedule e(k = 1) {
+  require k >= 1, "k must be positive";
+  buffer d[N] bytes 8;
+  for i in 0 .. N { require i < 3 || N % 2 == 0, "odd N needs fewer than 3 (see (require) note)"; }
+  # Never reached when a require above fails: counting (the size estimate) stops there too.
+  for i in 0 .. 1000000000000 { let x = i; }
+}
+)sched";
+  auto b = sgtest::build(text, 5);
+  REQUIRE_FALSE(b.ok());
+  const Diagnostic* why = b.session->diags.unsupported_since(0);
+  REQUIRE(why != nullptr);
+  CHECK(why->message == "odd N needs fewer than 3 (see (require) note) (require i < 3 || N % 2 == 0 with N = 5; with i = 3)");
+  CHECK(unsupported_reason(*why) == "odd N needs fewer than 3 (see (require) note)");
+  CHECK(b.session->diags.error_count() == 1);
+  // Without a message, the reason says only that the requirement failed.
+  auto c = sgtest::build(text, 4, "", {{"k", "0"}});
+  REQUIRE(c.session->diags.unsupported_since(0) != nullptr);
+  CHECK(unsupported_reason(*c.session->diags.unsupported_since(0)) == "k must be positive");
+  auto m = sgtest::build("schedule e() {\n  require N == 2;\n}\n", 3);
+  REQUIRE(m.session->diags.unsupported_since(0) != nullptr);
+  CHECK(unsupported_reason(*m.session->diags.unsupported_since(0)) == "requirement failed");
+  // Any other error makes it bad input, even next to a failed require.
+  auto e = sgtest::build("schedule e() {\n  let z = 1 / (N - 3);\n  require N == 2, \"two\";\n}\n", 3);
+  REQUIRE_FALSE(e.ok());
+  CHECK(e.session->diags.unsupported_since(0) == nullptr);
+}
+
+TEST_CASE("a chunk size that division rounds down is a warning, once per statement", "[elaborate][warnings]") {
+  const char* text = R"(schedule w(size = 1000) {
+  buffer data[N] bytes size / N;
+  buffer exact[N] bytes 1020 / N;
+  buffer up[N] bytes cdiv(size, N);
+  buffer tiny[N] bytes 2 / N;
+  for s in 0 .. 4 { buffer again[N] bytes size / N / 2; }
+  call sub(data);
+  call sub(data);
+}
+schedule sub(buffer B) {
+  buffer inner[2] bytes size(B) * 10 / 4;
+}
+)";
+  auto b = sgtest::build(text, 3, "w");
+  REQUIRE(b.ok());  // warnings do not fail the build
+  std::vector<const Diagnostic*> w;
+  for (const auto& d : b.session->diags.all())
+    if (d.severity == Severity::Warning) w.push_back(&d);
+  REQUIRE(w.size() == 4);
+  CHECK(w[0]->loc.line == 2);
+  CHECK(w[0]->loc.col == 24);
+  CHECK(w[0]->length == 8);
+  CHECK(w[0]->message ==
+        "chunk size size / N = 1000 / 3 rounds down to 333 bytes: the 3 chunks of 'data' hold 999 of the 1000 bytes");
+  CHECK(w[1]->message == "chunk size 2 / N = 2 / 3 rounds down to 0 bytes: every chunk of 'tiny' is empty");
+  CHECK(w[2]->loc.line == 6);  // once, though the loop runs it four times
+  CHECK(w[2]->message == "chunk size size / N / 2 is 166 bytes, rounded down: size / N = 1000 / 3 drops a remainder of 1");
+  CHECK(w[3]->loc.line == 11);  // once, though called twice
+  CHECK(w[3]->message == "chunk size size(B) * 10 / 4 = 30 / 4 rounds down to 7 bytes (a remainder of 2 bytes is dropped)");
+  // Where every division is exact there is nothing to say.
+  auto e = sgtest::build(text, 2, "w");
+  REQUIRE(e.ok());
+  for (const auto& d : e.session->diags.all()) CHECK(d.severity != Severity::Warning);
+}
+
 TEST_CASE("errors in loops are reported once with the loop variables", "[elaborate][errors]") {
   auto b = sgtest::build("schedule e() {\n  buffer d[N] bytes 8;\n  for r in 0 .. N {\n    send d[r + 2] from r to 0;\n  }\n}\n", 4);
   REQUIRE_FALSE(b.ok());

@@ -48,6 +48,11 @@ TEST_CASE("the interpreter checks the whole library for N in 2..17 and powers of
         CHECK(s.sources.file(d.loc.file).name() == e.path);
         CHECK(d.message.find("(require ") != std::string::npos);
         CHECK(d.message.rfind("requirement failed", 0) != 0);  // it says why
+        // … and is reported as unsupported, not as bad input.
+        const Diagnostic* why = s.diags.unsupported_since(0);
+        REQUIRE(why != nullptr);
+        CHECK(!unsupported_reason(*why).empty());
+        CHECK(unsupported_reason(*why).find("(require ") == std::string::npos);
         continue;
       }
       CHECK(c.ok);
@@ -56,6 +61,25 @@ TEST_CASE("the interpreter checks the whole library for N in 2..17 and powers of
     }
     INFO(e.name);
     CHECK(ok >= 4);  // at least the powers of two
+  }
+}
+
+TEST_CASE("library schedules warn about chunk sizes only where size / N loses bytes", "[library][warnings]") {
+  for (const auto& e : library()) {
+    for (uint32_t n = 1; n <= 64; n *= 2) {  // 64MiB divides evenly by every power of two
+      auto b = sgtest::build_lib(e.name, n);
+      INFO(e.name << " N=" << n << "\n" << b.errors);
+      for (const auto& d : b.session->diags.all()) CHECK(d.severity != Severity::Warning);
+    }
+    for (uint32_t n : {3u, 6u, 12u}) {  // where a warning appears, it names bytes really lost
+      auto b = sgtest::build_lib(e.name, n);
+      for (const auto& d : b.session->diags.all()) {
+        if (d.severity != Severity::Warning) continue;
+        INFO(e.name << " N=" << n << ": " << d.message);
+        CHECK(d.message.find("rounds down") != std::string::npos);
+        CHECK(d.message.find("67108864 / ") != std::string::npos);
+      }
+    }
   }
 }
 

@@ -52,7 +52,12 @@ std::string render_text(const Counterexample& cx, const SourceManager& sm) {
         m += " …";
         break;
       }
-      m += (k > 1 ? "," : "") + std::string(" receive #") + std::to_string(r) + " takes send #" + std::to_string(s);
+      // Appended piece by piece: a chain of operator+ on temporaries draws GCC 12's false -Wrestrict.
+      if (k > 1) m += ',';
+      m += " receive #";
+      m += std::to_string(r);
+      m += " takes send #";
+      m += std::to_string(s);
     }
     e.notes.push_back({Loc{}, m});
   }

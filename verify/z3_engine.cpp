@@ -168,11 +168,11 @@ class Encoder {
       if (!p2p_compatible(g_, r, m)) return;
       size_t idx = pr_.size();
       pr_.push_back({r, m});
-      std::string nm = "M";
-      nm += std::to_string(r);
-      nm += '_';
-      nm += std::to_string(m);
-      M_.push_back(ctx_.bool_const(nm.c_str()));
+      std::string name = "M";  // appended: "M" + std::to_string(r) + … draws GCC 12's false -Wrestrict
+      name += std::to_string(r);
+      name += '_';
+      name += std::to_string(m);
+      M_.push_back(ctx_.bool_const(name.c_str()));
       pairs_of_[r].push_back(idx);
       pairs_of_[m].push_back(idx);
     };

@@ -78,6 +78,10 @@ struct Stmt {
   Loc loc;
   uint32_t length = 1;  // width of the leading keyword, for carets
   uint32_t id = 0;      // index into the session's statement table (source locations of steps)
+  // A declaration (`let`, `buffer`) whose name was read but whose rest did not parse: kept so the
+  // name stays declared and later uses raise no errors of their own. Its parts may be missing;
+  // nothing elaborates or prints it (the parse error has been reported).
+  bool erroneous = false;
 };
 
 struct LetStmt : Stmt {
@@ -232,6 +236,7 @@ struct Param {
   ExprPtr def;  // Int only; may be null (required)
   Loc loc;
   int32_t slot = -1;
+  bool erroneous = false;  // its default did not parse (the name is still declared)
 };
 
 struct Schedule {

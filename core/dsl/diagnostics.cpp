@@ -60,7 +60,7 @@ Diagnostic& Diagnostics::add(Severity s, Loc loc, std::string message, uint32_t 
     }
   }
   if (s == Severity::Error) ++errors_;
-  diags_.push_back(Diagnostic{s, loc, length ? length : 1, std::move(message), {}, 0});
+  diags_.push_back(Diagnostic{s, loc, length ? length : 1, std::move(message), {}, 0, false});
   return diags_.back();
 }
 
@@ -71,6 +71,17 @@ void Diagnostics::sort_from(size_t from) {
     if (a.loc.line != b.loc.line) return a.loc.line < b.loc.line;
     return a.loc.col < b.loc.col;
   });
+}
+
+const Diagnostic* Diagnostics::unsupported_since(size_t from) const {
+  const Diagnostic* found = nullptr;
+  for (size_t i = from; i < diags_.size(); ++i) {
+    const Diagnostic& d = diags_[i];
+    if (d.severity != Severity::Error) continue;
+    if (!d.unsupported) return nullptr;
+    if (!found) found = &d;
+  }
+  return found;
 }
 
 Diagnostic& Diagnostics::error(Loc loc, std::string message, uint32_t length) {

@@ -24,6 +24,9 @@ struct Diagnostic {
   std::string message;
   std::vector<DiagNote> notes;
   uint64_t repeats = 0;  // the same statement failed this many more times (in loops)
+  // A `require` failed: the schedule does not apply to this N or these parameters. Still an error
+  // (exit 2), but not a mistake in the input: commands report the instance as "unsupported".
+  bool unsupported = false;
 };
 
 class Diagnostics {
@@ -42,6 +45,9 @@ class Diagnostics {
   // Orders the diagnostics from index `from` on by source position (the lexer's and the
   // parser's errors interleave that way).
   void sort_from(size_t from);
+  // The failed `require` that refuses an instance, when the errors from index `from` on are only
+  // that (an instance with other errors is bad input); else null.
+  const Diagnostic* unsupported_since(size_t from) const;
   void clear() { diags_.clear(); errors_ = 0; }
   // Renders every diagnostic; returns the text.
   std::string render(const SourceManager& sm) const;

@@ -15,7 +15,9 @@ class Parser {
  public:
   Parser(const SourceManager& sm, uint32_t file, Diagnostics& diags, std::vector<Loc>* stmt_locs)
       : sm_(sm), file_(file), diags_(diags), stmt_locs_(stmt_locs) {
+    size_t before = diags.all().size();
     toks_ = lex(sm, file, diags);
+    for (size_t i = before; i < diags.all().size(); ++i) lex_errors_.push_back(diags.all()[i].loc);
   }
 
   std::unique_ptr<Program> program() {
@@ -33,6 +35,7 @@ class Parser {
             prog->schedules.push_back(std::move(s));
           }
         } catch (const ParseError&) {
+          salvaged_.reset();
           // skip to the next `schedule` keyword at the start of a line
           while (!at(Tok::End) && !(is_word("schedule") && peek().loc.col == 1)) next();
         }
@@ -100,6 +103,16 @@ class Parser {
       default: return tok_spelling(t.kind);
     }
   }
+  // Whether the lexer reported (and dropped) a bad character between the previous token and the
+  // next one: a parse error there is that character's consequence, and would only repeat it.
+  bool after_lex_error() const {
+    if (pos_ == 0 || lex_errors_.empty()) return false;
+    Loc a = toks_[pos_ - 1].loc, b = peek().loc;
+    auto before = [](Loc x, Loc y) { return x.line < y.line || (x.line == y.line && x.col < y.col); };
+    for (Loc e : lex_errors_)
+      if (before(a, e) && before(e, b)) return true;
+    return false;
+  }
   [[noreturn]] void error_here(const std::string& msg) {
     const Token& t = peek();
     // Errors at the end of the file point just after the last real token.
@@ -109,7 +122,7 @@ class Parser {
       loc = prev.loc;
       loc.col += prev.length;
     }
-    diags_.error(loc, msg, t.length ? t.length : 1);
+    if (!after_lex_error()) diags_.error(loc, msg, t.length ? t.length : 1);
     throw ParseError{};
   }
   void expect(Tok t, const char* what) {
@@ -163,26 +176,68 @@ class Parser {
     s->name = ident("a schedule name");
     s->loc = name.loc;
     expect(Tok::LParen, "after the schedule name");
+    bool at_body = false;  // a broken parameter list ran into the body's '{' (the error is reported)
     if (!at(Tok::RParen)) {
       do {
         Param p;
         p.loc = peek().loc;
-        if (is_word("group") && peek(1).kind == Tok::Ident) {
-          next();
-          p.kind = ParamKind::Group;
-        } else if (is_word("buffer") && peek(1).kind == Tok::Ident) {
-          next();
-          p.kind = ParamKind::Buffer;
+        size_t start = pos_;
+        try {
+          if (is_word("group") && peek(1).kind == Tok::Ident) {
+            next();
+            p.kind = ParamKind::Group;
+          } else if (is_word("buffer") && peek(1).kind == Tok::Ident) {
+            next();
+            p.kind = ParamKind::Buffer;
+          }
+          p.loc = peek().loc;
+          p.name = ident("a parameter name");
+          if (p.kind == ParamKind::Int && accept(Tok::Assign)) p.def = expr();
+          if (!at(Tok::Comma) && !at(Tok::RParen))
+            error_here("expected ',' or ')' after the parameter, found " + describe(peek()));
+        } catch (const ParseError&) {
+          // Keep a parameter whose default did not parse, so the body's uses of it are not
+          // errors too, and parse on from the next parameter (not from the next schedule).
+          p.erroneous = true;
+          p.def.reset();
+          skip_parameter(start);
+          at_body = at(Tok::LBrace);
         }
-        p.loc = peek().loc;
-        p.name = ident("a parameter name");
-        if (p.kind == ParamKind::Int && accept(Tok::Assign)) p.def = expr();
-        s->params.push_back(std::move(p));
-      } while (accept(Tok::Comma));
+        if (!p.name.empty()) s->params.push_back(std::move(p));
+      } while (!at_body && accept(Tok::Comma));
     }
-    expect(Tok::RParen, "to close the parameter list");
+    if (!at_body) expect(Tok::RParen, "to close the parameter list");
     s->body = block();
     resolve_schedule(*s, diags_);
+    return s;
+  }
+
+  // Skips the rest of a parameter that did not parse: to the ',' or ')' at the nesting level the
+  // parameter started at (parentheses opened since `start` are closed first), or to the '{' of
+  // the body when the ')' is missing.
+  void skip_parameter(size_t start) {
+    int depth = 0;
+    for (size_t i = start; i < pos_; ++i) depth += toks_[i].kind == Tok::LParen ? 1 : toks_[i].kind == Tok::RParen ? -1 : 0;
+    while (!at(Tok::End) && !at(Tok::LBrace)) {
+      if (depth <= 0 && (at(Tok::Comma) || at(Tok::RParen))) return;
+      if (at(Tok::LParen)) ++depth;
+      if (at(Tok::RParen)) --depth;
+      next();
+    }
+  }
+
+  // A declaration whose name has been read keeps it when the rest does not parse: the statement
+  // is marked erroneous and handed to the enclosing block (salvaged_), which recovers and keeps
+  // it, so later uses of the name raise no "unknown name" errors of their own.
+  template <class T, class F>
+  StmtPtr declaration(std::unique_ptr<T> s, F&& rest) {
+    try {
+      rest(*s);
+    } catch (const ParseError&) {
+      s->erroneous = true;
+      salvaged_ = std::move(s);
+      throw;
+    }
     return s;
   }
 
@@ -217,6 +272,7 @@ class Parser {
         if (st) b.push_back(std::move(st));
       } catch (const ParseError&) {
         recover();
+        if (salvaged_) b.push_back(std::move(salvaged_));
       }
       if (pos_ == before) next();  // always make progress
     }
@@ -245,12 +301,26 @@ class Parser {
     }
   }
 
-  void end_stmt() { expect(Tok::Semi, "at the end of the statement"); }
+  // A missing ';' is reported just past the statement's last token, as clang and rustc do: that
+  // is where the ';' goes, and the token found instead usually starts the next line's statement.
+  void end_stmt() {
+    if (accept(Tok::Semi)) return;
+    const Token& last = toks_[pos_ - 1];  // a statement has at least its keyword
+    Loc loc = last.loc;
+    loc.col += last.length;
+    if (!after_lex_error()) diags_.error(loc, "expected ';' after the '" + stmt_word_ + "' statement, found " + describe(peek()));
+    // When the next token is on a later line, or closes the block, the statement is complete and
+    // only its ';' is missing: keep it and parse on from that token, so that recovery does not
+    // swallow the next statement. Anything else on the same line is a garbled statement: skip it.
+    if (peek().loc.line > last.loc.line || at(Tok::RBrace) || at(Tok::End)) return;
+    throw ParseError{};
+  }
 
   StmtPtr statement() {
     const Token& kw = peek();
     if (kw.kind != Tok::Ident) error_here("expected a statement, found " + describe(kw));
     const std::string& w = kw.text;
+    stmt_word_ = w;
     if (w == "let") return let_stmt();
     if (w == "for") return for_stmt();
     if (w == "if") return if_stmt();
@@ -285,10 +355,11 @@ class Parser {
   StmtPtr let_stmt() {
     auto s = make_stmt<LetStmt>(next());
     s->name = ident("a name after 'let'");
-    expect(Tok::Assign, "after the name");
-    s->value = expr();
-    end_stmt();
-    return s;
+    return declaration(std::move(s), [&](LetStmt& d) {
+      expect(Tok::Assign, "after the name");
+      d.value = expr();
+      end_stmt();
+    });
   }
 
   StmtPtr for_stmt() {
@@ -331,27 +402,28 @@ class Parser {
   StmtPtr buffer_stmt() {
     auto s = make_stmt<BufferStmt>(next());
     s->name = ident("a buffer name");
-    expect(Tok::LBracket, "after the buffer name (buffer NAME[count] …)");
-    do s->dims.push_back(expr());
-    while (accept(Tok::Comma));
-    expect(Tok::RBracket, "after the buffer dimensions");
-    if (accept_word("bytes")) {
-      s->bytes = expr();
-    } else if (accept_word("shape")) {
-      expect(Tok::LBracket, "after 'shape'");
-      do s->shape.push_back(expr());
+    return declaration(std::move(s), [&](BufferStmt& d) {
+      expect(Tok::LBracket, "after the buffer name (buffer NAME[count] …)");
+      do d.dims.push_back(expr());
       while (accept(Tok::Comma));
-      expect(Tok::RBracket, "after the chunk shape");
-    } else {
-      error_here("expected 'bytes' or 'shape' after the buffer dimensions, found " + describe(peek()));
-    }
-    if (is_word("dtype")) {
-      next();
-      s->dtype_loc = peek().loc;
-      s->dtype = ident("an element type");
-    }
-    end_stmt();
-    return s;
+      expect(Tok::RBracket, "after the buffer dimensions");
+      if (accept_word("bytes")) {
+        d.bytes = expr();
+      } else if (accept_word("shape")) {
+        expect(Tok::LBracket, "after 'shape'");
+        do d.shape.push_back(expr());
+        while (accept(Tok::Comma));
+        expect(Tok::RBracket, "after the chunk shape");
+      } else {
+        error_here("expected 'bytes' or 'shape' after the buffer dimensions, found " + describe(peek()));
+      }
+      if (is_word("dtype")) {
+        next();
+        d.dtype_loc = peek().loc;
+        d.dtype = ident("an element type");
+      }
+      end_stmt();
+    });
   }
 
   StmtPtr init_stmt() {
@@ -855,8 +927,11 @@ class Parser {
   Diagnostics& diags_;
   std::vector<Loc>* stmt_locs_;
   std::vector<Token> toks_;
+  std::vector<Loc> lex_errors_;  // where the lexer reported an error (it drops bad characters)
   size_t pos_ = 0;
   int nesting_ = 0;
+  std::string stmt_word_;  // the keyword of the statement being parsed, for the missing-';' error
+  StmtPtr salvaged_;       // an erroneous declaration on its way to its block (see declaration())
 };
 
 }  // namespace

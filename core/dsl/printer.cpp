@@ -116,6 +116,10 @@ class Printer {
 
   void stmt(const Stmt& st, int depth) {
     indent(depth);
+    if (st.erroneous) {  // its parts may be missing
+      out += "# a declaration here did not parse\n";
+      return;
+    }
     switch (st.kind) {
       case StmtKind::Let: {
         auto& s = static_cast<const LetStmt&>(st);

@@ -150,7 +150,7 @@ class Resolver {
     switch (st.kind) {
       case StmtKind::Let: {
         auto& s = static_cast<LetStmt&>(st);
-        expr(*s.value);
+        if (s.value) expr(*s.value);  // null in an erroneous declaration
         check_name(s.name, s.loc);
         s.slot = bind(s.name);
         break;
@@ -324,6 +324,9 @@ class Resolver {
             expr_slots(s.to.get(), used);
           }
           break;
+        // A failing require stops elaboration: it decides whether the rest emits steps at all,
+        // and the estimate must meet it to report the instance as unsupported.
+        case StmtKind::Require: expr_slots(static_cast<const RequireStmt&>(*st).cond.get(), used); break;
         case StmtKind::Copy: expr_slots(static_cast<const CopyStmt&>(*st).at.get(), used); break;
         case StmtKind::Compute: expr_slots(static_cast<const ComputeStmt&>(*st).at.get(), used); break;
         case StmtKind::Coll: expr_slots(static_cast<const CollStmt&>(*st).over.get(), used); break;

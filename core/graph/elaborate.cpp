@@ -168,7 +168,7 @@ class Elaborator {
     return s;
   }
 
-  void report(const Stmt& st, const EvalError& e) {
+  Diagnostic& add_error(const Stmt& st, const EvalError& e) {
     std::string msg = e.msg;
     std::string ctx = context();
     if (!ctx.empty()) {
@@ -176,12 +176,13 @@ class Elaborator {
       else msg += " (" + ctx + ")";
     }
     Loc loc = e.loc.valid() ? e.loc : st.loc;
-    diags_.error(loc, msg, e.loc.valid() ? e.length : st.length);
-    if (diags_.too_many()) throw Abort{};
+    return diags_.error(loc, msg, e.loc.valid() ? e.length : st.length);
   }
 
-  // A failed `require` means the schedule does not apply: report it alone and stop.
-  struct RequireFailed {};
+  void report(const Stmt& st, const EvalError& e) {
+    add_error(st, e);
+    if (diags_.too_many()) throw Abort{};
+  }
 
   // ------------------------------------------------------------------ expressions
   static int64_t floordiv(int64_t a, int64_t b) {
@@ -285,6 +286,7 @@ class Elaborator {
         if (b == 0) fail(e.args[1]->loc, e.args[1]->length, std::string(e.bop == BinOp::Div ? "division" : "modulo") + " by zero");
         if (a == INT64_MIN && b == -1) overflow();
         int64_t q = floordiv(a, b);
+        if (watch_ && !watch_->div && e.bop == BinOp::Div && a != q * b) *watch_ = LossyDiv{&e, a, b, q};
         return e.bop == BinOp::Div ? q : a - q * b;
       }
       case BinOp::Pow: {
@@ -529,6 +531,12 @@ class Elaborator {
   }
 
   void stmt(const Stmt& st, Frame& f) {
+    // Only a program with parse errors holds one (a callee in a library folder being edited, see
+    // STEPGRAPH_LIBRARY): say so here too, since a later N no longer sees the parse error.
+    if (st.erroneous) {
+      diags_.error(st.loc, "this declaration has a syntax error; the schedule cannot be elaborated", st.length);
+      throw Abort{};
+    }
     switch (st.kind) {
       case StmtKind::Let: {
         auto& s = static_cast<const LetStmt&>(st);
@@ -543,12 +551,16 @@ class Elaborator {
         break;
       }
       case StmtKind::Require: {
-        if (mode_ == Mode::Count) break;
+        // A failed `require` means the schedule does not apply: report it alone, marked
+        // unsupported, and stop. Counting stops there too, so an N the schedule refuses is
+        // reported as such rather than sized (and perhaps refused as too big).
         auto& s = static_cast<const RequireStmt&>(st);
         if (!ev(*s.cond, f)) {
-          report(st, EvalError{st.loc, st.length,
-                               (s.message.empty() ? "requirement failed" : s.message) + " (require " + print_cond(s) +
-                                   " with N = " + std::to_string(n_) + ")"});
+          if (mode_ == Mode::Build)
+            add_error(st, EvalError{st.loc, st.length,
+                                    (s.message.empty() ? "requirement failed" : s.message) + " (require " + print_cond(s) +
+                                        " with N = " + std::to_string(n_) + ")"})
+                .unsupported = true;
           throw Abort{};
         }
         break;
@@ -623,6 +635,54 @@ class Elaborator {
     }
   }
 
+  // The first division that rounded down while evaluating a chunk size.
+  struct LossyDiv {
+    const Expr* div = nullptr;
+    int64_t a = 0, b = 0, q = 0;
+  };
+  // Evaluates a chunk size, noting the first division in it that rounds down (`size / N` with
+  // N not dividing size): integer division loses the remainder, silently, in every rank's copy.
+  int64_t ev_size(const Expr& e, Frame& f, LossyDiv& lossy) {
+    LossyDiv* outer = watch_;
+    watch_ = &lossy;
+    try {
+      int64_t v = ev(e, f);
+      watch_ = outer;
+      return v;
+    } catch (...) {
+      watch_ = outer;
+      throw;
+    }
+  }
+
+  // A warning, once per buffer statement per elaboration (not per loop iteration or call), when
+  // a division in its chunk size rounded down: the buffer holds less than the sizes say, or,
+  // rounded to 0, nothing at all. `size` is the expression (`bytes E`, or the `shape` extent,
+  // counted in elements, when `bytes` is false) and `value` what it gave.
+  void warn_lossy(const BufferStmt& s, const Expr& size, const LossyDiv& d, uint64_t value, bool bytes, uint64_t chunks) {
+    if (mode_ != Mode::Build || !d.div) return;
+    if (std::find(warned_.begin(), warned_.end(), s.id) != warned_.end()) return;
+    warned_.push_back(s.id);
+    auto amount = [&](uint64_t v) { return std::to_string(v) + (bytes ? " byte" : " element") + (v == 1 ? "" : "s"); };
+    std::string a = std::to_string(d.a), b = std::to_string(d.b);
+    int64_t rem = d.a - d.q * d.b;  // nonzero; negative when b is
+    uint64_t lost = static_cast<uint64_t>(rem < 0 ? -rem : rem);
+    std::string msg = (bytes ? "chunk size " : "chunk extent ") + print_expr(size);
+    if (d.div == &size) {
+      msg += " = " + a + " / " + b + " rounds down to " + amount(value);
+      if (value == 0) msg += ": every chunk of '" + s.name + "' is empty";
+      else if (bytes && d.b > 0 && chunks == static_cast<uint64_t>(d.b))  // size / N over N chunks
+        msg += ": the " + std::to_string(chunks) + " chunks of '" + s.name + "' hold " + std::to_string(chunks * value) +
+               " of the " + a + " bytes";
+      else msg += " (a remainder of " + amount(lost) + " is dropped)";
+    } else {
+      msg += " is " + amount(value) + ", rounded down: " + print_expr(*d.div) + " = " + a + " / " + b +
+             " drops a remainder of " + std::to_string(lost);
+      if (value == 0) msg += "; every chunk of '" + s.name + "' is empty";
+    }
+    diags_.warning(d.div->loc, msg, d.div->length);
+  }
+
   void buffer(const BufferStmt& s, Frame& f) {
     std::vector<uint32_t> dims;
     uint64_t chunks = 1;
@@ -638,16 +698,23 @@ class Elaborator {
       fail(s.dtype_loc, static_cast<uint32_t>(s.dtype.size()),
            "unknown dtype '" + s.dtype + "' (use f16, bf16, f32, f64, i8, i32, i64 or u8)");
     uint64_t bytes = 0, elems = 0;
+    LossyDiv lossy;
+    const Expr* lossy_size = nullptr;
+    uint64_t lossy_value = 0;
     if (s.bytes) {
-      int64_t b = ev(*s.bytes, f);
+      int64_t b = ev_size(*s.bytes, f, lossy);
+      lossy_size = s.bytes.get();
       if (b < 0) fail(s.bytes->loc, s.bytes->length, "a chunk size must not be negative (got " + std::to_string(b) + " bytes)");
       bytes = static_cast<uint64_t>(b);
+      lossy_value = bytes;
       elems = bytes / dtype_size(dt);
     } else {
       elems = 1;
       for (const auto& d : s.shape) {
-        int64_t v = ev(*d, f);
+        LossyDiv here;
+        int64_t v = ev_size(*d, f, here);
         if (v < 0) fail(d->loc, d->length, "a shape extent must not be negative (got " + std::to_string(v) + ")");
+        if (here.div && !lossy.div) lossy = here, lossy_size = d.get(), lossy_value = static_cast<uint64_t>(v);
         if (__builtin_mul_overflow(elems, static_cast<uint64_t>(v), &elems))
           fail(d->loc, d->length, "chunk shape overflows 64 bits");
       }
@@ -669,6 +736,7 @@ class Elaborator {
         return;
       }
       v = View{i, 0, b.chunks, true, true, s.id};
+      if (lossy.div) warn_lossy(s, *lossy_size, lossy, lossy_value, s.bytes != nullptr, chunks);
       return;
     }
     if (g_->buffers.size() >= 0xffffffu) fail(s.loc, s.length, "too many buffers");
@@ -684,6 +752,7 @@ class Elaborator {
     g_->buffers.push_back(std::move(b));
     est.hazard_bytes += uint64_t{rank_slots_} * chunks * sizeof(ChunkState);
     v = View{static_cast<uint32_t>(g_->buffers.size() - 1), 0, static_cast<uint32_t>(chunks), true, true, s.id};
+    if (lossy.div) warn_lossy(s, *lossy_size, lossy, lossy_value, s.bytes != nullptr, chunks);
   }
 
   void init(const InitStmt& s, Frame& f) {
@@ -1266,6 +1335,8 @@ class Elaborator {
   int64_t me_ = -1;
   uint32_t rank_slots_ = 0;
   bool in_on_ = false;
+  LossyDiv* watch_ = nullptr;     // set while evaluating a chunk size (see ev_size)
+  std::vector<uint32_t> warned_;  // buffer statements already warned about
   uint32_t on_rank_ = 0;
   std::vector<std::tuple<const std::string*, Frame*, int32_t>> loops_;
   std::vector<const Stmt*> loop_stmts_;  // the `for` statements running, outermost first
@@ -1286,6 +1357,12 @@ class Elaborator {
 std::string Elaborator::print_cond(const RequireStmt& s) { return print_expr(*s.cond); }
 
 }  // namespace
+
+std::string unsupported_reason(const Diagnostic& d) {
+  // The elaborator writes "MESSAGE (require COND with N = n[; context])": the last " (require ".
+  size_t k = d.message.rfind(" (require ");
+  return k == std::string::npos ? d.message : d.message.substr(0, k);
+}
 
 SizeEstimate estimate_size(Session& session, const Target& target, const ElabOptions& opts) {
   Elaborator e(session, opts, Mode::Count);

@@ -48,6 +48,10 @@ SizeEstimate estimate_size(Session& session, const Target& target, const ElabOpt
 std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, const ElabOptions& opts,
                                      SizeEstimate* estimate = nullptr);
 
+// What a failed `require` says (its message, without the condition and N that follow it in the
+// diagnostic): "check NAME N = 6: unsupported (REASON)".
+std::string unsupported_reason(const Diagnostic& d);
+
 std::string human_bytes(uint64_t b);
 std::string with_commas(uint64_t v);
 
