@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/shared.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -27,108 +28,6 @@ int fail(const std::string& msg) {
   std::cerr << "stepgraph: error: " << msg << "\n";
   return 2;
 }
-
-struct Prepared {
-  Session s;
-  Target t;
-  std::vector<uint32_t> ns;
-  ElabOptions opts;
-};
-
-// Parses the shared flags and resolves the target. Returns 0, or the exit code to stop with.
-int prepare(const Common& c, Prepared& p, bool many) {
-  std::string err;
-  if (!parse_rank_list(c.ranks, p.ns, err)) return fail("bad -n '" + c.ranks + "': " + err);
-  if (!many && p.ns.size() != 1) return fail("this command takes one rank count (-n N), got '" + c.ranks + "'");
-  for (const auto& kv : c.sets) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
-      return fail("--set needs NAME=VALUE, got '" + kv + "'");
-    p.opts.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (c.max_memory.empty()) {
-    p.opts.max_memory = default_memory_limit();
-  } else if (!parse_size(c.max_memory, p.opts.max_memory)) {
-    return fail("bad --max-memory '" + c.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
-  }
-  auto points = dump_points();
-  for (const auto& d : c.dump_after) {
-    if (d != "all" && std::find(points.begin(), points.end(), d) == points.end()) {
-      std::string names;
-      for (const auto& x : points) names += (names.empty() ? "" : ", ") + x;
-      return fail("unknown pass '" + d + "' for --dump-after (passes: " + names + ", all)");
-    }
-  }
-  p.t = p.s.resolve(c.target);
-  if (p.s.diags.has_errors() || !p.t.schedule) {
-    p.s.diags.print(std::cerr, p.s.sources);
-    return 2;
-  }
-  bool want_parse = std::find(c.dump_after.begin(), c.dump_after.end(), "parse") != c.dump_after.end() ||
-                    std::find(c.dump_after.begin(), c.dump_after.end(), "all") != c.dump_after.end();
-  if (want_parse) std::cout << "=== after parse ===\n" << print_program(*p.t.program);
-  return 0;
-}
-
-void print_warnings(const Session& s) {
-  for (const auto& d : s.diags.all())
-    if (d.severity != Severity::Error) std::cerr << render_diagnostic(d, s.sources);
-}
-
-// "3, 5..7, 9" (the -n syntax, ranges inclusive) for a sorted list of rank counts.
-std::string rank_ranges(const std::vector<uint32_t>& ns) {
-  std::string out;
-  for (size_t i = 0; i < ns.size();) {
-    size_t j = i;
-    while (j + 1 < ns.size() && ns[j + 1] == ns[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += std::to_string(ns[i]);
-    if (j >= i + 2) out += ".." + std::to_string(ns[j]);
-    else if (j == i + 1) out += ", " + std::to_string(ns[j]);
-    i = j + 1;
-  }
-  return out;
-}
-
-// The warnings of a run over many N, one per statement and kind: a chunk size that size / N
-// rounds down warns at most rank counts, and 60 copies of one warning would bury everything else.
-// The first is printed in full, with the other N that gave it.
-class FoldedWarnings {
- public:
-  void add(const Diagnostics& diags, uint32_t n) {
-    for (const auto& d : diags.all()) {
-      if (d.severity != Severity::Warning) continue;
-      // The same warning at another N differs only in its numbers.
-      std::string key = std::to_string(d.loc.file) + ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) + ":";
-      for (char c : d.message)
-        if (!std::isdigit(static_cast<unsigned char>(c))) key += c;
-      auto it = std::find_if(items_.begin(), items_.end(), [&](const Item& x) { return x.key == key; });
-      if (it == items_.end()) items_.push_back(Item{key, d, {n}});
-      else if (it->ns.back() != n) it->ns.push_back(n);
-    }
-  }
-  void print(std::ostream& os, const SourceManager& sm) {
-    std::stable_sort(items_.begin(), items_.end(), [](const Item& a, const Item& b) {  // in source order
-      const Loc &x = a.first.loc, &y = b.first.loc;
-      return std::tie(x.file, x.line, x.col) < std::tie(y.file, y.line, y.col);
-    });
-    for (const auto& x : items_) {
-      Diagnostic d = x.first;
-      if (x.ns.size() > 1)
-        d.notes.push_back({Loc{}, "likewise at N = " + rank_ranges(std::vector<uint32_t>(x.ns.begin() + 1, x.ns.end())) +
-                                      " (this one is N = " + std::to_string(x.ns[0]) + ")"});
-      os << render_diagnostic(d, sm);
-    }
-  }
-
- private:
-  struct Item {
-    std::string key;
-    Diagnostic first;
-    std::vector<uint32_t> ns;
-  };
-  std::vector<Item> items_;
-};
 
 std::string one_line_description(const std::string& header, const std::string& name) {
   std::istringstream in(header);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "cli/commands.hpp"
+#include "cli/shared.hpp"
 #include "core/dsl/printer.hpp"
 #include "core/dsl/session.hpp"
 #include "core/graph/elaborate.hpp"
@@ -37,18 +38,6 @@ std::string secs(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f s", s);
   return buf;
-}
-
-// Runs of consecutive values as "a..b": "2..5, 8".
-std::string rank_list_text(const std::vector<uint32_t>& ns) {
-  std::string out;
-  for (size_t i = 0; i < ns.size();) {
-    size_t j = i;
-    while (j + 1 < ns.size() && ns[j + 1] == ns[j] + 1) ++j;
-    out += (out.empty() ? "" : ", ") + std::to_string(ns[i]) + (j > i ? ".." + std::to_string(ns[j]) : "");
-    i = j + 1;
-  }
-  return out;
 }
 
 nlohmann::json engine_json(const verify::EngineResult& e, bool timing, bool shared) {
@@ -144,18 +133,13 @@ class Watchdog {
 
 int cmd_verify(const VerifyOpts& o) {
   auto t_start = Clock::now();
-  std::vector<uint32_t> ns;
-  std::string err;
-  if (!parse_rank_list(o.c.ranks, ns, err)) return fail("bad -n '" + o.c.ranks + "': " + err);
   if (!(o.timeout_s >= 0)) return fail("--timeout needs a number of seconds >= 0");
-  ElabOptions eo;
-  for (const auto& kv : o.c.sets) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return fail("--set needs NAME=VALUE, got '" + kv + "'");
-    eo.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (o.c.max_memory.empty()) eo.max_memory = default_memory_limit();
-  else if (!parse_size(o.c.max_memory, eo.max_memory)) return fail("bad --max-memory '" + o.c.max_memory + "'");
+  Prepared p;
+  if (int rc = prepare(o.c, p, true)) return rc;
+  Session& s = p.s;
+  const Target& t = p.t;
+  const std::vector<uint32_t>& ns = p.ns;
+  ElabOptions eo = p.opts;
   verify::VerifyOptions vo;
   if (o.semantics == "rendezvous") vo.modes = {SendMode::Rendezvous};
   else if (o.semantics == "eager") vo.modes = {SendMode::Eager};
@@ -165,22 +149,6 @@ int cmd_verify(const VerifyOpts& o) {
                                      : verify::Engine::Auto;
   vo.explicit_opts.max_executions = o.max_executions;
   if (o.timeout_s > 0) vo.deadline = t_start + std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
-
-  auto points = dump_points();
-  for (const auto& d : o.c.dump_after)
-    if (d != "all" && std::find(points.begin(), points.end(), d) == points.end())
-      return fail("unknown pass '" + d + "' for --dump-after");
-  auto wants = [&](const std::string& p) {
-    return std::find(o.c.dump_after.begin(), o.c.dump_after.end(), p) != o.c.dump_after.end() ||
-           std::find(o.c.dump_after.begin(), o.c.dump_after.end(), "all") != o.c.dump_after.end();
-  };
-  Session s;
-  Target t = s.resolve(o.c.target);
-  if (s.diags.has_errors() || !t.schedule) {
-    s.diags.print(std::cerr, s.sources);
-    return 2;
-  }
-  if (wants("parse")) std::cout << "=== after parse ===\n" << print_program(*t.program);
 
   Progress prog;
   prog.schedule = t.schedule->name;
@@ -209,6 +177,7 @@ int cmd_verify(const VerifyOpts& o) {
   };
 
   int rc = 0;
+  FoldedWarnings warnings;  // a chunk size that rounds down, once for all the N that say so
   size_t next = 0;  // the first N not verified (ns.size() when all were)
   for (; next < ns.size(); ++next) {
     uint32_t n = ns[next];
@@ -236,11 +205,21 @@ int cmd_verify(const VerifyOpts& o) {
     std::string head = "verify " + t.schedule->name + " N = " + std::to_string(n) + ": ";
     if (!built) {
       rc = std::max(rc, 2);
-      if (o.json) emit_json({{"schedule", t.schedule->name}, {"ranks", n}, {"verdicts", nlohmann::json::array()},
-                             {"error", s.diags.render(s.sources)}});
-      else emit(dumps + head + "bad input\n", s.diags.render(s.sources));
+      // A `require` that refuses this N: the schedule does not apply, the input is not wrong.
+      const Diagnostic* why = s.diags.unsupported_since(0);
+      if (o.json) {
+        nlohmann::json obj = {{"schedule", t.schedule->name}, {"ranks", n}, {"verdicts", nlohmann::json::array()}};
+        if (why) obj["unsupported"] = unsupported_reason(*why);
+        else obj["error"] = s.diags.render(s.sources);
+        emit_json(obj);
+      } else if (why) {
+        if (!o.quiet) emit(dumps + head + "unsupported (" + unsupported_reason(*why) + ")\n", s.diags.render(s.sources));
+      } else {
+        emit(dumps + head + "bad input\n", s.diags.render(s.sources));
+      }
       continue;
     }
+    warnings.add(s.diags, n);
     if (!dumps.empty()) emit(dumps, "");
     set_phase(n, "verifying");
     verify::VerifyReport rep = verify::verify_graph(*g, vo, [&](const verify::VerifyReport& r) {
@@ -314,8 +293,13 @@ int cmd_verify(const VerifyOpts& o) {
   // N's never started because the limit came first.
   if (next < ns.size()) {
     rc = std::max(rc, 3);
-    std::string list = rank_list_text(std::vector<uint32_t>(ns.begin() + static_cast<std::ptrdiff_t>(next), ns.end()));
+    std::string list = rank_ranges(std::vector<uint32_t>(ns.begin() + static_cast<std::ptrdiff_t>(next), ns.end()));
     if (!o.json) emit("stopped at the time limit of " + secs(o.timeout_s) + ": N = " + list + " not verified\n", "");
+  }
+  if (!o.quiet) {
+    std::ostringstream w;
+    warnings.print(w, s.sources);
+    emit("", w.str());
   }
   if (o.json && prog.json_list) emit(prog.json_first ? "[]\n" : "\n]\n", "");
   if (o.timing && ns.size() > 1 && !o.json)

@@ -1,0 +1,74 @@
+// What the subcommands share: the common flags turned into a resolved target, rank-count lists
+// for display, and warnings folded over many N.
+#pragma once
+#include <algorithm>
+#include <cctype>
+#include <ostream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "core/dsl/diagnostics.hpp"
+#include "core/dsl/session.hpp"
+#include "core/graph/elaborate.hpp"
+
+namespace sg::cli {
+
+struct Prepared {
+  Session s;
+  Target t;
+  std::vector<uint32_t> ns;
+  ElabOptions opts;
+};
+
+// Parses the shared flags and resolves the target. Returns 0, or the exit code to stop with.
+int prepare(const Common& c, Prepared& p, bool many);
+
+// Prints the session's warnings and notes (not its errors) on stderr.
+void print_warnings(const Session& s);
+
+// "3, 5..7, 9" (the -n syntax, ranges inclusive) for a sorted list of rank counts.
+std::string rank_ranges(const std::vector<uint32_t>& ns);
+
+// The warnings of a run over many N, one per statement and kind: a chunk size that size / N
+// rounds down warns at most rank counts, and 60 copies of one warning would bury everything else.
+// The first is printed in full, with the other N that gave it.
+class FoldedWarnings {
+ public:
+  void add(const Diagnostics& diags, uint32_t n) {
+    for (const auto& d : diags.all()) {
+      if (d.severity != Severity::Warning) continue;
+      // The same warning at another N differs only in its numbers.
+      std::string key = std::to_string(d.loc.file) + ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) + ":";
+      for (char c : d.message)
+        if (!std::isdigit(static_cast<unsigned char>(c))) key += c;
+      auto it = std::find_if(items_.begin(), items_.end(), [&](const Item& x) { return x.key == key; });
+      if (it == items_.end()) items_.push_back(Item{key, d, {n}});
+      else if (it->ns.back() != n) it->ns.push_back(n);
+    }
+  }
+  void print(std::ostream& os, const SourceManager& sm) {
+    std::stable_sort(items_.begin(), items_.end(), [](const Item& a, const Item& b) {  // in source order
+      const Loc &x = a.first.loc, &y = b.first.loc;
+      return std::tie(x.file, x.line, x.col) < std::tie(y.file, y.line, y.col);
+    });
+    for (const auto& x : items_) {
+      Diagnostic d = x.first;
+      if (x.ns.size() > 1)
+        d.notes.push_back({Loc{}, "likewise at N = " + rank_ranges(std::vector<uint32_t>(x.ns.begin() + 1, x.ns.end())) +
+                                      " (this one is N = " + std::to_string(x.ns[0]) + ")"});
+      os << render_diagnostic(d, sm);
+    }
+  }
+
+ private:
+  struct Item {
+    std::string key;
+    Diagnostic first;
+    std::vector<uint32_t> ns;
+  };
+  std::vector<Item> items_;
+};
+
+}  // namespace sg::cli
