@@ -426,6 +426,58 @@ schedule ring_shift() {
       if (const verify::Counterexample* cx = rep.counterexample()) std::cout << verify::render_text(*cx, one.sources);
     }
   }
+  std::cout << "\n4. the fix, from the library: parity_ring_allgather (even ranks send first, odd ranks receive\n"
+               "   first, every message on tag 0, so MPI's matching order decides where each block lands),\n"
+               "   as `stepgraph verify parity_ring_allgather -n 4,16,64 --time` prints it: each N as it is\n"
+               "   decided, which engines decided, their time and the total\n\n";
+  std::cout.flush();
+  {
+    VerifyOpts vo;
+    vo.c.target = "parity_ring_allgather";
+    vo.c.ranks = "4,16,64";
+    vo.timing = true;
+    if (int r = cmd_verify(vo)) rc = std::max(rc, r);
+  }
+  std::cout << "\n5. a search too large to finish, bounded by a time limit: a reduction that receives from\n"
+               "   any source in arrival order, 15 senders (2^15 states to cover), with --timeout 1\n\n";
+  {
+    Session one;
+    const Program* p = one.load_text("any_source_sum.sched", R"(schedule any_source_sum() {
+  buffer s[1] bytes 8;
+  init s contrib;
+  expect reduce(s, 0);
+  on 0 { for k in 1 .. N { recv s[0] from any reduce; } }
+  on r in 1 .. N { send s[0] to 0; }
+}
+)");
+    ElabOptions o;
+    o.nranks = 16;
+    o.lifecycle_as_findings = true;
+    auto g = elaborate(one, Target{p, p->schedules.back().get()}, o);
+    if (g && run_passes(*g, one.diags, {}, nullptr)) {
+      verify::VerifyOptions vopt;
+      vopt.explicit_opts.max_executions = 1u << 30;
+      auto t0 = std::chrono::steady_clock::now();
+      vopt.deadline = t0 + std::chrono::seconds(1);
+      verify::VerifyReport rep = verify::verify_graph(*g, vopt);
+      double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (const auto& m : rep.modes) {
+        std::cout << "   " << verify::mode_name(m.mode) << ": "
+                  << (m.timed_out ? "undecided (time limit)" : verify::verdict_name(m.verdict));
+        if (m.ran_explicit && !m.explicit_result.note.empty()) std::cout << "; explicit " << m.explicit_result.note;
+        std::cout << "\n";
+      }
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "   stopped after %.2f s (exit 3); at N = 6 the same search finishes: ", took);
+      std::cout << buf;
+      o.nranks = 6;
+      auto g6 = elaborate(one, Target{p, p->schedules.back().get()}, o);
+      if (g6 && run_passes(*g6, one.diags, {}, nullptr)) {
+        verify::VerifyReport r6 = verify::verify_graph(*g6, verify::VerifyOptions{});
+        std::cout << verify::verdict_name(r6.worst()) << " (" << r6.modes.front().explicit_result.note << ")\n";
+      }
+    }
+  }
   return rc;
 }
 
