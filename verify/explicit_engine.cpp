@@ -75,7 +75,7 @@ class Explorer {
       ++res.executions;
       if (r.pruned) {
         ++pruned;
-        classify_prefix(r, matching);
+        offer_undefined_read(r, matching);
       } else {
         classify(r, matching);
       }
@@ -123,16 +123,17 @@ class Explorer {
     if (!best_ || priority(cx.verdict) < priority(best_->verdict)) best_ = std::move(cx);
   }
 
-  // A run stopped at a state explored before: its continuations were classified then; only
-  // what happened on the way there (an undefined read) is new.
-  void classify_prefix(const InterpResult& r, const std::vector<std::pair<StepId, StepId>>& matching) {
+  // The run's first undefined read, if any. A run cut at a state explored before is classified
+  // by this alone: its continuations were classified then; only its way there is new.
+  bool offer_undefined_read(const InterpResult& r, const std::vector<std::pair<StepId, StepId>>& matching) {
     for (const Issue& is : r.issues) {
       if (is.kind != IssueKind::UndefinedRead) continue;
       Counterexample cx = undefined_cx(g_, is.step, is.buf, is.chunk);
       cx.matching = matching;
       offer(cx);
-      return;
+      return true;
     }
+    return false;
   }
 
   void classify(const InterpResult& r, const std::vector<std::pair<StepId, StepId>>& matching) {
@@ -177,13 +178,7 @@ class Explorer {
         return;
       }
     }
-    for (const Issue& is : r.issues) {
-      if (is.kind != IssueKind::UndefinedRead) continue;
-      Counterexample cx = undefined_cx(g_, is.step, is.buf, is.chunk);
-      cx.matching = matching;
-      offer(cx);
-      return;
-    }
+    if (offer_undefined_read(r, matching)) return;
     if (!r.completed) return;
     if (best_ && priority(best_->verdict) <= priority(Verdict::WrongResult)) return;
     PostconditionReport post = check_postconditions(g_, r.initial, r.final, 1);

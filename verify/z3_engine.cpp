@@ -155,13 +155,7 @@ class Encoder {
     // pipelines on one tag) free of the N-squared candidate pairs and the cubic ordering
     // constraints that would follow. Elsewhere every compatible pair is a candidate.
     pairs_of_.assign(n_, {});
-    std::map<std::pair<uint32_t, uint32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> ends;
-    for (StepId s = 0; s < n_; ++s) {
-      if (!p2p(s)) continue;
-      const P2PInfo& p = g_.p2p_info(s);
-      if (g_.kind(s) == StepKind::Send) ends[{p.peer, p.comm}].first.push_back(s);
-      else ends[{g_.rank(s), p.comm}].second.push_back(s);
-    }
+    P2PEnds ends = p2p_ends(g_);
     lane_ = lane_partners(g_);
     const std::vector<StepId>& lane = lane_;
     auto add_pair = [&](StepId r, StepId m) {

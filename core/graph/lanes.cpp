@@ -5,17 +5,20 @@
 
 namespace sg {
 
-std::vector<StepId> lane_partners(const StepGraph& g) {
-  std::vector<StepId> out(g.size(), kNoStep);
-  // Per (destination, communicator): the sends and the receives there, in program order.
-  std::map<std::pair<uint32_t, uint32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> ends;
+P2PEnds p2p_ends(const StepGraph& g) {
+  P2PEnds ends;
   for (StepId s = 0; s < g.size(); ++s) {
     if (!g.local(s) || (g.kind(s) != StepKind::Send && g.kind(s) != StepKind::Recv)) continue;
     const P2PInfo& p = g.p2p_info(s);
     if (g.kind(s) == StepKind::Send) ends[{p.peer, p.comm}].first.push_back(s);
     else ends[{g.rank(s), p.comm}].second.push_back(s);
   }
-  for (const auto& [dst, sr] : ends) {
+  return ends;
+}
+
+std::vector<StepId> lane_partners(const StepGraph& g) {
+  std::vector<StepId> out(g.size(), kNoStep);
+  for (const auto& [dst, sr] : p2p_ends(g)) {
     std::vector<StepId> wild;
     std::map<std::pair<uint32_t, int32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> lanes;
     for (StepId m : sr.first) lanes[{g.rank(m), g.p2p_info(m).tag}].first.push_back(m);

@@ -6,11 +6,18 @@
 // receive to its one candidate, the explicit engine to decide that a pending operation can never
 // be matched (the second of two sends into a lane with one receive: the receive takes the first).
 #pragma once
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "core/graph/step_graph.hpp"
 
 namespace sg {
+
+// The local-view sends to and receives at each (destination, communicator), each in step order
+// (program order per rank): where MPI matches.
+using P2PEnds = std::map<std::pair<uint32_t, uint32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>>;
+P2PEnds p2p_ends(const StepGraph& g);
 
 // lane_partners(g)[s] for a local-view send or receive s: the one operation it can ever match,
 // or kNoStep if its lane has no k-th operation on the other side; kLaneContested where a wildcard

@@ -7,6 +7,7 @@
 #include <map>
 #include <tuple>
 
+#include "core/graph/lanes.hpp"
 #include "core/graph/passes.hpp"
 
 namespace sg {
@@ -15,14 +16,7 @@ void match_p2p(StepGraph& g, Diagnostics& diags) {
   if (g.only_rank >= 0) return;
   g.p2p_matched = true;
   if (g.p2p.empty()) return;
-  // (dst, comm) -> sends to it and receives at it, in step order (= program order per rank).
-  std::map<std::pair<uint32_t, uint32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> ends;
-  for (StepId s = 0; s < g.size(); ++s) {
-    if (!g.local(s) || (g.kind(s) != StepKind::Send && g.kind(s) != StepKind::Recv)) continue;
-    const P2PInfo& p = g.p2p_info(s);
-    if (g.kind(s) == StepKind::Send) ends[{p.peer, p.comm}].first.push_back(s);
-    else ends[{g.rank(s), p.comm}].second.push_back(s);
-  }
+  P2PEnds ends = p2p_ends(g);  // (dst, comm) -> sends to it and receives at it, in program order
   g.candidates.clear();
   for (auto& [key, sr] : ends) {
     auto& [sends, recvs] = sr;
