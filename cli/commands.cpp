@@ -24,11 +24,6 @@ namespace sg::cli {
 
 namespace {
 
-int fail(const std::string& msg) {
-  std::cerr << "stepgraph: error: " << msg << "\n";
-  return 2;
-}
-
 std::string one_line_description(const std::string& header, const std::string& name) {
   std::istringstream in(header);
   std::string line;

@@ -7,14 +7,10 @@
 
 namespace sg::cli {
 
-namespace {
-
 int fail(const std::string& msg) {
   std::cerr << "stepgraph: error: " << msg << "\n";
   return 2;
 }
-
-}  // namespace
 
 int prepare(const Common& c, Prepared& p, bool many) {
   std::string err;

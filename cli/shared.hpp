@@ -22,6 +22,9 @@ struct Prepared {
   ElabOptions opts;
 };
 
+// Prints "stepgraph: error: MSG" on stderr; returns 2 (bad input).
+int fail(const std::string& msg);
+
 // Parses the shared flags and resolves the target. Returns 0, or the exit code to stop with.
 int prepare(const Common& c, Prepared& p, bool many);
 

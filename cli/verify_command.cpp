@@ -27,11 +27,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int fail(const std::string& msg) {
-  std::cerr << "stepgraph: error: " << msg << "\n";
-  return 2;
-}
-
 double rounded(double s) { return std::round(s * 1000) / 1000; }
 
 std::string secs(double s) {
