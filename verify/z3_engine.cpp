@@ -61,6 +61,7 @@ uint64_t value_hash(const Value& v) {
 }
 
 struct Timeout {};
+struct InlineCycle {};  // inline value terms met a cycle of candidate pairs (see value_variable)
 
 class Encoder {
  public:
@@ -671,7 +672,12 @@ class Encoder {
   // execution produces (the false wrong-result on rings that share a tag). Equations have no
   // cycle to cut: the timing constraints exclude cyclic matchings, so in every model the
   // equations of the matched pairs are well-founded.
-  bool value_variable(StepId w) const { return p2p(w) && pairs_of_[w].size() >= 2; }
+  //
+  // Variables cost the solver (several times slower on a wildcard reduction), so values are
+  // first built inline, as if-then-else terms; only a cycle met on the way (inline_cycle) makes
+  // q_wrong start over with variables. Without a cut, an inline term is exact.
+  bool value_variable(StepId w) const { return !inline_values_ && p2p(w) && pairs_of_[w].size() >= 2; }
+  bool multi_inline(StepId w) const { return inline_values_ && p2p(w) && pairs_of_[w].size() >= 2; }
 
   // The reads node (w, buf, c) is computed from, in the order combine() takes them.
   void node_inputs(StepId w, uint32_t buf, uint32_t c, std::vector<Read>& in) {
@@ -683,6 +689,13 @@ class Encoder {
       case StepKind::Recv: {
         if (value_variable(w)) return;
         if (reduce_recv) in.push_back({w, buf, c});
+        if (multi_inline(w)) {  // every candidate's payload, in pairs_of_ order (combine follows it)
+          for (size_t p : pairs_of_[w]) {
+            Range sr = g_.range(pr_[p].second);
+            if (off < sr.cnt) in.push_back({pr_[p].second, sr.buf, sr.lo + off});
+          }
+          return;
+        }
         StepId m = kNoStep;
         if (!p2p(w)) m = g_.ref(w);
         else if (pairs_of_[w].size() == 1) m = pr_[pairs_of_[w][0]].second;  // in a complete execution it takes m
@@ -760,6 +773,19 @@ class Encoder {
           return t;
         }
         bool reduce = g_.flags(w) & kFlagReduce;
+        if (multi_inline(w)) {
+          uint32_t off = c - g_.range(w).lo;
+          size_t k = reduce ? 1 : 0;
+          z3::expr v = ctx_.bv_val(0, 64), d = ctx_.bool_val(false);
+          for (size_t p : pairs_of_[w]) {
+            if (off >= g_.range(pr_[p].second).cnt) continue;
+            v = z3::ite(M_[p], in[k].v, v);
+            d = z3::ite(M_[p], in[k].d, d);
+            ++k;
+          }
+          Term got{v, d};
+          return reduce ? add(in[0], got) : got;
+        }
         if (in.size() < (reduce ? 2u : 1u)) return constant(0, false);  // no send can feed it: it never completes
         return reduce ? add(in[0], in[1]) : in[0];
       }
@@ -812,6 +838,8 @@ class Encoder {
         auto it = memo_.find(k);
         if (it != memo_.end()) {
           f.got.push_back(it->second);
+        } else if (open.count(k) && inline_values_) {
+          throw InlineCycle{};
         } else if (open.count(k)) {
           // A cycle of reads with no variable on it: every edge is one that any complete
           // execution realises (a deterministic match, a reaching definition), and no
@@ -911,15 +939,26 @@ class Encoder {
     // encoding (no wildcard decides it) need no formula.
     std::vector<z3::expr> wrong;
     std::vector<size_t> wrong_check;
-    for (size_t i = 0; i < checks.size(); ++i) {
-      const Check& ch = checks[i];
-      tick();
-      auto it = final_.find({ch.rank, ch.buf, ch.chunk});
-      Term t = it == final_.end() ? initial(ch.rank, ch.buf, ch.chunk) : written(it->second, ch.buf, ch.chunk);
-      uint64_t want = value_hash(ch.expected);
-      if (t.known && t.kd && t.kv == want) continue;
-      wrong.push_back(!t.d || t.v != ctx_.bv_val(want, 64));
-      wrong_check.push_back(i);
+    for (bool done = false; !done;) {
+      try {
+        wrong.clear();
+        wrong_check.clear();
+        for (size_t i = 0; i < checks.size(); ++i) {
+          const Check& ch = checks[i];
+          tick();
+          auto it = final_.find({ch.rank, ch.buf, ch.chunk});
+          Term t = it == final_.end() ? initial(ch.rank, ch.buf, ch.chunk) : written(it->second, ch.buf, ch.chunk);
+          uint64_t want = value_hash(ch.expected);
+          if (t.known && t.kd && t.kv == want) continue;
+          wrong.push_back(!t.d || t.v != ctx_.bv_val(want, 64));
+          wrong_check.push_back(i);
+        }
+        done = true;
+      } catch (const InlineCycle&) {  // candidate pairs form a cycle: start over with variables
+        memo_.clear();
+        def_jobs_.clear();
+        inline_values_ = false;
+      }
     }
     if (wrong.empty()) return std::nullopt;
     // A complete execution: every step issued and completed, every send received.
@@ -993,6 +1032,7 @@ class Encoder {
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, StepId> final_;
   MachineState initial_;
   bool defs_done_ = false;
+  bool inline_values_ = true;
   std::unordered_map<uint64_t, Term> memo_;
   struct DefJob {
     StepId w;
