@@ -197,23 +197,8 @@ TEST_CASE("rings on one tag verify ok with z3 in both encodings (the false wrong
   // Blocking with parity order, and nonblocking: every message between a pair on tag 0, so
   // only MPI's non-overtaking order puts each block in its place. With every compatible pair a
   // candidate the receives' values form cycles over candidate pairs that no execution realises.
-  const char* text = R"(schedule blocking(size = 1KiB) {
-  buffer data[N] bytes size / N;
-  init data owned;
-  expect allgather(data);
-  on r in 0 .. N {
-    for s in 0 .. N - 1 {
-      if r % 2 == 0 {
-        send data[(r - s) % N] to (r + 1) % N;
-        recv data[(r - s - 1) % N] from (r - 1) % N;
-      } else {
-        recv data[(r - s - 1) % N] from (r - 1) % N;
-        send data[(r - s) % N] to (r + 1) % N;
-      }
-    }
-  }
-}
-schedule nonblocking(size = 1KiB) {
+  // The blocking form is the library's parity_ring_allgather.
+  const char* text = R"(schedule nonblocking(size = 1KiB) {
   buffer data[N] bytes size / N;
   init data owned;
   expect allgather(data);
@@ -226,12 +211,13 @@ schedule nonblocking(size = 1KiB) {
   }
 }
 )";
-  for (const char* sched : {"blocking", "nonblocking"}) {
+  for (const char* sched : {"parity_ring_allgather", "nonblocking"}) {
     for (uint32_t n : {2u, 3u, 4u, 5u, 6u, 8u}) {
       for (bool fixed : {true, false}) {
         Session s;
         const Program* p = s.load_text("ring.sched", text);
-        auto g = build_for_verify(s, Target{p, p->find(sched)}, n);
+        Target t = std::string(sched) == "nonblocking" ? Target{p, p->find(sched)} : s.resolve(sched);
+        auto g = build_for_verify(s, t, n);
         REQUIRE(g);
         VerifyOptions vo;
         vo.engine = Engine::Z3;
@@ -307,17 +293,9 @@ TEST_CASE("every library schedule verifies at N = 1 (ok, or refused by its requi
 TEST_CASE("a time limit makes the run undecided, not wrong: each semantics says what it decided", "[verify][timeout]") {
   // A wildcard reduction over 15 senders: more matchings than either engine gets through in
   // 0.3 s.
-  const char* text = R"(schedule wildsum() {
-  buffer s[1] bytes 8;
-  init s contrib;
-  expect reduce(s, 0);
-  on 0 { for k in 1 .. N { recv s[0] from any reduce; } }
-  on r in 1 .. N { send s[0] to 0; }
-}
-)";
   Session s;
-  const Program* p = s.load_text("w.sched", text);
-  auto g = build_for_verify(s, Target{p, p->schedules.back().get()}, 16);
+  Target t = s.resolve((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "wildcard_sum.sched").string() + ":fixed");
+  auto g = build_for_verify(s, t, 16);
   REQUIRE(g);
   VerifyOptions vo;
   vo.explicit_opts.max_executions = 100'000'000;
