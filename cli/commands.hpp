@@ -41,7 +41,27 @@ struct VerifyOpts {
   bool quiet = false;
 };
 
+struct SimOpts {
+  std::vector<std::string> targets;  // one or more (also comma-separated)
+  std::string ranks;                 // -n: "64", "8..4096" (doubling), "8,12,16"
+  std::vector<std::string> sets;
+  std::string max_memory;
+  std::string platform;              // "" = the default platform
+  std::string model = "simgrid";
+  std::string algo;                  // --algo allreduce=ring,…
+  std::string protocol = "auto";
+  std::string eager_limit = "64KiB";
+  std::string loggp;                 // "o=1us,g=100ns,O=0"
+  std::string gamma;                 // seconds per reduced byte, e.g. "0.1ns"
+  std::string map;                   // "0,2,1,3" or "@file"
+  std::string sweep;                 // "size=1KiB..1GiB"
+  std::string trace, csv, plot;
+  unsigned top = 5;
+  bool json = false, quiet = false;
+};
+
 int cmd_list(bool json);
+int cmd_sim(const SimOpts& o);
 int cmd_verify(const VerifyOpts& o);
 int cmd_compile(const CompileOpts& o);
 int cmd_check(const CheckOpts& o);

@@ -59,11 +59,36 @@ int main(int argc, char** argv) {
   verify->add_flag("-q,--quiet", vopts.quiet, "print only what is not ok");
   verify->footer("Exit codes: 0 ok under every semantics asked, 1 a defect, 2 bad input, 3 undecided or the engines disagree.");
 
+  sg::cli::SimOpts sopts;
+  auto* sim = app.add_subcommand("sim", "simulate schedules on a platform (SimGrid or the analytic LogGP model): time, bandwidth, critical path, traces, sweeps, plots");
+  sim->add_option("target", sopts.targets, "schedules: files (FILE or FILE:SCHEDULE) or library names, several for a comparison")->required();
+  sim->add_option("-n,--ranks", sopts.ranks, "rank counts: N, a..b (doubling: a, 2a, 4a, … b) or a,b,c")->required();
+  sim->add_option("--set", sopts.sets, "set a schedule parameter, e.g. --set size=1GiB (repeatable)");
+  sim->add_option("--max-memory", sopts.max_memory, "refuse instances whose estimated size exceeds this");
+  sim->add_option("--platform", sopts.platform, "a generator string (star:…, fat-tree:…, torus:…, dragonfly:…, nodes:…) or a SimGrid .xml file");
+  sim->add_option("--model", sopts.model, "simgrid (contention) or analytic (LogGP / α-β, no contention)")
+      ->check(CLI::IsMember({"simgrid", "analytic"}));
+  sim->add_option("--algo", sopts.algo, "algorithms for collective steps, e.g. allreduce=ring,bcast=binomial (default: Open MPI's choice)");
+  sim->add_option("--protocol", sopts.protocol, "MPI sends: eager, rendezvous, or auto (rendezvous above --eager-limit)")
+      ->check(CLI::IsMember({"eager", "rendezvous", "auto"}));
+  sim->add_option("--eager-limit", sopts.eager_limit, "auto protocol: largest eager message (default 64KiB)");
+  sim->add_option("--loggp", sopts.loggp, "analytic: LogGP overheads, e.g. o=1us,g=100ns,O=0.1ns");
+  sim->add_option("--gamma", sopts.gamma, "time per reduced byte, e.g. 0.1ns (default 0)");
+  sim->add_option("--map", sopts.map, "host of each rank: 0,2,1,3 or @FILE (default: rank r on host r)");
+  sim->add_option("--sweep", sopts.sweep, "sweep a parameter: NAME=a..b (doubling) or NAME=a,b,c, e.g. size=1KiB..1GiB");
+  sim->add_option("--trace", sopts.trace, "write a Chrome trace (open in https://ui.perfetto.dev); one file per point");
+  sim->add_option("--csv", sopts.csv, "write the points as CSV to FILE (- for standard output)");
+  sim->add_option("--plot", sopts.plot, "draw time and bus bandwidth against the sweep (or N) with gnuplot: out.svg or out.png");
+  sim->add_option("--top", sopts.top, "critical-path statements and links to show (default 5)");
+  sim->add_flag("--json", sopts.json, "print JSON: one object, or a list for several points");
+  sim->add_flag("-q,--quiet", sopts.quiet, "leave out unsupported points");
+  sim->footer("Exit codes: 0 ok, 1 a simulated deadlock, 2 bad input, 3 the simulator failed. Under `mpiexec -n K` the points are split over the K processes.");
+
   std::string demo_ranks = "2..17,32,64";
   auto* demo = app.add_subcommand("demo", "the main job: compile, check and summarise a ring all-reduce and the whole library");
   demo->add_option("-n,--ranks", demo_ranks, "rank counts to check the library at");
 
-  for (auto* sub : {list, compile, check, verify, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
+  for (auto* sub : {list, compile, check, verify, sim, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
 
   try {
     app.parse(argc, argv);
@@ -81,6 +106,7 @@ int main(int argc, char** argv) {
   if (*compile) return sg::cli::cmd_compile(copts);
   if (*check) return sg::cli::cmd_check(kopts);
   if (*verify) return sg::cli::cmd_verify(vopts);
+  if (*sim) return sg::cli::cmd_sim(sopts);
   if (*demo) return sg::cli::cmd_demo(demo_ranks);
   std::cout << app.help();
   return 0;

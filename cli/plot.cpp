@@ -1,0 +1,92 @@
+// `sim --plot out.svg`: time and bus bandwidth against the swept parameter (or N), one line per
+// schedule, log axes, drawn by gnuplot (Debian's gnuplot-nox; run.sh installs it). The data and
+// the script go to a temporary folder, kept when gnuplot fails so the user can see why.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "cli/sim_command.hpp"
+
+namespace sg::cli {
+
+namespace {
+
+std::string quote(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") == 0; }
+
+}  // namespace
+
+bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results, std::string& err) {
+  namespace fs = std::filesystem;
+  if (!have_gnuplot()) {
+    err = "--plot needs gnuplot, which is not installed (apt-get install gnuplot-nox; `bash run.sh` installs it)";
+    return false;
+  }
+  // x: the swept parameter, else N.
+  bool by_param = !plan.param.empty();
+  bool x_bytes = by_param && plan.param == "size";
+  std::map<std::string, std::vector<const PointResult*>> lines;  // schedule -> its points, in order
+  std::vector<std::string> order;
+  for (const auto& r : results) {
+    if (!r.completed || r.time_s <= 0) continue;
+    if (!lines.count(r.schedule)) order.push_back(r.schedule);
+    lines[r.schedule].push_back(&r);
+  }
+  if (lines.empty()) {
+    err = "--plot: no point finished, nothing to draw";
+    return false;
+  }
+  fs::path dir = fs::temp_directory_path() / ("stepgraph_plot_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::string script, time_plot, bw_plot;
+  for (size_t k = 0; k < order.size(); ++k) {
+    fs::path dat = dir / ("line" + std::to_string(k) + ".dat");
+    std::ofstream d(dat);
+    for (const PointResult* r : lines[order[k]]) {
+      double x = by_param ? static_cast<double>(r->param_value) : r->n;
+      d << x << " " << r->time_s << " " << (r->busbw > 0 ? r->busbw : 0) << "\n";
+    }
+    std::string src = quote(dat.string());
+    time_plot += (k ? ", " : "") + src + " using 1:2 with linespoints title " + quote(order[k]);
+    bw_plot += (k ? ", " : "") + src + " using 1:3 with linespoints title " + quote(order[k]);
+  }
+  std::string ext = fs::path(o.plot).extension().string();
+  std::string term = ext == ".png" ? "pngcairo size 1200,500" : "svg size 1200,500 dynamic background rgb 'white'";
+  const PointResult& first = *lines[order[0]].front();
+  std::string xlabel = by_param ? (x_bytes ? "message size (bytes per rank)" : plan.param) : "ranks (N)";
+  std::string sub = first.platform + ", " + first.model;
+  if (!by_param) sub += x_bytes ? "" : "";
+  script += "set terminal " + term + " font 'sans,11'\n";
+  script += "set output " + quote(o.plot) + "\n";
+  script += "set multiplot layout 1,2 title " + quote("stepgraph sim: " + sub) + "\n";
+  script += "set logscale xy\nset grid\nset key top left\nset xlabel " + quote(xlabel) + "\n";
+  if (x_bytes) script += "set format x '%.0b%BB'\n";
+  script += "set format y '%.0s%cs'\nset ylabel 'simulated time'\n";
+  script += "plot " + time_plot + "\n";
+  script += "set format y '%g'\nset ylabel 'bus bandwidth (GB/s)'\nset key bottom right\n";
+  script += "plot " + bw_plot + "\n";
+  script += "unset multiplot\n";
+  fs::path gp = dir / "plot.gp";
+  std::ofstream(gp) << script;
+  std::string cmd = "gnuplot " + quote(gp.string()) + " 2>" + quote((dir / "gnuplot.err").string());
+  if (std::system(cmd.c_str()) != 0) {
+    err = "gnuplot failed; its input and messages are in " + dir.string();
+    return false;
+  }
+  fs::remove_all(dir);
+  return true;
+}
+
+}  // namespace sg::cli

@@ -1,0 +1,547 @@
+// `stepgraph sim`: simulate points — schedules × rank counts × values of one swept parameter —
+// and report them as text, JSON, CSV, a gnuplot plot and Chrome traces. Under mpiexec the points
+// are split over the processes and rank 0 prints the merged result (cli/sim_mpi.cpp).
+#include "cli/sim_command.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/shared.hpp"
+#include "core/dsl/session.hpp"
+#include "core/graph/elaborate.hpp"
+#include "core/graph/passes.hpp"
+#include "core/io/trace.hpp"
+#include "core/io/writers.hpp"
+#include "sim/sim.hpp"
+
+namespace sg::cli {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+std::string human_time(double s) {
+  if (s >= 1) return fmt("%.3f s", s);
+  if (s >= 1e-3) return fmt("%.3f ms", s * 1e3);
+  if (s >= 1e-6) return fmt("%.3f us", s * 1e6);
+  return fmt("%.1f ns", s * 1e9);
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (b >= 1024 && u < 5) b /= 1024, ++u;
+  std::string s = u == 0 ? fmt("%.0f", b) : fmt("%.2f", b);
+  return s + " " + units[u];
+}
+
+// "a..b" doubles from a up to b (b included); "a,b,c" as listed; mixtures. For rank counts and
+// swept sizes alike: a simulation sweep is read on log axes.
+bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>& out, std::string& err) {
+  out.clear();
+  std::stringstream ss(text);
+  std::string item;
+  auto value = [&](const std::string& v, uint64_t& x) {
+    if (sizes) return parse_size(v, x);
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end || v[0] == '-') return false;
+    x = n;
+    return true;
+  };
+  while (std::getline(ss, item, ',')) {
+    auto dots = item.find("..");
+    if (dots == std::string::npos) {
+      uint64_t x = 0;
+      if (!value(item, x)) return err = "bad value '" + item + "'", false;
+      out.push_back(x);
+      continue;
+    }
+    uint64_t a = 0, b = 0;
+    if (!value(item.substr(0, dots), a) || !value(item.substr(dots + 2), b) || a == 0 || b < a)
+      return err = "bad range '" + item + "' (a..b with 0 < a <= b: a, 2a, 4a, … up to b)", false;
+    for (uint64_t x = a; x <= b; x *= 2) {
+      out.push_back(x);
+      if (x > b / 2) break;
+    }
+    if (out.back() != b) out.push_back(b);
+  }
+  if (out.empty()) return err = "empty", false;
+  return true;
+}
+
+// nccl-tests' bus bandwidth factor for a postcondition, and its name.
+double bus_factor(ExpectKind k, uint32_t n, std::string& name) {
+  double nn = n;
+  switch (k) {
+    case ExpectKind::Allreduce: name = "2(N-1)/N"; return n > 1 ? 2 * (nn - 1) / nn : 0;
+    case ExpectKind::ReduceScatter:
+    case ExpectKind::Allgather:
+    case ExpectKind::Alltoall:
+    case ExpectKind::Gather:
+    case ExpectKind::Scatter: name = "(N-1)/N"; return n > 1 ? (nn - 1) / nn : 0;
+    default: name = "1"; return 1;
+  }
+}
+
+// The "size" nccl-tests would print: the bytes per rank of the buffer the postcondition is about
+// (the whole gathered buffer for an all-gather, the send buffer for an all-to-all).
+uint64_t expected_size(const StepGraph& g, ExpectKind& kind) {
+  kind = ExpectKind::Nothing;
+  for (const Expectation& e : g.expects) {
+    if (e.bufs.empty()) continue;
+    kind = e.kind;
+    uint64_t b = 0;
+    b += g.range_bytes(e.bufs.front());
+    return b;
+  }
+  return 0;
+}
+
+void to_json(nlohmann::json& j, const PointResult& r) {
+  j = {{"schedule", r.schedule},
+       {"ranks", r.n},
+       {"platform", r.platform},
+       {"model", r.model},
+       {"time_s", r.time_s},
+       {"algbw_GBps", r.algbw},
+       {"busbw_GBps", r.busbw},
+       {"messages", r.messages},
+       {"bytes", r.bytes},
+       {"wall_s", r.wall_s},
+       {"size_bytes", r.size_bytes},
+       {"completed", r.completed}};
+  if (!r.param.empty()) j[r.param] = r.param_value;
+  if (!r.error.empty()) j["error"] = r.error;
+  if (r.completed) {
+    j["slowest_rank"] = r.slowest_rank;
+    j["critical_path"] = r.critical_json;
+    j["links"] = r.links_json;
+  }
+}
+
+}  // namespace
+
+nlohmann::json point_to_json(const PointResult& r) {
+  nlohmann::json j;
+  to_json(j, r);
+  j["_text"] = r.text;
+  j["_diag"] = r.diag;
+  j["_status"] = r.status;
+  j["_param"] = r.param;
+  j["_factor"] = r.factor_name;
+  j["_events"] = r.events;
+  j["_slowest_s"] = r.slowest_s;
+  return j;
+}
+
+PointResult point_from_json(const nlohmann::json& j) {
+  PointResult r;
+  r.schedule = j.at("schedule");
+  r.n = j.at("ranks");
+  r.platform = j.at("platform");
+  r.model = j.at("model");
+  r.time_s = j.at("time_s");
+  r.algbw = j.at("algbw_GBps");
+  r.busbw = j.at("busbw_GBps");
+  r.messages = j.at("messages");
+  r.bytes = j.at("bytes");
+  r.wall_s = j.at("wall_s");
+  r.size_bytes = j.at("size_bytes");
+  r.completed = j.at("completed");
+  r.param = j.at("_param");
+  if (!r.param.empty()) r.param_value = j.at(r.param);
+  if (j.contains("error")) r.error = j.at("error");
+  if (r.completed) {
+    r.slowest_rank = j.at("slowest_rank");
+    r.critical_json = j.at("critical_path");
+    r.links_json = j.at("links");
+  }
+  r.text = j.at("_text");
+  r.diag = j.at("_diag");
+  r.status = j.at("_status");
+  r.factor_name = j.at("_factor");
+  r.events = j.at("_events");
+  r.slowest_s = j.at("_slowest_s");
+  return r;
+}
+
+namespace {
+
+// "1us", "0.5ns", "2e-6" (seconds).
+bool parse_seconds(const std::string& v, double& out) {
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (end == v.c_str() || !(x >= 0)) return false;
+  std::string u(end);
+  double scale = u == "ns" ? 1e-9 : u == "us" ? 1e-6 : u == "ms" ? 1e-3 : u == "s" || u.empty() ? 1 : -1;
+  if (scale < 0) return false;
+  out = x * scale;
+  return true;
+}
+
+}  // namespace
+
+int sim_options(const SimOpts& o, sim::SimOptions& so) {
+  if (o.model == "simgrid") so.model = sim::Model::SimGrid;
+  else if (o.model == "analytic") so.model = sim::Model::Analytic;
+  else return fail("--model is simgrid or analytic, got '" + o.model + "'");
+  if (o.protocol == "eager") so.runtime.protocol = sim::Protocol::Eager;
+  else if (o.protocol == "rendezvous") so.runtime.protocol = sim::Protocol::Rendezvous;
+  else if (o.protocol == "auto") so.runtime.protocol = sim::Protocol::Auto;
+  else return fail("--protocol is eager, rendezvous or auto, got '" + o.protocol + "'");
+  if (!parse_size(o.eager_limit, so.runtime.eager_limit)) return fail("bad --eager-limit '" + o.eager_limit + "'");
+  if (!o.gamma.empty() && !parse_seconds(o.gamma, so.runtime.gamma))
+    return fail("bad --gamma '" + o.gamma + "' (seconds per reduced byte, e.g. 0.1ns)");
+  if (!o.loggp.empty()) {
+    std::stringstream ss(o.loggp);
+    std::string kv;
+    while (std::getline(ss, kv, ',')) {
+      auto eq = kv.find('=');
+      std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      double* dst = k == "o" ? &so.loggp.o : k == "g" ? &so.loggp.g : k == "O" ? &so.loggp.O : nullptr;
+      if (!dst || !parse_seconds(v, *dst))
+        return fail("bad --loggp item '" + kv + "' (o=TIME, g=TIME, O=TIME per byte; e.g. o=1us,g=100ns)");
+    }
+    if (so.model != sim::Model::Analytic) return fail("--loggp applies to --model analytic (SimGrid models the network itself)");
+  }
+  if (!o.map.empty()) {
+    std::string text = o.map;
+    if (text[0] == '@') {
+      std::ifstream in(text.substr(1));
+      if (!in) return fail("cannot read the --map file '" + text.substr(1) + "'");
+      std::stringstream buf;
+      buf << in.rdbuf();
+      text = buf.str();
+      std::replace(text.begin(), text.end(), '\n', ',');
+    }
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      item.erase(0, item.find_first_not_of(" \t\r"));
+      item.erase(item.find_last_not_of(" \t\r") + 1);
+      if (item.empty()) continue;
+      char* end = nullptr;
+      unsigned long h = std::strtoul(item.c_str(), &end, 10);
+      if (*end || item[0] == '-') return fail("bad --map entry '" + item + "' (host numbers, one per rank)");
+      so.map.push_back(static_cast<uint32_t>(h));
+    }
+  }
+  so.top = o.top;
+  return 0;
+}
+
+int plan_points(const SimOpts& o, PointPlan& plan) {
+  std::string err;
+  std::vector<uint64_t> ns;
+  if (!parse_geometric(o.ranks, false, ns, err)) return fail("bad -n '" + o.ranks + "': " + err);
+  for (uint64_t n : ns)
+    if (n == 0 || n > 0xfffffffeULL) return fail("bad -n '" + o.ranks + "': rank counts go from 1 to 4294967294");
+  for (const auto& kv : o.sets) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return fail("--set needs NAME=VALUE, got '" + kv + "'");
+    plan.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  }
+  std::vector<uint64_t> values;
+  if (!o.sweep.empty()) {
+    auto eq = o.sweep.find('=');
+    if (eq == std::string::npos || eq == 0) return fail("--sweep needs NAME=RANGE, e.g. size=1KiB..1GiB, got '" + o.sweep + "'");
+    plan.param = o.sweep.substr(0, eq);
+    if (!parse_geometric(o.sweep.substr(eq + 1), true, values, err)) return fail("bad --sweep '" + o.sweep + "': " + err);
+  }
+  if (o.max_memory.empty()) plan.max_memory = default_memory_limit();
+  else if (!parse_size(o.max_memory, plan.max_memory)) return fail("bad --max-memory '" + o.max_memory + "'");
+  // Every target must resolve before anything runs.
+  for (const auto& t : o.targets) {
+    std::stringstream ss(t);
+    std::string one;
+    while (std::getline(ss, one, ',')) {
+      if (one.empty()) continue;
+      Session s;
+      Target tt = s.resolve(one);
+      if (s.diags.has_errors() || !tt.schedule) {
+        s.diags.print(std::cerr, s.sources);
+        return 2;
+      }
+      plan.targets.push_back(one);
+    }
+  }
+  if (plan.targets.empty()) return fail("sim needs a schedule (a file, FILE:SCHEDULE or a library name)");
+  for (size_t t = 0; t < plan.targets.size(); ++t)
+    for (uint64_t n : ns) {
+      if (values.empty()) plan.points.push_back({t, static_cast<uint32_t>(n), 0, false});
+      else
+        for (uint64_t v : values) plan.points.push_back({t, static_cast<uint32_t>(n), v, true});
+    }
+  return 0;
+}
+
+PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
+  const Point& pt = plan.points[index];
+  PointResult r;
+  r.n = pt.n;
+  r.param = pt.has_value ? plan.param : "";
+  r.param_value = pt.value;
+  Session s;
+  Target t = s.resolve(plan.targets[pt.target]);
+  r.schedule = t.schedule ? t.schedule->name : plan.targets[pt.target];
+  ElabOptions eo;
+  eo.nranks = pt.n;
+  eo.sets = plan.sets;
+  eo.max_memory = plan.max_memory;
+  if (pt.has_value) eo.sets.emplace_back(plan.param, std::to_string(pt.value));
+  auto g = t.schedule ? elaborate(s, t, eo) : nullptr;
+  bool built = g && run_passes(*g, s.diags, {}, nullptr);
+  if (!built) {
+    const Diagnostic* why = s.diags.unsupported_since(0);
+    r.status = why ? 2 : 2;
+    r.error = why ? "unsupported (" + unsupported_reason(*why) + ")" : "bad input";
+    r.diag = why && o.quiet ? "" : s.diags.render(s.sources);
+    r.unsupported = why != nullptr;
+    return r;
+  }
+  std::ostringstream warn;
+  for (const auto& d : s.diags.all())
+    if (d.severity == Severity::Warning) warn << render_diagnostic(d, s.sources);
+  r.warnings = warn.str();
+  sim::Platform platform;
+  std::string perr;
+  std::string spec = o.platform.empty() ? sim::default_platform_spec() : o.platform;
+  if (!sim::parse_platform(spec, pt.n, platform, perr)) {
+    r.status = 2;
+    r.error = "bad --platform '" + spec + "': " + perr;
+    return r;
+  }
+  if (o.platform.empty()) platform.spec += " (the default; --platform to choose)";
+  sim::SimOptions so = plan.sim;
+  so.trace = !o.trace.empty();
+  if (!so.map.empty() && so.map.size() < pt.n) {
+    r.status = 2;
+    r.error = "--map gives hosts for " + std::to_string(so.map.size()) + " ranks; N = " + std::to_string(pt.n);
+    return r;
+  }
+  for (uint32_t k = 0; k < pt.n && !so.map.empty(); ++k)
+    if (so.map[k] >= platform.hosts) {
+      r.status = 2;
+      r.error = "--map puts rank " + std::to_string(k) + " on host " + std::to_string(so.map[k]) + ", but the platform has " +
+                std::to_string(platform.hosts) + " hosts";
+      return r;
+    }
+  if (so.map.empty() && platform.hosts < pt.n) {
+    r.status = 2;
+    r.error = "the platform has " + std::to_string(platform.hosts) + " hosts for " + std::to_string(pt.n) + " ranks";
+    return r;
+  }
+  sim::SimResult res = sim::simulate(*g, platform, so);
+  r.platform = res.platform;
+  r.model = res.model;
+  r.time_s = res.time_s;
+  r.messages = res.messages;
+  r.bytes = res.bytes;
+  r.wall_s = res.wall_s;
+  r.events = res.events;
+  r.completed = res.completed && res.error.empty();
+  r.slowest_rank = res.slowest_rank;
+  r.slowest_s = res.slowest_rank_s;
+  ExpectKind kind;
+  r.size_bytes = expected_size(*g, kind);
+  double factor = bus_factor(kind, pt.n, r.factor_name);
+  if (r.time_s > 0 && r.size_bytes) {
+    r.algbw = static_cast<double>(r.size_bytes) / r.time_s / 1e9;
+    r.busbw = r.algbw * factor;
+  }
+  if (!res.error.empty()) {
+    r.status = 3;
+    r.error = res.error;
+    return r;
+  }
+  // Critical path and links, rendered here: the source lines are this process's.
+  std::ostringstream text;
+  r.critical_json = nlohmann::json::array();
+  for (const auto& c : res.critical) {
+    std::string where = c.loc.valid() ? s.sources.file(c.loc.file).name() + ":" + std::to_string(c.loc.line) + ":" +
+                                            std::to_string(c.loc.col)
+                                      : "?";
+    r.critical_json.push_back({{"seconds", c.seconds}, {"source", where}, {"what", c.what}, {"steps", c.steps}});
+    text << "    " << human_time(c.seconds) << "  " << where << "  " << c.what << " (" << with_commas(c.steps) << " step"
+         << (c.steps == 1 ? "" : "s") << ")\n";
+    if (c.loc.valid()) {
+      std::string line(s.sources.file(c.loc.file).line(c.loc.line));
+      line.erase(0, line.find_first_not_of(" \t"));
+      if (line.size() > 90) line = line.substr(0, 87) + "...";
+      text << "        " << line << "\n";
+    }
+  }
+  r.text = text.str();
+  r.links_json = nlohmann::json::array();
+  for (const auto& l : res.links) r.links_json.push_back({{"link", l.name}, {"bytes", l.bytes}, {"busy", l.busy}});
+  if (!r.completed) {
+    r.status = 1;
+    std::ostringstream st;
+    st << "    deadlock: " << res.stuck.ranks.size() << " rank" << (res.stuck.ranks.size() == 1 ? "" : "s")
+       << " can never go on\n";
+    for (const auto& sr : res.stuck.ranks) {
+      if (sr.step == kNoStep) continue;
+      Loc loc = g->loc(sr.step);
+      st << "    rank " << sr.rank << " at " << describe_step(*g, sr.step) << " ("
+         << (loc.valid() ? s.sources.file(loc.file).name() + ":" + std::to_string(loc.line) : std::string("?")) << "): it "
+         << sr.why << "\n";
+    }
+    if (!res.stuck.cycle.empty()) {
+      st << "    wait-for cycle:";
+      for (size_t i = 0; i < res.stuck.cycle.size(); ++i) st << (i ? " -> " : " ") << "rank " << res.stuck.cycle[i];
+      st << "\n";
+    }
+    r.text = st.str();
+  }
+  if (!o.trace.empty()) {
+    std::string file = o.trace;
+    if (plan.points.size() > 1) {
+      auto dot = file.rfind('.');
+      std::string stem = dot == std::string::npos ? file : file.substr(0, dot);
+      std::string ext = dot == std::string::npos ? ".json" : file.substr(dot);
+      file = stem + "." + r.schedule + ".n" + std::to_string(pt.n) + (pt.has_value ? "." + std::to_string(pt.value) : "") + ext;
+    }
+    std::ofstream out(file);
+    if (!out) {
+      r.status = 2;
+      r.error = "cannot write the trace '" + file + "'";
+      return r;
+    }
+    write_chrome_trace(out, *g, s.sources, res.starts, res.ends, res.partners);
+    r.trace_file = file;
+  }
+  return r;
+}
+
+int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results) {
+  int rc = 0;
+  for (const auto& r : results) {
+    if (r.unsupported) rc = std::max(rc, 2);
+    else rc = std::max(rc, r.status);
+  }
+  if (o.json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& r : results) {
+      if (r.unsupported && o.quiet) continue;
+      nlohmann::json j;
+      to_json(j, r);
+      all.push_back(j);
+    }
+    std::cout << (all.size() == 1 ? all[0].dump(2) : all.dump(2)) << "\n";
+  }
+  if (!o.csv.empty()) {
+    std::ofstream file;
+    std::ostream* os = &std::cout;
+    if (o.csv != "-") {
+      file.open(o.csv);
+      if (!file) return fail("cannot write '" + o.csv + "'");
+      os = &file;
+    }
+    *os << "schedule,ranks," << (plan.param.empty() ? "" : plan.param + ",")
+        << "size_bytes,time_s,algbw_GBps,busbw_GBps,messages,bytes,completed,wall_s\n";
+    for (const auto& r : results) {
+      *os << r.schedule << "," << r.n << "," << (plan.param.empty() ? "" : std::to_string(r.param_value) + ",") << r.size_bytes
+          << "," << fmt("%.9g", r.time_s) << "," << fmt("%.6g", r.algbw) << "," << fmt("%.6g", r.busbw) << "," << r.messages << ","
+          << r.bytes << "," << (r.completed ? 1 : 0) << "," << fmt("%.3f", r.wall_s) << "\n";
+    }
+  }
+  if (!o.plot.empty()) {
+    std::string err;
+    if (!plot_points(o, plan, results, err)) return std::max(rc, fail(err));
+  }
+  if (o.json || o.csv == "-") {
+    for (const auto& r : results)
+      if (!r.diag.empty()) std::cerr << r.diag;
+    return rc;
+  }
+  // Text: one point in full, many as a table.
+  std::string folded_warnings;
+  if (results.size() == 1) {
+    const PointResult& r = results[0];
+    std::cerr << r.warnings << r.diag;
+    std::string head = "sim " + r.schedule + " N = " + std::to_string(r.n);
+    if (!r.param.empty()) head += ", " + r.param + " = " + std::to_string(r.param_value);
+    if (r.status == 2 || (!r.error.empty() && r.platform.empty())) {
+      std::cout << head << ": " << r.error << "\n";
+      return rc;
+    }
+    std::cout << head << " on " << r.platform << ", " << r.model << "\n";
+    if (!r.error.empty()) {
+      std::cout << "  error: " << r.error << "\n";
+      return rc;
+    }
+    std::cout << "  time " << human_time(r.time_s);
+    if (r.size_bytes)
+      std::cout << "   algbw " << fmt("%.2f", r.algbw) << " GB/s   busbw " << fmt("%.2f", r.busbw) << " GB/s   (size "
+                << human_bytes(static_cast<double>(r.size_bytes)) << ", bus factor " << r.factor_name << ")";
+    std::cout << "\n  " << with_commas(r.messages) << " messages, " << human_bytes(static_cast<double>(r.bytes))
+              << "; slowest rank " << r.slowest_rank << " (done at " << human_time(r.slowest_s) << ")\n";
+    if (!r.completed) {
+      std::cout << "  did not finish:\n" << r.text;
+    } else {
+      std::cout << "  critical path, by statement:\n" << r.text;
+      if (!r.links_json.empty()) {
+        std::cout << "  busiest links:";
+        for (const auto& l : r.links_json)
+          std::cout << "  " << l.at("link").get<std::string>() << " "
+                    << human_bytes(static_cast<double>(l.at("bytes").get<uint64_t>())) << " ("
+                    << fmt("%.0f", 100 * l.at("busy").get<double>()) << "% busy)";
+        std::cout << "\n";
+      }
+    }
+    std::cout << "  simulated in " << fmt("%.3f", r.wall_s) << " s (" << with_commas(r.events) << " events)";
+    if (!r.trace_file.empty()) std::cout << "; trace: " << r.trace_file << " (open it in https://ui.perfetto.dev)";
+    std::cout << "\n";
+    return rc;
+  }
+  std::printf("%-28s %7s %12s %12s %11s %11s %12s %9s\n", "schedule", "N", plan.param.empty() ? "size" : plan.param.c_str(),
+              "time", "algbw GB/s", "busbw GB/s", "messages", "wall s");
+  for (const auto& r : results) {
+    if (r.unsupported && o.quiet) continue;
+    std::string v = plan.param.empty() ? human_bytes(static_cast<double>(r.size_bytes))
+                    : plan.param == "size" ? human_bytes(static_cast<double>(r.param_value))
+                                           : std::to_string(r.param_value);
+    if (r.status == 2 || (!r.error.empty() && r.platform.empty())) {
+      std::printf("%-28s %7u %12s  %s\n", r.schedule.c_str(), r.n, v.c_str(), r.error.c_str());
+      continue;
+    }
+    std::printf("%-28s %7u %12s %12s %11.2f %11.2f %12s %9.3f%s\n", r.schedule.c_str(), r.n, v.c_str(), human_time(r.time_s).c_str(),
+                r.algbw, r.busbw, with_commas(r.messages).c_str(), r.wall_s,
+                !r.error.empty() ? ("  " + r.error).c_str() : r.completed ? "" : "  deadlock");
+  }
+  if (!results.empty()) std::cout << "platform: " << results.front().platform << "; model: " << results.front().model << "\n";
+  for (const auto& r : results)
+    if (!r.completed && r.error.empty()) std::cout << r.schedule << " N = " << r.n << " did not finish:\n" << r.text;
+  for (const auto& r : results) {
+    if (r.unsupported && o.quiet) continue;
+    std::cerr << r.diag;
+  }
+  return rc;
+}
+
+int cmd_sim(const SimOpts& o) {
+  PointPlan plan;
+  if (int rc = plan_points(o, plan)) return rc;
+  if (int rc = sim_options(o, plan.sim)) return rc;
+  std::vector<PointResult> results(plan.points.size());
+  bool root = true;
+  int rc = run_points_distributed(o, plan, results, root);
+  if (!root) return rc;
+  return std::max(rc, report_points(o, plan, results));
+}
+
+}  // namespace sg::cli

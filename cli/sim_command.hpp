@@ -1,0 +1,56 @@
+// The pieces of `stepgraph sim` (cli/sim_command.cpp): points planned from the flags, run one by
+// one (or split over MPI processes, cli/sim_mpi.cpp), reported (and plotted, cli/plot.cpp).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "sim/sim.hpp"
+
+namespace sg::cli {
+
+struct Point {
+  size_t target = 0;     // index into PointPlan::targets
+  uint32_t n = 0;
+  uint64_t value = 0;    // the swept parameter's value
+  bool has_value = false;
+};
+
+struct PointPlan {
+  std::vector<std::string> targets;
+  std::vector<std::pair<std::string, std::string>> sets;
+  std::string param;     // the swept parameter ("" if none)
+  uint64_t max_memory = 0;
+  std::vector<Point> points;
+  sim::SimOptions sim;
+};
+
+// One point's outcome, everything a report needs (serialisable: MPI processes send these).
+struct PointResult {
+  std::string schedule, platform, model, param, error, diag, warnings, text, factor_name, trace_file;
+  uint32_t n = 0;
+  uint64_t param_value = 0, size_bytes = 0, messages = 0, bytes = 0, events = 0;
+  double time_s = 0, algbw = 0, busbw = 0, wall_s = 0, slowest_s = 0;
+  uint32_t slowest_rank = 0;
+  bool completed = false, unsupported = false;
+  int status = 0;  // exit code this point asks for: 0 ok, 1 deadlock, 2 bad input, 3 engine failure
+  nlohmann::json critical_json, links_json;
+};
+
+int plan_points(const SimOpts& o, PointPlan& plan);
+// --model, --protocol, --eager-limit, --gamma, --loggp, --map, --top into SimOptions.
+int sim_options(const SimOpts& o, sim::SimOptions& so);
+PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index);
+// Runs every point: in this process, or split over the MPI world when started by mpiexec (then
+// only rank 0 gets `root` and the merged results). Shows a progress bar on a terminal.
+int run_points_distributed(const SimOpts& o, const PointPlan& plan, std::vector<PointResult>& results, bool& root);
+int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results);
+bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results, std::string& err);
+
+nlohmann::json point_to_json(const PointResult& r);
+PointResult point_from_json(const nlohmann::json& j);
+
+}  // namespace sg::cli

@@ -1,0 +1,100 @@
+#include "sim/result_io.hpp"
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+namespace sg::sim {
+
+namespace {
+
+using nlohmann::json;
+
+// NaN (a step that never ran) has no JSON form: null stands for it.
+json times(const std::vector<double>& v) {
+  json a = json::array();
+  for (double x : v) a.push_back(std::isnan(x) ? json(nullptr) : json(x));
+  return a;
+}
+std::vector<double> times(const json& a) {
+  std::vector<double> v;
+  v.reserve(a.size());
+  for (const auto& x : a) v.push_back(x.is_null() ? std::numeric_limits<double>::quiet_NaN() : x.get<double>());
+  return v;
+}
+
+}  // namespace
+
+std::string result_to_json(const SimResult& r) {
+  json j;
+  j["completed"] = r.completed;
+  j["error"] = r.error;
+  j["model"] = r.model;
+  j["platform"] = r.platform;
+  j["time_s"] = r.time_s;
+  j["messages"] = r.messages;
+  j["bytes"] = r.bytes;
+  j["steps"] = r.steps;
+  j["slowest_rank"] = r.slowest_rank;
+  j["slowest_rank_s"] = r.slowest_rank_s;
+  j["wall_s"] = r.wall_s;
+  j["events"] = r.events;
+  json crit = json::array();
+  for (const auto& c : r.critical)
+    crit.push_back({{"stmt", c.stmt}, {"file", c.loc.file}, {"line", c.loc.line}, {"col", c.loc.col}, {"what", c.what},
+                    {"seconds", c.seconds}, {"steps", c.steps}});
+  j["critical"] = crit;
+  json links = json::array();
+  for (const auto& l : r.links) links.push_back({{"name", l.name}, {"bytes", l.bytes}, {"busy", l.busy}});
+  j["links"] = links;
+  json ranks = json::array();
+  for (const auto& s : r.stuck.ranks) ranks.push_back({{"rank", s.rank}, {"step", s.step}, {"waits_on", s.waits_on}, {"why", s.why}});
+  j["stuck"] = {{"ranks", ranks}, {"cycle", r.stuck.cycle}, {"awaited_finished", r.stuck.awaited_finished}};
+  j["starts"] = times(r.starts);
+  j["ends"] = times(r.ends);
+  j["partners"] = r.partners;
+  return j.dump();
+}
+
+bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
+  try {
+    json j = json::parse(text);
+    r.completed = j.at("completed");
+    r.error = j.at("error");
+    r.model = j.at("model");
+    r.platform = j.at("platform");
+    r.time_s = j.at("time_s");
+    r.messages = j.at("messages");
+    r.bytes = j.at("bytes");
+    r.steps = j.at("steps");
+    r.slowest_rank = j.at("slowest_rank");
+    r.slowest_rank_s = j.at("slowest_rank_s");
+    r.wall_s = j.at("wall_s");
+    r.events = j.at("events");
+    for (const auto& c : j.at("critical")) {
+      CriticalEntry e;
+      e.stmt = c.at("stmt");
+      e.loc.file = c.at("file");
+      e.loc.line = c.at("line");
+      e.loc.col = c.at("col");
+      e.what = c.at("what");
+      e.seconds = c.at("seconds");
+      e.steps = c.at("steps");
+      r.critical.push_back(e);
+    }
+    for (const auto& l : j.at("links")) r.links.push_back({l.at("name"), l.at("bytes"), l.at("busy")});
+    for (const auto& s : j.at("stuck").at("ranks"))
+      r.stuck.ranks.push_back({s.at("rank"), s.at("step"), s.at("waits_on").get<std::vector<uint32_t>>(), s.at("why")});
+    r.stuck.cycle = j.at("stuck").at("cycle").get<std::vector<uint32_t>>();
+    r.stuck.awaited_finished = j.at("stuck").at("awaited_finished").get<std::vector<uint32_t>>();
+    r.starts = times(j.at("starts"));
+    r.ends = times(j.at("ends"));
+    r.partners = j.at("partners").get<std::vector<StepId>>();
+    return true;
+  } catch (const std::exception& e) {
+    err = e.what();
+    return false;
+  }
+}
+
+}  // namespace sg::sim

@@ -1,0 +1,304 @@
+#include "sim/runtime.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/interp/interpret.hpp"
+
+namespace sg::sim {
+
+const char* protocol_name(Protocol p) {
+  switch (p) {
+    case Protocol::Eager: return "eager";
+    case Protocol::Rendezvous: return "rendezvous";
+    case Protocol::Auto: return "auto";
+  }
+  return "?";
+}
+
+Runtime::Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer) : g_(g), o_(o), timer_(timer), n_(g.size()) {
+  pending_.resize(n_);
+  st_.assign(n_, 0);
+  end_.assign(n_, std::numeric_limits<double>::quiet_NaN());
+  if (o_.record_starts) start_.assign(n_, std::numeric_limits<double>::quiet_NaN());
+  // Successors (CSR): the reverse of the dependencies, built by counting.
+  succ_off_.assign(n_ + 1, 0);
+  for (StepId s = 0; s < n_; ++s) {
+    pending_[s] = g_.dep_count(s);
+    for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) ++succ_off_[*d + 1];
+  }
+  for (size_t i = 0; i < n_; ++i) succ_off_[i + 1] += succ_off_[i];
+  succ_.resize(succ_off_[n_]);
+  {
+    std::vector<uint32_t> pos(succ_off_.begin(), succ_off_.end() - 1);
+    for (StepId s = 0; s < n_; ++s)
+      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) succ_[pos[*d]++] = s;
+  }
+  coll_issued_.assign(g_.instances.size(), 0);
+}
+
+void Runtime::start(double now, int64_t rank) {
+  now_ = now;
+  if (initial_off_.empty()) {
+    // The steps with no dependency, by rank (counting sort): each rank's start is then its own.
+    initial_off_.assign(g_.nranks + 1, 0);
+    for (StepId s = 0; s < n_; ++s)
+      if (pending_[s] == 0) ++initial_off_[g_.rank(s) + 1];
+    for (uint32_t r = 0; r < g_.nranks; ++r) initial_off_[r + 1] += initial_off_[r];
+    initial_.resize(initial_off_[g_.nranks]);
+    std::vector<uint32_t> pos(initial_off_.begin(), initial_off_.end() - 1);
+    for (StepId s = 0; s < n_; ++s)
+      if (pending_[s] == 0) initial_[pos[g_.rank(s)]++] = s;
+  }
+  uint32_t lo = rank < 0 ? 0 : static_cast<uint32_t>(rank), hi = rank < 0 ? g_.nranks : lo + 1;
+  for (uint32_t r = lo; r < hi; ++r)
+    for (uint32_t i = initial_off_[r]; i < initial_off_[r + 1]; ++i)
+      if (!(st_[initial_[i]] & kIssued)) work_.push_back(initial_[i]);
+  drain();
+}
+
+void Runtime::sent(StepId send, double now) {
+  now_ = now;
+  st_[send] |= kSent;
+  if (st_[send] & kSendAtArrival) complete(send);  // rendezvous: the send ends with its data
+  drain();
+}
+
+void Runtime::arrived(StepId send, double now) {
+  now_ = now;
+  st_[send] |= kArrived;
+  if (!g_.local(send)) {
+    StepId r = g_.ref(send);
+    st_[r] |= kArrived;
+    if (st_[r] & kIssued) finish_recv(r);
+  } else {
+    StepId r = g_.match(send);
+    if (r != kNoStep) {
+      st_[r] |= kArrived;
+      if (st_[r] & kIssued) finish_recv(r);
+    } else {
+      // Dynamic: a source's messages are matched in the order it sent them; one that
+      // overtook an earlier one on the wire waits for it.
+      Channel& ch = chan_[(uint64_t{g_.rank(send)} << 32) | g_.peer(send)];
+      ch.arrived_early.push_back(send);
+      bool progress = true;
+      while (progress && !ch.issued.empty()) {
+        progress = false;
+        for (size_t i = 0; i < ch.arrived_early.size(); ++i) {
+          if (ch.arrived_early[i] != ch.issued.front()) continue;
+          StepId m = ch.issued.front();
+          ch.issued.pop_front();
+          ch.arrived_early.erase(ch.arrived_early.begin() + static_cast<std::ptrdiff_t>(i));
+          deliver_dynamic(m);
+          progress = true;
+          break;
+        }
+      }
+    }
+  }
+  drain();
+}
+
+void Runtime::done(StepId step, double now) {
+  now_ = now;
+  complete(step);
+  drain();
+}
+
+void Runtime::drain() {
+  // Steps ready at the same instant are issued lowest id first (program order within a rank).
+  while (!work_.empty()) {
+    batch_.swap(work_);
+    std::sort(batch_.begin(), batch_.end());
+    for (StepId s : batch_) issue(s);
+    batch_.clear();
+  }
+}
+
+void Runtime::satisfy_successors(StepId s) {
+  for (uint32_t i = succ_off_[s]; i < succ_off_[s + 1]; ++i) {
+    StepId u = succ_[i];
+    if (--pending_[u] == 0) work_.push_back(u);
+  }
+}
+
+bool Runtime::rendezvous(StepId send) const {
+  if (o_.protocol == Protocol::Eager) return false;
+  if (o_.protocol == Protocol::Rendezvous) return true;
+  return g_.range_bytes(g_.range(send)) > o_.eager_limit;
+}
+
+void Runtime::start_transfer(StepId send, bool rendezvous) {
+  uint64_t b = g_.range_bytes(g_.range(send));
+  ++messages_;
+  bytes_ += b;
+  timer_.transfer(send, g_.rank(send), g_.peer(send), b, rendezvous);
+}
+
+void Runtime::issue(StepId s) {
+  st_[s] |= kIssued;
+  if (o_.record_starts) start_[s] = now_;
+  // A dependency on a nonblocking operation is satisfied when it starts.
+  if (g_.nonblocking(s)) satisfy_successors(s);
+  uint32_t rank = g_.rank(s);
+  switch (g_.kind(s)) {
+    case StepKind::Send: {
+      if (!g_.local(s)) {
+        start_transfer(s, false);
+        complete(s);  // buffered: its receive was posted from the start
+        return;
+      }
+      StepId r = g_.match(s);
+      if (r == kNoStep) {  // dynamic matching (or nothing matches it): eagerly
+        chan_[(uint64_t{rank} << 32) | g_.peer(s)].issued.push_back(s);
+        start_transfer(s, false);
+        complete(s);
+      } else if (!rendezvous(s)) {
+        start_transfer(s, false);
+        complete(s);
+      } else {
+        // The data moves when the receive is posted (the receiver tells the timer, see Recv);
+        // the send completes when it has all left.
+        st_[s] |= kSendAtArrival;
+        start_transfer(s, true);
+      }
+      return;
+    }
+    case StepKind::Recv: {
+      if (!g_.local(s)) {
+        if (st_[s] & kArrived) finish_recv(s);
+        return;
+      }
+      StepId m = g_.match(s);
+      if (m == kNoStep) {
+        post_dynamic(s);
+        return;
+      }
+      if (rendezvous(m)) timer_.posted(m);  // before or after the send: the timer pairs them
+      if (st_[s] & kArrived) finish_recv(s);
+      return;
+    }
+    case StepKind::Copy: {
+      double secs = o_.copy_bw > 0 ? static_cast<double>(g_.range_bytes(g_.range(s))) / o_.copy_bw : 0;
+      if (secs > 0) timer_.local(s, rank, LocalKind::Copy, 0, secs);
+      else complete(s);
+      return;
+    }
+    case StepKind::Reduce: {
+      double secs = o_.gamma * static_cast<double>(g_.range_bytes(g_.range(s)));
+      if (secs > 0) timer_.local(s, rank, LocalKind::Reduce, 0, secs);
+      else complete(s);
+      return;
+    }
+    case StepKind::Compute: {
+      double flops = g_.compute(s).flops;
+      if (flops > 0) timer_.local(s, rank, LocalKind::Compute, flops, 0);
+      else complete(s);
+      return;
+    }
+    case StepKind::Wait: {
+      for (const StepId* h = g_.handles_begin(s); h != g_.handles_end(s); ++h) {
+        if (!(st_[*h] & kCompleted)) {
+          waiters_[*h].push_back(s);
+          return;
+        }
+      }
+      complete(s);
+      return;
+    }
+    case StepKind::Collective: {
+      // Left unexpanded: no traffic modelled; it completes when every member has issued it,
+      // or never when its members disagree or one never issues it (a deadlock).
+      const Instance& in = g_.instances[g_.coll(s).instance];
+      if (!in.complete || !in.consistent) return;
+      if (++coll_issued_[g_.coll(s).instance] == in.steps_cnt)
+        for (uint32_t k = 0; k < in.steps_cnt; ++k) complete(g_.instance_steps[in.steps_off + k]);
+      return;
+    }
+  }
+}
+
+void Runtime::finish_recv(StepId r) {
+  double secs = o_.recv_overhead;
+  if (g_.flags(r) & kFlagReduce) secs += o_.gamma * static_cast<double>(g_.range_bytes(g_.range(r)));
+  if (secs > 0) timer_.local(r, g_.rank(r), LocalKind::Receive, 0, secs);
+  else complete(r);
+}
+
+void Runtime::complete(StepId s) {
+  if (st_[s] & kCompleted) return;
+  st_[s] |= kCompleted;
+  end_[s] = now_;
+  ++completed_;
+  if (!g_.nonblocking(s)) satisfy_successors(s);
+  auto it = waiters_.find(s);
+  if (it == waiters_.end()) return;
+  std::vector<StepId> ws = std::move(it->second);
+  waiters_.erase(it);
+  for (StepId w : ws) {
+    bool all = true;
+    for (const StepId* h = g_.handles_begin(w); h != g_.handles_end(w) && all; ++h) {
+      if (!(st_[*h] & kCompleted)) {
+        waiters_[*h].push_back(w);
+        all = false;
+      }
+    }
+    if (all) complete(w);
+  }
+}
+
+bool Runtime::matches(StepId recv, StepId send) const {
+  const P2PInfo& rp = g_.p2p_info(recv);
+  const P2PInfo& sp = g_.p2p_info(send);
+  return rp.comm == sp.comm && (rp.peer == kAnyRank || rp.peer == g_.rank(send)) && (rp.tag == kAnyTag || rp.tag == sp.tag);
+}
+
+void Runtime::match_dynamic(StepId recv, StepId send) {
+  dyn_partner_[recv] = send;
+  dyn_partner_[send] = recv;
+  st_[recv] |= kArrived;
+  finish_recv(recv);
+}
+
+void Runtime::post_dynamic(StepId recv) {
+  Dest& d = dest_[g_.rank(recv)];
+  for (auto it = d.unexpected.begin(); it != d.unexpected.end(); ++it) {
+    if (!matches(recv, *it)) continue;
+    StepId m = *it;
+    d.unexpected.erase(it);
+    match_dynamic(recv, m);
+    return;
+  }
+  d.posted.push_back(recv);
+}
+
+void Runtime::deliver_dynamic(StepId send) {
+  Dest& d = dest_[g_.peer(send)];
+  for (auto it = d.posted.begin(); it != d.posted.end(); ++it) {
+    if (!matches(*it, send)) continue;
+    StepId r = *it;
+    d.posted.erase(it);
+    match_dynamic(r, send);
+    return;
+  }
+  d.unexpected.push_back(send);
+}
+
+StepId Runtime::partner(StepId s) const {
+  if (g_.kind(s) != StepKind::Send && g_.kind(s) != StepKind::Recv) return kNoStep;
+  if (!g_.local(s)) return (st_[s] & kCompleted) || (st_[g_.ref(s)] & kArrived) ? g_.ref(s) : kNoStep;
+  StepId m = g_.match(s);
+  if (m != kNoStep) return (st_[m] & kIssued) && (st_[s] & kIssued) ? m : kNoStep;
+  auto it = dyn_partner_.find(s);
+  return it == dyn_partner_.end() ? kNoStep : it->second;
+}
+
+std::vector<uint8_t> Runtime::status() const {
+  std::vector<uint8_t> out(n_);
+  for (StepId s = 0; s < n_; ++s)
+    out[s] = static_cast<uint8_t>(((st_[s] & kIssued) ? kStepIssued : 0) | ((st_[s] & kCompleted) ? kStepCompleted : 0));
+  return out;
+}
+
+}  // namespace sg::sim

@@ -1,0 +1,134 @@
+// What happens when, in a simulation: the step graph's semantics over time, shared by both
+// timing engines (SimGrid and analytic). An engine times activities — transfers between ranks
+// and local work on one rank — and reports when each ends; the runtime decides which steps that
+// makes ready, starts them, matches messages and completes steps.
+//
+// Semantics (the interpreter's, with time; docs/sim.md):
+// - A step is ready when its dependencies are satisfied: a dependency on a blocking step when
+//   that step completes, on a nonblocking one (isend, irecv) when it starts.
+// - A choreographic send starts its transfer at once and completes (its data is buffered); its
+//   receive was posted from the start and completes when the data has arrived and its own
+//   dependencies are satisfied, after the receive's processing (reduction, LogGP overhead).
+// - An MPI send (on-block) sends eagerly (transfer at once, the send completes at once) or, for
+//   messages above the eager limit, by rendezvous (the transfer starts when the receive is
+//   posted; the send completes when the data has arrived), as MPI libraries do. A receive is
+//   posted when it becomes ready. Receives with a fixed match (the match pass) take that message;
+//   at a destination with wildcard receives matching is dynamic, MPI's: a message goes to the
+//   earliest posted receive it matches, a receive takes the earliest arrived message it matches,
+//   and messages of one source are matched in the order they were sent (later arrivals wait).
+//   Dynamic messages always go eagerly.
+// - copy / reduce / compute steps are local work; a wait completes when its handles have; a
+//   collective step left unexpanded completes when every member has issued it (no cost).
+#pragma once
+#include <cstdint>
+#include <deque>
+#include <unordered_map>
+#include <vector>
+
+#include "core/graph/step_graph.hpp"
+
+namespace sg::sim {
+
+enum class Protocol : uint8_t { Eager, Rendezvous, Auto };
+const char* protocol_name(Protocol p);
+
+struct RuntimeOptions {
+  Protocol protocol = Protocol::Auto;
+  uint64_t eager_limit = 65536;  // Auto: rendezvous above this many bytes
+  double gamma = 0;              // seconds per byte reduced (a receive with reduce, a reduce step)
+  double copy_bw = 0;            // bytes/s of a local copy (0: free)
+  double recv_overhead = 0;      // receiver CPU seconds per message (LogGP o), part of receive processing
+  bool record_starts = false;    // keep every step's start time (for a trace)
+};
+
+enum class LocalKind : uint8_t { Compute, Receive, Copy, Reduce };
+
+// What an engine provides: start an activity now; report its end with Runtime::arrived, sent
+// and done. Every call the runtime makes while handling one report concerns the rank that report
+// is about (a step's successors are on its rank; a message's arrival is its destination's
+// business, the end of a rendezvous send its source's): an engine may run one actor per rank.
+class Timer {
+ public:
+  virtual ~Timer() = default;
+  // Send step `send` (on rank src) sends to rank dst. Eagerly, the data moves now; by rendezvous
+  // it moves once its receive is posted too (posted(send), which may come before or after).
+  virtual void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) = 0;
+  // The receive matched to rendezvous send `send` has been posted (the receiver's event).
+  virtual void posted(StepId send) = 0;
+  // Local work of step `step` on `rank`: `flops` of computation and `seconds` of fixed time.
+  virtual void local(StepId step, uint32_t rank, LocalKind kind, double flops, double seconds) = 0;
+};
+
+class Runtime {
+ public:
+  Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer);
+
+  // Starts every step ready at the beginning (of one rank, or of all when rank < 0). Times never
+  // decrease from call to call.
+  void start(double now, int64_t rank = -1);
+  // The data of `send` reached its destination (the destination's event).
+  void arrived(StepId send, double now);
+  // The data of `send` has left, all of it: a rendezvous send completes (the source's event).
+  void sent(StepId send, double now);
+  // The local activity of `step` ended.
+  void done(StepId step, double now);
+
+  bool finished() const { return completed_ == n_; }
+  uint64_t completed() const { return completed_; }
+  uint64_t messages() const { return messages_; }
+  uint64_t bytes() const { return bytes_; }
+  // Per step: when it completed (or started, with record_starts); NaN if it never did.
+  const std::vector<double>& finish_times() const { return end_; }
+  const std::vector<double>& start_times() const { return start_; }
+  // The send each receive took (and each send's receive), or kNoStep: for a stuck state.
+  StepId partner(StepId s) const;
+  // Per step kStepIssued | kStepCompleted (core/interp/interpret.hpp), for analyze_stuck.
+  std::vector<uint8_t> status() const;
+
+ private:
+  enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4, kSendAtArrival = 8, kSent = 16 };
+
+  void drain();          // issue and complete what is queued
+  void issue(StepId s);
+  void complete(StepId s);
+  void finish_recv(StepId r);
+  void satisfy_successors(StepId s);
+  void start_transfer(StepId send, bool rendezvous);
+  bool rendezvous(StepId send) const;
+  // Dynamic MPI matching at one destination.
+  void post_dynamic(StepId recv);
+  void deliver_dynamic(StepId send);
+  bool matches(StepId recv, StepId send) const;
+  void match_dynamic(StepId recv, StepId send);
+
+  const StepGraph& g_;
+  RuntimeOptions o_;
+  Timer& timer_;
+  size_t n_;
+  double now_ = 0;
+  std::vector<uint32_t> pending_;   // dependencies not yet satisfied
+  std::vector<uint8_t> st_;
+  std::vector<double> end_, start_;
+  std::vector<uint32_t> succ_off_;  // successors (CSR)
+  std::vector<StepId> succ_;
+  std::vector<StepId> work_, batch_;  // steps ready now, to issue
+  std::vector<uint32_t> initial_off_; // steps with no dependency, by rank (CSR, built by start)
+  std::vector<StepId> initial_;
+  std::unordered_map<StepId, std::vector<StepId>> waiters_;  // handle -> waits blocked on it
+  std::vector<uint32_t> coll_issued_;                        // per collective instance
+  // Dynamic matching: per destination rank, posted receives and unexpected messages in order;
+  // per (source, destination), the sends in issue order and how many were delivered.
+  struct Dest {
+    std::deque<StepId> posted, unexpected;
+  };
+  std::unordered_map<uint32_t, Dest> dest_;
+  struct Channel {
+    std::deque<StepId> issued;  // sends in issue order, not yet delivered
+    std::vector<StepId> arrived_early;
+  };
+  std::unordered_map<uint64_t, Channel> chan_;
+  std::unordered_map<StepId, StepId> dyn_partner_;
+  uint64_t completed_ = 0, messages_ = 0, bytes_ = 0;
+};
+
+}  // namespace sg::sim

@@ -1,0 +1,83 @@
+// `stepgraph sim`: simulate a step graph on a platform with SimGrid (contention) or the analytic
+// LogGP / α-β engine (speed). Both run the same semantics (sim/runtime.hpp) and return the same
+// result; docs/sim.md describes the models.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dsl/source.hpp"
+#include "core/graph/step_graph.hpp"
+#include "core/interp/stuck.hpp"
+#include "sim/platform.hpp"
+#include "sim/runtime.hpp"
+
+namespace sg::sim {
+
+enum class Model : uint8_t { SimGrid, Analytic };
+const char* model_name(Model m);
+
+// LogGP parameters of the analytic engine, added to what the platform gives (L from the route's
+// latency, G from its bandwidth): o per message on the sending and the receiving CPU, g between
+// two messages leaving one NIC, O per byte on the CPU.
+struct LogGP {
+  double o = 0, g = 0, O = 0;
+};
+
+struct SimOptions {
+  Model model = Model::SimGrid;
+  RuntimeOptions runtime;
+  LogGP loggp;                 // analytic only
+  std::vector<uint32_t> map;   // rank -> host; empty: rank r on host r
+  bool trace = false;          // keep every step's start and end (and each message) for a trace
+  unsigned top = 5;            // how many critical-path statements and links to report
+};
+
+// One statement's share of the critical path.
+struct CriticalEntry {
+  uint32_t stmt = 0;
+  Loc loc;
+  std::string what;      // "send", "compute bwd", …
+  double seconds = 0;    // time on the critical path spent in its steps (and their transfers)
+  uint64_t steps = 0;
+};
+
+struct LinkLoad {
+  std::string name;
+  uint64_t bytes = 0;
+  double busy = 0;  // bytes / (bandwidth × simulated time): the fraction of the run it was busy
+};
+
+struct SimResult {
+  bool completed = false;     // every step ran; false: a deadlock (see stuck)
+  std::string error;          // the engine failed (empty otherwise)
+  std::string model, platform;
+  double time_s = 0;          // simulated
+  uint64_t messages = 0, bytes = 0, steps = 0;
+  uint32_t slowest_rank = 0;
+  double slowest_rank_s = 0;  // when the slowest rank finished
+  std::vector<CriticalEntry> critical;
+  std::vector<LinkLoad> links;
+  StuckState stuck;           // where it stopped, when !completed
+  double wall_s = 0;          // the simulation's own run time
+  uint64_t events = 0;        // transfers and local activities timed
+  // With SimOptions::trace: per step start and end (NaN if it never ran), and what each send and
+  // receive matched (kNoStep if nothing).
+  std::vector<double> starts, ends;
+  std::vector<StepId> partners;
+};
+
+// Runs the graph (collectives already expanded, or left to complete at no cost). The SimGrid
+// engine runs in a child process (SimGrid allows one engine per process): many simulations can
+// run from one stepgraph process, and a crash in one is reported, not inherited.
+SimResult simulate(const StepGraph& g, const Platform& p, const SimOptions& o);
+
+// The engines (sim/analytic.cpp, sim/simgrid_engine.cpp); simulate() picks one.
+SimResult simulate_analytic(const StepGraph& g, const Platform& p, const SimOptions& o);
+SimResult simulate_simgrid(const StepGraph& g, const Platform& p, const SimOptions& o);
+
+// What both engines report from a finished runtime (sim/summary.cpp): time, slowest rank,
+// critical path, stuck state, link loads (through the platform's routes).
+void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const Runtime& rt, SimResult& r);
+
+}  // namespace sg::sim

@@ -1,0 +1,346 @@
+// The SimGrid engine: the runtime's transfers become S4U communications between the ranks'
+// hosts and its local work executions on them, so SimGrid's network model decides every
+// duration, contention included.
+//
+// Structure: one actor per rank, on the rank's host, as an MPI program would be; each waits with
+// Activity::wait_any on its own few activities and handles the runtime's events for its rank
+// (the runtime never makes one rank's event start another rank's work, see Timer). Messages go
+// through mailboxes, as in a hand-written S4U program:
+// - eager data (choreographic transfers, eager MPI sends) through one mailbox per (source,
+//   destination) pair whose permanent receiver is the destination's actor, so the data flows
+//   the moment it is put, whether or not a get is posted; the destination keeps gets posted on
+//   the pairs it expects data from, and learns of an arrival when its get completes. (A get takes
+//   the pair's puts in the order they were made: were a later message on a pair to finish before
+//   an earlier one, its arrival would be seen when the earlier one's is. Up to kWindow gets per
+//   pair are kept posted to make that rarer.)
+// - rendezvous MPI sends through one mailbox per (source, tag, communicator, destination) lane,
+//   not permanent: SimGrid starts the transfer when the receive's get meets the send's put, which
+//   is MPI's rendezvous, and the k-th put of a lane meets its k-th get, the match of the graph.
+// Measured alternatives (bench/sim): Comm::sendto_async, host to host with no actors, costs a
+// scan of every communication in flight at each completion in SimGrid 3.32 (the detached comms
+// live in a list), 2-3x the hand-written program's time at N = 1024; a single driver actor
+// waiting on everything in flight pays for all of it at every event (8x at N = 256).
+//
+// SimGrid allows one engine per process, so the simulation runs in a child process and returns
+// its result as JSON through a pipe: one stepgraph process can simulate many points, and a
+// SimGrid abort ends that point with an error instead of the program.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+#include <simgrid/s4u.hpp>
+
+#include "sim/result_io.hpp"
+#include "sim/sim.hpp"
+#include "sim/simgrid_platform.hpp"
+
+namespace sg::sim {
+
+namespace {
+
+namespace sg4 = simgrid::s4u;
+
+constexpr uint32_t kWindow = 1;  // gets kept posted per incoming pair mailbox (when few pairs)
+
+enum class What : uint8_t { EagerPut, RendezvousPut, PairGet, LaneGet, Exec };
+
+struct Pending {
+  What what;
+  StepId step;      // the send (puts, gets) or the step (exec)
+  uint32_t pair;    // PairGet: index into the rank's incoming pairs
+  void** payload;   // gets: where the put's payload lands (the send's step id + 1, as a pointer)
+};
+
+// An incoming pair mailbox of one rank: how many eager messages it will still bring.
+struct Incoming {
+  sg4::Mailbox* box;
+  uint64_t expected = 0;
+  uint32_t posted = 0;
+};
+
+struct Worker {
+  std::vector<sg4::ActivityPtr> acts;
+  std::vector<Pending> pending;
+  std::vector<Incoming> incoming;
+  std::unordered_map<uint32_t, sg4::Mailbox*> outgoing;  // destination -> pair mailbox
+  std::vector<void**> free_slots;                        // payload slots for gets, reused
+  uint32_t window = kWindow;
+};
+
+// What the runtime asked for while handling an event: started afterwards, because starting a
+// SimGrid activity is a simcall, at which SimGrid may run other actors (who call the runtime
+// too): runtime calls must not interleave.
+struct Request {
+  What what;
+  StepId step;
+  uint32_t src, dst;  // ranks
+  double amount;      // bytes or flops
+};
+
+class SimGridTimer : public Timer {
+ public:
+  SimGridTimer(const StepGraph& g, const Platform& p, const SimOptions& o, const RuntimeOptions& ro,
+               std::vector<sg4::Host*>& hosts)
+      : g_(g), p_(p), o_(o), ro_(ro), hosts_(hosts), workers_(g.nranks), pair_index_(g.nranks) {}
+
+  // Counts the eager messages of every (source, destination) pair: the destination keeps gets
+  // posted on exactly those mailboxes, for exactly that many messages.
+  void plan_mailboxes() {
+    std::map<std::pair<uint32_t, uint32_t>, uint64_t> counts;
+    for (StepId s = 0; s < g_.size(); ++s)
+      if (g_.kind(s) == StepKind::Send && !rendezvous(s)) ++counts[{g_.rank(s), g_.peer(s)}];
+    for (const auto& [pr, c] : counts) {
+      Worker& w = workers_[pr.second];
+      pair_index_[pr.second][pr.first] = static_cast<uint32_t>(w.incoming.size());
+      w.incoming.push_back({sg4::Mailbox::by_name(pair_name(pr.first, pr.second)), c, 0});
+    }
+    for (Worker& w : workers_)
+      if (w.incoming.size() > 8) w.window = 1;  // many sources (an all-to-all): keep wait sets short
+  }
+
+  void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) override {
+    requests_.push_back({rendezvous ? What::RendezvousPut : What::EagerPut, send, src, dst, static_cast<double>(bytes)});
+  }
+  void posted(StepId send) override {
+    requests_.push_back({What::LaneGet, send, g_.rank(send), g_.peer(send), 0});
+  }
+  void local(StepId step, uint32_t rank, LocalKind, double flops, double seconds) override {
+    requests_.push_back({What::Exec, step, rank, rank, flops + seconds * p_.speed});
+  }
+
+  // The actor of rank r.
+  void actor(Runtime& rt, uint32_t r) {
+    Worker& me = workers_[r];
+    for (Incoming& in : me.incoming) in.box->set_receiver(sg4::Actor::self());
+    for (uint32_t k = 0; k < me.incoming.size(); ++k) refill(me, k);
+    rt.start(0, r);
+    launch(me);
+    while (!me.acts.empty()) {
+      auto i = static_cast<size_t>(sg4::Activity::wait_any(me.acts));
+      Pending p = me.pending[i];
+      me.acts[i] = me.acts.back();
+      me.acts.pop_back();
+      me.pending[i] = me.pending.back();
+      me.pending.pop_back();
+      ++events_;
+      double now = sg4::Engine::get_clock();
+      switch (p.what) {
+        case What::EagerPut: break;  // the send completed when it was made
+        case What::RendezvousPut: rt.sent(p.step, now); break;
+        case What::PairGet:
+          --me.incoming[p.pair].posted;
+          refill(me, p.pair);
+          rt.arrived(sent_step(*p.payload), now);
+          break;
+        case What::LaneGet: rt.arrived(p.step, now); break;
+        case What::Exec: rt.done(p.step, now); break;
+      }
+      if (p.payload) me.free_slots.push_back(p.payload);
+      launch(me);
+    }
+    for (Incoming& in : me.incoming) in.box->set_receiver(nullptr);
+    for (void** slot : me.free_slots) delete slot;
+    me.free_slots.clear();
+  }
+
+  uint64_t events() const { return events_; }
+
+ private:
+  bool rendezvous(StepId s) const {
+    if (!g_.local(s) || g_.match(s) == kNoStep || ro_.protocol == Protocol::Eager) return false;
+    return ro_.protocol == Protocol::Rendezvous || g_.range_bytes(g_.range(s)) > ro_.eager_limit;
+  }
+  static std::string pair_name(uint32_t src, uint32_t dst) {
+    std::string n = "e";
+    n += std::to_string(src);
+    n += '>';
+    n += std::to_string(dst);
+    return n;
+  }
+  sg4::Mailbox* lane_box(StepId send) const {
+    const P2PInfo& p = g_.p2p_info(send);
+    std::string n = "r";
+    n += std::to_string(g_.rank(send));
+    n += '>';
+    n += std::to_string(p.peer);
+    n += ':';
+    n += std::to_string(p.tag);
+    n += ':';
+    n += std::to_string(p.comm);
+    return sg4::Mailbox::by_name(n);
+  }
+
+  static void** take_slot(Worker& me) {
+    if (me.free_slots.empty()) return new void*(nullptr);
+    void** s = me.free_slots.back();
+    me.free_slots.pop_back();
+    return s;
+  }
+
+  void refill(Worker& me, uint32_t k) {
+    Incoming& in = me.incoming[k];
+    while (in.expected > 0 && in.posted < me.window) {
+      void** slot = take_slot(me);
+      me.acts.push_back(in.box->get_async<void>(slot));
+      me.pending.push_back({What::PairGet, kNoStep, k, slot});
+      --in.expected;
+      ++in.posted;
+    }
+  }
+  // A put's payload is the send's step id (+1, never a null pointer): the receiver learns which
+  // message came without any memory changing hands.
+  static void* payload_of(StepId send) { return reinterpret_cast<void*>(static_cast<uintptr_t>(send) + 1); }
+  static StepId sent_step(void* payload) { return static_cast<StepId>(reinterpret_cast<uintptr_t>(payload) - 1); }
+
+  void launch(Worker& me) {
+    // Starting an activity may run other actors, which may add requests of their own: take ours
+    // first.
+    launching_.swap(requests_);
+    std::vector<Request> reqs;
+    reqs.swap(launching_);
+    for (const Request& q : reqs) {
+      switch (q.what) {
+        case What::EagerPut:
+        case What::RendezvousPut: {
+          sg4::Mailbox* box = nullptr;
+          if (q.what == What::EagerPut) {
+            sg4::Mailbox*& b = me.outgoing[q.dst];
+            if (!b) b = sg4::Mailbox::by_name(pair_name(q.src, q.dst));
+            box = b;
+          } else {
+            box = lane_box(q.step);
+          }
+          me.acts.push_back(box->put_async(payload_of(q.step), static_cast<uint64_t>(q.amount)));
+          me.pending.push_back({q.what, q.step, 0, nullptr});
+          break;
+        }
+        case What::LaneGet: {
+          void** slot = take_slot(me);
+          me.acts.push_back(lane_box(q.step)->get_async<void>(slot));
+          me.pending.push_back({What::LaneGet, q.step, 0, slot});
+          break;
+        }
+        case What::Exec: {
+          sg4::ExecPtr e = sg4::Exec::init();
+          e->set_flops_amount(q.amount);
+          e->set_host(hosts_[host(q.src)]);
+          e->start();
+          me.acts.push_back(e);
+          me.pending.push_back({What::Exec, q.step, 0, nullptr});
+          break;
+        }
+        default: break;
+      }
+    }
+  }
+
+  uint32_t host(uint32_t rank) const { return o_.map.empty() ? rank : o_.map[rank]; }
+
+  const StepGraph& g_;
+  const Platform& p_;
+  const SimOptions& o_;
+  const RuntimeOptions& ro_;
+  std::vector<sg4::Host*>& hosts_;
+  std::vector<Worker> workers_;
+  std::vector<std::map<uint32_t, uint32_t>> pair_index_;  // per destination: source -> incoming index
+  std::vector<Request> requests_, launching_;
+  uint64_t events_ = 0;
+};
+
+SimResult run_in_this_process(const StepGraph& g, const Platform& platform, const SimOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  SimResult r;
+  r.model = model_name(Model::SimGrid);
+  Platform p = platform;
+  r.platform = p.spec;
+  // SimGrid reads its options from argv. Its own messages stay off: a deadlock is reported from
+  // the runtime's state, with source lines, and a crash by the parent.
+  std::vector<std::string> args = {"stepgraph", "--log=root.thres:critical", "--log=root.app:file:/dev/null"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  int argc = static_cast<int>(argv.size());
+  sg4::Engine e(&argc, argv.data());
+  std::vector<sg4::Host*> hosts;
+  build_simgrid(p, e, hosts);
+  uint32_t need = 0;
+  for (uint32_t k = 0; k < g.nranks; ++k) need = std::max(need, (o.map.empty() ? k : o.map[k]) + 1);
+  if (hosts.size() < need) {
+    r.error = "the platform has " + std::to_string(hosts.size()) + " hosts; the run needs " + std::to_string(need);
+    return r;
+  }
+  for (const Instance& in : g.instances)
+    if (in.complete && in.consistent) {
+      r.error = "collective steps must be expanded into point-to-point algorithms before a SimGrid simulation";
+      return r;
+    }
+  SimOptions oo = o;
+  oo.runtime.record_starts = o.trace;
+  SimGridTimer timer(g, p, oo, oo.runtime, hosts);
+  timer.plan_mailboxes();
+  Runtime rt(g, oo.runtime, timer);
+  for (uint32_t k = 0; k < g.nranks; ++k)
+    sg4::Actor::create("rank" + std::to_string(k), hosts[oo.map.empty() ? k : oo.map[k]], [&timer, &rt, k] { timer.actor(rt, k); });
+  e.run();
+  r.events = timer.events();
+  summarise(g, p, oo, rt, r);
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace
+
+SimResult simulate_simgrid(const StepGraph& g, const Platform& p, const SimOptions& o) {
+  int fd[2];
+  SimResult r;
+  r.model = model_name(Model::SimGrid);
+  r.platform = p.spec;
+  if (pipe(fd) != 0) {
+    r.error = std::string("cannot create a pipe: ") + std::strerror(errno);
+    return r;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    r.error = std::string("cannot fork: ") + std::strerror(errno);
+    return r;
+  }
+  if (pid == 0) {
+    close(fd[0]);
+    std::string out = result_to_json(run_in_this_process(g, p, o));
+    size_t off = 0;
+    while (off < out.size()) {
+      ssize_t w = write(fd[1], out.data() + off, out.size() - off);
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+    close(fd[1]);
+    _exit(0);
+  }
+  close(fd[1]);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    ssize_t n = read(fd[0], buf, sizeof buf);
+    if (n <= 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  close(fd[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::string err;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
+    r.error = WIFSIGNALED(status) ? "the SimGrid simulation died (signal " + std::to_string(WTERMSIG(status)) + ")"
+                                  : "the SimGrid simulation failed";
+    return r;
+  }
+  SimResult out;
+  if (!result_from_json(text, out, err)) {
+    r.error = "cannot read the SimGrid simulation's result: " + err;
+    return r;
+  }
+  return out;
+}
+
+}  // namespace sg::sim

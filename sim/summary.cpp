@@ -1,0 +1,114 @@
+// What both engines report from a finished runtime: the simulated time, the slowest rank, the
+// critical path by statement, the busiest links and, after a deadlock, who waits for what.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_set>
+
+#include "core/io/writers.hpp"
+#include "sim/sim.hpp"
+
+namespace sg::sim {
+
+const char* model_name(Model m) { return m == Model::SimGrid ? "simgrid" : "analytic"; }
+
+namespace {
+
+// The critical path, walked back from the step that finished last: at each step, the input that
+// became available last (a dependency's completion, or for a receive the message: its send) is
+// the one that held it up. The time between the two is charged to the later step's statement.
+// (Waiting for a busy CPU or NIC is charged to the step that waited.)
+void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, SimResult& r) {
+  const auto& end = rt.finish_times();
+  StepId last = kNoStep;
+  for (StepId s = 0; s < g.size(); ++s)
+    if (!std::isnan(end[s]) && (last == kNoStep || end[s] > end[last])) last = s;
+  std::map<uint32_t, CriticalEntry> by_stmt;
+  std::unordered_set<StepId> seen;
+  for (StepId s = last; s != kNoStep && seen.insert(s).second;) {
+    StepId pred = kNoStep;
+    double best = -1;
+    // Only inputs that were there before the step ended: a dependency on a nonblocking step is
+    // on its start, and the step may end after the ones that depend on it.
+    auto consider = [&](StepId p) {
+      if (p != kNoStep && !std::isnan(end[p]) && end[p] <= end[s] && end[p] > best) best = end[p], pred = p;
+    };
+    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) consider(*d);
+    if (g.kind(s) == StepKind::Recv) consider(rt.partner(s));
+    double since = pred == kNoStep ? end[s] : end[s] - end[pred];
+    CriticalEntry& e = by_stmt[g.stmt(s)];
+    e.stmt = g.stmt(s);
+    e.loc = g.loc(s);
+    if (e.what.empty()) {
+      e.what = step_kind_name(g.kind(s));
+      if (g.kind(s) == StepKind::Compute && g.compute(s).name < g.names.size()) e.what += " " + g.names[g.compute(s).name];
+    }
+    e.seconds += since;
+    ++e.steps;
+    s = pred;
+  }
+  for (auto& [stmt, e] : by_stmt) r.critical.push_back(e);
+  std::sort(r.critical.begin(), r.critical.end(), [](const CriticalEntry& a, const CriticalEntry& b) {
+    return a.seconds > b.seconds || (a.seconds == b.seconds && a.stmt < b.stmt);
+  });
+  if (r.critical.size() > top) r.critical.resize(top);
+}
+
+void link_loads(const StepGraph& g, const Platform& p, const SimOptions& o, const Runtime& rt, SimResult& r) {
+  if (p.links.empty() || r.time_s <= 0) return;
+  std::vector<uint64_t> bytes(p.links.size(), 0);
+  std::vector<uint32_t> ids;
+  const auto& end = rt.finish_times();
+  for (StepId s = 0; s < g.size(); ++s) {
+    if (g.kind(s) != StepKind::Send || std::isnan(end[s])) continue;
+    uint32_t a = g.rank(s), b = g.peer(s);
+    if (!o.map.empty()) a = o.map[a], b = o.map[b];
+    double lat = 0;
+    p.route(a, b, ids, lat);
+    uint64_t k = g.range_bytes(g.range(s));
+    for (uint32_t id : ids) bytes[id] += k;
+  }
+  std::vector<uint32_t> order(p.links.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return bytes[x] > bytes[y] || (bytes[x] == bytes[y] && x < y); });
+  for (uint32_t i = 0; i < order.size() && r.links.size() < o.top; ++i) {
+    uint32_t id = order[i];
+    if (bytes[id] == 0) break;
+    const LinkInfo& l = p.links[id];
+    r.links.push_back({l.name, bytes[id], l.bw > 0 ? static_cast<double>(bytes[id]) / (l.bw * r.time_s) : 0});
+  }
+}
+
+}  // namespace
+
+void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const Runtime& rt, SimResult& r) {
+  const auto& end = rt.finish_times();
+  r.completed = rt.finished();
+  r.messages = rt.messages();
+  r.bytes = rt.bytes();
+  r.steps = g.size();
+  std::vector<double> rank_end(g.nranks, 0.0);
+  for (StepId s = 0; s < g.size(); ++s) {
+    if (std::isnan(end[s])) continue;
+    r.time_s = std::max(r.time_s, end[s]);
+    rank_end[g.rank(s)] = std::max(rank_end[g.rank(s)], end[s]);
+  }
+  for (uint32_t k = 0; k < g.nranks; ++k)
+    if (rank_end[k] > r.slowest_rank_s) r.slowest_rank_s = rank_end[k], r.slowest_rank = k;
+  critical_path(g, rt, o.top, r);
+  link_loads(g, p, o, rt, r);
+  if (o.trace) {
+    r.starts = rt.start_times();
+    r.ends = end;
+    r.partners.resize(g.size());
+    for (StepId s = 0; s < g.size(); ++s) r.partners[s] = rt.partner(s);
+  }
+  if (!r.completed) {
+    std::vector<StepId> partner(g.size(), kNoStep);
+    for (StepId s = 0; s < g.size(); ++s) partner[s] = rt.partner(s);
+    r.stuck = analyze_stuck(g, rt.status(), partner,
+                            o.runtime.protocol == Protocol::Rendezvous ? SendMode::Rendezvous : SendMode::Eager);
+  }
+}
+
+}  // namespace sg::sim
