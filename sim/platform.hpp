@@ -5,8 +5,8 @@
 //
 // For the generated kinds the routes are computed here, without SimGrid, and they are the routes
 // SimGrid's zones use (same links, same order, same names: tests/test_platform.cpp holds every
-// host pair of small instances against Host::route_to). For an XML file the routes come from
-// SimGrid: build_simgrid (sim/simgrid_platform.hpp) fills them.
+// host pair of small instances against Host::route_to). For an XML file the hosts and routes come
+// from SimGrid: build_simgrid or resolve_xml_platform (sim/simgrid_platform.hpp) fills them.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -62,9 +62,9 @@ struct Platform {
   PlatformKind kind = PlatformKind::Star;
   std::string spec;            // normalised: kind, resolved sizes, the keys given, the model
   bool ideal = false;          // model == NetModel::Ideal
-  uint32_t hosts = 0;          // hosts available (>= ranks); Xml: 0 until build_simgrid
+  uint32_t hosts = 0;          // hosts available (>= ranks); Xml: 0 until build_simgrid / resolve_xml_platform
   double speed = 1e12;         // flops/s per host (spec key `speed=`); Xml: the first host's
-  std::vector<LinkInfo> links; // every link the routes use (Xml: after build_simgrid)
+  std::vector<LinkInfo> links; // every link of the platform (Xml: those the routes use, once resolved)
   std::string xml;             // Xml: the file's path, as given
 
   uint32_t ranks = 0;          // the rank count parse_platform was given
@@ -90,9 +90,9 @@ struct Platform {
   std::vector<double> host_speeds;      // Xml only; generated: every host runs at `speed`
 
   // The links a message from host a to host b crosses, in order, and the route's total latency
-  // (the sum of its links' latencies). a == b takes the host's loopback (generated kinds).
-  // Throws std::out_of_range for a host >= hosts and std::logic_error for an Xml platform whose
-  // routes build_simgrid has not filled yet.
+  // (the sum of its links' latencies); `link_ids` is cleared first. a == b takes the host's
+  // loopback (generated kinds). Throws std::out_of_range for a host >= hosts and
+  // std::logic_error for an Xml platform not resolved yet.
   void route(uint32_t a, uint32_t b, std::vector<uint32_t>& link_ids, double& latency) const;
   // Bandwidth of the route's bottleneck (bytes/s): in the ideal model a message alone takes
   // latency + bytes / route_bw.
@@ -123,8 +123,8 @@ bool parse_bandwidth(const std::string& text, double& bytes_per_s, std::string& 
 bool parse_time(const std::string& text, double& seconds, std::string& why);
 bool parse_flops(const std::string& text, double& flops, std::string& why);
 
-// Builds the route tables of an Xml platform from SimGrid's answers (build_simgrid calls it):
-// hosts, their names and speeds, the links, and one route per ordered host pair.
+// Sets an Xml platform's links, hosts and route tables from SimGrid's answers, routes[a][b] for
+// every ordered host pair (build_simgrid and resolve_xml_platform call it).
 struct XmlRoute {
   std::vector<uint32_t> links;  // indices into the `links` given with it
   double latency = 0;
