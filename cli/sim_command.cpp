@@ -20,6 +20,9 @@
 #include "core/io/trace.hpp"
 #include "core/io/writers.hpp"
 #include "sim/sim.hpp"
+#ifdef STEPGRAPH_HAVE_SIMGRID
+#include "sim/simgrid_platform.hpp"
+#endif
 
 namespace sg::cli {
 
@@ -325,6 +328,13 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
     r.error = "bad --platform '" + spec + "': " + perr;
     return r;
   }
+#ifdef STEPGRAPH_HAVE_SIMGRID
+  if (platform.kind == sim::PlatformKind::Xml && !sim::resolve_xml_platform(platform, perr)) {
+    r.status = 2;
+    r.error = "bad --platform '" + spec + "': " + perr;
+    return r;
+  }
+#endif
   if (o.platform.empty()) platform.spec += " (the default; --platform to choose)";
   sim::SimOptions so = plan.sim;
   so.trace = !o.trace.empty();

@@ -3,7 +3,8 @@
 // A message of k bytes from rank s to rank d, sent at time t: the sender's CPU is busy o + k·O
 // (from when it is free), then the message leaves the NIC when the NIC is free, occupying it
 // for max(g, k·G) (LogGP's gap: messages from one NIC are serialised), and arrives L + k·G after
-// leaving, where L is the route's latency and G = 1 / the route's bottleneck bandwidth. The
+// leaving, where L is the route's latency and G = 1 / the route's bottleneck bandwidth (both as
+// the platform's network model corrects them: exactly the platform's in model=ideal). The
 // receiver's CPU then spends o on it (the runtime's receive processing, with any reduction).
 // Local work (compute flops / host speed, reductions, copies) runs on the rank's CPU one at a
 // time. With o = g = O = 0 a lone message takes L + k·G: the platform's α-β.
@@ -56,10 +57,7 @@ class AnalyticTimer : public Timer {
   }
 
   void move(StepId send, uint32_t src, uint32_t dst, uint64_t bytes) {
-    uint32_t a = host(src), b = host(dst);
-    double lat = 0;
-    p_.route(a, b, ids_, lat);
-    double per_byte = a == b ? 0.0 : 1.0 / p_.route_bw(a, b);
+    auto [lat, per_byte] = path(host(src), host(dst));
     double k = static_cast<double>(bytes);
     double cpu = std::max(now_, cpu_free_[src]) + o_.loggp.o + k * o_.loggp.O;
     cpu_free_[src] = cpu;
@@ -94,6 +92,22 @@ class AnalyticTimer : public Timer {
 
  private:
   uint32_t host(uint32_t rank) const { return o_.map.empty() ? rank : o_.map[rank]; }
+
+  // L and G of a host pair as the platform's network model has them (the model's latency and
+  // bandwidth factors and TCP window bound, as SimGrid applies them to a lone message), cached
+  // per pair: routes on a torus or a fat tree are not free, and a schedule reuses few pairs.
+  std::pair<double, double> path(uint32_t a, uint32_t b) {
+    uint64_t key = (uint64_t{a} << 32) | b;
+    auto it = paths_.find(key);
+    if (it != paths_.end()) return it->second;
+    double lat = 0;
+    p_.route(a, b, ids_, lat);
+    double bw = p_.route_bw(a, b);
+    if (p_.tcp_gamma > 0 && lat > 0) bw = std::min(bw, p_.tcp_gamma / (2 * lat));
+    std::pair<double, double> lg{p_.lat_factor * lat, 1.0 / (p_.bw_factor * bw)};
+    if (paths_.size() < (1u << 22)) paths_.emplace(key, lg);
+    return lg;
+  }
   void push(double t, StepId id, bool transfer) { q_.push(Event{t, seq_++, id, transfer}); }
 
   const Platform& p_;
@@ -103,6 +117,7 @@ class AnalyticTimer : public Timer {
   std::vector<uint32_t> ids_;
   std::unordered_map<StepId, std::tuple<uint32_t, uint32_t, uint64_t>> waiting_;  // rendezvous sends not yet posted
   std::unordered_set<StepId> posted_;  // rendezvous receives posted before their send
+  std::unordered_map<uint64_t, std::pair<double, double>> paths_;
   double now_ = 0;
   uint64_t seq_ = 0, events_ = 0;
 };

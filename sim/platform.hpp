@@ -1,30 +1,134 @@
-// TEMPORARY stand-in (star only) until the platform layer lands; same interface.
+// The platform description both simulation backends read: which hosts there are, which links a
+// message crosses and what they cost. Parsed from a spec string (`star:bw=100Gbps,lat=1us`,
+// `fat-tree:…`, `torus:4x4x4,…`, `dragonfly:…`, `nodes:count=16,gpus=8,…`) or a SimGrid platform
+// XML file; the grammar, every key, its unit and default are in docs/sim.md, "Platforms".
+//
+// For the generated kinds the routes are computed here, without SimGrid, and they are the routes
+// SimGrid's zones use (same links, same order, same names: tests/test_platform.cpp holds every
+// host pair of small instances against Host::route_to). For an XML file the hosts and routes come
+// from SimGrid: build_simgrid or resolve_xml_platform (sim/simgrid_platform.hpp) fills them.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace sg::sim {
 
 struct LinkInfo {
-  std::string name;
-  double bw = 0;
-  double lat = 0;
-  bool shared = true;
+  std::string name;    // SimGrid's name of the link (a split-duplex link's halves end in _UP, _DOWN)
+  double bw = 0;       // bytes/s
+  double lat = 0;      // s
+  bool shared = true;  // false: FATPIPE (every flow gets the whole bandwidth; the loopbacks)
 };
+
 enum class PlatformKind : uint8_t { Star, FatTree, Torus, Dragonfly, Nodes, Xml };
+const char* kind_name(PlatformKind k);  // "star", "fat-tree", "torus", "dragonfly", "nodes", "xml"
+
+// SimGrid's network model, spec key `model=`. Lv08 is SimGrid's default (its latency and
+// bandwidth correction factors, cross traffic, the TCP window bound); Cm02 is the same without
+// the factors; Ideal is Cm02 without cross traffic and without the TCP window bound: a message
+// alone on its route takes exactly latency + bytes / bottleneck bandwidth.
+enum class NetModel : uint8_t { Lv08, Cm02, Ideal };
+const char* model_name(NetModel m);  // "lv08", "cm02", "ideal"
+
+// The parameters of each generated kind, sizes resolved. Bandwidths in bytes/s, times in s.
+struct StarParams {
+  double bw = 0, lat = 0;  // lat: end to end (each host link carries lat / 2)
+};
+struct FatTreeParams {  // SimGrid's FatTreeParams, bottom level first; levels = down.size()
+  std::vector<uint32_t> down, up, links;
+  double bw = 0, lat = 0;  // every link; lat per link
+};
+struct TorusParams {
+  std::vector<uint32_t> dims;  // first dimension varies fastest in the host number
+  double bw = 0, lat = 0;      // lat per link (hop)
+};
+struct DragonflyParams {  // SimGrid's DragonflyParams: (groups, blue) (chassis, black) (routers, green) nodes
+  uint32_t groups = 0, blue = 1, chassis = 0, black = 1, routers = 0, green = 1, nodes = 0;
+  double bw = 0, lat = 0;  // lat per link; a blue/black/green link has bw times its link count
+};
+struct NodesParams {
+  uint32_t count = 0, gpus = 0, nics = 0;  // nics per node; GPU g uses NIC g / (gpus / nics)
+  double nvlink = 0, nvlink_lat = 0;       // per GPU, per direction; lat end to end inside a node
+  double nic = 0, nic_lat = 0;             // per NIC, per direction; lat end to end between nodes
+};
+
+namespace detail {
+struct Routing;  // the route tables of one platform (platform.cpp)
+}
+
 struct Platform {
   PlatformKind kind = PlatformKind::Star;
-  std::string spec;
-  bool ideal = false;
-  uint32_t hosts = 0;
-  double speed = 1e12;
-  std::vector<LinkInfo> links;
-  std::string xml;
+  std::string spec;            // normalised: kind, resolved sizes, the keys given, the model
+  bool ideal = false;          // model == NetModel::Ideal
+  uint32_t hosts = 0;          // hosts available (>= ranks); Xml: 0 until build_simgrid / resolve_xml_platform
+  double speed = 1e12;         // flops/s per host (spec key `speed=`); Xml: the first host's
+  std::vector<LinkInfo> links; // every link of the platform (Xml: those the routes use, once resolved)
+  std::string xml;             // Xml: the file's path, as given
+
+  uint32_t ranks = 0;          // the rank count parse_platform was given
+  NetModel model = NetModel::Lv08;
+  // The SimGrid network-model constants in force (docs/sim.md "Network models"). A message alone
+  // on its route from a to b takes
+  //   lat_factor * L + bytes / (bw_factor * min(B, tcp_gamma / (2 L)))
+  // with L = route latency, B = route_bw (the tcp_gamma term only where tcp_gamma > 0 and L > 0);
+  // lone_message_time() computes it. With crosstraffic, a flow also loads every link of the
+  // reverse route with 5% of its rate; weight_s is LV08's RTT-unfairness weight in sharing.
+  double lat_factor = 1, bw_factor = 1, weight_s = 0, tcp_gamma = 0;
+  bool crosstraffic = false;
+  double loopback_bw = 0, loopback_lat = 0;  // generated kinds: each host's own FATPIPE loopback
+
+  // The parameters of this->kind (the others stay empty).
+  StarParams star;
+  FatTreeParams fat_tree;
+  TorusParams torus;
+  DragonflyParams dragonfly;
+  NodesParams nodes;
+
+  std::vector<std::string> host_names;  // Xml only (file order); generated: see host_name()
+  std::vector<double> host_speeds;      // Xml only; generated: every host runs at `speed`
+
+  // The links a message from host a to host b crosses, in order, and the route's total latency
+  // (the sum of its links' latencies); `link_ids` is cleared first. a == b takes the host's
+  // loopback (generated kinds). Throws std::out_of_range for a host >= hosts and
+  // std::logic_error for an Xml platform not resolved yet.
   void route(uint32_t a, uint32_t b, std::vector<uint32_t>& link_ids, double& latency) const;
+  // Bandwidth of the route's bottleneck (bytes/s): in the ideal model a message alone takes
+  // latency + bytes / route_bw.
   double route_bw(uint32_t a, uint32_t b) const;
+  // What SimGrid's model in force gives a message alone on its route (formula above).
+  double lone_message_time(uint32_t a, uint32_t b, double bytes) const;
+  bool has_routes() const { return routing != nullptr; }
+  std::string host_name(uint32_t h) const;  // SimGrid's name of host h
+  std::string describe() const;             // one line for people: kind, hosts, links, model
+
+  std::shared_ptr<const detail::Routing> routing;  // filled by parse_platform / build_simgrid
 };
+
+// Parses a spec string or a path to a SimGrid .xml platform file. `nranks` is how many hosts the
+// run needs (a generator sizes itself from it where the spec leaves a size out: `star` gets
+// nranks hosts; `nodes` without count= gets ceil(nranks / gpus) nodes). Returns false with a
+// message (bad key, bad unit, too few hosts for nranks, missing file).
 bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, std::string& err);
+
+// The built-in default, used when --platform is not given (say which in output).
 const char* default_platform_spec();
+
+// Unit parsers the spec uses (exposed for the CLI and the tests). Each returns false with the
+// reason in `why` (the caller names the key). Bandwidth: bps Kbps Mbps Gbps Tbps (bits) and Bps
+// KBps MBps GBps TBps (bytes), binary KiBps MiBps GiBps TiBps, to bytes/s. Time: ns us ms s to
+// seconds. Flops: f Kf Mf Gf Tf Pf to flops/s.
+bool parse_bandwidth(const std::string& text, double& bytes_per_s, std::string& why);
+bool parse_time(const std::string& text, double& seconds, std::string& why);
+bool parse_flops(const std::string& text, double& flops, std::string& why);
+
+// Sets an Xml platform's links, hosts and route tables from SimGrid's answers, routes[a][b] for
+// every ordered host pair (build_simgrid and resolve_xml_platform call it).
+struct XmlRoute {
+  std::vector<uint32_t> links;  // indices into the `links` given with it
+  double latency = 0;
+};
+void set_table_routes(Platform& p, std::vector<LinkInfo> links, const std::vector<std::vector<XmlRoute>>& routes);
 
 }  // namespace sg::sim
