@@ -131,6 +131,7 @@ int cmd_compile(const CompileOpts& o) {
   if (int rc = prepare(o.c, p, false)) return rc;
   p.opts.nranks = p.ns[0];
   p.opts.only_rank = o.rank;
+  if (o.format == "goal" && o.rank >= 0) return fail("--format goal needs every rank's program: LogGOPSim simulates them all (drop --rank)");
   if (o.rank >= 0 && o.rank >= static_cast<int64_t>(p.ns[0]))
     return fail("--rank " + std::to_string(o.rank) + " is out of range for -n " + std::to_string(p.ns[0]));
   auto t0 = std::chrono::steady_clock::now();
@@ -152,6 +153,11 @@ int cmd_compile(const CompileOpts& o) {
     return 2;
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  GoalPlan goal;
+  if (o.format == "goal" && !plan_goal(*g, goal, p.s.diags)) {
+    p.s.diags.print(std::cerr, p.s.sources);  // the warnings too
+    return 2;
+  }
   print_warnings(p.s);
   std::ofstream file;
   std::ostream* os = &std::cout;
@@ -163,6 +169,7 @@ int cmd_compile(const CompileOpts& o) {
   if (o.format == "text") write_text(*os, *g, p.s.sources, o.max_steps);
   else if (o.format == "json") write_json(*os, *g, p.s.sources);
   else if (o.format == "dot") write_dot(*os, *g, p.s.sources);
+  else if (o.format == "goal") write_goal(*os, *g, goal, o.goal);
   else {
     GraphStats st = compute_stats(*g);
     write_stats(*os, *g, st);

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/io/writers.hpp"
+
 namespace sg::cli {
 
 struct Common {
@@ -22,6 +24,7 @@ struct CompileOpts {
   std::string output;
   uint64_t max_steps = 0;
   bool timing = false;
+  GoalOptions goal;  // --format goal: --ns-per-flop, --ns-per-byte
 };
 
 struct CheckOpts {

@@ -32,11 +32,17 @@ int main(int argc, char** argv) {
   sg::cli::CompileOpts copts;
   auto* compile = app.add_subcommand("compile", "elaborate a schedule for N ranks and print its step graph");
   add_common(compile, copts.c, false);
-  compile->add_option("--format", copts.format, "text, json, dot or stats")->check(CLI::IsMember({"text", "json", "dot", "stats"}));
+  compile->add_option("--format", copts.format, "text, json, dot, stats or goal (LogGOPSim's schedule format)")
+      ->check(CLI::IsMember({"text", "json", "dot", "stats", "goal"}));
   compile->add_option("--rank", copts.rank, "elaborate only this rank's program (what an executor needs)");
   compile->add_option("-o,--output", copts.output, "write to this file instead of standard output");
   compile->add_option("--max-steps", copts.max_steps, "text format: print at most this many steps");
   compile->add_flag("--time", copts.timing, "stats format: also print the build time");
+  compile->add_option("--ns-per-flop", copts.goal.ns_per_flop, "goal format: a compute step takes ceil(flops × this) ns (default 0.001: 1 TFLOP/s)")
+      ->check(CLI::NonNegativeNumber);
+  compile->add_option("--ns-per-byte", copts.goal.ns_per_byte,
+                      "goal format: copy, reduce and reducing receives take ceil(bytes × this) ns (default 0.1: 10 GB/s)")
+      ->check(CLI::NonNegativeNumber);
 
   sg::cli::CheckOpts kopts;
   auto* check = app.add_subcommand("check", "run the reference interpreter and check the postcondition, for one N or many");

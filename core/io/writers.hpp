@@ -1,10 +1,13 @@
 // Writers for the step graph: text (for people and --dump-after), JSON (for tools), DOT (for
-// Graphviz) and stats (a summary). All stream; none builds the whole output in memory.
+// Graphviz), stats (a summary) and GOAL (LogGOPSim's schedule format). All stream; none builds
+// the whole output in memory.
 #pragma once
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
+#include "core/dsl/diagnostics.hpp"
 #include "core/dsl/source.hpp"
 #include "core/graph/step_graph.hpp"
 
@@ -30,6 +33,30 @@ struct GraphStats {
 GraphStats compute_stats(const StepGraph& g);
 void write_stats(std::ostream& os, const StepGraph& g, const GraphStats& s);
 void write_stats_json(std::ostream& os, const StepGraph& g, const GraphStats& s);
+
+// GOAL, the text schedule format of LogGOPSim (github.com/spcl/LogGOPSim, read by its txt2bin):
+// one `rank R { … }` block per rank, a send step -> `send Nb to P tag T`, a receive ->
+// `recv Nb from P tag T`, copy / reduce / compute / wait -> `calc` (compute on `cpu 1`),
+// dependencies -> `requires` (after the step completed) or `irequires` (after a nonblocking step
+// started). Times are in ns, LogGOPSim's unit for L, o, g, G and O. docs/stepgraph.md has the
+// whole mapping.
+struct GoalOptions {
+  double ns_per_flop = 0.001;  // compute steps: ceil(flops × this) ns (default: 1 TFLOP/s)
+  double ns_per_byte = 0.1;    // copy, reduce, reducing receives: ceil(bytes × this) ns (10 GB/s)
+};
+constexpr uint32_t kGoalAnyTag = 0xffffffffu;   // written as `tag -1`
+constexpr uint32_t kGoalMpiTagBase = 1u << 31;  // tags of messages matched MPI's way (wildcards)
+// The GOAL tag of every send and receive, decided before anything is written.
+struct GoalPlan {
+  std::vector<uint32_t> tag;  // per step; sends and receives only
+  uint64_t exact_messages = 0, mpi_messages = 0;
+  uint32_t mpi_tags = 0;      // distinct (communicator, tag) pairs among the latter
+};
+// False (with an error per step that cannot be exported in diags) when the graph holds a
+// collective step, an unmatched send or receive, a wildcard LogGOPSim cannot express, or only
+// one rank's program.
+bool plan_goal(const StepGraph& g, GoalPlan& plan, Diagnostics& diags);
+void write_goal(std::ostream& os, const StepGraph& g, const GoalPlan& plan, const GoalOptions& o);
 
 // A compact one-line description of a step ("send data[3] to r1"), used by reports.
 std::string describe_step(const StepGraph& g, StepId s);
