@@ -22,6 +22,8 @@ struct CompileOpts {
   std::string output;
   uint64_t max_steps = 0;
   bool timing = false;
+  bool expand = false;  // --expand: collectives replaced by library algorithms
+  std::string algo;     // --algo SPEC (implies --expand)
 };
 
 struct CheckOpts {

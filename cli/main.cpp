@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
   compile->add_option("-o,--output", copts.output, "write to this file instead of standard output");
   compile->add_option("--max-steps", copts.max_steps, "text format: print at most this many steps");
   compile->add_flag("--time", copts.timing, "stats format: also print the build time");
+  compile->add_flag("--expand", copts.expand,
+                    "replace every collective by the point-to-point steps of a library algorithm (by default the one "
+                    "Open MPI 4.1 would pick for its size and group)");
+  compile->add_option("--algo", copts.algo,
+                      "algorithms for --expand, e.g. allreduce=ring,bcast=binomial (implies --expand; "
+                      "see docs/stepgraph.md for the names)");
 
   sg::cli::CheckOpts kopts;
   auto* check = app.add_subcommand("check", "run the reference interpreter and check the postcondition, for one N or many");
