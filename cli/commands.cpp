@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <tuple>
@@ -15,6 +16,7 @@
 #include "core/dsl/printer.hpp"
 #include "core/dsl/session.hpp"
 #include "core/graph/elaborate.hpp"
+#include "core/graph/expand_collectives.hpp"
 #include "core/graph/passes.hpp"
 #include "core/interp/check.hpp"
 #include "core/io/writers.hpp"
@@ -126,7 +128,33 @@ int cmd_list(bool json) {
   return 0;
 }
 
+namespace {
+
+// One line per kind of expansion on stderr (stdout is the graph's): which algorithm replaced
+// which collectives, and why.
+void print_expansion(const ExpandReport& rep) {
+  std::map<std::string, uint64_t> lines;  // ordered: the same input prints the same lines
+  for (const ExpandedInstance& e : rep.instances) {
+    std::string l = "expand: ";
+    l += coll_name(e.kind);
+    l += " over " + std::to_string(e.members) + " rank" + (e.members == 1 ? "" : "s");
+    if (e.kind != CollKind::Barrier) l += ", " + human_bytes(e.bytes);
+    l += ": ";
+    l += !e.schedule.empty() ? e.schedule : e.expanded ? std::string("one no-op step") : std::string("not expanded");
+    l += " (" + e.why + ")";
+    ++lines[l];
+  }
+  for (const auto& [l, n] : lines) std::cerr << l << (n > 1 ? "; " + std::to_string(n) + " instances" : "") << "\n";
+}
+
+}  // namespace
+
 int cmd_compile(const CompileOpts& o) {
+  AlgoChoice choice;
+  std::string err;
+  if (!o.algo.empty() && !parse_algo_choice(o.algo, choice, err)) return fail(err);
+  bool expand = o.expand || !o.algo.empty();
+  if (expand && o.rank >= 0) return fail("--expand needs the whole graph: it cannot be combined with --rank");
   Prepared p;
   if (int rc = prepare(o.c, p, false)) return rc;
   p.opts.nranks = p.ns[0];
@@ -151,6 +179,16 @@ int cmd_compile(const CompileOpts& o) {
   if (!run_passes(*g, p.s.diags, o.c.dump_after, dump)) {
     p.s.diags.print(std::cerr, p.s.sources);
     return 2;
+  }
+  if (expand) {
+    ExpandReport rep;
+    auto eg = expand_collectives(*g, p.s, choice, p.s.diags, &rep, p.opts.max_memory);
+    if (!eg) {
+      p.s.diags.print(std::cerr, p.s.sources);
+      return 2;
+    }
+    g = std::move(eg);
+    print_expansion(rep);
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   GoalPlan goal;

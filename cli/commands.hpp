@@ -25,6 +25,8 @@ struct CompileOpts {
   uint64_t max_steps = 0;
   bool timing = false;
   GoalOptions goal;  // --format goal: --ns-per-flop, --ns-per-byte
+  bool expand = false;  // --expand: collectives replaced by library algorithms
+  std::string algo;     // --algo SPEC (implies --expand)
 };
 
 struct CheckOpts {

@@ -43,6 +43,12 @@ int main(int argc, char** argv) {
   compile->add_option("--ns-per-byte", copts.goal.ns_per_byte,
                       "goal format: copy, reduce and reducing receives take ceil(bytes × this) ns (default 0.1: 10 GB/s)")
       ->check(CLI::NonNegativeNumber);
+  compile->add_flag("--expand", copts.expand,
+                    "replace every collective by the point-to-point steps of a library algorithm (by default the one "
+                    "Open MPI 4.1 would pick for its size and group)");
+  compile->add_option("--algo", copts.algo,
+                      "algorithms for --expand, e.g. allreduce=ring,bcast=binomial (implies --expand; "
+                      "see docs/stepgraph.md for the names)");
 
   sg::cli::CheckOpts kopts;
   auto* check = app.add_subcommand("check", "run the reference interpreter and check the postcondition, for one N or many");

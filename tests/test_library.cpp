@@ -3,6 +3,7 @@
 // refuses that N with a clear error from a `require`).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <regex>
 
 #include "core/dsl/library.hpp"
@@ -56,7 +57,11 @@ TEST_CASE("the interpreter checks the whole library for N in 2..17 and powers of
         continue;
       }
       CHECK(c.ok);
-      CHECK(c.post.chunks_checked > 0);
+      // A barrier moves no data: it expects nothing, and what `check` shows is that every rank
+      // gets through. Every other schedule checks chunks.
+      bool expects_nothing = std::all_of(c.graph->expects.begin(), c.graph->expects.end(),
+                                         [](const Expectation& x) { return x.kind == ExpectKind::Nothing; });
+      if (!expects_nothing) CHECK(c.post.chunks_checked > 0);
       ok += c.ok;
     }
     INFO(e.name);

@@ -92,6 +92,10 @@ Diagnostic& Diagnostics::warning(Loc loc, std::string message, uint32_t length) 
   return add(Severity::Warning, loc, std::move(message), length);
 }
 
+Diagnostic& Diagnostics::note(Loc loc, std::string message, uint32_t length) {
+  return add(Severity::Note, loc, std::move(message), length);
+}
+
 std::string render_diagnostic(const Diagnostic& d, const SourceManager& sm) {
   // A diagnostic without a file (a missing file, a bad flag) is the tool's own.
   std::string where = d.loc.file == 0 ? std::string("stepgraph") : sm.describe(d.loc);

@@ -35,6 +35,9 @@ class Diagnostics {
   // (up to the first '(') is counted as a repeat instead of printed again.
   Diagnostic& error(Loc loc, std::string message, uint32_t length = 1);
   Diagnostic& warning(Loc loc, std::string message, uint32_t length = 1);
+  // Information that changes nothing about the result (e.g. an algorithm substituted for one
+  // that refuses the group size); printed with the warnings.
+  Diagnostic& note(Loc loc, std::string message, uint32_t length = 1);
   bool has_errors() const { return errors_ > 0; }
   uint64_t error_count() const { return errors_; }
   const std::vector<Diagnostic>& all() const { return diags_; }

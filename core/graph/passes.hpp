@@ -18,6 +18,8 @@ void match_p2p(StepGraph& g, Diagnostics& diags);
 void group_collectives(StepGraph& g, Diagnostics& diags);
 // prune.cpp: drops dependencies implied by another dependency of the same step.
 void prune_deps(StepGraph& g, Diagnostics& diags);
+// (expand_collectives.hpp, run on request after these: a new graph with every collective
+// replaced by a library algorithm, which goes through these passes again.)
 // validate.cpp: checks the graph's internal invariants (ids in range, dependencies backward and
 // on the same rank, matches symmetric). Failures are internal errors.
 void validate(StepGraph& g, Diagnostics& diags);

@@ -1,0 +1,429 @@
+// Expansion of collective steps into library algorithms (core/graph/expand_collectives.hpp) and
+// the choice of algorithm (core/graph/algorithm_choice.hpp): for every kind and algorithm, over
+// the world, a sub-group and a strided group, in global view and in `on` blocks, the expansion
+// leaves no collective step, passes validate, sends what the algorithm sends, keeps the
+// collective's place in every member's order, and runs to completion in the interpreter with the
+// algorithms' own postconditions holding on their buffers.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+
+#include "core/graph/expand_collectives.hpp"
+#include "test_util.hpp"
+
+using namespace sg;
+
+namespace {
+
+struct Grp {
+  uint32_t start, count, stride;
+  std::string text() const {
+    return "ranks(" + std::to_string(start) + ", " + std::to_string(count) + ", " + std::to_string(stride) + ")";
+  }
+  uint32_t member(uint32_t k) const { return start + k * stride; }
+};
+
+// One collective of `kind` over `gr`, between a compute that writes its buffer and one that
+// reads it; in `on` blocks (local = true) or in global view.
+std::string program(CollKind kind, const Grp& gr, bool local) {
+  uint32_t chunks = 2 * gr.count;
+  std::string root = std::to_string(gr.member(gr.count > 1 ? 1 : 0));
+  std::string over = " over " + gr.text() + ";";
+  std::string coll;
+  switch (kind) {
+    case CollKind::Allreduce: coll = "allreduce data" + over; break;
+    case CollKind::Bcast: coll = "bcast data root " + root + over; break;
+    case CollKind::Reduce: coll = "reduce data root " + root + over; break;
+    case CollKind::Allgather: coll = "allgather data" + over; break;
+    case CollKind::ReduceScatter: coll = "reduce_scatter data" + over; break;
+    case CollKind::Alltoall: coll = "alltoall data into dst" + over; break;
+    case CollKind::Barrier: coll = "barrier" + over; break;
+  }
+  std::string t = "schedule t() {\n"
+                  "  buffer data[" + std::to_string(chunks) + "] bytes 1KiB;\n"
+                  "  buffer dst[" + std::to_string(chunks) + "] bytes 1KiB;\n"
+                  "  buffer out[1] bytes 8;\n"
+                  "  init data contrib;\n"
+                  "  init dst contrib;\n"
+                  "  expect nothing;\n";
+  if (!local) {
+    t += "  compute pre flops 10 writes data;\n";
+    t += "  " + coll + "\n";
+    t += "  compute post flops 10 reads data, dst writes out;\n";
+  } else {
+    t += "  on r in 0 .. N {\n"
+         "    compute pre flops 10 writes data;\n"
+         "    if r >= " + std::to_string(gr.start) + " && (r - " + std::to_string(gr.start) + ") % " +
+         std::to_string(gr.stride) + " == 0 && (r - " + std::to_string(gr.start) + ") / " + std::to_string(gr.stride) +
+         " < " + std::to_string(gr.count) + " {\n"
+         "      " + coll + "\n"
+         "      compute post flops 10 reads data, dst writes out;\n"
+         "    }\n"
+         "  }\n";
+  }
+  return t + "}\n";
+}
+
+struct Expanded {
+  sgtest::Built b;
+  std::unique_ptr<StepGraph> g;
+  ExpandReport rep;
+  std::string errors;
+};
+
+Expanded expand(const std::string& text, uint32_t n, const AlgoChoice& choice, uint64_t max_memory = 0) {
+  Expanded e;
+  e.b = sgtest::build(text, n);
+  if (!e.b.ok()) {
+    e.errors = e.b.errors;
+    return e;
+  }
+  e.g = expand_collectives(*e.b.graph, *e.b.session, choice, e.b.session->diags, &e.rep, max_memory);
+  e.errors = e.b.session->diags.render(e.b.session->sources);
+  return e;
+}
+
+// Send steps per rank of a library schedule elaborated on its own, with `size` and `root` set as
+// the expansion sets them.
+std::vector<uint64_t> library_sends(const std::string& sched, uint32_t n, uint64_t bytes, bool rooted, uint32_t root) {
+  Session s;
+  Target t = s.resolve(sched);
+  REQUIRE(t.schedule);
+  ElabOptions o;
+  o.nranks = n;
+  for (const Param& p : t.schedule->params) {
+    if (p.name == "size") o.sets.emplace_back("size", std::to_string(bytes));
+    if (p.name == "root" && rooted) o.sets.emplace_back("root", std::to_string(root));
+  }
+  auto g = elaborate(s, t, o);
+  REQUIRE(g);
+  std::vector<uint64_t> per(n, 0);
+  for (StepId x = 0; x < g->size(); ++x)
+    if (g->kind(x) == StepKind::Send) ++per[g->rank(x)];
+  return per;
+}
+
+// Every step that `s` depends on, directly or not.
+std::set<StepId> ancestors(const StepGraph& g, StepId s) {
+  std::set<StepId> seen;
+  std::vector<StepId> todo = {s};
+  while (!todo.empty()) {
+    StepId x = todo.back();
+    todo.pop_back();
+    for (const uint32_t* d = g.deps_begin(x); d != g.deps_end(x); ++d)
+      if (seen.insert(*d).second) todo.push_back(*d);
+  }
+  return seen;
+}
+
+StepId compute_on(const StepGraph& g, uint32_t rank, const std::string& name) {
+  for (StepId x = 0; x < g.size(); ++x)
+    if (g.kind(x) == StepKind::Compute && g.rank(x) == rank && g.names[g.compute(x).name] == name) return x;
+  return kNoStep;
+}
+
+StepId collective_on(const StepGraph& g, uint32_t rank) {
+  for (StepId x = 0; x < g.size(); ++x)
+    if (g.kind(x) == StepKind::Collective && g.rank(x) == rank) return x;
+  return kNoStep;
+}
+
+uint64_t count_kind(const StepGraph& g, StepKind k) {
+  uint64_t c = 0;
+  for (StepId x = 0; x < g.size(); ++x) c += g.kind(x) == k;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("every algorithm expands every collective kind over world, sub-group and strided group", "[expand]") {
+  for (size_t ki = 0; ki < kCollKindCount; ++ki) {
+    CollKind kind = static_cast<CollKind>(ki);
+    for (const AlgoName& algo : algorithms_for(kind)) {
+      AlgoChoice choice;
+      std::string err;
+      REQUIRE(parse_algo_choice(std::string(coll_name(kind)) + "=" + algo.name, choice, err));
+      for (uint32_t n : {2u, 3u, 4u, 5u, 8u}) {
+        std::vector<Grp> groups = {{0, n, 1}};
+        if (n >= 4) groups.push_back({1, 3, 1});
+        if (n >= 4) groups.push_back({0, n / 2, 2});
+        for (const Grp& gr : groups) {
+          for (bool local : {false, true}) {
+            std::string text = program(kind, gr, local);
+            Expanded e = expand(text, n, choice);
+            INFO(coll_name(kind) << " " << algo.name << " N=" << n << " over " << gr.text() << (local ? " (on blocks)" : "")
+                                 << "\n" << text << e.errors);
+            REQUIRE(e.g);
+            const StepGraph& old = *e.b.graph;
+            const StepGraph& g = *e.g;
+            CHECK(count_kind(g, StepKind::Collective) == 0);
+            Diagnostics vd;
+            validate(*e.g, vd);
+            CHECK_FALSE(vd.has_errors());
+
+            // The algorithm used: the one asked for, unless it refuses the group size.
+            REQUIRE(e.rep.instances.size() == 1);
+            const ExpandedInstance& ei = e.rep.instances[0];
+            CHECK(ei.expanded);
+            bool refuses = std::string(algo.schedule) == "recursive_doubling_allgather" && (gr.count & (gr.count - 1));
+            CHECK(ei.schedule == (refuses ? std::string("bruck_allgather") : std::string(algo.schedule)));
+
+            // Each member sends what the algorithm's own rank sends.
+            uint64_t bytes = kind == CollKind::Barrier ? 0 : uint64_t{2} * gr.count * 1024;
+            auto want = library_sends(ei.schedule, gr.count, bytes,
+                                      kind == CollKind::Bcast || kind == CollKind::Reduce, 1);
+            for (uint32_t k = 0; k < gr.count; ++k) {
+              uint64_t sends = 0;
+              for (StepId x = 0; x < g.size(); ++x) sends += g.kind(x) == StepKind::Send && g.rank(x) == gr.member(k);
+              CHECK(sends == want[k]);
+            }
+
+            // Order: where the collective came after `pre` (before `post`), every step of its
+            // expansion on that member does too; and they all name the collective's line.
+            for (uint32_t k = 0; k < gr.count; ++k) {
+              uint32_t m = gr.member(k);
+              StepId oc = collective_on(old, m);
+              REQUIRE(oc != kNoStep);
+              uint32_t line = old.loc(oc).line;
+              StepId opre = compute_on(old, m, "pre"), opost = compute_on(old, m, "post");
+              bool after_pre = ancestors(old, oc).count(opre) > 0;
+              bool before_post = ancestors(old, opost).count(oc) > 0;
+              if (local) CHECK((after_pre && before_post));
+              StepId pre = compute_on(g, m, "pre"), post = compute_on(g, m, "post");
+              std::set<StepId> post_anc = ancestors(g, post);
+              uint64_t mine = 0;
+              for (StepId x = 0; x < g.size(); ++x) {
+                if (g.rank(x) != m || g.stmt(x) != old.stmt(oc)) continue;
+                ++mine;
+                CHECK(g.loc(x).line == line);
+                if (after_pre) CHECK(ancestors(g, x).count(pre) == 1);
+                if (before_post) CHECK(post_anc.count(x) == 1);
+              }
+              CHECK(mine >= 2 + want[k]);  // entry, exit, and at least the sends
+            }
+
+            // The interpreter runs it to the end; the algorithms' postconditions, carried on
+            // their own buffers, hold.
+            // (The program's own buffers are initialised: after expansion nothing writes what
+            // the collective wrote, so a program that reads only collective results would read
+            // undefined data.)
+            InterpResult r = interpret(g);
+            CHECK(r.completed);
+            for (const Issue& is : r.issues) CHECK(is.text == "");
+            CHECK(r.issues.empty());
+            if (r.completed) {
+              PostconditionReport post = check_postconditions(g, r.initial, r.final);
+              CHECK(post.chunks_wrong == 0);
+              if (kind != CollKind::Barrier) CHECK(post.chunks_checked > 0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("expansion keeps the program's own steps and their order", "[expand]") {
+  const char* text = R"(
+schedule t() {
+  buffer data[8] bytes 1KiB;
+  buffer x[1] bytes 8;
+  init data contrib;
+  init x contrib;
+  expect allreduce(data);
+  on r in 0 .. N {
+    if r == 0 { recv x from any; }
+    if r == 1 { send x to 0; }
+    alltoall data;
+    allreduce data op max;
+  }
+})";
+  AlgoChoice c;
+  std::string err;
+  REQUIRE(parse_algo_choice("alltoall=pairwise,allreduce=ring", c, err));
+  Expanded e = expand(text, 8, c);
+  INFO(e.errors);
+  REQUIRE(e.g);
+  const StepGraph& g = *e.g;
+  CHECK(count_kind(g, StepKind::Collective) == 0);
+  CHECK(e.rep.expanded == 2);
+  // The program's wildcard receive can take only the program's send: the expansion's MPI
+  // sends (pairwise_alltoall is an MPI program) are on a communicator of their own.
+  StepId wild = kNoStep;
+  for (StepId x = 0; x < g.size(); ++x)
+    if (g.kind(x) == StepKind::Recv && (g.flags(x) & kFlagAnySource)) wild = x;
+  REQUIRE(wild != kNoStep);
+  REQUIRE(g.p2p_info(wild).cand_cnt == 1);
+  StepId cand = g.candidates[g.p2p_info(wild).cand_off];
+  CHECK(g.rank(cand) == 1);
+  CHECK(g.loc(cand).line == 10);
+  // The synthetic buffers are named after the instance.
+  bool named = false;
+  for (const auto& b : g.buffers) named |= b.name.rfind("alltoall#", 0) == 0;
+  CHECK(named);
+  // Values are not carried through: the program's postcondition no longer holds, but the run
+  // completes and only the program's buffer is wrong.
+  InterpResult r = interpret(g);
+  REQUIRE(r.completed);
+  PostconditionReport post = check_postconditions(g, r.initial, r.final);
+  CHECK(post.chunks_wrong > 0);
+  for (const Issue& is : post.issues) CHECK(g.buffers[is.buf].name == "data");
+}
+
+TEST_CASE("incomplete instances stay collectives; a group of one becomes one no-op step", "[expand]") {
+  const char* text = R"(
+schedule t() {
+  buffer data[4] bytes 64;
+  init data contrib;
+  expect nothing;
+  on r in 0 .. N {
+    allreduce data;
+    if r != 2 { allreduce data; }
+  }
+  allreduce data[1] over ranks(3, 1);
+})";
+  Expanded e = expand(text, 4, AlgoChoice{});
+  INFO(e.errors);
+  REQUIRE(e.g);
+  CHECK(e.rep.expanded == 2);
+  CHECK(e.rep.kept == 1);
+  const StepGraph& g = *e.g;
+  CHECK(count_kind(g, StepKind::Collective) == 3);  // the second allreduce: ranks 0, 1, 3
+  REQUIRE(g.instances.size() == 1);
+  CHECK_FALSE(g.instances[0].complete);
+  // The one-member instance: a single step on rank 3 in its place.
+  const ExpandedInstance* one = nullptr;
+  for (const auto& x : e.rep.instances)
+    if (x.members == 1) one = &x;
+  REQUIRE(one);
+  CHECK(one->expanded);
+  CHECK(one->schedule.empty());
+  CHECK(one->steps == 1);
+  // The interpreter gets stuck at the incomplete instance, as the program does.
+  InterpResult r = interpret(g);
+  CHECK_FALSE(r.completed);
+}
+
+TEST_CASE("a refused group size falls back, with a note at the collective", "[expand]") {
+  const char* text = "schedule t() {\n  buffer data[6] bytes 64;\n  init data owned;\n  expect nothing;\n  allgather data;\n}\n";
+  AlgoChoice c;
+  std::string err;
+  REQUIRE(parse_algo_choice("allgather=recursive_doubling", c, err));
+  Expanded e = expand(text, 6, c);
+  REQUIRE(e.g);
+  CHECK(e.rep.instances[0].schedule == "bruck_allgather");
+  CHECK(e.errors.find("test.sched:5:3: note: recursive_doubling_allgather does not support N = 6") != std::string::npos);
+  CHECK(e.errors.find("uses bruck_allgather instead") != std::string::npos);
+  CHECK_FALSE(e.b.session->diags.has_errors());
+}
+
+TEST_CASE("an expansion too big for the memory limit is refused", "[expand]") {
+  const char* text = "schedule t() {\n  buffer data[64] bytes 1MiB;\n  init data contrib;\n  expect nothing;\n  allreduce data;\n}\n";
+  AlgoChoice c;
+  std::string err;
+  REQUIRE(parse_algo_choice("allreduce=ring", c, err));
+  Expanded e = expand(text, 64, c, 64 * 1024);
+  CHECK_FALSE(e.g);
+  CHECK(e.errors.find("would need about") != std::string::npos);
+}
+
+TEST_CASE("--algo names collectives and algorithms, and says what is allowed", "[expand][algo]") {
+  AlgoChoice c;
+  std::string err;
+  CHECK(parse_algo_choice("allreduce=ring,bcast=binomial,reduce_scatter=recursive_halving,barrier=dissemination", c, err));
+  CHECK(c[CollKind::Allreduce] == "ring_allreduce");
+  CHECK(c[CollKind::Bcast] == "binomial_bcast");
+  CHECK(c[CollKind::ReduceScatter] == "recursive_halving_reduce_scatter");
+  CHECK(c[CollKind::Barrier] == "dissemination_barrier");
+  CHECK(c[CollKind::Alltoall].empty());
+  CHECK(parse_algo_choice("alltoall=bruck_alltoall", c, err));  // a full schedule name works too
+  CHECK(c[CollKind::Alltoall] == "bruck_alltoall");
+
+  AlgoChoice d;
+  CHECK_FALSE(parse_algo_choice("allreduce=ringg", d, err));
+  CHECK(err == "unknown algorithm 'ringg' for allreduce (choose from ring, recursive_doubling, rabenseifner, reduce_bcast, binomial)");
+  CHECK_FALSE(parse_algo_choice("allreduc=ring", d, err));
+  CHECK(err == "unknown collective 'allreduc' in --algo (choose from allreduce, bcast, reduce, allgather, reduce_scatter, alltoall, barrier)");
+  CHECK_FALSE(parse_algo_choice("allreduce", d, err));
+  CHECK(err.find("COLLECTIVE=ALGORITHM") != std::string::npos);
+  CHECK_FALSE(parse_algo_choice("bcast=binomial,bcast=pipeline", d, err));
+  CHECK(err == "--algo names bcast twice");
+  CHECK_FALSE(parse_algo_choice("", d, err));
+  CHECK_FALSE(parse_algo_choice("allgather=pairwise", d, err));
+  CHECK(err == "unknown algorithm 'pairwise' for allgather (choose from ring, recursive_doubling, bruck)");
+}
+
+TEST_CASE("every library algorithm named by --algo exists in the library", "[expand][algo]") {
+  for (size_t ki = 0; ki < kCollKindCount; ++ki)
+    for (const AlgoName& a : algorithms_for(static_cast<CollKind>(ki))) {
+      Session s;
+      INFO(a.schedule);
+      CHECK(s.load_library(a.schedule) != nullptr);
+      if (a.fallback) CHECK(find_algorithm(static_cast<CollKind>(ki), a.fallback) != nullptr);
+    }
+}
+
+TEST_CASE("the default follows Open MPI 4.1's tuned decisions", "[expand][algo]") {
+  constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+  struct Case {
+    CollKind kind;
+    uint64_t bytes;
+    uint32_t n;
+    const char* schedule;
+  };
+  const Case cases[] = {
+      // allreduce (total = the vector): small -> recursive doubling, large -> Rabenseifner.
+      {CollKind::Allreduce, 1 * KiB, 16, "recursive_doubling_allreduce"},
+      {CollKind::Allreduce, 64 * MiB, 16, "rabenseifner_allreduce"},
+      {CollKind::Allreduce, 1 * KiB, 64, "recursive_doubling_allreduce"},
+      {CollKind::Allreduce, 1 * MiB, 64, "rabenseifner_allreduce"},
+      {CollKind::Allreduce, 4095, 3, "recursive_doubling_allreduce"},   // row < 4: < 4096 -> 3
+      {CollKind::Allreduce, 4096, 3, "ring_allreduce"},                 // < 8192 -> 4 (ring)
+      {CollKind::Allreduce, 8, 5, "ring_allreduce"},                    // row < 8: < 16 -> 4
+      {CollKind::Allreduce, 100 * KiB, 200, "binomial_allreduce"},      // row < 256: < 131072 -> 2 (nonoverlapping)
+      {CollKind::Allreduce, 3000, 5000, "ring_allreduce"},              // last row: < 16384 -> 5 (segmented ring)
+      // bcast (total = the message): small -> binomial (knomial), large -> scatter + allgather.
+      {CollKind::Bcast, 1 * KiB, 16, "binomial_bcast"},
+      {CollKind::Bcast, 4 * MiB, 16, "scatter_allgather_bcast"},
+      {CollKind::Bcast, 16, 2, "pipeline_bcast"},                       // row < 4: < 32 -> 3 (pipeline)
+      // allgather (total = one rank's block): small -> recursive doubling, large -> ring.
+      {CollKind::Allgather, 64 * 128, 64, "recursive_doubling_allgather"},
+      {CollKind::Allgather, 64 * MiB, 64, "ring_allgather"},
+      {CollKind::Allgather, 64 * KiB, 64, "ring_allgather"},            // neighbor exchange -> ring
+      {CollKind::Allgather, 512 * 64, 512, "bruck_allgather"},          // row < 512: < 128 -> 2 (bruck)
+      {CollKind::Allgather, 1 * MiB, 2, "recursive_doubling_allgather"},  // two_proc
+      // alltoall (total = one block for one peer): small -> Bruck, large -> pairwise.
+      {CollKind::Alltoall, 64 * 256, 64, "bruck_alltoall"},
+      {CollKind::Alltoall, 64 * MiB, 64, "pairwise_alltoall"},
+      {CollKind::Alltoall, 8 * 1024, 8, "linear_alltoall"},             // row < 16: linear_sync
+      // reduce_scatter (total = the vector): small -> recursive halving, large -> ring.
+      {CollKind::ReduceScatter, 1 * KiB, 16, "recursive_halving_reduce_scatter"},
+      {CollKind::ReduceScatter, 64 * MiB, 16, "ring_reduce_scatter"},
+      {CollKind::ReduceScatter, 1 * MiB, 1000, "recursive_halving_reduce_scatter"},  // butterfly
+      {CollKind::Reduce, 1 * KiB, 16, "binomial_reduce"},
+      {CollKind::Reduce, 64 * MiB, 16, "binomial_reduce"},
+      {CollKind::Barrier, 0, 8, "dissemination_barrier"},
+      {CollKind::Barrier, 0, 300, "dissemination_barrier"},
+  };
+  for (const Case& c : cases) {
+    AlgoPick p = openmpi_default(c.kind, c.bytes, c.n);
+    INFO(coll_name(c.kind) << " " << c.bytes << " B at N = " << c.n << ": " << p.why);
+    CHECK(p.schedule == c.schedule);
+    CHECK(p.why.rfind("Open MPI 4.1 tuned picks ", 0) == 0);
+  }
+  // Open MPI's fixed rules do not segment: its pipeline broadcast sends the message whole.
+  AlgoPick pipe = openmpi_default(CollKind::Bcast, 16, 2);
+  REQUIRE(pipe.params.size() == 1);
+  CHECK(pipe.params[0] == std::make_pair(std::string("segments"), int64_t{1}));
+
+  // End to end: no --algo, a small and a large all-reduce over 16 ranks.
+  const char* text = "schedule t() {\n  buffer a[16] bytes 64;\n  buffer b[16] bytes 4MiB;\n  init a contrib;\n  init b contrib;\n"
+                     "  expect nothing;\n  allreduce a;\n  allreduce b;\n}\n";
+  Expanded e = expand(text, 16, AlgoChoice{});
+  INFO(e.errors);
+  REQUIRE(e.g);
+  REQUIRE(e.rep.instances.size() == 2);
+  CHECK(e.rep.instances[0].schedule == "recursive_doubling_allreduce");
+  CHECK(e.rep.instances[1].schedule == "rabenseifner_allreduce");
+}
