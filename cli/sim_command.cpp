@@ -16,6 +16,7 @@
 #include "cli/shared.hpp"
 #include "core/dsl/session.hpp"
 #include "core/graph/elaborate.hpp"
+#include "core/graph/expand_collectives.hpp"
 #include "core/graph/passes.hpp"
 #include "core/io/trace.hpp"
 #include "core/io/writers.hpp"
@@ -129,6 +130,7 @@ void to_json(nlohmann::json& j, const PointResult& r) {
        {"completed", r.completed}};
   if (!r.param.empty()) j[r.param] = r.param_value;
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.expansions.empty()) j["collectives"] = r.expansions;
   if (r.completed) {
     j["slowest_rank"] = r.slowest_rank;
     j["critical_path"] = r.critical_json;
@@ -179,6 +181,7 @@ PointResult point_from_json(const nlohmann::json& j) {
   r.factor_name = j.at("_factor");
   r.events = j.at("_events");
   r.slowest_s = j.at("_slowest_s");
+  if (j.contains("collectives")) r.expansions = j.at("collectives").get<std::vector<std::string>>();
   return r;
 }
 
@@ -190,7 +193,7 @@ bool parse_seconds(const std::string& v, double& out) {
   double x = std::strtod(v.c_str(), &end);
   if (end == v.c_str() || !(x >= 0)) return false;
   std::string u(end);
-  double scale = u == "ns" ? 1e-9 : u == "us" ? 1e-6 : u == "ms" ? 1e-3 : u == "s" || u.empty() ? 1 : -1;
+  double scale = u == "ps" ? 1e-12 : u == "ns" ? 1e-9 : u == "us" ? 1e-6 : u == "ms" ? 1e-3 : u == "s" || u.empty() ? 1 : -1;
   if (scale < 0) return false;
   out = x * scale;
   return true;
@@ -215,10 +218,17 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
     while (std::getline(ss, kv, ',')) {
       auto eq = kv.find('=');
       std::string k = kv.substr(0, eq), v = eq == std::string::npos ? "" : kv.substr(eq + 1);
-      double* dst = k == "o" ? &so.loggp.o : k == "g" ? &so.loggp.g : k == "O" ? &so.loggp.O : nullptr;
+      double* dst = k == "o"   ? &so.loggp.o
+                    : k == "g" ? &so.loggp.g
+                    : k == "O" ? &so.loggp.O
+                    : k == "L" ? &so.loggp.L
+                    : k == "G" ? &so.loggp.G
+                               : nullptr;
       if (!dst || !parse_seconds(v, *dst))
-        return fail("bad --loggp item '" + kv + "' (o=TIME, g=TIME, O=TIME per byte; e.g. o=1us,g=100ns)");
+        return fail("bad --loggp item '" + kv +
+                    "' (o=TIME, g=TIME, O=TIME per byte, L=TIME, G=TIME per byte; e.g. o=1.5us,g=1us,L=2.5us,G=6ps)");
     }
+    so.loggp.enabled = true;
     if (so.model != sim::Model::Analytic) return fail("--loggp applies to --model analytic (SimGrid models the network itself)");
   }
   if (!o.map.empty()) {
@@ -246,6 +256,16 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
   so.top = o.top;
   return 0;
 }
+
+namespace {
+
+int parse_algo(const SimOpts& o, PointPlan& plan) {
+  std::string err;
+  if (!o.algo.empty() && !parse_algo_choice(o.algo, plan.algo, err)) return fail(err);
+  return 0;
+}
+
+}  // namespace
 
 int plan_points(const SimOpts& o, PointPlan& plan) {
   std::string err;
@@ -308,6 +328,20 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
   if (pt.has_value) eo.sets.emplace_back(plan.param, std::to_string(pt.value));
   auto g = t.schedule ? elaborate(s, t, eo) : nullptr;
   bool built = g && run_passes(*g, s.diags, {}, nullptr);
+  // Collective steps become the point-to-point traffic of a library algorithm.
+  if (built && std::any_of(g->instances.begin(), g->instances.end(), [](const Instance& in) { return in.complete && in.consistent; })) {
+    ExpandReport rep;
+    auto x = expand_collectives(*g, s, plan.algo, s.diags, &rep, plan.max_memory);
+    built = x != nullptr;
+    if (x) g = std::move(x);
+    for (const auto& e : rep.instances) {
+      if (!e.expanded) continue;
+      std::string line = std::string(coll_name(e.kind)) + " over " + std::to_string(e.members) + " ranks, " +
+                         human_bytes(static_cast<double>(e.bytes)) + ": " + e.schedule;
+      if (!e.why.empty()) line += " (" + e.why + ")";
+      r.expansions.push_back(line);
+    }
+  }
   if (!built) {
     const Diagnostic* why = s.diags.unsupported_since(0);
     r.status = why ? 2 : 2;
@@ -513,6 +547,7 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
         std::cout << "\n";
       }
     }
+    for (const auto& e : r.expansions) std::cout << "  collective: " << e << "\n";
     std::cout << "  simulated in " << fmt("%.3f", r.wall_s) << " s (" << with_commas(r.events) << " events)";
     if (!r.trace_file.empty()) std::cout << "; trace: " << r.trace_file << " (open it in https://ui.perfetto.dev)";
     std::cout << "\n";
@@ -547,6 +582,7 @@ int cmd_sim(const SimOpts& o) {
   PointPlan plan;
   if (int rc = plan_points(o, plan)) return rc;
   if (int rc = sim_options(o, plan.sim)) return rc;
+  if (int rc = parse_algo(o, plan)) return rc;
   std::vector<PointResult> results(plan.points.size());
   bool root = true;
   int rc = run_points_distributed(o, plan, results, root);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/graph/algorithm_choice.hpp"
 #include "sim/sim.hpp"
 
 namespace sg::cli {
@@ -26,6 +27,7 @@ struct PointPlan {
   uint64_t max_memory = 0;
   std::vector<Point> points;
   sim::SimOptions sim;
+  AlgoChoice algo;       // --algo: collective steps' algorithms (empty: Open MPI's choice)
 };
 
 // One point's outcome, everything a report needs (serialisable: MPI processes send these).
@@ -38,6 +40,7 @@ struct PointResult {
   bool completed = false, unsupported = false;
   int status = 0;  // exit code this point asks for: 0 ok, 1 deadlock, 2 bad input, 3 engine failure
   nlohmann::json critical_json, links_json;
+  std::vector<std::string> expansions;  // "allreduce over 8 ranks, 1 MiB: ring_allreduce (why)"
 };
 
 int plan_points(const SimOpts& o, PointPlan& plan);

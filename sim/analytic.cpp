@@ -1,16 +1,24 @@
-// The analytic engine: event-driven LogGP / α-β over the step graph, no link contention.
+// The analytic engine: event-driven α-β or LogGP(S) over the step graph, no link contention.
 //
-// A message of k bytes from rank s to rank d, sent at time t: the sender's CPU is busy o + k·O
-// (from when it is free), then the message leaves the NIC when the NIC is free, occupying it
-// for max(g, k·G) (LogGP's gap: messages from one NIC are serialised), and arrives L + k·G after
-// leaving, where L is the route's latency and G = 1 / the route's bottleneck bandwidth (both as
-// the platform's network model corrects them: exactly the platform's in model=ideal). The
-// receiver's CPU then spends o on it (the runtime's receive processing, with any reduction).
-// Local work (compute flops / host speed, reductions, copies) runs on the rank's CPU one at a
-// time. With o = g = O = 0 a lone message takes L + k·G: the platform's α-β.
+// α-β (the default): a message of k bytes leaves its source's NIC when the NIC is free, occupies
+// it for k·G (one message after the other), and arrives L + k·G after leaving, where L is the
+// route's latency and G = 1 / its bottleneck bandwidth, both as the platform's network model
+// corrects them (exactly the platform's in model=ideal). A lone message takes L + k·G, as in
+// SimGrid, so the two agree wherever links carry one message at a time.
+//
+// LogGP(S) (--loggp o=…,g=…,O=…[,L=…,G=…]): LogGOPSim's rules (LogGOPSim.cpp). A send starts
+// when the source's CPU and NIC are both free; the CPU is then busy o + (k-1)·O and the NIC
+// g + (k-1)·G, and the message reaches the destination o + L after the start. There it is
+// taken when the destination's CPU and receiving NIC are free: the CPU is busy
+// o + max((k-1)·O, (k-1)·G), the receiving NIC g + (k-1)·G, and the receive is done when the CPU
+// is. One message alone: o + L + o + (k-1)·max(G, O).
+//
+// In both, local work (compute flops / host speed, reductions, copies) runs on the rank's CPU one
+// at a time.
 //
 // Built for scale: per-rank resource clocks in flat arrays and a binary heap of pending
 // completions (as many as activities in flight); the runtime's per-step state is the memory.
+#include <algorithm>
 #include <chrono>
 #include <queue>
 #include <tuple>
@@ -23,18 +31,22 @@ namespace sg::sim {
 
 namespace {
 
+enum class Kind : uint8_t { Arrival, Landed, Local };  // Landed: LogGP, reached the destination's NIC
+
 struct Event {
   double t;
   uint64_t seq;  // ties: first scheduled, first processed (deterministic)
   StepId id;
-  bool transfer;
+  Kind kind;
   bool operator>(const Event& o) const { return t > o.t || (t == o.t && seq > o.seq); }
 };
 
 class AnalyticTimer : public Timer {
  public:
-  AnalyticTimer(const Platform& p, const SimOptions& o, uint32_t nranks)
-      : p_(p), o_(o), cpu_free_(nranks, 0.0), nic_free_(nranks, 0.0) {}
+  AnalyticTimer(const StepGraph& g, const Platform& p, const SimOptions& o, uint32_t nranks)
+      : g_(g), p_(p), o_(o), cpu_free_(nranks, 0.0), nic_free_(nranks, 0.0) {
+    if (o.loggp.enabled) nicr_free_.assign(nranks, 0.0);
+  }
 
   // A rendezvous message moves when both its send and its receive are there, in either order.
   void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) override {
@@ -59,18 +71,39 @@ class AnalyticTimer : public Timer {
   void move(StepId send, uint32_t src, uint32_t dst, uint64_t bytes) {
     auto [lat, per_byte] = path(host(src), host(dst));
     double k = static_cast<double>(bytes);
-    double cpu = std::max(now_, cpu_free_[src]) + o_.loggp.o + k * o_.loggp.O;
-    cpu_free_[src] = cpu;
-    double inject = std::max(cpu, nic_free_[src]);
-    nic_free_[src] = inject + std::max(o_.loggp.g, k * per_byte);
-    push(inject + lat + k * per_byte, send, true);
+    if (!o_.loggp.enabled) {
+      double inject = std::max(now_, nic_free_[src]);
+      nic_free_[src] = inject + k * per_byte;
+      push(inject + lat + k * per_byte, send, Kind::Arrival);
+      return;
+    }
+    const LogGP& l = o_.loggp;
+    double k1 = k > 0 ? k - 1 : 0;
+    double start = std::max({now_, cpu_free_[src], nic_free_[src]});
+    cpu_free_[src] = start + l.o + k1 * l.O;
+    nic_free_[src] = start + l.g + k1 * per_byte;
+    push(start + l.o + lat, send, Kind::Landed);
+  }
+
+  // LogGP: the message is at the destination's NIC; the destination takes it when its CPU and
+  // receiving NIC are free.
+  void land(StepId send, double t) {
+    const LogGP& l = o_.loggp;
+    uint32_t dst = g_.peer(send);
+    double k = static_cast<double>(g_.range_bytes(g_.range(send)));
+    double k1 = k > 0 ? k - 1 : 0;
+    double per_byte = path(host(g_.rank(send)), host(dst)).second;
+    double start = std::max({t, cpu_free_[dst], nicr_free_[dst]});
+    cpu_free_[dst] = start + l.o + std::max(k1 * l.O, k1 * per_byte);
+    nicr_free_[dst] = start + l.g + k1 * per_byte;
+    push(cpu_free_[dst], send, Kind::Arrival);
   }
 
   void local(StepId step, uint32_t rank, LocalKind, double flops, double seconds) override {
     double start = std::max(now_, cpu_free_[rank]);
     double end = start + flops / p_.speed + seconds;
     cpu_free_[rank] = end;
-    push(end, step, false);
+    push(end, step, Kind::Local);
   }
 
   void run(Runtime& rt) {
@@ -80,11 +113,13 @@ class AnalyticTimer : public Timer {
       q_.pop();
       now_ = e.t;
       ++events_;
-      if (e.transfer) {
-        rt.sent(e.id, e.t);
-        rt.arrived(e.id, e.t);
-      } else {
-        rt.done(e.id, e.t);
+      switch (e.kind) {
+        case Kind::Landed: land(e.id, e.t); break;
+        case Kind::Arrival:
+          rt.sent(e.id, e.t);
+          rt.arrived(e.id, e.t);
+          break;
+        case Kind::Local: rt.done(e.id, e.t); break;
       }
     }
   }
@@ -105,14 +140,17 @@ class AnalyticTimer : public Timer {
     double bw = p_.route_bw(a, b);
     if (p_.tcp_gamma > 0 && lat > 0) bw = std::min(bw, p_.tcp_gamma / (2 * lat));
     std::pair<double, double> lg{p_.lat_factor * lat, 1.0 / (p_.bw_factor * bw)};
+    if (o_.loggp.enabled && o_.loggp.L >= 0) lg.first = o_.loggp.L;
+    if (o_.loggp.enabled && o_.loggp.G >= 0) lg.second = o_.loggp.G;
     if (paths_.size() < (1u << 22)) paths_.emplace(key, lg);
     return lg;
   }
-  void push(double t, StepId id, bool transfer) { q_.push(Event{t, seq_++, id, transfer}); }
+  void push(double t, StepId id, Kind kind) { q_.push(Event{t, seq_++, id, kind}); }
 
+  const StepGraph& g_;
   const Platform& p_;
   const SimOptions& o_;
-  std::vector<double> cpu_free_, nic_free_;
+  std::vector<double> cpu_free_, nic_free_, nicr_free_;
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q_;
   std::vector<uint32_t> ids_;
   std::unordered_map<StepId, std::tuple<uint32_t, uint32_t, uint64_t>> waiting_;  // rendezvous sends not yet posted
@@ -130,9 +168,8 @@ SimResult simulate_analytic(const StepGraph& g, const Platform& p, const SimOpti
   r.model = model_name(Model::Analytic);
   r.platform = p.spec;
   SimOptions oo = o;
-  oo.runtime.recv_overhead += o.loggp.o;
   oo.runtime.record_starts = o.trace;
-  AnalyticTimer timer(p, oo, g.nranks);
+  AnalyticTimer timer(g, p, oo, g.nranks);
   Runtime rt(g, oo.runtime, timer);
   timer.run(rt);
   r.events = timer.events();

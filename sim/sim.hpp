@@ -17,11 +17,14 @@ namespace sg::sim {
 enum class Model : uint8_t { SimGrid, Analytic };
 const char* model_name(Model m);
 
-// LogGP parameters of the analytic engine, added to what the platform gives (L from the route's
-// latency, G from its bandwidth): o per message on the sending and the receiving CPU, g between
-// two messages leaving one NIC, O per byte on the CPU.
+// LogGP(S) parameters of the analytic engine (--loggp). When given, the engine follows
+// LogGOPSim's rules (docs/sim.md), so its answers can be held against LogGOPSim's on the same
+// schedule exported as GOAL: o per message on the sending and the receiving CPU, g between two
+// messages on one NIC, O per byte on the CPU, and L and G from the platform's route unless given.
 struct LogGP {
+  bool enabled = false;
   double o = 0, g = 0, O = 0;
+  double L = -1, G = -1;  // seconds, seconds per byte; < 0: from the platform's route
 };
 
 struct SimOptions {

@@ -24,6 +24,7 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, SimResul
   for (StepId s = 0; s < g.size(); ++s)
     if (!std::isnan(end[s]) && (last == kNoStep || end[s] > end[last])) last = s;
   std::map<uint32_t, CriticalEntry> by_stmt;
+  std::map<std::pair<uint32_t, std::string>, double> by_kind;  // (stmt, what) -> seconds
   std::unordered_set<StepId> seen;
   for (StepId s = last; s != kNoStep && seen.insert(s).second;) {
     StepId pred = kNoStep;
@@ -39,15 +40,21 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, SimResul
     CriticalEntry& e = by_stmt[g.stmt(s)];
     e.stmt = g.stmt(s);
     e.loc = g.loc(s);
-    if (e.what.empty()) {
-      e.what = step_kind_name(g.kind(s));
-      if (g.kind(s) == StepKind::Compute && g.compute(s).name < g.names.size()) e.what += " " + g.names[g.compute(s).name];
-    }
+    std::string what = step_kind_name(g.kind(s));
+    if (g.kind(s) == StepKind::Compute && g.compute(s).name < g.names.size()) what += " " + g.names[g.compute(s).name];
+    by_kind[{e.stmt, what}] += since;
     e.seconds += since;
     ++e.steps;
     s = pred;
   }
-  for (auto& [stmt, e] : by_stmt) r.critical.push_back(e);
+  // A statement's steps may be of several kinds (an expanded collective's sends, receives and
+  // markers): it is named by the kind that spent the most time on the path.
+  for (auto& [stmt, e] : by_stmt) {
+    double best = -1;
+    for (auto it = by_kind.lower_bound({stmt, std::string()}); it != by_kind.end() && it->first.first == stmt; ++it)
+      if (it->second > best) best = it->second, e.what = it->first.second;
+    r.critical.push_back(e);
+  }
   std::sort(r.critical.begin(), r.critical.end(), [](const CriticalEntry& a, const CriticalEntry& b) {
     return a.seconds > b.seconds || (a.seconds == b.seconds && a.stmt < b.stmt);
   });
