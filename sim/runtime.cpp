@@ -20,12 +20,20 @@ const char* protocol_name(Protocol p) {
 Runtime::Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer) : g_(g), o_(o), timer_(timer), n_(g.size()) {
   pending_.resize(n_);
   st_.assign(n_, 0);
-  end_.assign(n_, std::numeric_limits<double>::quiet_NaN());
-  if (o_.record_starts) start_.assign(n_, std::numeric_limits<double>::quiet_NaN());
+  exact_ = o_.record_starts;
+  if (exact_) {
+    end_.assign(n_, std::numeric_limits<double>::quiet_NaN());
+    start_.assign(n_, std::numeric_limits<double>::quiet_NaN());
+  } else {
+    endf_.assign(n_, std::numeric_limits<float>::quiet_NaN());
+  }
+  rank_end_.assign(g_.nranks, 0.0);
   // Successors (CSR): the reverse of the dependencies, built by counting.
   succ_off_.assign(n_ + 1, 0);
   for (StepId s = 0; s < n_; ++s) {
-    pending_[s] = g_.dep_count(s);
+    uint32_t count = g_.dep_count(s);
+    if (count >= kBigPending) big_pending_[s] = count;
+    pending_[s] = static_cast<uint16_t>(std::min<uint32_t>(count, kBigPending));
     for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) ++succ_off_[*d + 1];
   }
   for (size_t i = 0; i < n_; ++i) succ_off_[i + 1] += succ_off_[i];
@@ -119,6 +127,14 @@ void Runtime::drain() {
 void Runtime::satisfy_successors(StepId s) {
   for (uint32_t i = succ_off_[s]; i < succ_off_[s + 1]; ++i) {
     StepId u = succ_[i];
+    if (pending_[u] == kBigPending) {
+      auto it = big_pending_.find(u);
+      if (--it->second > 0) continue;
+      big_pending_.erase(it);
+      pending_[u] = 0;
+      work_.push_back(u);
+      continue;
+    }
     if (--pending_[u] == 0) work_.push_back(u);
   }
 }
@@ -229,7 +245,10 @@ void Runtime::finish_recv(StepId r) {
 void Runtime::complete(StepId s) {
   if (st_[s] & kCompleted) return;
   st_[s] |= kCompleted;
-  end_[s] = now_;
+  if (exact_) end_[s] = now_;
+  else endf_[s] = static_cast<float>(now_);
+  last_ = std::max(last_, now_);
+  rank_end_[g_.rank(s)] = std::max(rank_end_[g_.rank(s)], now_);
   ++completed_;
   if (!g_.nonblocking(s)) satisfy_successors(s);
   auto it = waiters_.find(s);

@@ -77,9 +77,15 @@ class Runtime {
   uint64_t completed() const { return completed_; }
   uint64_t messages() const { return messages_; }
   uint64_t bytes() const { return bytes_; }
-  // Per step: when it completed (or started, with record_starts); NaN if it never did.
-  const std::vector<double>& finish_times() const { return end_; }
+  // When step s completed (NaN if it never did). Kept in single precision unless record_starts
+  // (half the memory at scale); the run's end and each rank's are kept exactly.
+  double finish(StepId s) const { return exact_ ? end_[s] : static_cast<double>(endf_[s]); }
+  bool ran(StepId s) const { return st_[s] & kCompleted; }
+  double end_time() const { return last_; }
+  const std::vector<double>& rank_end() const { return rank_end_; }
+  // With record_starts: every step's start and end time (NaN if it never did).
   const std::vector<double>& start_times() const { return start_; }
+  const std::vector<double>& end_times() const { return end_; }
   // The send each receive took (and each send's receive), or kNoStep: for a stuck state.
   StepId partner(StepId s) const;
   // Per step kStepIssued | kStepCompleted (core/interp/interpret.hpp), for analyze_stuck.
@@ -106,9 +112,17 @@ class Runtime {
   Timer& timer_;
   size_t n_;
   double now_ = 0;
-  std::vector<uint32_t> pending_;   // dependencies not yet satisfied
+  // Dependencies not yet satisfied: 16 bits (a step rarely waits on more); kBigPending marks a
+  // count kept in big_pending_.
+  static constexpr uint16_t kBigPending = 0xffff;
+  std::vector<uint16_t> pending_;
+  std::unordered_map<StepId, uint32_t> big_pending_;
   std::vector<uint8_t> st_;
+  bool exact_;
+  std::vector<float> endf_;
   std::vector<double> end_, start_;
+  double last_ = 0;
+  std::vector<double> rank_end_;
   std::vector<uint32_t> succ_off_;  // successors (CSR)
   std::vector<StepId> succ_;
   std::vector<StepId> work_, batch_;  // steps ready now, to issue

@@ -19,10 +19,10 @@ namespace {
 // the one that held it up. The time between the two is charged to the later step's statement.
 // (Waiting for a busy CPU or NIC is charged to the step that waited.)
 void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, SimResult& r) {
-  const auto& end = rt.finish_times();
+  auto end = [&](StepId s) { return rt.finish(s); };
   StepId last = kNoStep;
   for (StepId s = 0; s < g.size(); ++s)
-    if (!std::isnan(end[s]) && (last == kNoStep || end[s] > end[last])) last = s;
+    if (rt.ran(s) && (last == kNoStep || end(s) > end(last))) last = s;
   std::map<uint32_t, CriticalEntry> by_stmt;
   std::map<std::pair<uint32_t, std::string>, double> by_kind;  // (stmt, what) -> seconds
   std::unordered_set<StepId> seen;
@@ -32,11 +32,11 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, SimResul
     // Only inputs that were there before the step ended: a dependency on a nonblocking step is
     // on its start, and the step may end after the ones that depend on it.
     auto consider = [&](StepId p) {
-      if (p != kNoStep && !std::isnan(end[p]) && end[p] <= end[s] && end[p] > best) best = end[p], pred = p;
+      if (p != kNoStep && rt.ran(p) && end(p) <= end(s) && end(p) > best) best = end(p), pred = p;
     };
     for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) consider(*d);
     if (g.kind(s) == StepKind::Recv) consider(rt.partner(s));
-    double since = pred == kNoStep ? end[s] : end[s] - end[pred];
+    double since = pred == kNoStep ? end(s) : end(s) - end(pred);
     CriticalEntry& e = by_stmt[g.stmt(s)];
     e.stmt = g.stmt(s);
     e.loc = g.loc(s);
@@ -65,9 +65,8 @@ void link_loads(const StepGraph& g, const Platform& p, const SimOptions& o, cons
   if (p.links.empty() || r.time_s <= 0) return;
   std::vector<uint64_t> bytes(p.links.size(), 0);
   std::vector<uint32_t> ids;
-  const auto& end = rt.finish_times();
   for (StepId s = 0; s < g.size(); ++s) {
-    if (g.kind(s) != StepKind::Send || std::isnan(end[s])) continue;
+    if (g.kind(s) != StepKind::Send || !rt.ran(s)) continue;
     uint32_t a = g.rank(s), b = g.peer(s);
     if (!o.map.empty()) a = o.map[a], b = o.map[b];
     double lat = 0;
@@ -89,24 +88,19 @@ void link_loads(const StepGraph& g, const Platform& p, const SimOptions& o, cons
 }  // namespace
 
 void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const Runtime& rt, SimResult& r) {
-  const auto& end = rt.finish_times();
   r.completed = rt.finished();
   r.messages = rt.messages();
   r.bytes = rt.bytes();
   r.steps = g.size();
-  std::vector<double> rank_end(g.nranks, 0.0);
-  for (StepId s = 0; s < g.size(); ++s) {
-    if (std::isnan(end[s])) continue;
-    r.time_s = std::max(r.time_s, end[s]);
-    rank_end[g.rank(s)] = std::max(rank_end[g.rank(s)], end[s]);
-  }
+  r.time_s = rt.end_time();
+  const auto& rank_end = rt.rank_end();
   for (uint32_t k = 0; k < g.nranks; ++k)
     if (rank_end[k] > r.slowest_rank_s) r.slowest_rank_s = rank_end[k], r.slowest_rank = k;
   critical_path(g, rt, o.top, r);
   link_loads(g, p, o, rt, r);
   if (o.trace) {
     r.starts = rt.start_times();
-    r.ends = end;
+    r.ends = rt.end_times();
     r.partners.resize(g.size());
     for (StepId s = 0; s < g.size(); ++s) r.partners[s] = rt.partner(s);
   }
