@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
 PKGS=(cmake g++ make pkg-config libsimgrid-dev libz3-dev libcli11-dev catch2 libopenmpi-dev openmpi-bin
-      nlohmann-json3-dev)
+      nlohmann-json3-dev gnuplot-nox)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -63,7 +63,8 @@ bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poin
     bw_plot += (k ? ", " : "") + src + " using 1:3 with linespoints title " + quote(order[k]);
   }
   std::string ext = fs::path(o.plot).extension().string();
-  std::string term = ext == ".png" ? "pngcairo size 1200,500" : "svg size 1200,500 dynamic background rgb 'white'";
+  // noenhanced: schedule names have underscores, which gnuplot's enhanced text would subscript.
+  std::string term = ext == ".png" ? "pngcairo noenhanced size 1200,500" : "svg noenhanced size 1200,500 dynamic background rgb 'white'";
   const PointResult& first = *lines[order[0]].front();
   std::string xlabel = by_param ? (x_bytes ? "message size (bytes per rank)" : plan.param) : "ranks (N)";
   std::string sub = first.platform + ", " + first.model;

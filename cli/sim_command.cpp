@@ -131,6 +131,7 @@ void to_json(nlohmann::json& j, const PointResult& r) {
   if (!r.param.empty()) j[r.param] = r.param_value;
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.expansions.empty()) j["collectives"] = r.expansions;
+  if (r.compute_s > 0) j["overlap"] = {{"compute_s", r.compute_s}, {"comm_s", r.comm_s}, {"hidden_s", r.overlap_s}};
   if (r.completed) {
     j["slowest_rank"] = r.slowest_rank;
     j["critical_path"] = r.critical_json;
@@ -181,6 +182,11 @@ PointResult point_from_json(const nlohmann::json& j) {
   r.factor_name = j.at("_factor");
   r.events = j.at("_events");
   r.slowest_s = j.at("_slowest_s");
+  if (j.contains("overlap")) {
+    r.compute_s = j.at("overlap").at("compute_s");
+    r.comm_s = j.at("overlap").at("comm_s");
+    r.overlap_s = j.at("overlap").at("hidden_s");
+  }
   if (j.contains("collectives")) r.expansions = j.at("collectives").get<std::vector<std::string>>();
   return r;
 }
@@ -400,6 +406,9 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
   r.completed = res.completed && res.error.empty();
   r.slowest_rank = res.slowest_rank;
   r.slowest_s = res.slowest_rank_s;
+  r.compute_s = res.compute_s;
+  r.comm_s = res.comm_s;
+  r.overlap_s = res.overlap_s;
   ExpectKind kind;
   r.size_bytes = expected_size(*g, kind);
   double factor = bus_factor(kind, pt.n, r.factor_name);
@@ -534,6 +543,10 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
                 << human_bytes(static_cast<double>(r.size_bytes)) << ", bus factor " << r.factor_name << ")";
     std::cout << "\n  " << with_commas(r.messages) << " messages, " << human_bytes(static_cast<double>(r.bytes))
               << "; slowest rank " << r.slowest_rank << " (done at " << human_time(r.slowest_s) << ")\n";
+    if (r.compute_s > 0)
+      std::cout << "  rank " << r.slowest_rank << " computes " << human_time(r.compute_s) << " and communicates "
+                << human_time(r.comm_s) << "; " << human_time(r.overlap_s) << " of it ("
+                << fmt("%.0f", r.comm_s > 0 ? 100 * r.overlap_s / r.comm_s : 0) << "%) hides behind the computation\n";
     if (!r.completed) {
       std::cout << "  did not finish:\n" << r.text;
     } else {
@@ -568,7 +581,9 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
                 r.algbw, r.busbw, with_commas(r.messages).c_str(), r.wall_s,
                 !r.error.empty() ? ("  " + r.error).c_str() : r.completed ? "" : "  deadlock");
   }
-  if (!results.empty()) std::cout << "platform: " << results.front().platform << "; model: " << results.front().model << "\n";
+  if (!results.empty())
+    std::cout << "platform: " << (o.platform.empty() ? std::string(sim::default_platform_spec()) + " (the default)" : o.platform)
+              << "; model: " << o.model << "\n";
   for (const auto& r : results)
     if (!r.completed && r.error.empty()) std::cout << r.schedule << " N = " << r.n << " did not finish:\n" << r.text;
   for (const auto& r : results) {

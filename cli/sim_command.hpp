@@ -36,6 +36,7 @@ struct PointResult {
   uint32_t n = 0;
   uint64_t param_value = 0, size_bytes = 0, messages = 0, bytes = 0, events = 0;
   double time_s = 0, algbw = 0, busbw = 0, wall_s = 0, slowest_s = 0;
+  double compute_s = 0, comm_s = 0, overlap_s = 0;
   uint32_t slowest_rank = 0;
   bool completed = false, unsupported = false;
   int status = 0;  // exit code this point asks for: 0 ok, 1 deadlock, 2 bad input, 3 engine failure

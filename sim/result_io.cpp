@@ -37,6 +37,9 @@ std::string result_to_json(const SimResult& r) {
   j["steps"] = r.steps;
   j["slowest_rank"] = r.slowest_rank;
   j["slowest_rank_s"] = r.slowest_rank_s;
+  j["compute_s"] = r.compute_s;
+  j["comm_s"] = r.comm_s;
+  j["overlap_s"] = r.overlap_s;
   j["wall_s"] = r.wall_s;
   j["events"] = r.events;
   json crit = json::array();
@@ -69,6 +72,9 @@ bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
     r.steps = j.at("steps");
     r.slowest_rank = j.at("slowest_rank");
     r.slowest_rank_s = j.at("slowest_rank_s");
+    r.compute_s = j.at("compute_s");
+    r.comm_s = j.at("comm_s");
+    r.overlap_s = j.at("overlap_s");
     r.wall_s = j.at("wall_s");
     r.events = j.at("events");
     for (const auto& c : j.at("critical")) {

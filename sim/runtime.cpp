@@ -28,6 +28,8 @@ Runtime::Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer) : g_
     endf_.assign(n_, std::numeric_limits<float>::quiet_NaN());
   }
   rank_end_.assign(g_.nranks, 0.0);
+  open_.assign(g_.nranks, Open{});
+  busy_.assign(g_.nranks, Busy{});
   // Successors (CSR): the reverse of the dependencies, built by counting.
   succ_off_.assign(n_ + 1, 0);
   for (StepId s = 0; s < n_; ++s) {
@@ -76,6 +78,7 @@ void Runtime::sent(StepId send, double now) {
 void Runtime::arrived(StepId send, double now) {
   now_ = now;
   st_[send] |= kArrived;
+  busy_end(g_.rank(send), 1);
   if (!g_.local(send)) {
     StepId r = g_.ref(send);
     st_[r] |= kArrived;
@@ -110,8 +113,27 @@ void Runtime::arrived(StepId send, double now) {
 
 void Runtime::done(StepId step, double now) {
   now_ = now;
+  if (g_.kind(step) == StepKind::Compute) busy_end(g_.rank(step), 0);
   complete(step);
   drain();
+}
+
+// kind 0: compute, 1: communication; "either" (2) opens with the first of both and closes with
+// the last.
+void Runtime::busy_begin(uint32_t rank, int kind) {
+  Open& o = open_[rank];
+  for (int k : {kind, 2})
+    if (o.n[k]++ == 0) o.since[k] = now_;
+}
+
+void Runtime::busy_end(uint32_t rank, int kind) {
+  Open& o = open_[rank];
+  Busy& b = busy_[rank];
+  for (int k : {kind, 2}) {
+    if (o.n[k] == 0 || --o.n[k] > 0) continue;
+    double d = now_ - o.since[k];
+    (k == 0 ? b.compute : k == 1 ? b.comm : b.either) += d;
+  }
 }
 
 void Runtime::drain() {
@@ -149,6 +171,7 @@ void Runtime::start_transfer(StepId send, bool rendezvous) {
   uint64_t b = g_.range_bytes(g_.range(send));
   ++messages_;
   bytes_ += b;
+  busy_begin(g_.rank(send), 1);
   timer_.transfer(send, g_.rank(send), g_.peer(send), b, rendezvous);
 }
 
@@ -209,8 +232,12 @@ void Runtime::issue(StepId s) {
     }
     case StepKind::Compute: {
       double flops = g_.compute(s).flops;
-      if (flops > 0) timer_.local(s, rank, LocalKind::Compute, flops, 0);
-      else complete(s);
+      if (flops > 0) {
+        busy_begin(rank, 0);
+        timer_.local(s, rank, LocalKind::Compute, flops, 0);
+      } else {
+        complete(s);
+      }
       return;
     }
     case StepKind::Wait: {

@@ -82,6 +82,13 @@ class Runtime {
   double finish(StepId s) const { return exact_ ? end_[s] : static_cast<double>(endf_[s]); }
   bool ran(StepId s) const { return st_[s] & kCompleted; }
   double end_time() const { return last_; }
+  // Per rank, how long it computed (compute steps), had messages of its own in flight (from a
+  // send's start to its data's arrival), and either: compute and communication overlapped for
+  // compute + communication - either.
+  struct Busy {
+    double compute = 0, comm = 0, either = 0;
+  };
+  const std::vector<Busy>& busy() const { return busy_; }
   const std::vector<double>& rank_end() const { return rank_end_; }
   // With record_starts: every step's start and end time (NaN if it never did).
   const std::vector<double>& start_times() const { return start_; }
@@ -123,6 +130,16 @@ class Runtime {
   std::vector<double> end_, start_;
   double last_ = 0;
   std::vector<double> rank_end_;
+  // Busy accounting: per rank and kind (compute, comm, either), activities open and since when.
+  struct Open {
+    uint32_t n[3] = {0, 0, 0};
+    double since[3] = {0, 0, 0};
+  };
+  std::vector<Open> open_;
+  std::vector<Busy> busy_;
+  std::unordered_map<StepId, uint8_t> computing_;  // compute steps in progress
+  void busy_begin(uint32_t rank, int kind);
+  void busy_end(uint32_t rank, int kind);
   std::vector<uint32_t> succ_off_;  // successors (CSR)
   std::vector<StepId> succ_;
   std::vector<StepId> work_, batch_;  // steps ready now, to issue

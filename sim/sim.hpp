@@ -59,6 +59,9 @@ struct SimResult {
   uint64_t messages = 0, bytes = 0, steps = 0;
   uint32_t slowest_rank = 0;
   double slowest_rank_s = 0;  // when the slowest rank finished
+  // On the slowest rank: time computing, time with its messages in flight, and how much of the
+  // two overlapped (communication hidden behind computation).
+  double compute_s = 0, comm_s = 0, overlap_s = 0;
   std::vector<CriticalEntry> critical;
   std::vector<LinkLoad> links;
   StuckState stuck;           // where it stopped, when !completed

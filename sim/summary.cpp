@@ -96,6 +96,12 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
   const auto& rank_end = rt.rank_end();
   for (uint32_t k = 0; k < g.nranks; ++k)
     if (rank_end[k] > r.slowest_rank_s) r.slowest_rank_s = rank_end[k], r.slowest_rank = k;
+  if (g.nranks) {
+    const Runtime::Busy& b = rt.busy()[r.slowest_rank];
+    r.compute_s = b.compute;
+    r.comm_s = b.comm;
+    r.overlap_s = std::max(0.0, b.compute + b.comm - b.either);
+  }
   critical_path(g, rt, o.top, r);
   link_loads(g, p, o, rt, r);
   if (o.trace) {

@@ -1,0 +1,329 @@
+// The simulator: accuracy against closed forms on an ideal star in both backends, agreement of
+// the backends where links carry one message at a time, contention where they do not, overlap of
+// computation and communication, deadlocks reported (never a hang), traces, and the CLI's
+// sweeps, CSV, plots and MPI-split runs.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/dsl/session.hpp"
+#include "core/graph/elaborate.hpp"
+#include "core/graph/expand_collectives.hpp"
+#include "core/graph/passes.hpp"
+#include "core/io/trace.hpp"
+#include "sim/sim.hpp"
+
+using namespace sg;
+using namespace sg::sim;
+namespace fs = std::filesystem;
+
+namespace {
+
+#ifdef STEPGRAPH_HAVE_SIMGRID
+const std::vector<Model> kModels = {Model::Analytic, Model::SimGrid};
+#else
+const std::vector<Model> kModels = {Model::Analytic};
+#endif
+
+constexpr double kAlpha = 1e-6;            // the star's latency
+constexpr double kBeta = 1.0 / 12.5e9;     // 100 Gbps
+const char* kStar = "star:bw=100Gbps,lat=1us,model=ideal";
+
+struct Built {
+  Session s;
+  std::unique_ptr<StepGraph> g;
+};
+
+std::unique_ptr<Built> build(const std::string& target, uint32_t n, std::vector<std::pair<std::string, std::string>> sets = {},
+                             const std::string& text = "") {
+  auto b = std::make_unique<Built>();
+  Target t;
+  if (text.empty()) {
+    t = b->s.resolve(target);
+  } else {
+    const Program* p = b->s.load_text(target + ".sched", text);
+    t = Target{p, p->schedules.back().get()};
+  }
+  REQUIRE(t.schedule);
+  ElabOptions o;
+  o.nranks = n;
+  o.sets = std::move(sets);
+  b->g = elaborate(b->s, t, o);
+  INFO(b->s.diags.render(b->s.sources));
+  REQUIRE(b->g);
+  REQUIRE(run_passes(*b->g, b->s.diags, {}, nullptr));
+  return b;
+}
+
+SimResult run(const StepGraph& g, Model m, const std::string& spec = kStar, SimOptions o = {}) {
+  Platform p;
+  std::string err;
+  REQUIRE(parse_platform(spec, g.nranks, p, err));
+  o.model = m;
+  SimResult r = simulate(g, p, o);
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  return r;
+}
+
+double rel(double a, double b) { return std::fabs(a - b) / b; }
+
+uint32_t ceil_log2(uint32_t n) {
+  uint32_t k = 0;
+  while ((1u << k) < n) ++k;
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("on an ideal star both backends match the closed forms within 0.5%", "[sim][accuracy]") {
+  const double n = 64.0 * 1024 * 1024;  // the schedules' default size
+  for (Model m : kModels) {
+    for (uint32_t N : {4u, 8u, 12u, 16u}) {
+      INFO(model_name(m) << " N=" << N);
+      double NN = N;
+      auto ring = build("ring_allreduce", N);
+      CHECK(rel(run(*ring->g, m).time_s, 2 * (NN - 1) * (kAlpha + n / NN * kBeta)) < 0.005);
+      auto bruck = build("bruck_allgather", N);
+      CHECK(rel(run(*bruck->g, m).time_s, ceil_log2(N) * kAlpha + (NN - 1) / NN * n * kBeta) < 0.005);
+      // Blocking sends of 64 MiB go by rendezvous: each parent sends to one child at a time.
+      auto bcast = build("binomial_bcast", N);
+      CHECK(rel(run(*bcast->g, m).time_s, ceil_log2(N) * (kAlpha + n * kBeta)) < 0.005);
+      if ((N & (N - 1)) == 0) {
+        auto rd = build("recursive_doubling_allreduce", N);
+        CHECK(rel(run(*rd->g, m).time_s, ceil_log2(N) * (kAlpha + n * kBeta)) < 0.005);
+      }
+    }
+  }
+}
+
+TEST_CASE("the backends agree within 1% where every link carries one message at a time", "[sim][agree]") {
+#ifdef STEPGRAPH_HAVE_SIMGRID
+  struct Case {
+    const char* target;
+    uint32_t n;
+    const char* platform;
+  };
+  for (const Case& c : {Case{"ring_allreduce", 16, kStar}, Case{"pairwise_alltoall", 8, kStar},
+                        Case{"parity_ring_allgather", 9, kStar}, Case{"recursive_halving_reduce_scatter", 8, kStar},
+                        Case{"ring_allreduce", 16, "torus:4x4,bw=100Gbps,lat=1us"},
+                        Case{"ring_allgather", 16, "nodes:count=2,gpus=8,model=ideal"},
+                        Case{"linear_alltoall", 16, "fat-tree:leaves=4,per_leaf=4,bw=100Gbps,lat=1us,model=ideal"}}) {
+    INFO(c.target << " N=" << c.n << " on " << c.platform);
+    auto b = build(c.target, c.n);
+    double a = run(*b->g, Model::Analytic, c.platform).time_s;
+    double s = run(*b->g, Model::SimGrid, c.platform).time_s;
+    CHECK(rel(a, s) < 0.01);
+  }
+#endif
+}
+
+TEST_CASE("an all-to-all on an oversubscribed fat tree is slower in SimGrid than the analytic model says", "[sim][contention]") {
+#ifdef STEPGRAPH_HAVE_SIMGRID
+  auto b = build("linear_alltoall", 16, {{"size", "16MiB"}});
+  const char* over = "fat-tree:leaves=4,per_leaf=4,oversub=4,bw=100Gbps,lat=1us,model=ideal";
+  double a = run(*b->g, Model::Analytic, over).time_s;
+  double s = run(*b->g, Model::SimGrid, over).time_s;
+  CHECK(s > 2 * a);  // four hosts share each leaf's one uplink
+  double full = run(*b->g, Model::SimGrid, "fat-tree:leaves=4,per_leaf=4,bw=100Gbps,lat=1us,model=ideal").time_s;
+  CHECK(rel(full, a) < 0.01);  // with full bisection, no contention: the two agree
+#endif
+}
+
+TEST_CASE("the training step hides part of its all-reduce behind the backward pass, more with more buckets", "[sim][overlap]") {
+  for (Model m : kModels) {
+    INFO(model_name(m));
+    auto one = build("dp_bucketed_step", 8, {{"buckets", "1"}});
+    auto four = build("dp_bucketed_step", 8, {{"buckets", "4"}});
+    SimResult r1 = run(*one->g, m), r4 = run(*four->g, m);
+    double compute = 8 * 1e9 / 1e12;  // 8 layers of 1 Gflop at the star's 1 Tflop/s
+    CHECK(std::fabs(r4.compute_s - compute) < 1e-9);
+    CHECK(r4.time_s < r4.compute_s + r4.comm_s);  // some communication is hidden
+    CHECK(r4.overlap_s > 0.3 * r4.comm_s);
+    CHECK(r4.time_s < r1.time_s);                 // buckets overlap more
+    CHECK(r4.overlap_s > r1.overlap_s);
+  }
+}
+
+TEST_CASE("a simulated deadlock ends with the ranks, steps and lines that wait, never a hang", "[sim][deadlock]") {
+  Session s;
+  Target t = s.resolve((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "ring_shift.sched").string() + ":bad");
+  REQUIRE(t.schedule);
+  ElabOptions o;
+  o.nranks = 4;
+  auto g = elaborate(s, t, o);
+  REQUIRE(g);
+  REQUIRE(run_passes(*g, s.diags, {}, nullptr));
+  for (Model m : kModels) {
+    INFO(model_name(m));
+    SimOptions so;
+    so.runtime.protocol = Protocol::Rendezvous;  // every rank sends first: a zero-buffer deadlock
+    SimResult r = run(*g, m, kStar, so);
+    CHECK_FALSE(r.completed);
+    REQUIRE(r.stuck.ranks.size() == 4);
+    for (const auto& sr : r.stuck.ranks) {
+      CHECK(sr.step != kNoStep);
+      CHECK(g->loc(sr.step).line == 11);  // the send
+    }
+    CHECK(r.stuck.cycle.size() == 5);
+    so.runtime.protocol = Protocol::Eager;  // buffered sends: it completes
+    CHECK(run(*g, m, kStar, so).completed);
+  }
+  // A receive nothing sends to: stuck, reported, not hung.
+  auto b = build("lonely", 2, {}, R"(schedule lonely() {
+  buffer d[1] bytes 8;
+  init d contrib;
+  on 1 { recv d[0] from 0 tag 3; }
+  on 0 { send d[0] to 1 tag 4; }
+}
+)");
+  for (Model m : kModels) {
+    SimResult r = run(*b->g, m);
+    CHECK_FALSE(r.completed);
+    REQUIRE_FALSE(r.stuck.ranks.empty());
+    CHECK(r.stuck.ranks.front().rank == 1);
+  }
+}
+
+TEST_CASE("wildcard receives take messages in arrival order", "[sim][wildcard]") {
+  // Rank 0 gathers by arrival from three senders that start 1, 2 and 3 ms late: whatever the
+  // program order, the receives complete as the messages arrive.
+  const char* text = R"(schedule arrive() {
+  buffer g[N] bytes 1MiB;
+  buffer w[1] bytes 8;
+  init g owned;
+  init w contrib;
+  expect nothing;
+  on r in 1 .. N { compute delay flops (N - r) * 1G reads w[0] writes w[0]; send g[r] to 0; }
+  on 0 { for k in 1 .. N { recv g[k] from any; } }
+}
+)";
+  auto b = build("arrive", 4, {}, text);
+  for (Model m : kModels) {
+    INFO(model_name(m));
+    SimOptions so;
+    so.trace = true;
+    SimResult r = run(*b->g, m, kStar, so);
+    REQUIRE(r.completed);
+    // The first receive took rank 3's message (its compute is the shortest), the last rank 1's.
+    std::vector<StepId> recvs;
+    for (StepId s = 0; s < b->g->size(); ++s)
+      if (b->g->kind(s) == StepKind::Recv) recvs.push_back(s);
+    REQUIRE(recvs.size() == 3);
+    CHECK(b->g->rank(r.partners[recvs[0]]) == 3);
+    CHECK(b->g->rank(r.partners[recvs[2]]) == 1);
+    CHECK(r.ends[recvs[0]] < r.ends[recvs[1]]);
+    CHECK(rel(r.time_s, 3e-3 + kAlpha + 1048576 * kBeta) < 1e-6);
+  }
+}
+
+TEST_CASE("a Chrome trace has a track per rank, a slice per step and an arrow per message", "[sim][trace]") {
+  auto b = build("ring_allreduce", 4);
+  SimOptions so;
+  so.trace = true;
+  SimResult r = run(*b->g, Model::Analytic, kStar, so);
+  std::ostringstream os;
+  write_chrome_trace(os, *b->g, b->s.sources, r.starts, r.ends, r.partners);
+  auto j = nlohmann::json::parse(os.str());
+  int slices = 0, out = 0, in = 0;
+  std::set<int> tracks;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "M") {
+      tracks.insert(e.at("tid").get<int>());
+      continue;
+    }
+    CHECK(e.at("ph") == "X");
+    ++slices;
+    if (e.contains("flow_out")) ++out;
+    if (e.contains("flow_in")) ++in;
+  }
+  CHECK(tracks.size() == 4);
+  CHECK(slices == static_cast<int>(b->g->size()));
+  CHECK(out == 24);  // 2 (N-1) N messages
+  CHECK(in == 24);
+}
+
+// ---------------------------------------------------------------- the command line
+namespace {
+
+struct Ran {
+  int rc = -1;
+  std::string out;
+};
+
+Ran sh(const std::string& cmd) {
+  Ran r;
+  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  while (size_t k = fread(buf, 1, sizeof buf, p)) r.out.append(buf, k);
+  int st = pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+const std::string kBin = STEPGRAPH_BIN;
+
+}  // namespace
+
+TEST_CASE("sim with no platform uses the default and says so; bad input is exit 2", "[sim][cli]") {
+  Ran r = sh("'" + kBin + "' sim ring_allreduce -n 8 --model analytic");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("(the default; --platform to choose)") != std::string::npos);
+  CHECK(r.out.find("critical path") != std::string::npos);
+  CHECK(sh("'" + kBin + "' sim ring_allreduce -n 8 --platform star:bw=fast").rc == 2);
+  CHECK(sh("'" + kBin + "' sim ring_allreduce -n 8 --platform /nonexistent.xml").rc == 2);
+  CHECK(sh("'" + kBin + "' sim nosuchschedule -n 8").rc == 2);
+  Ran u = sh("'" + kBin + "' sim recursive_doubling_allgather -n 6");
+  CHECK(u.rc == 2);
+  CHECK(u.out.find("unsupported") != std::string::npos);
+}
+
+TEST_CASE("a sweep over sizes and schedules as CSV, and its plot", "[sim][cli][sweep]") {
+  Ran r = sh("'" + kBin + "' sim ring_allreduce,recursive_doubling_allreduce -n 8 --model analytic --sweep size=1KiB..1MiB --csv -");
+  REQUIRE(r.rc == 0);
+  std::istringstream in(r.out);
+  std::string line;
+  int rows = 0;
+  std::getline(in, line);
+  CHECK(line.rfind("schedule,ranks,size,size_bytes,time_s,algbw_GBps,busbw_GBps", 0) == 0);
+  while (std::getline(in, line)) ++rows;
+  CHECK(rows == 2 * 11);  // 1 KiB, 2 KiB, … 1 MiB for each
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    WARN("gnuplot is not installed: the plot is not checked (bash run.sh installs it)");
+    return;
+  }
+  fs::path svg = fs::temp_directory_path() / ("sg_plot_" + std::to_string(::getpid()) + ".svg");
+  Ran p = sh("'" + kBin + "' sim ring_allreduce,recursive_doubling_allreduce -n 8 --model analytic --sweep size=1KiB..1MiB --plot '" +
+             svg.string() + "'");
+  CHECK(p.rc == 0);
+  std::ifstream f(svg);
+  std::stringstream text;
+  text << f.rdbuf();
+  CHECK(text.str().find("<svg") != std::string::npos);
+  CHECK(text.str().find("ring_allreduce") != std::string::npos);
+  fs::remove(svg);
+}
+
+TEST_CASE("under mpiexec a sweep's points are split over the processes and rank 0 prints what a serial run does",
+          "[sim][cli][mpi]") {
+  if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) {
+    WARN("mpiexec is not installed: the split run is not checked");
+    return;
+  }
+  std::string args = " sim ring_allreduce,bruck_allgather -n 4..16 --model analytic --sweep size=1KiB..64KiB --csv - | cut -d, -f1-8";
+  Ran serial = sh("'" + kBin + "'" + args);
+  REQUIRE(serial.rc == 0);
+  Ran split = sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 mpiexec -n 3 '" +
+                 kBin + "'" + args);
+  CHECK(split.rc == 0);
+  CHECK(split.out == serial.out);
+}
