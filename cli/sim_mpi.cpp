@@ -4,6 +4,7 @@
 // one core; there is no thread pool of our own.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -23,12 +24,15 @@ namespace {
 class ProgressBar {
  public:
   explicit ProgressBar(size_t total) : total_(total), tty_(isatty(2) != 0), t0_(std::chrono::steady_clock::now()) {}
-  void update(size_t done) {
+  // done points, and `within` of the point under way.
+  void update(size_t done, double within = 0) {
     if (!tty_ || std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count() < 2) return;
-    int width = 30, fill = total_ ? static_cast<int>(static_cast<size_t>(width) * done / total_) : width;
+    double f = total_ ? (static_cast<double>(done) + within) / static_cast<double>(total_) : 1;
+    int width = 30, fill = std::min(width, static_cast<int>(width * f));
     std::string bar(static_cast<size_t>(fill), '#');
     bar.append(static_cast<size_t>(width - fill), '.');
-    std::fprintf(stderr, "\r[%s] %zu/%zu points", bar.c_str(), done, total_);
+    if (total_ > 1) std::fprintf(stderr, "\r[%s] %zu/%zu points", bar.c_str(), done, total_);
+    else std::fprintf(stderr, "\r[%s] %3.0f%% simulated", bar.c_str(), 100 * f);
     std::fflush(stderr);
     shown_ = true;
   }
@@ -95,8 +99,10 @@ int run_points_distributed(const SimOpts& o, const PointPlan& plan, std::vector<
   }
 #endif
   ProgressBar bar(total);
+  PointPlan with_progress = plan;
   for (size_t i = 0; i < total; ++i) {
-    results[i] = run_point(o, plan, i);
+    with_progress.sim.progress = [&bar, i](double f) { bar.update(i, f); };
+    results[i] = run_point(o, with_progress, i);
     bar.update(i + 1);
   }
   return 0;

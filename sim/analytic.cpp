@@ -106,13 +106,14 @@ class AnalyticTimer : public Timer {
     push(end, step, Kind::Local);
   }
 
-  void run(Runtime& rt) {
+  void run(Runtime& rt, size_t steps) {
+    n_ = steps;
     rt.start(0);
     while (!q_.empty()) {
       Event e = q_.top();
       q_.pop();
       now_ = e.t;
-      ++events_;
+      if ((++events_ & 0xfffff) == 0 && o_.progress) o_.progress(static_cast<double>(rt.completed()) / std::max<size_t>(1, n_));
       switch (e.kind) {
         case Kind::Landed: land(e.id, e.t); break;
         case Kind::Arrival:
@@ -157,6 +158,7 @@ class AnalyticTimer : public Timer {
   std::unordered_set<StepId> posted_;  // rendezvous receives posted before their send
   std::unordered_map<uint64_t, std::pair<double, double>> paths_;
   double now_ = 0;
+  size_t n_ = 0;
   uint64_t seq_ = 0, events_ = 0;
 };
 
@@ -171,7 +173,7 @@ SimResult simulate_analytic(const StepGraph& g, const Platform& p, const SimOpti
   oo.runtime.record_starts = o.trace;
   AnalyticTimer timer(g, p, oo, g.nranks);
   Runtime rt(g, oo.runtime, timer);
-  timer.run(rt);
+  timer.run(rt, g.size());
   r.events = timer.events();
   summarise(g, p, oo, rt, r);
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

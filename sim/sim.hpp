@@ -3,6 +3,7 @@
 // result; docs/sim.md describes the models.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct SimOptions {
   std::vector<uint32_t> map;   // rank -> host; empty: rank r on host r
   bool trace = false;          // keep every step's start and end (and each message) for a trace
   unsigned top = 5;            // how many critical-path statements and links to report
+  // Called now and then with the fraction of steps completed (for a progress bar; the SimGrid
+  // engine calls it in its child process, which shares the terminal).
+  std::function<void(double)> progress;
 };
 
 // One statement's share of the critical path.

@@ -28,7 +28,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <map>
 #include <unordered_map>
 #include <simgrid/s4u.hpp>
@@ -125,7 +127,7 @@ class SimGridTimer : public Timer {
       me.acts.pop_back();
       me.pending[i] = me.pending.back();
       me.pending.pop_back();
-      ++events_;
+      if ((++events_ & 0x3fff) == 0 && o_.progress) o_.progress(static_cast<double>(rt.completed()) / std::max<size_t>(1, g_.size()));
       double now = sg4::Engine::get_clock();
       switch (p.what) {
         case What::EagerPut: break;  // the send completed when it was made
@@ -301,6 +303,10 @@ SimResult simulate_simgrid(const StepGraph& g, const Platform& p, const SimOptio
     r.error = std::string("cannot create a pipe: ") + std::strerror(errno);
     return r;
   }
+  // Whatever the parent has buffered must not be written twice (by the child too).
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
   pid_t pid = fork();
   if (pid < 0) {
     r.error = std::string("cannot fork: ") + std::strerror(errno);
