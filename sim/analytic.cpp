@@ -3,8 +3,9 @@
 // α-β (the default): a message of k bytes leaves its source's NIC when the NIC is free, occupies
 // it for k·G (one message after the other), and arrives L + k·G after leaving, where L is the
 // route's latency and G = 1 / its bottleneck bandwidth, both as the platform's network model
-// corrects them (exactly the platform's in model=ideal). A lone message takes L + k·G, as in
-// SimGrid, so the two agree wherever links carry one message at a time.
+// corrects them (exactly the platform's in model=ideal); the receiving NIC takes messages one
+// after the other as well (k·G each). A lone message takes L + k·G, as in SimGrid, so the two
+// agree wherever links carry one message at a time.
 //
 // LogGP(S) (--loggp o=…,g=…,O=…[,L=…,G=…]): LogGOPSim's rules (LogGOPSim.cpp). A send starts
 // when the source's CPU and NIC are both free; the CPU is then busy o + (k-1)·O and the NIC
@@ -44,9 +45,7 @@ struct Event {
 class AnalyticTimer : public Timer {
  public:
   AnalyticTimer(const StepGraph& g, const Platform& p, const SimOptions& o, uint32_t nranks)
-      : g_(g), p_(p), o_(o), cpu_free_(nranks, 0.0), nic_free_(nranks, 0.0) {
-    if (o.loggp.enabled) nicr_free_.assign(nranks, 0.0);
-  }
+      : g_(g), p_(p), o_(o), cpu_free_(nranks, 0.0), nic_free_(nranks, 0.0), nicr_free_(nranks, 0.0) {}
 
   // A rendezvous message moves when both its send and its receive are there, in either order.
   void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) override {
@@ -72,9 +71,14 @@ class AnalyticTimer : public Timer {
     auto [lat, per_byte] = path(host(src), host(dst));
     double k = static_cast<double>(bytes);
     if (!o_.loggp.enabled) {
+      // The sending NIC serialises what leaves it, the receiving one what enters it (in the
+      // order the messages left: equal latencies keep it). Endpoints, not the network: an incast
+      // takes as long as its bytes need through the receiver's link.
       double inject = std::max(now_, nic_free_[src]);
       nic_free_[src] = inject + k * per_byte;
-      push(inject + lat + k * per_byte, send, Kind::Arrival);
+      double done = std::max(inject + lat + k * per_byte, nicr_free_[dst] + k * per_byte);
+      nicr_free_[dst] = done;
+      push(done, send, Kind::Arrival);
       return;
     }
     const LogGP& l = o_.loggp;
