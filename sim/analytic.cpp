@@ -3,9 +3,9 @@
 // α-β (the default): a message of k bytes leaves its source's NIC when the NIC is free, occupies
 // it for k·G (one message after the other), and arrives L + k·G after leaving, where L is the
 // route's latency and G = 1 / its bottleneck bandwidth, both as the platform's network model
-// corrects them (exactly the platform's in model=ideal); the receiving NIC takes messages one
-// after the other as well (k·G each). A lone message takes L + k·G, as in SimGrid, so the two
-// agree wherever links carry one message at a time.
+// corrects them (exactly the platform's in model=ideal). A lone message takes L + k·G, as in
+// SimGrid, so the two agree wherever links carry one message at a time; where several share a link
+// (an incast into one receiver, an oversubscribed network) SimGrid is slower, as it should be.
 //
 // LogGP(S) (--loggp o=…,g=…,O=…[,L=…,G=…]): LogGOPSim's rules (LogGOPSim.cpp). A send starts
 // when the source's CPU and NIC are both free; the CPU is then busy o + (k-1)·O and the NIC
@@ -71,14 +71,12 @@ class AnalyticTimer : public Timer {
     auto [lat, per_byte] = path(host(src), host(dst));
     double k = static_cast<double>(bytes);
     if (!o_.loggp.enabled) {
-      // The sending NIC serialises what leaves it, the receiving one what enters it (in the
-      // order the messages left: equal latencies keep it). Endpoints, not the network: an incast
-      // takes as long as its bytes need through the receiver's link.
+      // The sending NIC serialises what leaves it (LogGP's G at the sender). Nothing else is
+      // shared: not the receiver's link (an incast is contention, SimGrid's business), not the
+      // network's.
       double inject = std::max(now_, nic_free_[src]);
       nic_free_[src] = inject + k * per_byte;
-      double done = std::max(inject + lat + k * per_byte, nicr_free_[dst] + k * per_byte);
-      nicr_free_[dst] = done;
-      push(done, send, Kind::Arrival);
+      push(inject + lat + k * per_byte, send, Kind::Arrival);
       return;
     }
     const LogGP& l = o_.loggp;
