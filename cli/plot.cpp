@@ -67,13 +67,15 @@ bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poin
   std::string term = ext == ".png" ? "pngcairo noenhanced size 1200,500" : "svg noenhanced size 1200,500 dynamic background rgb 'white'";
   const PointResult& first = *lines[order[0]].front();
   std::string xlabel = by_param ? (x_bytes ? "message size (bytes per rank)" : plan.param) : "ranks (N)";
-  std::string sub = first.platform + ", " + first.model;
-  if (!by_param) sub += x_bytes ? "" : "";
+  std::string platform = first.platform.substr(0, first.platform.find(" ("));  // without "(the default; …)"
+  std::string sub = platform + ", " + first.model;
   script += "set terminal " + term + " font 'sans,11'\n";
   script += "set output " + quote(o.plot) + "\n";
   script += "set multiplot layout 1,2 title " + quote("stepgraph sim: " + sub) + "\n";
   script += "set logscale xy\nset grid\nset key top left\nset xlabel " + quote(xlabel) + "\n";
-  if (x_bytes) script += "set format x '%.0b%BB'\n";
+  // Sizes and rank counts double: base-2 axes with binary prefixes (1 KiB, 1 MiB) read cleanly.
+  if (x_bytes || !by_param) script += "set logscale x 2\n";
+  if (x_bytes) script += "set format x '%.0b %BB'\n";
   script += "set format y '%.0s%cs'\nset ylabel 'simulated time'\n";
   script += "plot " + time_plot + "\n";
   script += "set format y '%g'\nset ylabel 'bus bandwidth (GB/s)'\nset key bottom right\n";
