@@ -259,12 +259,18 @@ void print_failure(const char* what, uint32_t n, const Row& r, unsigned limit) {
 int main(int argc, char** argv) {
   bool quick = false;
   int reps = 3;
+  int part = 0;  // 0: all three parts
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true, reps = 1;
     else if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--part") == 0 && i + 1 < argc) part = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: bench_sim [--quick] [--reps K] [--part 1|2|3]\n");
+      return 2;
+    }
   }
   const std::vector<uint32_t> ring_ns = quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{256, 1024};
-  [[maybe_unused]] const std::vector<uint32_t> driver_ns = quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{256, 512, 1024};
+  [[maybe_unused]] const std::vector<uint32_t> driver_ns = quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{256, 512};  // 1,024 passes 120 s
   const std::vector<uint32_t> analytic_ns = quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{1024, 4096};
   const uint32_t big_n = quick ? 1024 : 1u << 20;
   const unsigned limit = quick ? 60 : 300, big_limit = 600;
@@ -282,6 +288,7 @@ int main(int argc, char** argv) {
   [[maybe_unused]] double hand_1024 = 0, hand_1024_msgs = 0;
   uint32_t hand_ref_n = ring_ns.back();
 #ifdef STEPGRAPH_HAVE_SIMGRID
+  if (part == 0 || part == 1) {
   std::printf("1. SimGrid mode vs a hand-written S4U ring (an actor per rank: put_async right, get_async own, wait both)\n");
   std::printf("   hand s: engine + platform + actors + run; sim s: SimResult::wall_s (the same); total s: our process end to end\n\n");
   std::printf("%6s %10s %13s %13s %13s %9s %9s %9s %9s %9s %9s %9s %8s %8s\n", "N", "messages", "hand sim t", "our sim t",
@@ -331,11 +338,13 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::printf("   (vs actors: against the one-actor-per-rank program's time measured just before it)\n\n");
+  }
 #else
   std::printf("1. skipped: built without SimGrid (STEPGRAPH_WITH_SIMGRID=OFF)\n\n");
 #endif
 
   // ---- 2. the analytic backend ---------------------------------------------------------------
+  if (part == 0 || part == 2) {
   std::printf("2. the analytic backend (sim::simulate_analytic) on ring_allreduce, elaboration included in total s\n\n");
   std::printf("%6s %12s %13s %13s %9s %9s %12s %12s %9s %9s\n", "N", "messages", "sim t", "closed form", "elab s", "sim s", "events",
               "events/s", "total s", "peak MiB");
@@ -376,11 +385,13 @@ int main(int argc, char** argv) {
     std::printf("   reference: LogGOPSim needed 304 s and 9.4 GB for it on a machine like this one (issue 7; not run here)\n");
   }
   std::printf("\n");
+  }
 
   // ---- 3. a million ranks ----------------------------------------------------------------------
-  std::printf("3. recursive_doubling_allreduce, size 1 MiB, simulated analytically end to end (one run)\n\n");
+  if (part == 0 || part == 3)
+    std::printf("3. recursive_doubling_allreduce, size 1 MiB, simulated analytically end to end (one run)\n\n");
   const char* rd = "recursive_doubling_allreduce";
-  bool fitted = false;
+  bool fitted = part != 0 && part != 3;
   for (uint32_t n = big_n; n >= 2 && !fitted; n /= 2) {
     Row b = in_child([n, rd] { return run_stepgraph(rd, n, "1MiB", sim::Model::Analytic); }, big_limit);
     if (!b.ok) {
