@@ -65,7 +65,23 @@ struct SimOpts {
   bool json = false, quiet = false;
 };
 
+struct ExecOpts {
+  std::string target;
+  std::string ranks;                 // -n: must equal the job's size when given
+  std::vector<std::string> sets;
+  std::string max_memory;
+  std::string sweep;                 // "size=1KiB..64MiB"
+  std::string dtype;                 // f32 (default), f64, i32, i64
+  std::string compare;               // "native"
+  std::string native_algo;           // Open MPI tuned algorithm: a name (ring, …) or a number
+  int iters = 20, warmup = 5;
+  double timeout_s = 60;
+  bool check = false, json = false;
+};
+
 int cmd_list(bool json);
+// Runs under mpiexec / srun (or alone, as one process).
+int cmd_exec(const ExecOpts& o);
 int cmd_sim(const SimOpts& o);
 int cmd_verify(const VerifyOpts& o);
 int cmd_compile(const CompileOpts& o);

@@ -96,11 +96,31 @@ int main(int argc, char** argv) {
   sim->add_flag("-q,--quiet", sopts.quiet, "leave out unsupported points");
   sim->footer("Exit codes: 0 ok, 1 a simulated deadlock, 2 bad input, 3 the simulator failed. Under `mpiexec -n K` the points are split over the K processes.");
 
+  sg::cli::ExecOpts eopts;
+  auto* exec = app.add_subcommand("exec", "run a schedule for real under mpiexec / srun: check the result and time it next to MPI's own collective");
+  exec->add_option("target", eopts.target, "schedule file (FILE or FILE:SCHEDULE) or a library name")->required();
+  exec->add_option("-n,--ranks", eopts.ranks, "number of ranks (default: the job's size; must equal it)");
+  exec->add_option("--set", eopts.sets, "set a schedule parameter, e.g. --set size=16MiB (repeatable)");
+  exec->add_option("--max-memory", eopts.max_memory, "refuse instances whose estimated size exceeds this");
+  exec->add_option("--sweep", eopts.sweep, "sweep the size: size=1KiB..64MiB (doubling) or size=a,b,c");
+  exec->add_option("--dtype", eopts.dtype, "element type of every buffer: f32 (default), f64, i32, i64")
+      ->check(CLI::IsMember({"f32", "f64", "i32", "i64", "f16", "bf16"}));
+  exec->add_option("--iters", eopts.iters, "timed iterations per point (default 20)")->check(CLI::PositiveNumber);
+  exec->add_option("--warmup", eopts.warmup, "untimed iterations first (default 5)")->check(CLI::NonNegativeNumber);
+  exec->add_flag("--check", eopts.check, "compare every buffer a postcondition covers with its expected values; count wrong elements");
+  exec->add_option("--compare", eopts.compare, "native: also time MPI's own collective on the same data")->check(CLI::IsMember({"native"}));
+  exec->add_option("--native-algo", eopts.native_algo,
+                   "force an Open MPI tuned algorithm for --compare native: allreduce ring, recursive_doubling, rabenseifner, … or its number");
+  exec->add_option("--timeout", eopts.timeout_s, "a run that makes no progress this many seconds stops and says what each rank waits on (exit 3)")
+      ->check(CLI::NonNegativeNumber);
+  exec->add_flag("--json", eopts.json, "print JSON: a list of objects, one per size");
+  exec->footer("Exit codes: 0 ok, 1 wrong elements, 2 bad input (every rank refuses), 3 no progress or an MPI error (the job is aborted).");
+
   std::string demo_ranks = "2..17,32,64";
   auto* demo = app.add_subcommand("demo", "the main job: compile, check and summarise a ring all-reduce and the whole library");
   demo->add_option("-n,--ranks", demo_ranks, "rank counts to check the library at");
 
-  for (auto* sub : {list, compile, check, verify, sim, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
+  for (auto* sub : {list, compile, check, verify, sim, exec, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
 
   try {
     app.parse(argc, argv);
@@ -119,6 +139,7 @@ int main(int argc, char** argv) {
   if (*check) return sg::cli::cmd_check(kopts);
   if (*verify) return sg::cli::cmd_verify(vopts);
   if (*sim) return sg::cli::cmd_sim(sopts);
+  if (*exec) return sg::cli::cmd_exec(eopts);
   if (*demo) return sg::cli::cmd_demo(demo_ranks);
   std::cout << app.help();
   return 0;

@@ -1,6 +1,7 @@
 #include "cli/shared.hpp"
 
 #include <iostream>
+#include <sstream>
 
 #include "core/dsl/printer.hpp"
 #include "core/graph/passes.hpp"
@@ -63,6 +64,73 @@ std::string rank_ranges(const std::vector<uint32_t>& ns) {
     i = j + 1;
   }
   return out;
+}
+
+// "a..b" doubles from a up to b (b included); "a,b,c" as listed; mixtures. For rank counts and
+// swept sizes alike: a simulation sweep is read on log axes.
+bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>& out, std::string& err) {
+  out.clear();
+  std::stringstream ss(text);
+  std::string item;
+  auto value = [&](const std::string& v, uint64_t& x) {
+    if (sizes) return parse_size(v, x);
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(v.c_str(), &end, 10);
+    if (v.empty() || *end || v[0] == '-') return false;
+    x = n;
+    return true;
+  };
+  while (std::getline(ss, item, ',')) {
+    auto dots = item.find("..");
+    if (dots == std::string::npos) {
+      uint64_t x = 0;
+      if (!value(item, x)) return err = "bad value '" + item + "'", false;
+      out.push_back(x);
+      continue;
+    }
+    uint64_t a = 0, b = 0;
+    if (!value(item.substr(0, dots), a) || !value(item.substr(dots + 2), b) || a == 0 || b < a)
+      return err = "bad range '" + item + "' (a..b with 0 < a <= b: a, 2a, 4a, … up to b)", false;
+    for (uint64_t x = a; x <= b; x *= 2) {
+      out.push_back(x);
+      if (x > b / 2) break;
+    }
+    if (out.back() != b) out.push_back(b);
+  }
+  if (out.empty()) return err = "empty", false;
+  return true;
+}
+
+// nccl-tests' bus bandwidth factor for a postcondition, and its name.
+double bus_factor(ExpectKind k, uint32_t n, std::string& name) {
+  double nn = n;
+  const char* label = "1";  // assigned once below: GCC 12 warns (-Wrestrict, falsely) on short literals per case
+  double f = 1;
+  switch (k) {
+    case ExpectKind::Allreduce: label = "2(N-1)/N", f = n > 1 ? 2 * (nn - 1) / nn : 0; break;
+    case ExpectKind::ReduceScatter:
+    case ExpectKind::Allgather:
+    case ExpectKind::Alltoall:
+    case ExpectKind::Gather:
+    case ExpectKind::Scatter: label = "(N-1)/N", f = n > 1 ? (nn - 1) / nn : 0; break;
+    default: break;
+  }
+  name.assign(label);
+  return f;
+}
+
+// The "size" nccl-tests would print: the bytes per rank of the buffer the postcondition is about
+// (the whole gathered buffer for an all-gather, the send buffer for an all-to-all).
+uint64_t expected_size(const StepGraph& g, ExpectKind& kind) {
+  kind = ExpectKind::Nothing;
+  for (const Expectation& e : g.expects) {
+    if (e.bufs.empty()) continue;
+    kind = e.kind;
+    uint64_t b = 0;
+    b += g.range_bytes(e.bufs.front());
+    return b;
+  }
+  return 0;
 }
 
 }  // namespace sg::cli

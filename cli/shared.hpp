@@ -74,4 +74,15 @@ class FoldedWarnings {
   std::vector<Item> items_;
 };
 
+// "1KiB..1GiB" (doubling from a to b, b included) or "a,b,c" (sizes when `sizes`, else plain
+// integers). Returns false with a message.
+bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>& out, std::string& err);
+
+// nccl-tests' bus bandwidth factor for a postcondition, and its name ("2(N-1)/N").
+double bus_factor(ExpectKind k, uint32_t n, std::string& name);
+
+// The "size" nccl-tests would print: the bytes per rank of the buffer the first postcondition is
+// about (the whole gathered buffer for an all-gather, the send buffer for an all-to-all).
+uint64_t expected_size(const StepGraph& g, ExpectKind& kind);
+
 }  // namespace sg::cli

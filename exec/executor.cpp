@@ -1,0 +1,721 @@
+#include "exec/executor.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "core/interp/postcondition.hpp"
+#include "core/interp/state.hpp"
+#include "exec/kernels.hpp"
+#include "exec/values.hpp"
+
+namespace sg::exec {
+
+bool dtype_supported(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::I32 || t == DType::I64; }
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::F32: return MPI_FLOAT;
+    case DType::F64: return MPI_DOUBLE;
+    case DType::I32: return MPI_INT32_T;
+    case DType::I64: return MPI_INT64_T;
+    case DType::I8: return MPI_INT8_T;
+    case DType::U8: return MPI_UINT8_T;
+    default: return MPI_BYTE;
+  }
+}
+
+MPI_Op mpi_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return MPI_SUM;
+    case ReduceOp::Max: return MPI_MAX;
+    case ReduceOp::Min: return MPI_MIN;
+    case ReduceOp::Prod: return MPI_PROD;
+  }
+  return MPI_SUM;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4 };
+enum class Req : uint8_t { ChoreoData, Send, LocalRecv, Coll };
+
+struct GroupKey {
+  uint32_t start, count, stride;
+  bool operator<(const GroupKey& o) const { return std::tie(start, count, stride) < std::tie(o.start, o.count, o.stride); }
+  bool operator==(const GroupKey& o) const = default;
+};
+
+std::string mpi_error_string(int rc) {
+  char s[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, s, &len);
+  return std::string(s, static_cast<size_t>(len));
+}
+
+// Aligned storage: reductions vectorise better on 64-byte boundaries.
+struct Block {
+  unsigned char* p = nullptr;
+  uint64_t size = 0;
+  void allocate(uint64_t n) {
+    size = n;
+    p = static_cast<unsigned char*>(std::aligned_alloc(64, std::max<uint64_t>(64, (n + 63) / 64 * 64)));
+  }
+  ~Block() { std::free(p); }
+};
+
+}  // namespace
+
+struct Executor::Impl {
+  const StepGraph& g;
+  const SourceManager& sources;
+  MPI_Comm world;
+  ExecOptions o;
+  uint32_t me = 0;
+  ReduceOp op = ReduceOp::Sum;
+
+  std::vector<std::unique_ptr<Block>> bufs;
+  Block staging;
+  std::vector<uint64_t> stage_off;  // per step (choreographic and reducing receives, some collectives)
+  std::vector<int> tag;             // per choreographic send / receive: its per-pair sequence number
+  std::vector<uint32_t> succ_off, succ;
+  MPI_Comm choreo = MPI_COMM_NULL, p2p_world = MPI_COMM_NULL;
+  std::vector<MPI_Comm> group_comm;  // per group id of g: its communicator (MPI_COMM_NULL: not a member)
+  std::vector<MPI_Comm> owned_comms;
+  MachineState initial;
+
+  // Per run.
+  std::vector<uint32_t> pending;
+  std::vector<uint8_t> st;
+  std::deque<StepId> ready;
+  std::vector<MPI_Request> reqs;
+  std::vector<StepId> req_step;
+  std::vector<Req> req_kind;
+  std::vector<StepId> waits;  // wait steps issued whose handles are not all complete
+  uint64_t completed = 0;
+  std::string error;
+  double compute_s = 0;
+
+  Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts)
+      : g(graph), sources(sm), world(w), o(opts) {}
+
+  ~Impl() {
+    for (MPI_Comm& c : owned_comms)
+      if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+  }
+
+  unsigned char* ptr(const Range& r) const { return bufs[r.buf]->p + uint64_t{r.lo} * g.buffers[r.buf].chunk_bytes; }
+  uint64_t bytes(const Range& r) const { return g.range_bytes(r); }
+  uint64_t elems(const Range& r) const { return uint64_t{r.cnt} * g.buffers[r.buf].chunk_elems; }
+  DType dtype(const Range& r) const { return g.buffers[r.buf].dtype; }
+  static int count_of(uint64_t n, std::string& err) {
+    if (n > static_cast<uint64_t>(INT32_MAX)) {
+      err = "a message of " + std::to_string(n) + " elements exceeds MPI's int count";
+      return -1;
+    }
+    return static_cast<int>(n);
+  }
+
+  bool check_rc(int rc, const char* what, StepId s) {
+    if (rc == MPI_SUCCESS) return true;
+    if (error.empty())
+      error = std::string(what) + " failed" + (s != kNoStep ? " at " + describe(s) : std::string()) + ": " + mpi_error_string(rc);
+    return false;
+  }
+
+  bool build_communicators(std::string& err) {
+    // Every rank's groups, so that each member of each group creates its communicator, in one
+    // order (sorted) on every rank: MPI_Comm_create_group is collective over the group.
+    std::vector<uint32_t> mine;
+    for (const GroupInfo& gr : g.groups) mine.insert(mine.end(), {gr.start, gr.count, gr.stride});
+    int n = 0, rc = MPI_Comm_size(world, &n);
+    if (rc != MPI_SUCCESS) return err = mpi_error_string(rc), false;
+    int my_count = static_cast<int>(mine.size());
+    std::vector<int> counts(static_cast<size_t>(n)), displs(static_cast<size_t>(n));
+    rc = MPI_Allgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, world);
+    if (rc != MPI_SUCCESS) return err = "MPI_Allgather: " + mpi_error_string(rc), false;
+    int total = 0;
+    for (int k = 0; k < n; ++k) displs[static_cast<size_t>(k)] = total, total += counts[static_cast<size_t>(k)];
+    std::vector<uint32_t> all(static_cast<size_t>(total));
+    rc = MPI_Allgatherv(mine.data(), my_count, MPI_UINT32_T, all.data(), counts.data(), displs.data(), MPI_UINT32_T, world);
+    if (rc != MPI_SUCCESS) return err = "MPI_Allgatherv: " + mpi_error_string(rc), false;
+    std::vector<GroupKey> keys;
+    for (size_t k = 0; k + 2 < all.size(); k += 3) keys.push_back({all[k], all[k + 1], all[k + 2]});
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+    MPI_Group wg;
+    MPI_Comm_group(world, &wg);
+    std::map<GroupKey, MPI_Comm> made;
+    for (const GroupKey& k : keys) {
+      GroupInfo gi{k.start, k.count, k.stride};
+      if (gi.index_of(me) < 0) continue;
+      std::vector<int> members;
+      for (uint32_t j = 0; j < k.count; ++j) members.push_back(static_cast<int>(gi.member(j)));
+      MPI_Group sub;
+      MPI_Group_incl(wg, static_cast<int>(members.size()), members.data(), &sub);
+      MPI_Comm c = MPI_COMM_NULL;
+      rc = MPI_Comm_create_group(world, sub, 0x5347, &c);
+      MPI_Group_free(&sub);
+      if (rc != MPI_SUCCESS) {
+        MPI_Group_free(&wg);
+        return err = "MPI_Comm_create_group: " + mpi_error_string(rc), false;
+      }
+      MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+      owned_comms.push_back(c);
+      made[k] = c;
+    }
+    MPI_Group_free(&wg);
+    group_comm.assign(g.groups.size(), MPI_COMM_NULL);
+    for (size_t i = 0; i < g.groups.size(); ++i) {
+      auto it = made.find(GroupKey{g.groups[i].start, g.groups[i].count, g.groups[i].stride});
+      if (it != made.end()) group_comm[i] = it->second;
+    }
+    MPI_Comm_dup(world, &choreo);
+    MPI_Comm_dup(world, &p2p_world);
+    MPI_Comm_set_errhandler(choreo, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(p2p_world, MPI_ERRORS_RETURN);
+    owned_comms.push_back(choreo);
+    owned_comms.push_back(p2p_world);
+    return true;
+  }
+
+  // The communicator of an on-block send or receive, and the peer's rank in it.
+  bool p2p_target(StepId s, MPI_Comm& comm, int& peer) const {
+    const P2PInfo& p = g.p2p_info(s);
+    const GroupInfo& gr = g.groups[p.comm];
+    bool world_group = gr.start == 0 && gr.stride == 1 && gr.count == g.nranks;
+    comm = world_group ? p2p_world : group_comm[p.comm];
+    if (comm == MPI_COMM_NULL) return false;
+    if (p.peer == kAnyRank) {
+      peer = MPI_ANY_SOURCE;
+      return true;
+    }
+    int64_t k = gr.index_of(p.peer);
+    if (k < 0) return false;
+    peer = static_cast<int>(k);
+    return true;
+  }
+
+  bool setup(std::string& err) {
+    me = static_cast<uint32_t>(g.only_rank);
+    for (const BufferInfo& b : g.buffers) {
+      if (!dtype_supported(b.dtype)) return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed yet (f32, f64, i32, i64 are)", false;
+      auto blk = std::make_unique<Block>();
+      blk->allocate(uint64_t{b.chunks} * b.chunk_bytes);
+      bufs.push_back(std::move(blk));
+    }
+    // The reduction operator the postcondition's numbers are computed with.
+    bool op_found = false;
+    for (StepId s = 0; s < g.size() && !op_found; ++s) {
+      StepKind k = g.kind(s);
+      if (k == StepKind::Reduce || (k == StepKind::Recv && (g.flags(s) & kFlagReduce))) op = flag_op(g.flags(s)), op_found = true;
+      else if (k == StepKind::Collective) {
+        CollKind ck = g.coll(s).kind;
+        if (ck == CollKind::Allreduce || ck == CollKind::Reduce || ck == CollKind::ReduceScatter) op = g.coll(s).op, op_found = true;
+      }
+    }
+    // Tags of choreographic transfers, staging offsets, successors.
+    std::vector<uint32_t> sent(g.nranks, 0), recvd(g.nranks, 0);
+    tag.assign(g.size(), 0);
+    stage_off.assign(g.size(), UINT64_MAX);
+    uint64_t stage = 0;
+    int flag = 0;
+    void* ub_ptr = nullptr;
+    MPI_Comm_get_attr(world, MPI_TAG_UB, &ub_ptr, &flag);
+    uint32_t tag_ub = flag && ub_ptr ? static_cast<uint32_t>(*static_cast<int*>(ub_ptr)) : 32767u;
+    auto stage_for = [&](StepId s, uint64_t n) {
+      stage_off[s] = stage;
+      stage += (n + 63) / 64 * 64;
+    };
+    for (StepId s = 0; s < g.size(); ++s) {
+      StepKind k = g.kind(s);
+      if ((k == StepKind::Send || k == StepKind::Recv) && !g.local(s)) {
+        uint32_t peer = g.peer(s);
+        uint32_t seq = k == StepKind::Send ? sent[peer]++ : recvd[peer]++;
+        tag[s] = static_cast<int>(seq % (tag_ub + 1));
+        if (k == StepKind::Recv) stage_for(s, bytes(g.range(s)));
+      } else if (k == StepKind::Recv && (g.flags(s) & kFlagReduce)) {
+        stage_for(s, bytes(g.range(s)));
+      } else if (k == StepKind::Collective) {
+        const CollInfo& c = g.coll(s);
+        const BufferInfo& bi = g.buffers[g.range(s).buf];
+        if (bi.chunk_bytes % dtype_size(bi.dtype) != 0)
+          return err = "buffer " + bi.name + ": a chunk of " + std::to_string(bi.chunk_bytes) + " bytes is not a whole number of " +
+                       dtype_name(bi.dtype) + " elements, and " + describe(s) +
+                       " hands MPI a count of elements: choose a size that divides evenly", false;
+        if (c.kind == CollKind::ReduceScatter || (c.kind == CollKind::Alltoall && c.into.cnt == 0)) stage_for(s, bytes(g.range(s)));
+      }
+    }
+    staging.allocate(stage);
+    succ_off.assign(g.size() + 1, 0);
+    for (StepId s = 0; s < g.size(); ++s)
+      for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) ++succ_off[*d + 1];
+    for (size_t i = 0; i < g.size(); ++i) succ_off[i + 1] += succ_off[i];
+    succ.resize(succ_off[g.size()]);
+    {
+      std::vector<uint32_t> pos(succ_off.begin(), succ_off.end() - 1);
+      for (StepId s = 0; s < g.size(); ++s)
+        for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) succ[pos[*d]++] = s;
+    }
+    initial = MachineState(g);
+    initial.apply_inits(g);
+    return build_communicators(err);
+  }
+
+  template <class T>
+  static void store(unsigned char* p, uint64_t i, double v) {
+    reinterpret_cast<T*>(p)[i] = static_cast<T>(v);
+  }
+  template <class T>
+  static double load(const unsigned char* p, uint64_t i) {
+    return static_cast<double>(reinterpret_cast<const T*>(p)[i]);
+  }
+  static void store_any(DType t, unsigned char* p, uint64_t i, double v) {
+    switch (t) {
+      case DType::F32: store<float>(p, i, v); break;
+      case DType::F64: store<double>(p, i, v); break;
+      case DType::I32: store<int32_t>(p, i, v); break;
+      case DType::I64: store<int64_t>(p, i, v); break;
+      default: break;
+    }
+  }
+  static double load_any(DType t, const unsigned char* p, uint64_t i) {
+    switch (t) {
+      case DType::F32: return load<float>(p, i);
+      case DType::F64: return load<double>(p, i);
+      case DType::I32: return load<int32_t>(p, i);
+      case DType::I64: return load<int64_t>(p, i);
+      default: return 0;
+    }
+  }
+
+  void fill_inputs() {
+    for (uint32_t b = 0; b < g.buffers.size(); ++b) {
+      const BufferInfo& bi = g.buffers[b];
+      std::memset(bufs[b]->p, 0, bufs[b]->size);
+      for (uint32_t c = 0; c < bi.chunks; ++c) {
+        const Value& v = initial.at(me, b, c).v;
+        if (!v.defined) continue;
+        unsigned char* p = bufs[b]->p + uint64_t{c} * bi.chunk_bytes;
+        double x = 0;
+        for (uint64_t e = 0; e < bi.chunk_elems; ++e)
+          if (evaluate(v, ReduceOp::Sum, e, x)) store_any(bi.dtype, p, e, x);
+      }
+    }
+  }
+
+  CheckResult check() const {
+    CheckResult r;
+    for_each_expected(g, initial, [&](const Expectation&, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& want) {
+      if (rank != me) return;
+      const BufferInfo& bi = g.buffers[buf];
+      const unsigned char* p = bufs[buf]->p + uint64_t{chunk} * bi.chunk_bytes;
+      double x = 0;
+      for (uint64_t e = 0; e < bi.chunk_elems; ++e) {
+        if (!evaluate(want, op, e, x)) {
+          r.unchecked += bi.chunk_elems - e;
+          return;
+        }
+        double got = load_any(bi.dtype, p, e);
+        ++r.checked;
+        bool same = got == x || (std::fabs(x) >= 16777216.0 && std::fabs(got - x) <= 1e-6 * std::fabs(x));
+        if (!same) {
+          if (r.wrong == 0)
+            r.first = "rank " + std::to_string(me) + " " + g.chunk_name(buf, chunk) + " element " + std::to_string(e) + ": expected " +
+                      std::to_string(x) + ", got " + std::to_string(got);
+          ++r.wrong;
+        }
+      }
+    });
+    return r;
+  }
+
+  std::string describe(StepId s) const {
+    std::string d = step_kind_name(g.kind(s));
+    StepKind k = g.kind(s);
+    if (k == StepKind::Send || k == StepKind::Recv || k == StepKind::Copy || k == StepKind::Reduce || k == StepKind::Collective)
+      d += " " + g.range_name(g.range(s));
+    if (k == StepKind::Send || k == StepKind::Recv) {
+      uint32_t p = g.peer(s);
+      d += k == StepKind::Send ? " to " : " from ";
+      d += p == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p);
+      if (g.local(s)) {
+        int32_t t = g.p2p_info(s).tag;
+        d += t == kAnyTag ? std::string(" tag any") : " tag " + std::to_string(t);
+      }
+    }
+    if (k == StepKind::Collective) {
+      const CollInfo& c = g.coll(s);
+      const GroupInfo& gr = g.groups[c.group];
+      d = std::string(coll_name(c.kind)) + " " + g.range_name(g.range(s)) + " over ranks(" + std::to_string(gr.start) + ", " +
+          std::to_string(gr.count) + (gr.stride != 1 ? ", " + std::to_string(gr.stride) : std::string()) + ")";
+    }
+    Loc l = g.loc(s);
+    if (l.valid()) d += " at " + sources.describe(l);
+    return d;
+  }
+
+  std::string source_line(StepId s) const {
+    Loc l = g.loc(s);
+    if (!l.valid() || l.file == 0) return "";
+    return std::string(sources.file(l.file).line(l.line));
+  }
+
+  void satisfy(StepId s) {
+    for (uint32_t i = succ_off[s]; i < succ_off[s + 1]; ++i)
+      if (--pending[succ[i]] == 0) ready.push_back(succ[i]);
+  }
+
+  void complete(StepId s) {
+    st[s] |= kCompleted;
+    ++completed;
+    if (!g.nonblocking(s)) satisfy(s);
+    else recheck_waits();
+  }
+
+  void recheck_waits() {
+    for (size_t i = 0; i < waits.size();) {
+      StepId w = waits[i];
+      if (handles_done(w)) {
+        waits[i] = waits.back();
+        waits.pop_back();
+        complete(w);
+        i = 0;  // complete() may have changed the list
+      } else {
+        ++i;
+      }
+    }
+  }
+
+  bool handles_done(StepId w) const {
+    for (const StepId* h = g.handles_begin(w); h != g.handles_end(w); ++h)
+      if (!(st[*h] & kCompleted)) return false;
+    return true;
+  }
+
+  void track(MPI_Request r, StepId s, Req k) {
+    reqs.push_back(r);
+    req_step.push_back(s);
+    req_kind.push_back(k);
+  }
+
+  // dst op= src over range r (src laid out like r). Chunks whose size is not a multiple of the
+  // element size end in padding bytes: their elements are reduced chunk by chunk.
+  void reduce_range(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems) {
+    const BufferInfo& bi = g.buffers[r.buf];
+    DType t = bi.dtype;
+    if (bi.chunk_bytes % dtype_size(t) == 0) {
+      reduce_into(t, rop, dst, src, std::min(elems(r), max_elems));
+      return;
+    }
+    for (uint32_t k = 0; k < r.cnt; ++k) reduce_into(t, rop, dst + k * bi.chunk_bytes, src + k * bi.chunk_bytes, bi.chunk_elems);
+  }
+
+  void finish_choreo_recv(StepId s) {
+    Range r = g.range(s);
+    const unsigned char* src = staging.p + stage_off[s];
+    if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), ptr(r), src, UINT64_MAX);
+    else std::memcpy(ptr(r), src, bytes(r));
+    complete(s);
+  }
+
+  void issue(StepId s) {
+    st[s] |= kIssued;
+    StepKind k = g.kind(s);
+    Range r = k == StepKind::Wait ? Range{} : g.range(s);
+    switch (k) {
+      case StepKind::Send: {
+        MPI_Request q;
+        int rc;
+        if (!g.local(s)) {
+          rc = MPI_Isend(ptr(r), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+        } else {
+          MPI_Comm c;
+          int peer = 0;
+          if (!p2p_target(s, c, peer)) {
+            error = "no communicator for " + describe(s);
+            return;
+          }
+          rc = MPI_Isend(ptr(r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
+        }
+        if (!check_rc(rc, "MPI_Isend", s)) return;
+        track(q, s, Req::Send);
+        if (g.nonblocking(s)) satisfy(s);
+        return;
+      }
+      case StepKind::Recv: {
+        if (!g.local(s)) {
+          if (st[s] & kArrived) finish_choreo_recv(s);
+          return;  // finished when its data arrives
+        }
+        MPI_Comm c;
+        int peer = 0;
+        if (!p2p_target(s, c, peer)) {
+          error = "no communicator for " + describe(s);
+          return;
+        }
+        unsigned char* dst = (g.flags(s) & kFlagReduce) ? staging.p + stage_off[s] : ptr(r);
+        int32_t t = g.p2p_info(s).tag;
+        MPI_Request q;
+        if (!check_rc(MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, t == kAnyTag ? MPI_ANY_TAG : t, c, &q), "MPI_Irecv", s)) return;
+        track(q, s, Req::LocalRecv);
+        if (g.nonblocking(s)) satisfy(s);
+        return;
+      }
+      case StepKind::Copy: {
+        Range src = g.copy_source(s);
+        std::memmove(ptr(r), ptr(src), std::min(bytes(r), bytes(src)));
+        complete(s);
+        return;
+      }
+      case StepKind::Reduce: {
+        Range src = g.copy_source(s);
+        reduce_range(r, flag_op(g.flags(s)), ptr(r), ptr(src), elems(src));
+        complete(s);
+        return;
+      }
+      case StepKind::Compute: {
+        auto t0 = Clock::now();
+        const ComputeInfo& ci = g.compute(s);
+        volatile double sink = burn_flops(ci.flops);
+        (void)sink;
+        // What the interpreter says a generic compute leaves: d(rank, chunk) in every chunk it
+        // writes (the step's own new data), here as numbers.
+        for (uint32_t i = 0; i < ci.writes_cnt; ++i) {
+          const Range& w = g.ranges[ci.writes_off + i];
+          const BufferInfo& bi = g.buffers[w.buf];
+          for (uint32_t c = w.lo; c < w.lo + w.cnt; ++c) {
+            unsigned char* p = bufs[w.buf]->p + uint64_t{c} * bi.chunk_bytes;
+            for (uint64_t e = 0; e < bi.chunk_elems; ++e) store_any(bi.dtype, p, e, contrib_value(w.buf, me, c, e));
+          }
+        }
+        compute_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        complete(s);
+        return;
+      }
+      case StepKind::Collective: {
+        start_collective(s, r);
+        return;
+      }
+      case StepKind::Wait: {
+        if (handles_done(s)) complete(s);
+        else waits.push_back(s);
+        return;
+      }
+    }
+  }
+
+  void start_collective(StepId s, const Range& r) {
+    const CollInfo& c = g.coll(s);
+    const GroupInfo& gr = g.groups[c.group];
+    MPI_Comm comm = group_comm[c.group];
+    if (comm == MPI_COMM_NULL) {
+      error = "no communicator for " + describe(s);
+      return;
+    }
+    MPI_Datatype t = mpi_type(dtype(r));
+    int n = count_of(elems(r), error);
+    int per = gr.count ? n / static_cast<int>(gr.count) : 0;
+    int me_in = static_cast<int>(gr.index_of(me));
+    int root = static_cast<int>(std::max<int64_t>(0, gr.index_of(c.root)));
+    MPI_Request q = MPI_REQUEST_NULL;
+    int rc = MPI_SUCCESS;
+    unsigned char* p = ptr(r);
+    switch (c.kind) {
+      case CollKind::Barrier: rc = MPI_Ibarrier(comm, &q); break;
+      case CollKind::Allreduce: rc = MPI_Iallreduce(MPI_IN_PLACE, p, n, t, mpi_op(c.op), comm, &q); break;
+      case CollKind::Bcast: rc = MPI_Ibcast(p, n, t, root, comm, &q); break;
+      case CollKind::Reduce:
+        rc = me == c.root ? MPI_Ireduce(MPI_IN_PLACE, p, n, t, mpi_op(c.op), root, comm, &q)
+                          : MPI_Ireduce(p, nullptr, n, t, mpi_op(c.op), root, comm, &q);
+        break;
+      case CollKind::Allgather: rc = MPI_Iallgather(MPI_IN_PLACE, 0, t, p, per, t, comm, &q); break;
+      case CollKind::ReduceScatter:
+        // MPI puts this member's block at the start of its receive buffer; the language wants it
+        // in place at block me: staged, then copied (finish_collective).
+        rc = MPI_Ireduce_scatter_block(p, staging.p + stage_off[s], per, t, mpi_op(c.op), comm, &q);
+        break;
+      case CollKind::Alltoall:
+        if (c.into.cnt) {
+          rc = MPI_Ialltoall(p, per, t, ptr(c.into), per, t, comm, &q);
+        } else {
+          std::memcpy(staging.p + stage_off[s], p, bytes(r));
+          rc = MPI_Ialltoall(staging.p + stage_off[s], per, t, p, per, t, comm, &q);
+        }
+        break;
+    }
+    (void)me_in;
+    if (!check_rc(rc, "the MPI collective", s)) return;
+    track(q, s, Req::Coll);
+  }
+
+  void finish_collective(StepId s) {
+    const CollInfo& c = g.coll(s);
+    if (c.kind == CollKind::ReduceScatter) {
+      const GroupInfo& gr = g.groups[c.group];
+      Range r = g.range(s);
+      uint64_t blk = bytes(r) / gr.count;
+      std::memcpy(ptr(r) + blk * static_cast<uint64_t>(gr.index_of(me)), staging.p + stage_off[s], blk);
+    }
+    complete(s);
+  }
+
+  // Completions only make steps ready (the loop starts them): no request is added here.
+  void on_request_done(StepId s, Req kind) {
+    switch (kind) {
+      case Req::ChoreoData:
+        st[s] |= kArrived;
+        if (st[s] & kIssued) finish_choreo_recv(s);
+        break;
+      case Req::Send: complete(s); break;
+      case Req::LocalRecv: {
+        if (g.flags(s) & kFlagReduce) {
+          Range r = g.range(s);
+          reduce_range(r, flag_op(g.flags(s)), ptr(r), staging.p + stage_off[s], UINT64_MAX);
+        }
+        complete(s);
+        break;
+      }
+      case Req::Coll: finish_collective(s); break;
+    }
+  }
+
+  std::string stall_report(double waited) const {
+    std::string out = "rank " + std::to_string(me) + ": no progress for " + std::to_string(static_cast<int>(waited)) + " s; " +
+                      std::to_string(completed) + " of " + std::to_string(g.size()) + " steps done";
+    // What it waits on: the steps started and not finished, in program order (at most 4), or
+    // else the first step not started.
+    int shown = 0;
+    for (StepId s = 0; s < g.size() && shown < 4; ++s) {
+      if ((st[s] & kIssued) && !(st[s] & kCompleted)) {
+        out += "\n  waits on " + describe(s);
+        std::string line = source_line(s);
+        if (!line.empty()) out += "\n      " + line;
+        ++shown;
+      }
+    }
+    if (shown == 0)
+      for (StepId s = 0; s < g.size(); ++s)
+        if (!(st[s] & kIssued)) {
+          out += "\n  next step " + describe(s) + " is not ready";
+          break;
+        }
+    return out;
+  }
+
+  RunResult run() {
+    RunResult res;
+    auto t0 = Clock::now();
+    size_t n = g.size();
+    pending.assign(n, 0);
+    st.assign(n, 0);
+    ready.clear();
+    reqs.clear();
+    req_step.clear();
+    req_kind.clear();
+    waits.clear();
+    completed = 0;
+    compute_s = 0;
+    error.clear();
+    for (StepId s = 0; s < n; ++s) {
+      pending[s] = g.dep_count(s);
+      if (g.kind(s) == StepKind::Recv && !g.local(s)) {
+        Range r = g.range(s);
+        MPI_Request q;
+        if (!check_rc(MPI_Irecv(staging.p + stage_off[s], count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q),
+                      "MPI_Irecv", s))
+          break;
+        track(q, s, Req::ChoreoData);
+      }
+    }
+    for (StepId s = 0; s < n; ++s)
+      if (pending[s] == 0) ready.push_back(s);
+    auto last = Clock::now();
+    std::vector<int> idx;
+    std::vector<MPI_Status> stats;
+    uint64_t idle = 0;
+    while (error.empty()) {
+      while (!ready.empty() && error.empty()) {
+        StepId s = ready.front();
+        ready.pop_front();
+        issue(s);
+      }
+      if (!error.empty() || completed == n) break;
+      if (reqs.empty()) {
+        error = "nothing can run and nothing is in flight: the schedule is stuck";
+        res.report = stall_report(0);
+        break;
+      }
+      int outcount = 0;
+      idx.resize(reqs.size());
+      stats.resize(reqs.size());
+      int rc = MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &outcount, idx.data(), stats.data());
+      if (rc != MPI_SUCCESS) {
+        for (int k = 0; k < static_cast<int>(reqs.size()) && error.empty(); ++k)
+          if (stats[static_cast<size_t>(k)].MPI_ERROR != MPI_SUCCESS && stats[static_cast<size_t>(k)].MPI_ERROR != MPI_ERR_PENDING)
+            check_rc(stats[static_cast<size_t>(k)].MPI_ERROR, "an MPI operation", req_step[static_cast<size_t>(k)]);
+        if (error.empty()) check_rc(rc, "MPI_Testsome", kNoStep);
+        break;
+      }
+      if (outcount == MPI_UNDEFINED || outcount == 0) {
+        if ((++idle & 1023) == 0) {
+          double waited = std::chrono::duration<double>(Clock::now() - last).count();
+          if (o.timeout_s > 0 && waited > o.timeout_s) {
+            res.stalled = true;
+            res.report = stall_report(waited);
+            break;
+          }
+        }
+        continue;
+      }
+      last = Clock::now();
+      // Handle completions, then drop the finished requests (indices from high to low).
+      std::vector<int> done(idx.begin(), idx.begin() + outcount);
+      std::sort(done.begin(), done.end());
+      std::vector<std::pair<StepId, Req>> finished;
+      for (int k : done) finished.emplace_back(req_step[static_cast<size_t>(k)], req_kind[static_cast<size_t>(k)]);
+      for (auto it = done.rbegin(); it != done.rend(); ++it) {
+        auto k = static_cast<size_t>(*it);
+        reqs[k] = reqs.back();
+        reqs.pop_back();
+        req_step[k] = req_step.back();
+        req_step.pop_back();
+        req_kind[k] = req_kind.back();
+        req_kind.pop_back();
+      }
+      for (auto& [s, kind] : finished) on_request_done(s, kind);
+    }
+    res.completed = error.empty() && !res.stalled && completed == n;
+    res.error = error;
+    res.compute_s = compute_s;
+    res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return res;
+  }
+};
+
+Executor::Executor(const StepGraph& g, const SourceManager& sources, MPI_Comm world, const ExecOptions& o)
+    : impl_(new Impl(g, sources, world, o)) {}
+Executor::~Executor() { delete impl_; }
+bool Executor::setup(std::string& err) {
+  bool ok = impl_->setup(err);
+  op_ = impl_->op;
+  return ok;
+}
+void Executor::fill_inputs() { impl_->fill_inputs(); }
+RunResult Executor::run() { return impl_->run(); }
+CheckResult Executor::check() const { return impl_->check(); }
+uint64_t Executor::buffer_bytes() const {
+  uint64_t b = impl_->staging.size;
+  for (const auto& x : impl_->bufs) b += x->size;
+  return b;
+}
+
+}  // namespace sg::exec

@@ -1,0 +1,85 @@
+// The MPI executor: runs one rank's step graph (elaborated with only_rank) on real buffers.
+//
+// Semantics (the interpreter's, docs/exec.md):
+// - A step starts when its dependencies are satisfied: a dependency on a blocking step when that
+//   step completes, on a nonblocking one (isend, irecv) when it starts. One progress loop per
+//   rank starts ready steps, tests every request in flight (MPI_Testsome) and completes steps.
+// - Choreographic transfers go over their own communicator. The k-th transfer from rank a to
+//   rank b carries tag k on both sides (both ranks elaborate the same statements in the same
+//   order), so matching is exact whatever order the sends start in. Every choreographic receive
+//   is posted when the run starts, into its own staging area; the receive step copies or reduces
+//   the staged data into its destination once its own dependencies are done. A choreographic
+//   send completes when MPI_Isend does; since every receive is posted up front, that never waits
+//   on the receiver's progress.
+// - `on`-block sends and receives keep their tags, wildcards and communicators (one MPI
+//   communicator per group of the schedule, built with MPI_Comm_create_group over the union of
+//   every rank's groups, in one order); a receive is posted when the rank reaches it; a reducing
+//   receive goes through staging.
+// - Collective steps call MPI's own nonblocking collective on the group's communicator.
+// - copy and reduce run on the buffers (reductions vectorised); a generic compute step performs
+//   its flops for real (kernels.hpp); attention tiles only burn their flops for now.
+// - A run that makes no progress for the timeout stops and reports what this rank waits on.
+#pragma once
+#include <mpi.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dsl/source.hpp"
+#include "core/graph/step_graph.hpp"
+
+namespace sg::exec {
+
+// f16 and bf16 are not executed yet (no MPI datatype and no reduction for them here).
+bool dtype_supported(DType t);
+MPI_Datatype mpi_type(DType t);
+MPI_Op mpi_op(ReduceOp op);
+
+struct ExecOptions {
+  double timeout_s = 60;  // no progress for this long: the run stops (RunResult::stalled)
+};
+
+struct RunResult {
+  bool completed = false;
+  bool stalled = false;
+  std::string error;   // an MPI error, with its string
+  std::string report;  // when stalled: the steps this rank waits on, with source lines
+  double compute_s = 0;  // time spent in compute steps
+  double wall_s = 0;
+};
+
+struct CheckResult {
+  uint64_t checked = 0;    // elements compared
+  uint64_t wrong = 0;      // elements that differ from the expected value
+  uint64_t unchecked = 0;  // elements whose expected value is not numeric (attention terms)
+  std::string first;       // the first wrong element, described
+};
+
+class Executor {
+ public:
+  // g: this rank's graph (only_rank = the rank). world: MPI_COMM_WORLD or a duplicate of it.
+  Executor(const StepGraph& g, const SourceManager& sources, MPI_Comm world, const ExecOptions& o);
+  ~Executor();
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Allocates buffers and staging, and builds communicators: collective over `world`.
+  bool setup(std::string& err);
+  // Fills every buffer with its initial values (inputs) and zeros elsewhere.
+  void fill_inputs();
+  // Runs every step once.
+  RunResult run();
+  // Compares every chunk a postcondition covers on this rank with its expected value.
+  CheckResult check() const;
+
+  ReduceOp reduce_op() const { return op_; }
+  uint64_t buffer_bytes() const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+  ReduceOp op_ = ReduceOp::Sum;
+};
+
+}  // namespace sg::exec
