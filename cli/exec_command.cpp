@@ -160,7 +160,7 @@ int cmd_exec(const ExecOpts& o) {
   bool dtype_forced = !o.dtype.empty();
   if (dtype_forced && !parse_dtype(o.dtype, dtype)) return refuse("bad --dtype '" + o.dtype + "'");
   if (dtype_forced && !exec::dtype_supported(dtype))
-    return refuse("--dtype " + o.dtype + " is not executed yet on CPUs (f32, f64, i32 and i64 are)");
+    return refuse("--dtype " + o.dtype + " is not executed yet on CPUs (f32, f64, i32, i64, i8 and u8 are)");
   std::vector<uint64_t> sizes;
   std::string sweep_param = "size";
   if (!o.sweep.empty()) {

@@ -1,0 +1,175 @@
+// `stepgraph exec` under mpiexec: real processes, real buffers. Every library schedule gives
+// exactly the postcondition's numbers at 2, 3, 4 and 8 processes (oversubscribed on 2 cores);
+// the failure cases end as the contract says (a stall names the step and source line, exit 3;
+// a wrong result counts its elements, exit 1; bad input is refused once, exit 2).
+#include <sys/wait.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Ran {
+  int rc = -1;
+  std::string out;
+};
+
+Ran sh(const std::string& cmd, bool with_stderr = false) {
+  Ran r;
+  FILE* p = popen((cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
+  REQUIRE(p);
+  char buf[4096];
+  while (size_t k = fread(buf, 1, sizeof buf, p)) r.out.append(buf, k);
+  int st = pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+const std::string kBin = STEPGRAPH_BIN;
+const std::string kSrc = STEPGRAPH_SOURCE_DIR;
+const std::string kMpi =
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 120 mpiexec";
+
+bool have_mpiexec() { return std::system("command -v mpiexec >/dev/null 2>&1") == 0; }
+
+Ran exec(int n, const std::string& args, bool with_stderr = false) {
+  return sh(kMpi + " -n " + std::to_string(n) + " '" + kBin + "' exec " + args, with_stderr);
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t k = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++k;
+  return k;
+}
+
+}  // namespace
+
+TEST_CASE("every library schedule runs under mpiexec and gives exactly the postcondition's numbers", "[exec][mpi]") {
+  if (!have_mpiexec()) {
+    WARN("mpiexec is not installed: exec is not tested");
+    return;
+  }
+  Ran list = sh("'" + kBin + "' list");
+  REQUIRE(list.rc == 0);
+  std::vector<std::string> names;
+  std::istringstream ls(list.out);
+  for (std::string line; std::getline(ls, line);)
+    if (!line.empty()) names.push_back(line.substr(0, line.find(' ')));
+  REQUIRE(names.size() >= 20);
+  for (const std::string& name : names) {
+    if (name == "dissemination_barrier") continue;  // no data: its own test below
+    int ran = 0;
+    for (int n : {2, 3, 4, 8}) {
+      std::string sets = "--set size=48KiB";
+      if (name == "tp_forward" || name == "tp_backward" || name == "hierarchical_allreduce") sets += " --set mp=2";
+      if (name == "dp_bucketed_step" || name.rfind("tp_", 0) == 0) sets += " --set flops=1M";
+      Ran r = exec(n, name + " " + sets + " --check --iters 1 --warmup 0 --timeout 20 --json", true);
+      if (r.rc == 2 && r.out.find("unsupported") != std::string::npos) continue;  // its require refuses this N
+      INFO(name << " at N = " << n << ":\n" << r.out);
+      REQUIRE(r.rc == 0);
+      size_t a = r.out.find("[\n"), b = r.out.rfind("\n]");
+      REQUIRE(a != std::string::npos);
+      REQUIRE(b != std::string::npos);
+      auto j = nlohmann::json::parse(r.out.substr(a, b + 2 - a));
+      REQUIRE(j.size() == 1);
+      CHECK(j[0]["wrong"] == 0);
+      CHECK(j[0]["ranks"] == n);
+      ++ran;
+    }
+    INFO(name);
+    CHECK(ran >= 1);
+  }
+}
+
+TEST_CASE("exec's JSON has nccl-tests' keys; a sweep gives one object per size; other types check exactly", "[exec][mpi]") {
+  if (!have_mpiexec()) return;
+  Ran r = exec(4, "ring_allreduce --sweep size=1KiB..16KiB --check --compare native --iters 2 --warmup 1 --json");
+  REQUIRE(r.rc == 0);
+  auto j = nlohmann::json::parse(r.out);
+  REQUIRE(j.size() == 5);
+  for (const char* k : {"size_bytes", "count", "dtype", "time_us", "algbw_GBps", "busbw_GBps", "wrong", "native_time_us"})
+    for (const auto& row : j) CHECK(row.contains(k));
+  CHECK(j[0]["size_bytes"] == 1024);
+  CHECK(j[0]["count"] == 256);
+  CHECK(j[4]["size_bytes"] == 16384);
+  CHECK(j[2]["native_time_us"].get<double>() > 0);
+  for (const char* t : {"f64", "i32", "i64"}) {
+    Ran x = exec(3, std::string("recursive_halving_reduce_scatter --set size=24KiB --dtype ") + t + " --check --iters 1 --warmup 0 --json");
+    INFO(t);
+    REQUIRE(x.rc == 0);
+    CHECK(nlohmann::json::parse(x.out)[0]["wrong"] == 0);
+    CHECK(nlohmann::json::parse(x.out)[0]["dtype"] == t);
+  }
+  // The text table: nccl-tests' columns.
+  Ran t = exec(2, "ring_allreduce --set size=4KiB --check --compare native --iters 1 --warmup 0");
+  REQUIRE(t.rc == 0);
+  for (const char* col : {"size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "MPI time", "vs MPI"}) CHECK(t.out.find(col) != std::string::npos);
+}
+
+TEST_CASE("a stalled run names each rank's waiting step, its peer and source line, and exits 3", "[exec][mpi][fail]") {
+  if (!have_mpiexec()) return;
+  Ran r = exec(2, kSrc + "/tests/verify_cases/recv_first.sched:bad --timeout 1", true);
+  CHECK(r.rc == 3);
+  CHECK(r.out.find("no progress for 1 s") != std::string::npos);
+  CHECK(r.out.find("waits on recv a[1] from rank 1 tag 0 at") != std::string::npos);
+  CHECK(r.out.find("recv_first.sched:9:5") != std::string::npos);
+  CHECK(r.out.find("recv a[1 - r] from 1 - r;") != std::string::npos);
+  // The fixed program runs.
+  CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --check --iters 1").rc == 0);
+}
+
+TEST_CASE("a wrong result is counted and exits 1; the fixed schedule passes", "[exec][mpi][fail]") {
+  if (!have_mpiexec()) return;
+  Ran bad = exec(2, kSrc + "/tests/verify_cases/doubled_reduce.sched:bad --check --iters 1 --json", true);
+  CHECK(bad.rc == 1);
+  CHECK(bad.out.find("expected") != std::string::npos);
+  size_t a = bad.out.find("[\n"), b = bad.out.rfind("\n]");
+  REQUIRE(a != std::string::npos);
+  REQUIRE(b != std::string::npos);
+  auto j = nlohmann::json::parse(bad.out.substr(a, b + 2 - a));
+  CHECK(j[0]["wrong"].get<int>() > 0);
+  Ran good = exec(2, kSrc + "/tests/verify_cases/doubled_reduce.sched:fixed --check --iters 1 --json");
+  CHECK(good.rc == 0);
+}
+
+TEST_CASE("bad input is refused on every rank with one message and exit 2", "[exec][mpi][fail]") {
+  if (!have_mpiexec()) return;
+  Ran n = exec(2, "ring_allreduce -n 4", true);
+  CHECK(n.rc == 2);
+  CHECK(count(n.out, "but the job has 2 processes") == 1);
+  Ran u = exec(3, "recursive_doubling_allgather", true);
+  CHECK(u.rc == 2);
+  CHECK(count(u.out, "unsupported") == 1);
+  Ran d = exec(2, "ring_allreduce --dtype bf16", true);
+  CHECK(d.rc == 2);
+  CHECK(count(d.out, "not executed yet") == 1);
+  Ran p = exec(2, "dissemination_barrier --set size=1KiB", true);
+  CHECK(p.rc == 2);
+  CHECK(count(p.out, "unknown parameter 'size'") == 1);
+  Ran m = exec(2, "no_such_schedule", true);
+  CHECK(m.rc == 2);
+  // The barrier has no data: it runs and has nothing to check.
+  CHECK(exec(4, "dissemination_barrier --check --iters 1").rc == 0);
+}
+
+TEST_CASE("the training steps run for real on an mp = 2 x dp = 4 grid, checked, with their compute share", "[exec][mpi]") {
+  if (!have_mpiexec()) return;
+  for (const char* s : {"tp_forward", "tp_backward"}) {
+    Ran r = exec(8, std::string(s) + " --set mp=2 --set size=64KiB --set flops=20M --check --iters 2 --warmup 1 --json");
+    INFO(s << "\n" << r.out);
+    REQUIRE(r.rc == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j[0]["wrong"] == 0);
+    CHECK(j[0].contains("compute_share"));
+  }
+  Ran dp = exec(4, "dp_bucketed_step --set size=256KiB --set flops=20M --check --iters 2 --warmup 1 --json");
+  REQUIRE(dp.rc == 0);
+  auto j = nlohmann::json::parse(dp.out);
+  CHECK(j[0]["wrong"] == 0);
+  CHECK(j[0]["compute_share"].get<double>() > 0);
+}
