@@ -91,6 +91,11 @@ struct Row {
   double overlap = -1;  // share of compute time hidden behind communication, when there was compute
 };
 
+void say(const std::string& text) {
+  ssize_t w = write(2, text.data(), text.size());
+  (void)w;
+}
+
 [[noreturn]] void abort_job(int code) {
   std::fflush(stdout);
   std::fflush(stderr);
@@ -231,13 +236,14 @@ int cmd_exec(const ExecOpts& o) {
 
     auto one = [&](double* compute) {
       exec::RunResult r = ex.run();
+      // Each report in one write: the ranks print at the same moment.
       if (r.stalled) {
-        std::cerr << "stepgraph exec: " << r.report << "\n";
+        say("stepgraph exec: " + r.report + "\n");
         abort_job(3);
       }
       if (!r.completed) {
-        std::cerr << "stepgraph exec: rank " << me << ": " << (r.error.empty() ? "the run did not complete" : r.error) << "\n";
-        if (!r.report.empty()) std::cerr << r.report << "\n";
+        say("stepgraph exec: rank " + std::to_string(me) + ": " + (r.error.empty() ? "the run did not complete" : r.error) + "\n" +
+            (r.report.empty() ? "" : r.report + "\n"));
         abort_job(3);
       }
       if (compute) *compute += r.compute_s;
@@ -248,7 +254,7 @@ int cmd_exec(const ExecOpts& o) {
       exec::CheckResult cr = ex.check();
       unsigned long long w = cr.wrong, all = 0;
       MPI_Reduce(&w, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-      if (cr.wrong) std::cerr << "stepgraph exec: " << cr.first << " (" << cr.wrong << " wrong on rank " << me << ")\n";
+      if (cr.wrong) say("stepgraph exec: " + cr.first + " (" + std::to_string(cr.wrong) + " wrong on rank " + std::to_string(me) + ")\n");
       row.wrong = all;
       row.checked = true;
       ex.fill_inputs();
