@@ -8,7 +8,10 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <thread>
 #include <tuple>
+
+#include <sched.h>
 
 #include "core/interp/postcondition.hpp"
 #include "core/interp/state.hpp"
@@ -103,6 +106,7 @@ struct Executor::Impl {
   uint64_t completed = 0;
   std::string error;
   double compute_s = 0;
+  bool yield = false;  // more processes than cores on this node: idle polls give the core away
 
   Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts)
       : g(graph), sources(sm), world(w), o(opts) {}
@@ -177,6 +181,15 @@ struct Executor::Impl {
     for (size_t i = 0; i < g.groups.size(); ++i) {
       auto it = made.find(GroupKey{g.groups[i].start, g.groups[i].count, g.groups[i].stride});
       if (it != made.end()) group_comm[i] = it->second;
+    }
+    {
+      MPI_Comm node;
+      int local = 1;
+      if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &local);
+        MPI_Comm_free(&node);
+      }
+      yield = static_cast<unsigned>(local) > std::max(1u, std::thread::hardware_concurrency());
     }
     MPI_Comm_dup(world, &choreo);
     MPI_Comm_dup(world, &p2p_world);
@@ -676,6 +689,9 @@ struct Executor::Impl {
         break;
       }
       if (outcount == MPI_UNDEFINED || outcount == 0) {
+        // Nothing finished: give the core away. With more processes than cores (a laptop, CI)
+        // a spinning rank would take the CPU from the rank that has work to do.
+        if (yield) sched_yield();
         if ((++idle & 1023) == 0) {
           double waited = std::chrono::duration<double>(Clock::now() - last).count();
           if (o.timeout_s > 0 && waited > o.timeout_s) {
