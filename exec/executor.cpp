@@ -89,6 +89,14 @@ struct Executor::Impl {
   Block staging;
   std::vector<uint64_t> stage_off;  // per step (choreographic and reducing receives, some collectives)
   std::vector<int> tag;             // per choreographic send / receive: its per-pair sequence number
+  // Choreographic receives by source: the steps of each source by sequence number (= tag), for
+  // matched probes (MPI_Improbe / MPI_Imrecv): a message whose receive step has started lands
+  // straight in its destination; one that comes early lands in staging, as the design says.
+  std::vector<uint32_t> srcs;                  // the sources choreographic messages come from
+  std::vector<std::vector<StepId>> from_src;   // per entry of srcs: its receive steps by sequence
+  bool probe = false;                          // matched probes (false: every receive pre-posted into staging)
+  std::vector<uint32_t> taken;                 // per run, per entry of srcs: messages taken
+  std::vector<uint8_t> direct;                 // per run, per step: its data went straight to the destination
   std::vector<uint32_t> succ_off, succ;
   MPI_Comm choreo = MPI_COMM_NULL, p2p_world = MPI_COMM_NULL;
   std::vector<MPI_Comm> group_comm;  // per group id of g: its communicator (MPI_COMM_NULL: not a member)
@@ -268,6 +276,25 @@ struct Executor::Impl {
       }
     }
     staging.allocate(stage);
+    {
+      std::vector<int64_t> index(g.nranks, -1);
+      for (StepId s = 0; s < g.size(); ++s) {
+        if (g.kind(s) != StepKind::Recv || g.local(s)) continue;
+        uint32_t src = g.peer(s);
+        if (index[src] < 0) {
+          index[src] = static_cast<int64_t>(srcs.size());
+          srcs.push_back(src);
+          from_src.emplace_back();
+        }
+        from_src[static_cast<size_t>(index[src])].push_back(s);
+      }
+      // A probe per source per poll: worth it for the few sources of rings, trees and
+      // recursive doubling; an all-to-all from thousands of sources keeps pre-posted receives.
+      // Tags must not wrap, since a tag names the step.
+      probe = srcs.size() <= 64;
+      for (const auto& v : from_src)
+        if (v.size() > uint64_t{tag_ub} + 1) probe = false;
+    }
     succ_off.assign(g.size() + 1, 0);
     for (StepId s = 0; s < g.size(); ++s)
       for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) ++succ_off[*d + 1];
@@ -596,7 +623,8 @@ struct Executor::Impl {
     switch (kind) {
       case Req::ChoreoData:
         st[s] |= kArrived;
-        if (st[s] & kIssued) finish_choreo_recv(s);
+        if (direct[s]) complete(s);
+        else if (st[s] & kIssued) finish_choreo_recv(s);
         break;
       case Req::Send: complete(s); break;
       case Req::LocalRecv: {
@@ -609,6 +637,39 @@ struct Executor::Impl {
       }
       case Req::Coll: finish_collective(s); break;
     }
+  }
+
+  // Takes every choreographic message that has come, source by source (a source's messages come
+  // in the order they were sent, so once this run's count from a source is reached the rest are
+  // the next run's and stay queued in MPI). True when it took one; `expecting`: some are due.
+  bool take_messages(bool& expecting) {
+    bool took = false;
+    for (size_t i = 0; i < srcs.size(); ++i) {
+      while (taken[i] < from_src[i].size()) {
+        expecting = true;
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status status;
+        if (!check_rc(MPI_Improbe(static_cast<int>(srcs[i]), MPI_ANY_TAG, choreo, &flag, &msg, &status), "MPI_Improbe", kNoStep)) return false;
+        if (!flag) break;
+        auto seq = static_cast<size_t>(status.MPI_TAG);
+        if (seq >= from_src[i].size()) {
+          error = "a choreographic message from rank " + std::to_string(srcs[i]) + " with tag " + std::to_string(seq) + " has no receive";
+          return false;
+        }
+        StepId s = from_src[i][seq];
+        ++taken[i];
+        Range r = g.range(s);
+        bool straight = (st[s] & kIssued) && !(g.flags(s) & kFlagReduce);
+        direct[s] = straight;
+        MPI_Request q;
+        if (!check_rc(MPI_Imrecv(straight ? ptr(r) : staging.p + stage_off[s], count_of(bytes(r), error), MPI_BYTE, &msg, &q), "MPI_Imrecv", s))
+          return false;
+        track(q, s, Req::ChoreoData);
+        took = true;
+      }
+    }
+    return took;
   }
 
   std::string stall_report(double waited) const {
@@ -648,9 +709,11 @@ struct Executor::Impl {
     completed = 0;
     compute_s = 0;
     error.clear();
+    direct.assign(n, 0);
+    taken.assign(srcs.size(), 0);
     for (StepId s = 0; s < n; ++s) {
       pending[s] = g.dep_count(s);
-      if (g.kind(s) == StepKind::Recv && !g.local(s)) {
+      if (!probe && g.kind(s) == StepKind::Recv && !g.local(s)) {
         Range r = g.range(s);
         MPI_Request q;
         if (!check_rc(MPI_Irecv(staging.p + stage_off[s], count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q),
@@ -672,15 +735,22 @@ struct Executor::Impl {
         issue(s);
       }
       if (!error.empty() || completed == n) break;
-      if (reqs.empty()) {
+      bool expecting = false;
+      if (probe && take_messages(expecting)) {
+        last = Clock::now();
+        continue;
+      }
+      if (!error.empty()) break;
+      if (reqs.empty() && !expecting) {
         error = "nothing can run and nothing is in flight: the schedule is stuck";
         res.report = stall_report(0);
         break;
       }
       int outcount = 0;
+      if (reqs.empty()) outcount = MPI_UNDEFINED;  // waiting only for messages to probe
       idx.resize(reqs.size());
       stats.resize(reqs.size());
-      int rc = MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &outcount, idx.data(), stats.data());
+      int rc = reqs.empty() ? MPI_SUCCESS : MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &outcount, idx.data(), stats.data());
       if (rc != MPI_SUCCESS) {
         for (int k = 0; k < static_cast<int>(reqs.size()) && error.empty(); ++k)
           if (stats[static_cast<size_t>(k)].MPI_ERROR != MPI_SUCCESS && stats[static_cast<size_t>(k)].MPI_ERROR != MPI_ERR_PENDING)
