@@ -48,7 +48,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4 };
+enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4, kTaken = 8 };
 enum class Req : uint8_t { ChoreoData, Send, LocalRecv, Coll };
 
 struct GroupKey {
@@ -639,6 +639,23 @@ struct Executor::Impl {
     }
   }
 
+  // Whether every unsatisfied dependency of s will be done without waiting on another rank:
+  // local work (copy, reduce, compute) whose own dependencies are so, or a choreographic
+  // receive whose message is already taken. Sends, on-block steps and collectives wait on
+  // peers, so a message is never held back behind them (that could deadlock).
+  bool deps_soon(StepId s, int depth) const {
+    if (depth == 0) return false;
+    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) {
+      uint8_t x = st[*d];
+      if ((x & kCompleted) || ((x & kIssued) && g.nonblocking(*d))) continue;
+      StepKind k = g.kind(*d);
+      bool local_work = k == StepKind::Copy || k == StepKind::Reduce || k == StepKind::Compute;
+      bool incoming = k == StepKind::Recv && !g.local(*d) && (x & kTaken);
+      if (!(local_work || incoming) || !deps_soon(*d, depth - 1)) return false;
+    }
+    return true;
+  }
+
   // Takes every choreographic message that has come, source by source (a source's messages come
   // in the order they were sent, so once this run's count from a source is reached the rest are
   // the next run's and stay queued in MPI). True when it took one; `expecting`: some are due.
@@ -650,6 +667,14 @@ struct Executor::Impl {
         int flag = 0;
         MPI_Message msg;
         MPI_Status status;
+        // Look first: a message whose receive will start after local work only (a reduction of
+        // data already here, say) is left in MPI's queue until then, and lands in place.
+        if (!check_rc(MPI_Iprobe(static_cast<int>(srcs[i]), MPI_ANY_TAG, choreo, &flag, &status), "MPI_Iprobe", kNoStep)) return false;
+        if (!flag) break;
+        if (static_cast<size_t>(status.MPI_TAG) < from_src[i].size()) {
+          StepId s = from_src[i][static_cast<size_t>(status.MPI_TAG)];
+          if (!(st[s] & kIssued) && !(g.flags(s) & kFlagReduce) && deps_soon(s, 4)) break;
+        }
         if (!check_rc(MPI_Improbe(static_cast<int>(srcs[i]), MPI_ANY_TAG, choreo, &flag, &msg, &status), "MPI_Improbe", kNoStep)) return false;
         if (!flag) break;
         auto seq = static_cast<size_t>(status.MPI_TAG);
@@ -659,6 +684,7 @@ struct Executor::Impl {
         }
         StepId s = from_src[i][seq];
         ++taken[i];
+        st[s] |= kTaken;
         Range r = g.range(s);
         bool straight = (st[s] & kIssued) && !(g.flags(s) & kFlagReduce);
         direct[s] = straight;
