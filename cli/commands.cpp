@@ -617,6 +617,9 @@ schedule ring_shift() {
   // Open MPI's own abort banner is left out; the exit code is printed.
   run("( " + mpi + "-n 2 '" + self + "' exec " + stall + " --timeout 1; echo \"   exit code $?\" ) 2>&1 | grep -v -e '^---' -e '^$' "
       "-e 'MPI_ABORT' -e 'NOTE:' -e 'You may' -e 'exactly when' -e 'with errorcode' -e 'help message' -e 'orte_base_help'");
+  std::cout << "\n13. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
+               "    PyTorch's master address: `eval` it in a job script before torch.distributed.init_process_group)\n\n";
+  run(mpi + "-n 2 '" + self + "' env --export 2>/dev/null | sort");
   return rc;
 }
 

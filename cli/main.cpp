@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.hpp"
+#include "cli/env_command.hpp"
 
 namespace {
 
@@ -116,11 +117,21 @@ int main(int argc, char** argv) {
   exec->add_flag("--json", eopts.json, "print JSON: a list of objects, one per size");
   exec->footer("Exit codes: 0 ok, 1 wrong elements, 2 bad input (every rank refuses), 3 no progress or an MPI error (the job is aborted).");
 
+  sg::cli::EnvOpts envopts;
+  auto* env = app.add_subcommand("env", "what launcher, MPI, rank, local rank, node, device and backend this process sees, and the master address for PyTorch");
+  auto* env_json = env->add_flag("--json", envopts.json, "print one JSON object");
+  env->add_flag("--export", envopts.export_, "print one line `export RANK=… WORLD_SIZE=… LOCAL_RANK=… LOCAL_WORLD_SIZE=… MASTER_ADDR=… MASTER_PORT=…` for eval")
+      ->excludes(env_json);
+  env->add_flag("--no-mpi", envopts.no_mpi,
+                "never call MPI_Init (by default, built with MPI and started by mpiexec or srun, it asks MPI what the environment "
+                "leaves unknown: the local rank, rank 0's host)");
+  env->footer("Run it under the launcher: mpiexec -n 4 stepgraph env; in a job script: eval \"$(stepgraph env --export)\"; python train.py");
+
   std::string demo_ranks = "2..17,32,64";
   auto* demo = app.add_subcommand("demo", "the main job: compile, check and summarise a ring all-reduce and the whole library");
   demo->add_option("-n,--ranks", demo_ranks, "rank counts to check the library at");
 
-  for (auto* sub : {list, compile, check, verify, sim, exec, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
+  for (auto* sub : {list, compile, check, verify, sim, exec, env, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
 
   try {
     app.parse(argc, argv);
@@ -140,6 +151,7 @@ int main(int argc, char** argv) {
   if (*verify) return sg::cli::cmd_verify(vopts);
   if (*sim) return sg::cli::cmd_sim(sopts);
   if (*exec) return sg::cli::cmd_exec(eopts);
+  if (*env) return sg::cli::cmd_env(envopts);
   if (*demo) return sg::cli::cmd_demo(demo_ranks);
   std::cout << app.help();
   return 0;
