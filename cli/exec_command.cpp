@@ -188,8 +188,11 @@ int cmd_exec(const ExecOpts& o) {
     c.max_memory = o.max_memory;
     if (sz) c.sets.push_back("size=" + std::to_string(sz));
     Prepared p;
-    // Diagnostics come from rank 0 only: every rank finds the same ones.
-    if (me != 0) std::cerr.setstate(std::ios::failbit);
+    // Every rank elaborates its own program and may find errors the others do not (one rank's
+    // program skips the statements of other ranks): the diagnostics are captured, the ranks
+    // agree on the outcome, and the lowest rank that failed prints them (rank 0 its warnings).
+    std::ostringstream diag;
+    std::streambuf* saved = std::cerr.rdbuf(diag.rdbuf());
     int rc = prepare(c, p, false);
     std::unique_ptr<StepGraph> g;
     if (rc == 0) {
@@ -206,8 +209,14 @@ int cmd_exec(const ExecOpts& o) {
         print_warnings(p.s);
       }
     }
-    std::cerr.clear();
-    if (rc) return refuse("");
+    std::cerr.rdbuf(saved);
+    int failed_at = rc ? me : size, first_failed = size;
+    MPI_Allreduce(&failed_at, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if ((first_failed < size && me == first_failed) || (first_failed == size && me == 0 && sz == sizes.front())) say(diag.str());
+    if (first_failed < size) {
+      MPI_Finalize();
+      return 2;
+    }
     schedule_name = g->schedule;
     if (dtype_forced)
       for (BufferInfo& b : g->buffers) {

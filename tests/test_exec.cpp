@@ -153,6 +153,19 @@ TEST_CASE("bad input is refused on every rank with one message and exit 2", "[ex
   CHECK(count(p.out, "unknown parameter 'size'") == 1);
   Ran m = exec(2, "no_such_schedule", true);
   CHECK(m.rc == 2);
+  // An error only ranks 2 and 3 elaborate (ranks 0 and 1 skip other ranks' transfers): the
+  // ranks agree to stop, and the error is printed once, with its location.
+  std::string f = "/tmp/stepgraph_test_exec_bad_index.sched";
+  {
+    FILE* w = std::fopen(f.c_str(), "w");
+    REQUIRE(w);
+    std::fputs("schedule bad() {\n  buffer a[4] bytes 8;\n  init a contrib;\n  expect nothing;\n  send a[9] from 2 to 3;\n}\n", w);
+    std::fclose(w);
+  }
+  Ran bi = exec(4, f, true);
+  CHECK(bi.rc == 2);
+  CHECK(count(bi.out, "error:") == 1);
+  CHECK(bi.out.find("stepgraph_test_exec_bad_index.sched:5:") != std::string::npos);
   // The barrier has no data: it runs and has nothing to check.
   CHECK(exec(4, "dissemination_barrier --check --iters 1").rc == 0);
 }

@@ -874,6 +874,10 @@ class Elaborator {
       est.steps += mine(a) + mine(p);
       return;
     }
+    // One rank's program: a transfer between two other ranks leaves nothing here. Its chunk
+    // indices are not even evaluated (they are, and checked, on the two ranks it concerns):
+    // that is most of the work of elaborating one rank of a large ring.
+    if (me_ >= 0 && !mine(a) && !mine(p)) return;
     Range src = ref(s.src, f);
     Range dst = s.into.present() ? ref(s.into, f) : src;
     if (s.into.present()) check_same_bytes(src, dst, s.into, "a send between chunks");
