@@ -3,6 +3,7 @@
 // times it next to MPI's own collective; rank 0 prints a table like nccl-tests'.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -88,7 +89,10 @@ struct Row {
   double time_s = 0, native_s = -1;
   uint64_t wrong = 0;
   bool checked = false;
-  double overlap = -1;  // share of compute time hidden behind communication, when there was compute
+  // With compute steps: the mean compute time of an iteration and the communication alone (the
+  // same run without the flops), both the slowest rank's; overlap = the share of the
+  // communication that the compute hid: (compute + communication alone - together) / communication.
+  double compute_s = -1, comm_s = -1, overlap = -1;
 };
 
 void say(const std::string& text) {
@@ -243,8 +247,8 @@ int cmd_exec(const ExecOpts& o) {
     if (!g->expects.empty() && !g->expects[0].bufs.empty()) shown_type = g->buffers[g->expects[0].bufs[0].buf].dtype;
     row.count = row.size / dtype_size(shown_type);
 
-    auto one = [&](double* compute) {
-      exec::RunResult r = ex.run();
+    auto one = [&](double* compute, bool flops = true, bool values = false) {
+      exec::RunResult r = ex.run(flops, values);
       // Each report in one write: the ranks print at the same moment.
       if (r.stalled) {
         say("stepgraph exec: " + r.report + "\n");
@@ -259,7 +263,7 @@ int cmd_exec(const ExecOpts& o) {
     };
     ex.fill_inputs();
     if (o.check) {
-      one(nullptr);
+      one(nullptr, true, true);
       exec::CheckResult cr = ex.check();
       unsigned long long w = cr.wrong, all = 0;
       MPI_Reduce(&w, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
@@ -276,12 +280,17 @@ int cmd_exec(const ExecOpts& o) {
     double mine = std::chrono::duration<double>(Clock::now() - t0).count() / o.iters;
     MPI_Allreduce(&mine, &row.time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     compute /= o.iters;
-    if (compute > 0) {
-      // The share of an iteration spent in compute steps (the least over ranks). The overlap
-      // achieved needs the communication alone as well: not measured yet (issue 8, item 3).
-      double share = compute / mine;
-      MPI_Allreduce(MPI_IN_PLACE, &share, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
-      row.overlap = share;
+    double any_compute = 0;
+    MPI_Allreduce(&compute, &any_compute, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    if (any_compute > 0) {
+      row.compute_s = any_compute;
+      for (int k = 0; k < std::min(o.warmup, 1); ++k) one(nullptr, false);
+      MPI_Barrier(MPI_COMM_WORLD);
+      auto c0 = Clock::now();
+      for (int k = 0; k < o.iters; ++k) one(nullptr, false);
+      double alone = std::chrono::duration<double>(Clock::now() - c0).count() / o.iters;
+      MPI_Allreduce(&alone, &row.comm_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (row.comm_s > 0) row.overlap = std::clamp((row.compute_s + row.comm_s - row.time_s) / row.comm_s, 0.0, 1.0);
     }
     if (o.compare == "native") {
       Native nat;
@@ -325,7 +334,11 @@ int cmd_exec(const ExecOpts& o) {
                             {"busbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 * factor : 0.0},
                             {"wrong", r.checked ? nlohmann::json(r.wrong) : nlohmann::json(nullptr)}};
         if (native) j["native_time_us"] = r.native_s >= 0 ? nlohmann::json(r.native_s * 1e6) : nlohmann::json(nullptr);
-        if (r.overlap >= 0) j["compute_share"] = r.overlap;
+        if (r.compute_s >= 0) {
+          j["compute_us"] = r.compute_s * 1e6;
+          j["comm_alone_us"] = r.comm_s * 1e6;
+          j["overlap"] = r.overlap;
+        }
         out.push_back(j);
       }
       std::cout << out.dump(2) << "\n";
@@ -350,10 +363,9 @@ int cmd_exec(const ExecOpts& o) {
         std::printf("\n");
       }
       for (const Row& r : rows)
-        if (r.overlap >= 0) {
-          std::printf("# compute: %.0f%% of an iteration (the least over ranks)\n", r.overlap * 100);
-          break;
-        }
+        if (r.compute_s >= 0)
+          std::printf("# %llu B: compute %.2f ms + communication alone %.2f ms, together %.2f ms: %.0f%% of the communication hidden\n",
+                      static_cast<unsigned long long>(r.size), r.compute_s * 1e3, r.comm_s * 1e3, r.time_s * 1e3, r.overlap * 100);
       if (total_wrong) std::printf("# %llu wrong elements\n", static_cast<unsigned long long>(total_wrong));
     }
     std::fflush(stdout);

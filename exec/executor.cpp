@@ -115,6 +115,7 @@ struct Executor::Impl {
   std::string error;
   double compute_s = 0;
   bool yield = false;  // more processes than cores on this node: idle polls give the core away
+  bool do_compute = true, write_values = true;
 
   Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts)
       : g(graph), sources(sm), world(w), o(opts) {}
@@ -535,11 +536,13 @@ struct Executor::Impl {
       case StepKind::Compute: {
         auto t0 = Clock::now();
         const ComputeInfo& ci = g.compute(s);
-        volatile double sink = burn_flops(ci.flops);
-        (void)sink;
+        if (do_compute) {
+          volatile double sink = burn_flops(ci.flops);
+          (void)sink;
+        }
         // What the interpreter says a generic compute leaves: d(rank, chunk) in every chunk it
         // writes (the step's own new data), here as numbers.
-        for (uint32_t i = 0; i < ci.writes_cnt; ++i) {
+        for (uint32_t i = 0; i < ci.writes_cnt && write_values; ++i) {
           const Range& w = g.ranges[ci.writes_off + i];
           const BufferInfo& bi = g.buffers[w.buf];
           for (uint32_t c = w.lo; c < w.lo + w.cnt; ++c) {
@@ -721,7 +724,9 @@ struct Executor::Impl {
     return out;
   }
 
-  RunResult run() {
+  RunResult run(bool compute, bool values) {
+    do_compute = compute;
+    write_values = values;
     RunResult res;
     auto t0 = Clock::now();
     size_t n = g.size();
@@ -832,7 +837,7 @@ bool Executor::setup(std::string& err) {
   return ok;
 }
 void Executor::fill_inputs() { impl_->fill_inputs(); }
-RunResult Executor::run() { return impl_->run(); }
+RunResult Executor::run(bool compute, bool values) { return impl_->run(compute, values); }
 CheckResult Executor::check() const { return impl_->check(); }
 uint64_t Executor::buffer_bytes() const {
   uint64_t b = impl_->staging.size;

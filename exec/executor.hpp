@@ -68,8 +68,11 @@ class Executor {
   bool setup(std::string& err);
   // Fills every buffer with its initial values (inputs) and zeros elsewhere.
   void fill_inputs();
-  // Runs every step once.
-  RunResult run();
+  // Runs every step once. `compute`: compute steps do their flops (without: the communication
+  // alone, the baseline overlap is measured against). `values`: compute steps write the values
+  // the postcondition expects into the chunks they write (for --check; timed runs skip it, so
+  // that a compute step's time is its flops).
+  RunResult run(bool compute = true, bool values = true);
   // Compares every chunk a postcondition covers on this rank with its expected value.
   CheckResult check() const;
 

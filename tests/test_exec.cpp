@@ -170,7 +170,7 @@ TEST_CASE("bad input is refused on every rank with one message and exit 2", "[ex
   CHECK(exec(4, "dissemination_barrier --check --iters 1").rc == 0);
 }
 
-TEST_CASE("the training steps run for real on an mp = 2 x dp = 4 grid, checked, with their compute share", "[exec][mpi]") {
+TEST_CASE("the training steps run for real on an mp = 2 x dp = 4 grid, checked, with the overlap achieved", "[exec][mpi]") {
   if (!have_mpiexec()) return;
   for (const char* s : {"tp_forward", "tp_backward"}) {
     Ran r = exec(8, std::string(s) + " --set mp=2 --set size=64KiB --set flops=20M --check --iters 2 --warmup 1 --json");
@@ -178,11 +178,15 @@ TEST_CASE("the training steps run for real on an mp = 2 x dp = 4 grid, checked, 
     REQUIRE(r.rc == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j[0]["wrong"] == 0);
-    CHECK(j[0].contains("compute_share"));
+    CHECK(j[0].contains("overlap"));
+    CHECK(j[0]["compute_us"].get<double>() > 0);
   }
   Ran dp = exec(4, "dp_bucketed_step --set size=256KiB --set flops=20M --check --iters 2 --warmup 1 --json");
   REQUIRE(dp.rc == 0);
   auto j = nlohmann::json::parse(dp.out);
   CHECK(j[0]["wrong"] == 0);
-  CHECK(j[0]["compute_share"].get<double>() > 0);
+  CHECK(j[0]["compute_us"].get<double>() > 0);
+  CHECK(j[0]["comm_alone_us"].get<double>() > 0);
+  CHECK(j[0]["overlap"].get<double>() >= 0);
+  CHECK(j[0]["overlap"].get<double>() <= 1);
 }
