@@ -77,11 +77,20 @@ struct ExecOpts {
   int iters = 20, warmup = 5;
   double timeout_s = 60;
   bool check = false, json = false;
+  std::string predict;               // a platform: print the analytic simulator's time next to the measured one
+};
+
+struct CalibrateOpts {
+  std::string output = "calibration.platform";
+  std::string sizes = "8..16MiB";
+  int iters = 20;
+  bool json = false;
 };
 
 int cmd_list(bool json);
 // Runs under mpiexec / srun (or alone, as one process).
 int cmd_exec(const ExecOpts& o);
+int cmd_calibrate(const CalibrateOpts& o);
 int cmd_sim(const SimOpts& o);
 int cmd_verify(const VerifyOpts& o);
 int cmd_compile(const CompileOpts& o);

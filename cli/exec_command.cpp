@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/shared.hpp"
+#include "cli/sim_command.hpp"
 #include "core/graph/passes.hpp"
 
 #ifdef STEPGRAPH_HAVE_MPI
@@ -93,6 +95,8 @@ struct Row {
   // same run without the flops), both the slowest rank's; overlap = the share of the
   // communication that the compute hid: (compute + communication alone - together) / communication.
   double compute_s = -1, comm_s = -1, overlap = -1;
+  double predicted_s = -1;  // --predict: the analytic simulator's time on that platform
+  std::string predict_error;
 };
 
 void say(const std::string& text) {
@@ -311,6 +315,33 @@ int cmd_exec(const ExecOpts& o) {
         MPI_Allreduce(&nm, &row.native_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       }
     }
+    if (!o.predict.empty() && me == 0) {
+      // The same schedule, all ranks, through the analytic engine on the given platform.
+      SimOpts so;
+      so.targets = {o.target};
+      so.ranks = std::to_string(size);
+      so.sets = c.sets;
+      so.max_memory = o.max_memory;
+      so.platform = o.predict;
+      so.model = "analytic";
+      so.quiet = true;
+      if (o.predict[0] == '@') {  // a calibration file: its reduction speed too
+        std::ifstream f(o.predict.substr(1));
+        for (std::string line; std::getline(f, line);)
+          if (auto at = line.find("# gamma="); at != std::string::npos) so.gamma = line.substr(at + 8);
+      }
+      PointPlan plan;
+      std::ostringstream sink;
+      std::streambuf* saved_err = std::cerr.rdbuf(sink.rdbuf());
+      if (plan_points(so, plan) == 0 && sim_options(so, plan.sim) == 0 && !plan.points.empty()) {
+        PointResult pr = run_point(so, plan, 0);
+        if (pr.error.empty() && pr.completed) row.predicted_s = pr.time_s;
+        else row.predict_error = pr.error.empty() ? "the simulation did not complete" : pr.error;
+      } else {
+        row.predict_error = sink.str();
+      }
+      std::cerr.rdbuf(saved_err);
+    }
     rows.push_back(row);
   }
 
@@ -334,6 +365,10 @@ int cmd_exec(const ExecOpts& o) {
                             {"busbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 * factor : 0.0},
                             {"wrong", r.checked ? nlohmann::json(r.wrong) : nlohmann::json(nullptr)}};
         if (native) j["native_time_us"] = r.native_s >= 0 ? nlohmann::json(r.native_s * 1e6) : nlohmann::json(nullptr);
+        if (!o.predict.empty()) {
+          j["predicted_time_us"] = r.predicted_s >= 0 ? nlohmann::json(r.predicted_s * 1e6) : nlohmann::json(nullptr);
+          if (r.predicted_s > 0) j["predict_error"] = (r.time_s - r.predicted_s) / r.predicted_s;
+        }
         if (r.compute_s >= 0) {
           j["compute_us"] = r.compute_s * 1e6;
           j["comm_alone_us"] = r.comm_s * 1e6;
@@ -347,9 +382,12 @@ int cmd_exec(const ExecOpts& o) {
                   o.warmup, factor_name.c_str(), o.check ? ", checked" : "");
       std::printf("#\n");
       std::printf("# %10s %12s %8s %6s %10s %8s %8s %7s", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
+      bool predict = !o.predict.empty();
       if (native) std::printf(" %10s %7s", "MPI time", "speed");
+      if (predict) std::printf(" %10s %7s", "predicted", "error");
       std::printf("\n# %10s %12s %8s %6s %10s %8s %8s %7s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
       if (native) std::printf(" %10s %7s", "(us)", "vs MPI");
+      if (predict) std::printf(" %10s %7s", "(us)", "");
       std::printf("\n");
       for (const Row& r : rows) {
         double alg = r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0;
@@ -360,12 +398,24 @@ int cmd_exec(const ExecOpts& o) {
           if (r.native_s >= 0) std::printf(" %10.2f %6.2fx", r.native_s * 1e6, r.native_s / r.time_s);
           else std::printf(" %10s %7s", "-", "-");
         }
+        if (predict) {
+          if (r.predicted_s > 0) std::printf(" %10.2f %+6.0f%%", r.predicted_s * 1e6, (r.time_s - r.predicted_s) / r.predicted_s * 100);
+          else std::printf(" %10s %7s", "-", "-");
+        }
         std::printf("\n");
       }
       for (const Row& r : rows)
         if (r.compute_s >= 0)
           std::printf("# %llu B: compute %.2f ms + communication alone %.2f ms, together %.2f ms: %.0f%% of the communication hidden\n",
                       static_cast<unsigned long long>(r.size), r.compute_s * 1e3, r.comm_s * 1e3, r.time_s * 1e3, r.overlap * 100);
+      if (predict) {
+        std::printf("# predicted: the analytic simulator on %s; error = (measured - predicted) / predicted\n", o.predict.c_str());
+        for (const Row& r : rows)
+          if (!r.predict_error.empty()) {
+            std::printf("# prediction failed: %s\n", r.predict_error.c_str());
+            break;
+          }
+      }
       if (total_wrong) std::printf("# %llu wrong elements\n", static_cast<unsigned long long>(total_wrong));
     }
     std::fflush(stdout);

@@ -115,6 +115,14 @@ int main(int argc, char** argv) {
   exec->add_option("--timeout", eopts.timeout_s, "a run that makes no progress this many seconds stops and says what each rank waits on (exit 3)")
       ->check(CLI::NonNegativeNumber);
   exec->add_flag("--json", eopts.json, "print JSON: a list of objects, one per size");
+  exec->add_option("--predict", eopts.predict, "a platform (a spec, an .xml file or @FILE from calibrate): the analytic simulator's time next to the measured one, with the error");
+
+  sg::cli::CalibrateOpts calopts;
+  auto* calibrate = app.add_subcommand("calibrate", "under mpiexec: ping-pong per pair class (same node, other node), an alpha-beta fit, and a platform file for sim and exec --predict");
+  calibrate->add_option("-o,--output", calopts.output, "the platform file to write (default calibration.platform)");
+  calibrate->add_option("--sizes", calopts.sizes, "message sizes: a..b (doubling) or a,b,c (default 8..16MiB)");
+  calibrate->add_option("--iters", calopts.iters, "round trips per size; the fastest counts (default 20)")->check(CLI::PositiveNumber);
+  calibrate->add_flag("--json", calopts.json, "print JSON");
   exec->footer("Exit codes: 0 ok, 1 wrong elements, 2 bad input (every rank refuses), 3 no progress or an MPI error (the job is aborted).");
 
   sg::cli::EnvOpts envopts;
@@ -131,7 +139,7 @@ int main(int argc, char** argv) {
   auto* demo = app.add_subcommand("demo", "the main job: compile, check and summarise a ring all-reduce and the whole library");
   demo->add_option("-n,--ranks", demo_ranks, "rank counts to check the library at");
 
-  for (auto* sub : {list, compile, check, verify, sim, exec, env, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
+  for (auto* sub : {list, compile, check, verify, sim, exec, calibrate, env, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
 
   try {
     app.parse(argc, argv);
@@ -151,6 +159,7 @@ int main(int argc, char** argv) {
   if (*verify) return sg::cli::cmd_verify(vopts);
   if (*sim) return sg::cli::cmd_sim(sopts);
   if (*exec) return sg::cli::cmd_exec(eopts);
+  if (*calibrate) return sg::cli::cmd_calibrate(calopts);
   if (*env) return sg::cli::cmd_env(envopts);
   if (*demo) return sg::cli::cmd_demo(demo_ranks);
   std::cout << app.help();

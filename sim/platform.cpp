@@ -1286,6 +1286,26 @@ bool parse_platform(const std::string& spec_in, uint32_t nranks, Platform& out, 
   p.ranks = nranks;
   err.clear();
   std::string spec = trim(spec_in);
+  // @FILE: the spec string is in a file (what `stepgraph calibrate` writes); '#' starts a comment.
+  if (!spec.empty() && spec[0] == '@') {
+    std::ifstream f(spec.substr(1));
+    if (!f) {
+      err = "platform file '" + spec.substr(1) + "' cannot be read";
+      return false;
+    }
+    std::string text, line;
+    while (std::getline(f, line)) {
+      line = trim(line.substr(0, line.find('#')));
+      if (line.empty()) continue;
+      if (!text.empty()) text += ',';
+      text += line;
+    }
+    if (text.empty()) {
+      err = "platform file '" + spec.substr(1) + "' holds no platform spec";
+      return false;
+    }
+    return parse_platform(text, nranks, out, err);
+  }
   if (spec.empty()) {
     err = "empty platform spec (e.g. ";
     err += default_platform_spec();

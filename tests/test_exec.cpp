@@ -190,3 +190,30 @@ TEST_CASE("the training steps run for real on an mp = 2 x dp = 4 grid, checked, 
   CHECK(j[0]["overlap"].get<double>() >= 0);
   CHECK(j[0]["overlap"].get<double>() <= 1);
 }
+
+TEST_CASE("calibrate fits alpha and beta and writes a platform that sim and exec --predict read", "[exec][mpi][calibrate]") {
+  if (!have_mpiexec()) return;
+  std::string file = "/tmp/stepgraph_test_calibration.platform";
+  std::remove(file.c_str());
+  Ran c = sh(kMpi + " -n 2 '" + kBin + "' calibrate --sizes 1KiB..1MiB --iters 5 -o " + file + " --json");
+  REQUIRE(c.rc == 0);
+  auto j = nlohmann::json::parse(c.out);
+  REQUIRE(j["classes"].size() == 1);  // one node: the same-node class only
+  CHECK(j["classes"][0]["class"] == "same node");
+  CHECK(j["classes"][0]["alpha_us"].get<double>() >= 0);
+  CHECK(j["classes"][0]["bw_GBps"].get<double>() > 0);
+  CHECK(j["classes"][0]["points"].size() == 11);
+  CHECK(j["gamma_ns_per_byte"].get<double>() > 0);
+  CHECK(j["platform"].get<std::string>().rfind("star:bw=", 0) == 0);
+  // sim reads the file; exec --predict puts the simulator's time next to the measured one.
+  Ran s = sh("'" + kBin + "' sim ring_allreduce -n 4 --model analytic --platform @" + file);
+  CHECK(s.rc == 0);
+  Ran p = exec(2, "ring_allreduce --sweep size=64KiB,1MiB --predict @" + file + " --iters 2 --warmup 1 --json");
+  REQUIRE(p.rc == 0);
+  auto pj = nlohmann::json::parse(p.out);
+  REQUIRE(pj.size() == 2);
+  CHECK(pj[1]["predicted_time_us"].get<double>() > 0);
+  CHECK(pj[1].contains("predict_error"));
+  CHECK(sh("'" + kBin + "' sim ring_allreduce -n 4 --platform @/nonexistent.platform").rc == 2);
+  CHECK(sh(kMpi + " -n 1 '" + kBin + "' calibrate -o /tmp/x.platform").rc == 2);  // needs two processes
+}
