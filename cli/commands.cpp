@@ -617,7 +617,14 @@ schedule ring_shift() {
   // Open MPI's own abort banner is left out; the exit code is printed.
   run("( " + mpi + "-n 2 '" + self + "' exec " + stall + " --timeout 1; echo \"   exit code $?\" ) 2>&1 | grep -v -e '^---' -e '^$' "
       "-e 'MPI_ABORT' -e 'NOTE:' -e 'You may' -e 'exactly when' -e 'with errorcode' -e 'help message' -e 'orte_base_help'");
-  std::cout << "\n13. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
+  std::string calib = tmp + "/stepgraph_demo.platform";
+  std::cout << "\n13. calibrate, then predict: `mpiexec -n 2 stepgraph calibrate` fits latency and bandwidth from a\n"
+               "    ping-pong and writes a platform file; `exec --predict @FILE` puts the simulator's time next to the\n"
+               "    measured one\n\n";
+  run(mpi + "-n 2 '" + self + "' calibrate --sizes 1KiB..4MiB --iters 5 -o " + calib + " | grep -v -e '^ *[0-9]' -e 'bytes  measured'");
+  run(mpi + "-n 2 '" + self + "' exec ring_allreduce --sweep size=64KiB,1MiB,4MiB --predict @" + calib + " --iters 5 --warmup 1");
+
+  std::cout << "\n14. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
                "    PyTorch's master address: `eval` it in a job script before torch.distributed.init_process_group)\n\n";
   run(mpi + "-n 2 '" + self + "' env --export 2>/dev/null | sort");
   return rc;

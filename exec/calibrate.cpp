@@ -101,9 +101,9 @@ bool calibrate(MPI_Comm comm, const std::vector<uint64_t>& sizes, int iters, Cal
     out.classes.push_back(c);
   }
   // The local reduction's speed (what a reducing receive or a reduce step costs per byte): the
-  // fastest of a few float sums of 16 MiB into 16 MiB.
+  // fastest of a few float sums of 64 MiB into 64 MiB.
   if (me == 0) {
-    const size_t elems = size_t{4} << 20;
+    const size_t elems = size_t{16} << 20;  // 64 MiB per vector: out of cache, as large messages are
     std::vector<float> x(elems, 1.0f), y(elems, 2.0f);
     double best = 1e30;
     for (int k = 0; k < 5; ++k) {
