@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -91,6 +92,7 @@ struct Row {
   double time_s = 0, native_s = -1;
   uint64_t wrong = 0;
   bool checked = false;
+  int64_t mpi_differs = -1;  // --check: elements where MPI's own collective on the same inputs differs (-1: not compared)
   // With compute steps: the mean compute time of an iteration and the communication alone (the
   // same run without the flops), both the slowest rank's; overlap = the share of the
   // communication that the compute hid: (compute + communication alone - together) / communication.
@@ -266,6 +268,36 @@ int cmd_exec(const ExecOpts& o) {
       if (compute) *compute += r.compute_s;
     };
     ex.fill_inputs();
+    // MPI's own collective on the same inputs, for --check: the postcondition's range before the
+    // run (an all-to-all's input buffer), compared afterwards with ours, element for element.
+    const Expectation* x = g->expects.empty() || g->expects[0].bufs.empty() ? nullptr : &g->expects[0];
+    bool world_group = x && g->groups[x->group].start == 0 && g->groups[x->group].stride == 1 &&
+                       g->groups[x->group].count == static_cast<uint32_t>(size);
+    Native ref;
+    ref.kind = x ? x->kind : ExpectKind::Nothing;
+    // Only where the postcondition's buffer holds inputs: initialised by `init`, written by no
+    // compute step (a training step's gradients are computed: MPI would get other inputs).
+    int inputs = 0;
+    if (x) {
+      const Range& in = x->bufs[0];
+      for (const InitRule& ir : g->inits)
+        if (ir.range.buf == in.buf && ir.range.lo <= in.lo && ir.range.lo + ir.range.cnt >= in.lo + in.cnt) inputs = 1;
+      std::vector<Range> w;
+      for (StepId s = 0; s < g->size() && inputs; ++s)
+        if (g->kind(s) == StepKind::Compute) {
+          w.clear();
+          g->writes(s, w);
+          for (const Range& r : w)
+            if (r.buf == in.buf) inputs = 0;
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &inputs, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    bool compare_mpi = o.check && inputs && world_group && ref.available() && exec::dtype_supported(shown_type);
+    std::vector<unsigned char> input;
+    if (compare_mpi) {
+      const Range& in = x->bufs[0];
+      input.assign(ex.data(in), ex.data(in) + g->range_bytes(in));
+    }
     if (o.check) {
       one(nullptr, true, true);
       exec::CheckResult cr = ex.check();
@@ -274,6 +306,40 @@ int cmd_exec(const ExecOpts& o) {
       if (cr.wrong) say("stepgraph exec: " + cr.first + " (" + std::to_string(cr.wrong) + " wrong on rank " + std::to_string(me) + ")\n");
       row.wrong = all;
       row.checked = true;
+      if (compare_mpi) {
+        uint64_t esize = dtype_size(shown_type);
+        ref.t = exec::mpi_type(shown_type);
+        ref.op = exec::mpi_op(ex.reduce_op());
+        ref.root = static_cast<int>(x->root);
+        ref.count = static_cast<int>(input.size() / esize);
+        ref.per = ref.count / size;
+        ref.a = input;
+        ref.b.assign(input.size(), 0);
+        ref.run(MPI_COMM_WORLD);
+        // Where MPI's result is, and the part of ours it must equal.
+        const unsigned char* theirs = ref.a.data();
+        const unsigned char* ours = ex.data(x->bufs[0]);
+        uint64_t n = input.size();
+        switch (ref.kind) {
+          case ExpectKind::Reduce:
+            if (me != ref.root) n = 0;
+            break;
+          case ExpectKind::ReduceScatter:
+            theirs = ref.b.data();
+            ours += static_cast<uint64_t>(me) * static_cast<uint64_t>(ref.per) * esize;
+            n = static_cast<uint64_t>(ref.per) * esize;
+            break;
+          case ExpectKind::Alltoall:
+            theirs = ref.b.data();
+            if (x->bufs.size() > 1) ours = ex.data(x->bufs[1]);
+            break;
+          default: break;
+        }
+        unsigned long long differ = 0, total = 0;
+        for (uint64_t e = 0; e + esize <= n; e += esize) differ += std::memcmp(theirs + e, ours + e, esize) != 0;
+        MPI_Reduce(&differ, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+        row.mpi_differs = static_cast<int64_t>(total);
+      }
       ex.fill_inputs();
     }
     for (int k = 0; k < o.warmup; ++k) one(nullptr);
@@ -346,7 +412,7 @@ int cmd_exec(const ExecOpts& o) {
   }
 
   uint64_t total_wrong = 0;
-  for (const Row& r : rows) total_wrong += r.wrong;
+  for (const Row& r : rows) total_wrong += r.wrong + static_cast<uint64_t>(std::max<int64_t>(0, r.mpi_differs));
   if (me == 0) {
     std::string factor_name;
     double factor = bus_factor(kind, static_cast<uint32_t>(size), factor_name);
@@ -364,6 +430,7 @@ int cmd_exec(const ExecOpts& o) {
                             {"algbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0.0},
                             {"busbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 * factor : 0.0},
                             {"wrong", r.checked ? nlohmann::json(r.wrong) : nlohmann::json(nullptr)}};
+        if (r.checked) j["mpi_agrees"] = r.mpi_differs < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.mpi_differs == 0);
         if (native) j["native_time_us"] = r.native_s >= 0 ? nlohmann::json(r.native_s * 1e6) : nlohmann::json(nullptr);
         if (!o.predict.empty()) {
           j["predicted_time_us"] = r.predicted_s >= 0 ? nlohmann::json(r.predicted_s * 1e6) : nlohmann::json(nullptr);
@@ -416,6 +483,13 @@ int cmd_exec(const ExecOpts& o) {
             break;
           }
       }
+      for (const Row& r : rows)
+        if (r.mpi_differs > 0)
+          std::printf("# %llu B: MPI's own collective on the same inputs differs from ours in %lld elements\n",
+                      static_cast<unsigned long long>(r.size), static_cast<long long>(r.mpi_differs));
+      bool compared = false, agreed = true;
+      for (const Row& r : rows) compared |= r.mpi_differs >= 0, agreed &= r.mpi_differs <= 0;
+      if (compared && agreed) std::printf("# MPI's own collective on the same inputs gives the same elements at every size\n");
       if (total_wrong) std::printf("# %llu wrong elements\n", static_cast<unsigned long long>(total_wrong));
     }
     std::fflush(stdout);

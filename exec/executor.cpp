@@ -839,6 +839,7 @@ bool Executor::setup(std::string& err) {
 void Executor::fill_inputs() { impl_->fill_inputs(); }
 RunResult Executor::run(bool compute, bool values) { return impl_->run(compute, values); }
 CheckResult Executor::check() const { return impl_->check(); }
+const unsigned char* Executor::data(const Range& r) const { return impl_->ptr(r); }
 uint64_t Executor::buffer_bytes() const {
   uint64_t b = impl_->staging.size;
   for (const auto& x : impl_->bufs) b += x->size;

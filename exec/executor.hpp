@@ -77,6 +77,8 @@ class Executor {
   CheckResult check() const;
 
   ReduceOp reduce_op() const { return op_; }
+  // The bytes of range r on this rank (for comparing with MPI's own collective).
+  const unsigned char* data(const Range& r) const;
   uint64_t buffer_bytes() const;
 
  private:

@@ -49,7 +49,7 @@ size_t count(const std::string& s, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("every library schedule runs under mpiexec and gives exactly the postcondition's numbers", "[exec][mpi]") {
+TEST_CASE("every library schedule runs under mpiexec, gives exactly the postcondition's numbers and agrees with MPI's own collective", "[exec][mpi]") {
   if (!have_mpiexec()) {
     WARN("mpiexec is not installed: exec is not tested");
     return;
@@ -61,6 +61,7 @@ TEST_CASE("every library schedule runs under mpiexec and gives exactly the postc
   for (std::string line; std::getline(ls, line);)
     if (!line.empty()) names.push_back(line.substr(0, line.find(' ')));
   REQUIRE(names.size() >= 20);
+  int compared = 0;
   for (const std::string& name : names) {
     if (name == "dissemination_barrier") continue;  // no data: its own test below
     int ran = 0;
@@ -79,11 +80,18 @@ TEST_CASE("every library schedule runs under mpiexec and gives exactly the postc
       REQUIRE(j.size() == 1);
       CHECK(j[0]["wrong"] == 0);
       CHECK(j[0]["ranks"] == n);
+      // MPI's own collective on the same inputs gives the same elements (where the
+      // postcondition is one MPI has, over every rank).
+      if (j[0]["mpi_agrees"].is_boolean()) {
+        CHECK(j[0]["mpi_agrees"] == true);
+        ++compared;
+      }
       ++ran;
     }
     INFO(name);
     CHECK(ran >= 1);
   }
+  CHECK(compared >= 60);  // 20 collectives' schedules, most at all four process counts
 }
 
 TEST_CASE("exec's JSON has nccl-tests' keys; a sweep gives one object per size; other types check exactly", "[exec][mpi]") {
