@@ -83,6 +83,8 @@ const char* dtype_word(DType t) {
     case DType::F64: return "double";
     case DType::I32: return "int32";
     case DType::I64: return "int64";
+    case DType::F16: return "half";
+    case DType::BF16: return "bfloat16";
     default: return dtype_name(t);
   }
 }
@@ -174,8 +176,6 @@ int cmd_exec(const ExecOpts& o) {
   DType dtype = DType::F32;
   bool dtype_forced = !o.dtype.empty();
   if (dtype_forced && !parse_dtype(o.dtype, dtype)) return refuse("bad --dtype '" + o.dtype + "'");
-  if (dtype_forced && !exec::dtype_supported(dtype))
-    return refuse("--dtype " + o.dtype + " is not executed yet on CPUs (f32, f64, i32, i64, i8 and u8 are)");
   std::vector<uint64_t> sizes;
   std::string sweep_param = "size";
   if (!o.sweep.empty()) {
@@ -309,7 +309,7 @@ int cmd_exec(const ExecOpts& o) {
       if (compare_mpi) {
         uint64_t esize = dtype_size(shown_type);
         ref.t = exec::mpi_type(shown_type);
-        ref.op = exec::mpi_op(ex.reduce_op());
+        ref.op = exec::mpi_op(ex.reduce_op(), shown_type);
         ref.root = static_cast<int>(x->root);
         ref.count = static_cast<int>(input.size() / esize);
         ref.per = ref.count / size;
@@ -367,7 +367,7 @@ int cmd_exec(const ExecOpts& o) {
       nat.kind = kind;
       if (nat.available()) {
         nat.t = exec::mpi_type(shown_type);
-        nat.op = exec::mpi_op(ex.reduce_op());
+        nat.op = exec::mpi_op(ex.reduce_op(), shown_type);
         nat.root = g->expects.empty() ? 0 : static_cast<int>(g->expects[0].root);
         nat.count = static_cast<int>(row.count);
         nat.per = nat.count / size;

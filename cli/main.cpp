@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
   exec->add_option("--set", eopts.sets, "set a schedule parameter, e.g. --set size=16MiB (repeatable)");
   exec->add_option("--max-memory", eopts.max_memory, "refuse instances whose estimated size exceeds this");
   exec->add_option("--sweep", eopts.sweep, "sweep the size: size=1KiB..64MiB (doubling) or size=a,b,c");
-  exec->add_option("--dtype", eopts.dtype, "element type of every buffer: f32 (default), f64, i32, i64, i8, u8")
+  exec->add_option("--dtype", eopts.dtype, "element type of every buffer: f32 (default), f64, f16, bf16, i32, i64, i8, u8")
       ->check(CLI::IsMember({"f32", "f64", "i32", "i64", "i8", "u8", "f16", "bf16"}));
   exec->add_option("--iters", eopts.iters, "timed iterations per point (default 20)")->check(CLI::PositiveNumber);
   exec->add_option("--warmup", eopts.warmup, "untimed iterations first (default 5)")->check(CLI::NonNegativeNumber);

@@ -15,12 +15,46 @@
 
 #include "core/interp/postcondition.hpp"
 #include "core/interp/state.hpp"
+#include "exec/half.hpp"
 #include "exec/kernels.hpp"
 #include "exec/values.hpp"
 
 namespace sg::exec {
 
-bool dtype_supported(DType t) { return t != DType::F16 && t != DType::BF16; }
+bool dtype_supported(DType) { return true; }
+
+namespace {
+
+MPI_Datatype half_type() {
+  static MPI_Datatype t = [] {
+    MPI_Datatype x;
+    MPI_Type_contiguous(2, MPI_BYTE, &x);
+    MPI_Type_commit(&x);
+    return x;
+  }();
+  return t;
+}
+
+template <DType T, ReduceOp Op>
+void half_op(void* in, void* inout, int* len, MPI_Datatype*) {
+  reduce_into(T, Op, inout, in, static_cast<size_t>(*len));
+}
+
+template <DType T>
+MPI_Op half_mpi_op(ReduceOp op) {
+  static MPI_Op ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
+  auto k = static_cast<size_t>(op);
+  if (ops[k] == MPI_OP_NULL) {
+    MPI_User_function* f = op == ReduceOp::Sum    ? &half_op<T, ReduceOp::Sum>
+                           : op == ReduceOp::Max  ? &half_op<T, ReduceOp::Max>
+                           : op == ReduceOp::Min  ? &half_op<T, ReduceOp::Min>
+                                                  : &half_op<T, ReduceOp::Prod>;
+    MPI_Op_create(f, 1, &ops[k]);  // every one of them commutes
+  }
+  return ops[k];
+}
+
+}  // namespace
 
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
@@ -30,11 +64,15 @@ MPI_Datatype mpi_type(DType t) {
     case DType::I64: return MPI_INT64_T;
     case DType::I8: return MPI_INT8_T;
     case DType::U8: return MPI_UINT8_T;
-    default: return MPI_BYTE;
+    case DType::F16:
+    case DType::BF16: return half_type();
   }
+  return MPI_BYTE;
 }
 
-MPI_Op mpi_op(ReduceOp op) {
+MPI_Op mpi_op(ReduceOp op, DType t) {
+  if (t == DType::F16) return half_mpi_op<DType::F16>(op);
+  if (t == DType::BF16) return half_mpi_op<DType::BF16>(op);
   switch (op) {
     case ReduceOp::Sum: return MPI_SUM;
     case ReduceOp::Max: return MPI_MAX;
@@ -229,7 +267,7 @@ struct Executor::Impl {
   bool setup(std::string& err) {
     me = static_cast<uint32_t>(g.only_rank);
     for (const BufferInfo& b : g.buffers) {
-      if (!dtype_supported(b.dtype)) return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed yet (f32, f64, i32, i64, i8 and u8 are)", false;
+      if (!dtype_supported(b.dtype)) return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed", false;
       auto blk = std::make_unique<Block>();
       blk->allocate(uint64_t{b.chunks} * b.chunk_bytes);
       bufs.push_back(std::move(blk));
@@ -328,7 +366,8 @@ struct Executor::Impl {
       case DType::I8: store<int8_t>(p, i, v); break;
       // Unsigned bytes wrap, as the arithmetic on them does.
       case DType::U8: store<uint8_t>(p, i, static_cast<double>(static_cast<uint8_t>(static_cast<int64_t>(v)))); break;
-      default: break;
+      case DType::F16: reinterpret_cast<uint16_t*>(p)[i] = float_to_f16(static_cast<float>(v)); break;
+      case DType::BF16: reinterpret_cast<uint16_t*>(p)[i] = float_to_bf16(static_cast<float>(v)); break;
     }
   }
   static double load_any(DType t, const unsigned char* p, uint64_t i) {
@@ -339,8 +378,10 @@ struct Executor::Impl {
       case DType::I64: return load<int64_t>(p, i);
       case DType::I8: return load<int8_t>(p, i);
       case DType::U8: return load<uint8_t>(p, i);
-      default: return 0;
+      case DType::F16: return f16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
+      case DType::BF16: return bf16_to_float(reinterpret_cast<const uint16_t*>(p)[i]);
     }
+    return 0;
   }
 
   void fill_inputs() {
@@ -371,7 +412,8 @@ struct Executor::Impl {
           return;
         }
         double got = load_any(bi.dtype, p, e);
-        if (bi.dtype == DType::I8 || bi.dtype == DType::U8) {  // the expected value in the type's own (wrapping) arithmetic
+        if (bi.dtype == DType::I8 || bi.dtype == DType::U8 || bi.dtype == DType::F16 || bi.dtype == DType::BF16) {
+          // the expected value in the type itself (wrapping bytes, a half's rounding)
           unsigned char tmp[8];
           store_any(bi.dtype, tmp, 0, x);
           x = load_any(bi.dtype, tmp, 0);
@@ -584,17 +626,17 @@ struct Executor::Impl {
     unsigned char* p = ptr(r);
     switch (c.kind) {
       case CollKind::Barrier: rc = MPI_Ibarrier(comm, &q); break;
-      case CollKind::Allreduce: rc = MPI_Iallreduce(MPI_IN_PLACE, p, n, t, mpi_op(c.op), comm, &q); break;
+      case CollKind::Allreduce: rc = MPI_Iallreduce(MPI_IN_PLACE, p, n, t, mpi_op(c.op, dtype(r)), comm, &q); break;
       case CollKind::Bcast: rc = MPI_Ibcast(p, n, t, root, comm, &q); break;
       case CollKind::Reduce:
-        rc = me == c.root ? MPI_Ireduce(MPI_IN_PLACE, p, n, t, mpi_op(c.op), root, comm, &q)
-                          : MPI_Ireduce(p, nullptr, n, t, mpi_op(c.op), root, comm, &q);
+        rc = me == c.root ? MPI_Ireduce(MPI_IN_PLACE, p, n, t, mpi_op(c.op, dtype(r)), root, comm, &q)
+                          : MPI_Ireduce(p, nullptr, n, t, mpi_op(c.op, dtype(r)), root, comm, &q);
         break;
       case CollKind::Allgather: rc = MPI_Iallgather(MPI_IN_PLACE, 0, t, p, per, t, comm, &q); break;
       case CollKind::ReduceScatter:
         // MPI puts this member's block at the start of its receive buffer; the language wants it
         // in place at block me: staged, then copied (finish_collective).
-        rc = MPI_Ireduce_scatter_block(p, staging.p + stage_off[s], per, t, mpi_op(c.op), comm, &q);
+        rc = MPI_Ireduce_scatter_block(p, staging.p + stage_off[s], per, t, mpi_op(c.op, dtype(r)), comm, &q);
         break;
       case CollKind::Alltoall:
         if (c.into.cnt) {

@@ -31,10 +31,12 @@
 
 namespace sg::exec {
 
-// f16 and bf16 are not executed yet (no MPI datatype and no reduction for them here).
 bool dtype_supported(DType t);
+// MPI's datatype for t; f16 and bf16, which MPI lacks, are a 2-byte contiguous type of our own
+// (created at first use, after MPI_Init).
 MPI_Datatype mpi_type(DType t);
-MPI_Op mpi_op(ReduceOp op);
+// MPI's operator for op on t; on f16 and bf16 a user-defined operator that computes in float.
+MPI_Op mpi_op(ReduceOp op, DType t);
 
 struct ExecOptions {
   double timeout_s = 60;  // no progress for this long: the run stops (RunResult::stalled)

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "exec/half.hpp"
+
 namespace sg::exec {
 
 namespace {
@@ -24,6 +26,15 @@ void reduce_typed(ReduceOp op, T* __restrict d, const T* __restrict s, size_t n)
   }
 }
 
+template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
+void reduce_half(ReduceOp op, uint16_t* __restrict d, const uint16_t* __restrict s, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    float a = Load(d[i]), b = Load(s[i]);
+    float r = op == ReduceOp::Sum ? a + b : op == ReduceOp::Prod ? a * b : op == ReduceOp::Max ? std::max(a, b) : std::min(a, b);
+    d[i] = Store(r);
+  }
+}
+
 }  // namespace
 
 void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n) {
@@ -35,7 +46,11 @@ void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n) {
     case DType::I8: reduce_typed(op, static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), n); break;
     case DType::U8: reduce_typed(op, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n); break;
     case DType::F16:
-    case DType::BF16: break;  // refused before execution (exec_dtype_supported)
+      reduce_half<f16_to_float, float_to_f16>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n);
+      break;
+    case DType::BF16:
+      reduce_half<bf16_to_float, float_to_bf16>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n);
+      break;
   }
 }
 
