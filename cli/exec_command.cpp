@@ -3,6 +3,8 @@
 // times it next to MPI's own collective; rank 0 prints a table like nccl-tests'.
 #include <unistd.h>
 
+#include <csignal>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -267,6 +269,9 @@ int cmd_exec(const ExecOpts& o) {
       }
       if (compute) *compute += r.compute_s;
     };
+    // Fault injection for the tests: STEPGRAPH_EXEC_DIE=R makes rank R die (SIGKILL) before it
+    // runs, as a crashed or killed process would; the launcher must take the job down.
+    if (const char* die = std::getenv("STEPGRAPH_EXEC_DIE"); die && std::atoi(die) == me) raise(SIGKILL);
     ex.fill_inputs();
     // MPI's own collective on the same inputs, for --check: the postcondition's range before the
     // run (an all-to-all's input buffer), compared afterwards with ours, element for element.

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
@@ -130,6 +131,17 @@ TEST_CASE("a stalled run names each rank's waiting step, its peer and source lin
   CHECK(r.out.find("recv a[1 - r] from 1 - r;") != std::string::npos);
   // The fixed program runs.
   CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --check --iters 1").rc == 0);
+}
+
+TEST_CASE("a rank that dies takes the job down with a message, not a hang", "[exec][mpi][fail]") {
+  if (!have_mpiexec()) return;
+  auto t0 = std::chrono::steady_clock::now();
+  Ran r = sh("STEPGRAPH_EXEC_DIE=1 " + kMpi + " -x STEPGRAPH_EXEC_DIE -n 3 '" + kBin + "' exec ring_allreduce --set size=1MiB --timeout 30", true);
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(r.rc != 0);
+  CHECK(r.rc != 124);  // not timeout's: the job ended by itself
+  CHECK(s < 25);
+  CHECK(r.out.find("signal 9") != std::string::npos);  // mpiexec names the process and its signal
 }
 
 TEST_CASE("a wrong result is counted and exits 1; the fixed schedule passes", "[exec][mpi][fail]") {
