@@ -362,3 +362,44 @@ TEST_CASE("errors in loops are reported once with the loop variables", "[elabora
   CHECK(d[0].message == "chunk index out of range for 'd' (index 4, valid 0 .. 3; with r = 2)");
   CHECK(d[0].repeats == 1);
 }
+
+TEST_CASE("one rank's program skips only the loop iterations that concern other ranks", "[elaborate][per-rank]") {
+  // Every endpoint form the one-rank fast path inverts ((v ± c) % M, (c ± v) % M, v), with
+  // M below N, negative offsets, loops not starting at 0, and forms it leaves to the general path.
+  const std::string text = R"(
+schedule shapes() {
+  buffer a[N] bytes 64;
+  buffer b[2 * N] bytes 64;
+  init a contrib;
+  init b contrib;
+  expect nothing;
+  for s in 0 .. 3 {
+    for r in 0 .. N { send a[(r - s) % N] from r to (r + 1) % N reduce; }
+    for r in 1 .. N { send b[r] from (r + s) % N to (s - r) % N into b[N + r]; }
+    for r in 0 .. N { send a[r] from (2 + r) % N to r; }
+    for r in 0 .. N - 1 { send b[r] from (r - 3) % N to (r + 5) % (N - 1); }
+    for r in 0 .. N { send a[r] from r to (2 * r + 1) % N; }
+  }
+}
+)";
+  for (uint32_t n : {3u, 4u, 7u, 9u}) {
+    auto full = sgtest::build(text, n, "", {}, false);
+    REQUIRE(full.ok());
+    const StepGraph& g = *full.graph;
+    auto ix = g.rank_index();
+    for (uint32_t r = 0; r < n; ++r) {
+      auto one = sgtest::build(text, n, "", {}, false, r);
+      INFO("N=" << n << " rank " << r << "\n" << one.errors);
+      REQUIRE(one.ok());
+      REQUIRE(one.graph->size() == ix.off[r + 1] - ix.off[r]);
+      for (StepId k = 0; k < one.graph->size(); ++k) {
+        StepId x = ix.steps[ix.off[r] + k];
+        CHECK(one.graph->kind(k) == g.kind(x));
+        CHECK(one.graph->range(k) == g.range(x));
+        CHECK(one.graph->stmt(k) == g.stmt(x));
+        CHECK(one.graph->peer(k) == g.peer(x));
+        CHECK(one.graph->dep_count(k) == g.dep_count(x));
+      }
+    }
+  }
+}

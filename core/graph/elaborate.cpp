@@ -627,12 +627,79 @@ class Elaborator {
         throw Abort{};
       }
     } else {
+      std::vector<int64_t> only;
+      if (me_ >= 0 && mode_ == Mode::Build && step == 1 && one_rank_iterations(s, f, lo, hi, only)) {
+        // One rank's program: only the iterations whose transfer starts or ends here.
+        for (int64_t v : only) {
+          var = Val{false, v, {}};
+          block(s.body, f);
+        }
+        return;
+      }
       int64_t v = lo;
       for (uint64_t k = 0; k < iters; ++k, v += step) {
         var = Val{false, v, {}};
         block(s.body, f);
       }
     }
+  }
+
+  // Whether e reads frame slot `slot`.
+  static bool uses_slot(const Expr& e, int32_t slot) {
+    if ((e.kind == ExprKind::Var || e.kind == ExprKind::GroupAt) && e.slot == slot) return true;
+    for (const auto& a : e.args)
+      if (a && uses_slot(*a, slot)) return true;
+    return false;
+  }
+
+  // The values v in [lo, hi) of loop slot `slot` for which endpoint e equals this rank, when e has
+  // one of the forms a ring writes: v, or (v ± c) % M, or (c − v) % M (c and M free of v);
+  // false when e has another form.
+  bool solve_endpoint(const Expr& e, int32_t slot, Frame& f, int64_t lo, int64_t hi, std::vector<int64_t>& out) {
+    if (e.kind == ExprKind::Var && e.slot == slot) {
+      if (me_ >= lo && me_ < hi) out.push_back(me_);
+      return true;
+    }
+    if (e.kind != ExprKind::Binary || e.bop != BinOp::Mod || uses_slot(*e.args[1], slot)) return false;
+    const Expr& x = *e.args[0];
+    if (x.kind != ExprKind::Binary || (x.bop != BinOp::Add && x.bop != BinOp::Sub)) return false;
+    const Expr& l = *x.args[0];
+    const Expr& r = *x.args[1];
+    bool l_is_v = l.kind == ExprKind::Var && l.slot == slot, r_is_v = r.kind == ExprKind::Var && r.slot == slot;
+    int64_t m = ev(*e.args[1], f);
+    if (m <= 0) return false;  // the general path reports a zero modulus
+    int64_t residue;
+    if (l_is_v && !uses_slot(r, slot)) {  // (v + c) % M or (v - c) % M
+      int64_t c = ev(r, f);
+      residue = x.bop == BinOp::Add ? me_ - c : me_ + c;
+    } else if (r_is_v && !uses_slot(l, slot)) {  // (c + v) % M or (c - v) % M
+      int64_t c = ev(l, f);
+      if (x.bop == BinOp::Add) residue = me_ - c;
+      else residue = c - me_;
+    } else {
+      return false;
+    }
+    if (me_ >= m) return true;  // a % M is never this rank
+    residue = ((residue % m) + m) % m;
+    int64_t first = lo + ((residue - lo) % m + m) % m;
+    for (int64_t v = first; v < hi; v += m) out.push_back(v);
+    return true;
+  }
+
+  // For a loop whose body is one choreographic transfer with endpoints solve_endpoint can
+  // invert, the iterations that concern this rank, in order. The others would evaluate two rank
+  // expressions and emit nothing: at N = 4,096 a ring's N² of them were most of the work.
+  bool one_rank_iterations(const ForStmt& s, Frame& f, int64_t lo, int64_t hi, std::vector<int64_t>& out) {
+    if (s.body.size() != 1 || s.body[0]->kind != StmtKind::Send || in_on_) return false;
+    const auto& send = static_cast<const SendStmt&>(*s.body[0]);
+    try {
+      if (!solve_endpoint(*send.from, s.slot, f, lo, hi, out) || !solve_endpoint(*send.to, s.slot, f, lo, hi, out)) return false;
+    } catch (const EvalError&) {
+      return false;  // the general path reports it where it happens
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return true;
   }
 
   // The first division that rounded down while evaluating a chunk size.
