@@ -144,6 +144,28 @@ TEST_CASE("a rank that dies takes the job down with a message, not a hang", "[ex
   CHECK(r.out.find("signal 9") != std::string::npos);  // mpiexec names the process and its signal
 }
 
+TEST_CASE("an MPI error is reported with MPI's own string and the step, exit 3", "[exec][mpi][fail]") {
+  if (!have_mpiexec()) return;
+  // A wildcard receive of one chunk takes a message of two: MPI truncates.
+  std::string f = "/tmp/stepgraph_test_exec_truncate.sched";
+  {
+    FILE* w = std::fopen(f.c_str(), "w");
+    REQUIRE(w);
+    std::fputs("schedule trunc() {\n  buffer a[4] bytes 64;\n  init a contrib;\n  expect nothing;\n"
+               "  on 0 { send a[0 .. 2] to 1 tag 3; }\n  on 1 { recv a[0] from any tag 3; }\n}\n", w);
+    std::fclose(w);
+  }
+  Ran r = exec(2, f + " --timeout 10", true);
+  CHECK(r.rc == 3);
+  CHECK(r.out.find("MPI_ERR_TRUNCATE") != std::string::npos);
+  CHECK(r.out.find("recv a[0] from any rank tag 3 at") != std::string::npos);
+  // --native-algo: a name Open MPI has runs; one it lacks is refused once.
+  CHECK(exec(2, "ring_allreduce --set size=64KiB --compare native --native-algo allreduce=ring --iters 2").rc == 0);
+  Ran b = exec(2, "ring_allreduce --native-algo bogus", true);
+  CHECK(b.rc != 0);
+  CHECK(b.out.find("no Open MPI collective has an algorithm named 'bogus'") != std::string::npos);
+}
+
 TEST_CASE("a wrong result is counted and exits 1; the fixed schedule passes", "[exec][mpi][fail]") {
   if (!have_mpiexec()) return;
   Ran bad = exec(2, kSrc + "/tests/verify_cases/doubled_reduce.sched:bad --check --iters 1 --json", true);
