@@ -185,6 +185,8 @@ int cmd_exec(const ExecOpts& o) {
     if (eq == std::string::npos || o.sweep.substr(0, eq) != "size")
       return refuse("--sweep takes size=a..b or size=a,b,c, got '" + o.sweep + "'");
     if (!parse_geometric(o.sweep.substr(eq + 1), true, sizes, err)) return refuse("bad --sweep '" + o.sweep + "': " + err);
+    for (const std::string& kv : o.sets)
+      if (kv.rfind("size=", 0) == 0) return refuse("--set " + kv + " and --sweep " + o.sweep + " both give the size: keep one");
   }
   if (sizes.empty()) sizes.push_back(0);  // one point at the schedule's own size (or --set)
 

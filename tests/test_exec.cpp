@@ -194,6 +194,9 @@ TEST_CASE("bad input is refused on every rank with one message and exit 2", "[ex
   Ran p = exec(2, "dissemination_barrier --set size=1KiB", true);
   CHECK(p.rc == 2);
   CHECK(count(p.out, "unknown parameter 'size'") == 1);
+  Ran both = exec(2, "ring_allreduce --set size=1KiB --sweep size=2KiB..4KiB", true);
+  CHECK(both.rc == 2);
+  CHECK(count(both.out, "both give the size") == 1);
   Ran m = exec(2, "no_such_schedule", true);
   CHECK(m.rc == 2);
   // An error only ranks 2 and 3 elaborate (ranks 0 and 1 skip other ranks' transfers): the
