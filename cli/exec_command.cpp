@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -155,6 +154,33 @@ struct Native {
   }
 };
 
+// MPI's own collective for `kind` on `bytes` per rank of type t, with op and root; zeroed buffers.
+Native native_for(ExpectKind kind, DType t, ReduceOp op, int root, uint64_t bytes, int size) {
+  Native n;
+  n.kind = kind;
+  n.t = exec::mpi_type(t);
+  n.op = exec::mpi_op(op, t);
+  n.root = root;
+  n.count = static_cast<int>(bytes / dtype_size(t));
+  n.per = n.count / size;
+  n.a.assign(bytes, 0);
+  n.b.assign(bytes, 0);
+  return n;
+}
+
+// The slowest rank's mean time of f(true) over `iters` calls, after `warmup` untimed f(false)
+// and a barrier.
+template <class Fn>
+double slowest_mean(int warmup, int iters, Fn&& f) {
+  for (int k = 0; k < warmup; ++k) f(false);
+  MPI_Barrier(MPI_COMM_WORLD);
+  auto t0 = Clock::now();
+  for (int k = 0; k < iters; ++k) f(true);
+  double mine = std::chrono::duration<double>(Clock::now() - t0).count() / iters, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return all;
+}
+
 }  // namespace
 
 int cmd_exec(const ExecOpts& o) {
@@ -280,7 +306,7 @@ int cmd_exec(const ExecOpts& o) {
     const Expectation* x = g->expects.empty() || g->expects[0].bufs.empty() ? nullptr : &g->expects[0];
     bool world_group = x && g->groups[x->group].start == 0 && g->groups[x->group].stride == 1 &&
                        g->groups[x->group].count == static_cast<uint32_t>(size);
-    Native ref;
+    Native ref;  // set up once the inputs are known
     ref.kind = x ? x->kind : ExpectKind::Nothing;
     // Only where the postcondition's buffer holds inputs: initialised by `init`, written by no
     // compute step (a training step's gradients are computed: MPI would get other inputs).
@@ -315,13 +341,8 @@ int cmd_exec(const ExecOpts& o) {
       row.checked = true;
       if (compare_mpi) {
         uint64_t esize = dtype_size(shown_type);
-        ref.t = exec::mpi_type(shown_type);
-        ref.op = exec::mpi_op(ex.reduce_op(), shown_type);
-        ref.root = static_cast<int>(x->root);
-        ref.count = static_cast<int>(input.size() / esize);
-        ref.per = ref.count / size;
+        ref = native_for(x->kind, shown_type, ex.reduce_op(), static_cast<int>(x->root), input.size(), size);
         ref.a = input;
-        ref.b.assign(input.size(), 0);
         ref.run(MPI_COMM_WORLD);
         // Where MPI's result is, and the part of ours it must equal.
         const unsigned char* theirs = ref.a.data();
@@ -349,44 +370,20 @@ int cmd_exec(const ExecOpts& o) {
       }
       ex.fill_inputs();
     }
-    for (int k = 0; k < o.warmup; ++k) one(nullptr);
-    MPI_Barrier(MPI_COMM_WORLD);
     double compute = 0;
-    auto t0 = Clock::now();
-    for (int k = 0; k < o.iters; ++k) one(&compute);
-    double mine = std::chrono::duration<double>(Clock::now() - t0).count() / o.iters;
-    MPI_Allreduce(&mine, &row.time_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    row.time_s = slowest_mean(o.warmup, o.iters, [&](bool timed) { one(timed ? &compute : nullptr); });
     compute /= o.iters;
     double any_compute = 0;
     MPI_Allreduce(&compute, &any_compute, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     if (any_compute > 0) {
       row.compute_s = any_compute;
-      for (int k = 0; k < std::min(o.warmup, 1); ++k) one(nullptr, false);
-      MPI_Barrier(MPI_COMM_WORLD);
-      auto c0 = Clock::now();
-      for (int k = 0; k < o.iters; ++k) one(nullptr, false);
-      double alone = std::chrono::duration<double>(Clock::now() - c0).count() / o.iters;
-      MPI_Allreduce(&alone, &row.comm_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      row.comm_s = slowest_mean(std::min(o.warmup, 1), o.iters, [&](bool) { one(nullptr, false); });
       if (row.comm_s > 0) row.overlap = std::clamp((row.compute_s + row.comm_s - row.time_s) / row.comm_s, 0.0, 1.0);
     }
     if (o.compare == "native") {
-      Native nat;
-      nat.kind = kind;
-      if (nat.available()) {
-        nat.t = exec::mpi_type(shown_type);
-        nat.op = exec::mpi_op(ex.reduce_op(), shown_type);
-        nat.root = g->expects.empty() ? 0 : static_cast<int>(g->expects[0].root);
-        nat.count = static_cast<int>(row.count);
-        nat.per = nat.count / size;
-        nat.a.assign(row.size, 0);
-        nat.b.assign(row.size, 0);
-        for (int k = 0; k < o.warmup; ++k) nat.run(MPI_COMM_WORLD);
-        MPI_Barrier(MPI_COMM_WORLD);
-        auto n0 = Clock::now();
-        for (int k = 0; k < o.iters; ++k) nat.run(MPI_COMM_WORLD);
-        double nm = std::chrono::duration<double>(Clock::now() - n0).count() / o.iters;
-        MPI_Allreduce(&nm, &row.native_s, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      }
+      Native nat = native_for(kind, shown_type, ex.reduce_op(), g->expects.empty() ? 0 : static_cast<int>(g->expects[0].root),
+                              row.size, size);
+      if (nat.available()) row.native_s = slowest_mean(o.warmup, o.iters, [&](bool) { nat.run(MPI_COMM_WORLD); });
     }
     if (!o.predict.empty() && me == 0) {
       // The same schedule, all ranks, through the analytic engine on the given platform.
@@ -398,11 +395,6 @@ int cmd_exec(const ExecOpts& o) {
       so.platform = o.predict;
       so.model = "analytic";
       so.quiet = true;
-      if (o.predict[0] == '@') {  // a calibration file: its reduction speed too
-        std::ifstream f(o.predict.substr(1));
-        for (std::string line; std::getline(f, line);)
-          if (auto at = line.find("# gamma="); at != std::string::npos) so.gamma = line.substr(at + 8);
-      }
       PointPlan plan;
       std::ostringstream sink;
       std::streambuf* saved_err = std::cerr.rdbuf(sink.rdbuf());

@@ -156,8 +156,16 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
   else if (o.protocol == "auto") so.runtime.protocol = sim::Protocol::Auto;
   else return fail("--protocol is eager, rendezvous or auto, got '" + o.protocol + "'");
   if (!parse_size(o.eager_limit, so.runtime.eager_limit)) return fail("bad --eager-limit '" + o.eager_limit + "'");
-  if (!o.gamma.empty() && !parse_seconds(o.gamma, so.runtime.gamma))
-    return fail("bad --gamma '" + o.gamma + "' (seconds per reduced byte, e.g. 0.1ns)");
+  // A platform file from `stepgraph calibrate` carries the measured reduction speed as a
+  // `# gamma=…` line: used unless --gamma says otherwise (sim and exec --predict alike).
+  std::string gamma = o.gamma;
+  if (gamma.empty() && !o.platform.empty() && o.platform[0] == '@') {
+    std::ifstream f(o.platform.substr(1));
+    for (std::string line; std::getline(f, line);)
+      if (auto at = line.find("# gamma="); at != std::string::npos) gamma = line.substr(at + 8);
+  }
+  if (!gamma.empty() && !parse_seconds(gamma, so.runtime.gamma))
+    return fail("bad --gamma '" + gamma + "' (seconds per reduced byte, e.g. 0.1ns)");
   if (!o.loggp.empty()) {
     std::stringstream ss(o.loggp);
     std::string kv;

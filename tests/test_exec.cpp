@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 
 #include <catch2/catch.hpp>
+
+#include "run_command.hpp"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,20 +17,18 @@
 
 namespace {
 
-struct Ran {
-  int rc = -1;
-  std::string out;
-};
+using sgtest::Ran;
 
 Ran sh(const std::string& cmd, bool with_stderr = false) {
-  Ran r;
-  FILE* p = popen((cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  while (size_t k = fread(buf, 1, sizeof buf, p)) r.out.append(buf, k);
-  int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
+  return sgtest::run_command(cmd + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
+// A schedule file for one test.
+void write_file(const std::string& path, const std::string& text) {
+  FILE* w = std::fopen(path.c_str(), "w");
+  REQUIRE(w);
+  std::fputs(text.c_str(), w);
+  std::fclose(w);
 }
 
 const std::string kBin = STEPGRAPH_BIN;
@@ -148,13 +148,8 @@ TEST_CASE("an MPI error is reported with MPI's own string and the step, exit 3",
   if (!have_mpiexec()) return;
   // A wildcard receive of one chunk takes a message of two: MPI truncates.
   std::string f = "/tmp/stepgraph_test_exec_truncate.sched";
-  {
-    FILE* w = std::fopen(f.c_str(), "w");
-    REQUIRE(w);
-    std::fputs("schedule trunc() {\n  buffer a[4] bytes 64;\n  init a contrib;\n  expect nothing;\n"
-               "  on 0 { send a[0 .. 2] to 1 tag 3; }\n  on 1 { recv a[0] from any tag 3; }\n}\n", w);
-    std::fclose(w);
-  }
+  write_file(f, "schedule trunc() {\n  buffer a[4] bytes 64;\n  init a contrib;\n  expect nothing;\n"
+                "  on 0 { send a[0 .. 2] to 1 tag 3; }\n  on 1 { recv a[0] from any tag 3; }\n}\n");
   Ran r = exec(2, f + " --timeout 10", true);
   CHECK(r.rc == 3);
   CHECK(r.out.find("MPI_ERR_TRUNCATE") != std::string::npos);
@@ -202,12 +197,7 @@ TEST_CASE("bad input is refused on every rank with one message and exit 2", "[ex
   // An error only ranks 2 and 3 elaborate (ranks 0 and 1 skip other ranks' transfers): the
   // ranks agree to stop, and the error is printed once, with its location.
   std::string f = "/tmp/stepgraph_test_exec_bad_index.sched";
-  {
-    FILE* w = std::fopen(f.c_str(), "w");
-    REQUIRE(w);
-    std::fputs("schedule bad() {\n  buffer a[4] bytes 8;\n  init a contrib;\n  expect nothing;\n  send a[9] from 2 to 3;\n}\n", w);
-    std::fclose(w);
-  }
+  write_file(f, "schedule bad() {\n  buffer a[4] bytes 8;\n  init a contrib;\n  expect nothing;\n  send a[9] from 2 to 3;\n}\n");
   Ran bi = exec(4, f, true);
   CHECK(bi.rc == 2);
   CHECK(count(bi.out, "error:") == 1);

@@ -3,6 +3,8 @@
 // torchrun under srun), disagreements, malformed values; then `stepgraph env` itself, alone and
 // under mpiexec.
 #include <catch2/catch.hpp>
+
+#include "run_command.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -558,21 +560,9 @@ TEST_CASE("JSON, text and export forms", "[launcher]") {
 
 namespace {
 
-struct Ran {
-  int rc = -1;
-  std::string out;
-};
+using sgtest::Ran;
 
-Ran sh(const std::string& cmd) {
-  Ran r;
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  while (size_t k = fread(buf, 1, sizeof buf, p)) r.out.append(buf, k);
-  int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+Ran sh(const std::string& cmd) { return sgtest::run_command(cmd); }
 
 const std::string kBin = STEPGRAPH_BIN;
 

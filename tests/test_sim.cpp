@@ -4,6 +4,8 @@
 // sweeps, CSV, plots and MPI-split runs.
 #include <catch2/catch.hpp>
 
+#include "run_command.hpp"
+
 #include <sys/wait.h>
 
 #include <cmath>
@@ -254,21 +256,9 @@ TEST_CASE("a Chrome trace has a track per rank, a slice per step and an arrow pe
 // ---------------------------------------------------------------- the command line
 namespace {
 
-struct Ran {
-  int rc = -1;
-  std::string out;
-};
+using sgtest::Ran;
 
-Ran sh(const std::string& cmd) {
-  Ran r;
-  FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  while (size_t k = fread(buf, 1, sizeof buf, p)) r.out.append(buf, k);
-  int st = pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+Ran sh(const std::string& cmd) { return sgtest::run_command(cmd + " 2>/dev/null"); }
 
 const std::string kBin = STEPGRAPH_BIN;
 

@@ -3,6 +3,8 @@
 // already printed), and `--time` adds up to the wall clock.
 #include <catch2/catch.hpp>
 
+#include "run_command.hpp"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,26 +18,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct Ran {
-  int rc = -1;
-  std::string out;
-  double seconds = 0;
-};
+using sgtest::Ran;
 
 // Runs stepgraph with `args` (stdout captured, stderr discarded), timing it.
-Ran run(const std::string& args) {
-  Ran r;
-  std::string cmd = "'" STEPGRAPH_BIN "' " + args + " 2>/dev/null";
-  auto t0 = Clock::now();
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, p)) r.out.append(buf, n);
-  int status = pclose(p);
-  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+Ran run(const std::string& args) { return sgtest::run_command("'" STEPGRAPH_BIN "' " + args + " 2>/dev/null"); }
 
 // A wildcard reduction (right in every arrival order): (N-1)! orders, 2^(N-1) states.
 const std::string kWildSum = STEPGRAPH_SOURCE_DIR "/tests/verify_cases/wildcard_sum.sched:fixed";
