@@ -642,7 +642,6 @@ struct Executor::Impl {
     MPI_Datatype t = mpi_type(dtype(r));
     int n = count_of(elems(r), error);
     int per = gr.count ? n / static_cast<int>(gr.count) : 0;
-    int me_in = static_cast<int>(gr.index_of(me));
     int root = static_cast<int>(std::max<int64_t>(0, gr.index_of(c.root)));
     MPI_Request q = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
@@ -670,7 +669,6 @@ struct Executor::Impl {
         }
         break;
     }
-    (void)me_in;
     if (!check_rc(rc, "the MPI collective", s)) return;
     track(q, s, Req::Coll);
   }
@@ -910,10 +908,5 @@ void Executor::fill_inputs() { impl_->fill_inputs(); }
 RunResult Executor::run(bool compute, bool values) { return impl_->run(compute, values); }
 CheckResult Executor::check() const { return impl_->check(); }
 const unsigned char* Executor::data(const Range& r) const { return impl_->ptr(r); }
-uint64_t Executor::buffer_bytes() const {
-  uint64_t b = impl_->staging.size;
-  for (const auto& x : impl_->bufs) b += x->size;
-  return b;
-}
 
 }  // namespace sg::exec

@@ -6,11 +6,13 @@
 //   rank starts ready steps, tests every request in flight (MPI_Testsome) and completes steps.
 // - Choreographic transfers go over their own communicator. The k-th transfer from rank a to
 //   rank b carries tag k on both sides (both ranks elaborate the same statements in the same
-//   order), so matching is exact whatever order the sends start in. Every choreographic receive
-//   is posted when the run starts, into its own staging area; the receive step copies or reduces
-//   the staged data into its destination once its own dependencies are done. A choreographic
-//   send completes when MPI_Isend does; since every receive is posted up front, that never waits
-//   on the receiver's progress.
+//   order), so matching is exact whatever order the sends start in. Every message is taken as
+//   soon as it comes (matched probes, source by source, in send order): straight into its
+//   destination when its receive step has started, else into the step's staging area, which the
+//   step copies or reduces into its destination once its dependencies are done (a message whose
+//   receive waits only on local work is left in MPI's queue until then). A send completes when
+//   MPI_Isend does, which never waits on the receiver's progress. With more than 64 sources the
+//   receives are pre-posted into staging instead.
 // - `on`-block sends and receives keep their tags, wildcards and communicators (one MPI
 //   communicator per group of the schedule, built with MPI_Comm_create_group over the union of
 //   every rank's groups, in one order); a receive is posted when the rank reaches it; a reducing
@@ -81,7 +83,6 @@ class Executor {
   ReduceOp reduce_op() const { return op_; }
   // The bytes of range r on this rank (for comparing with MPI's own collective).
   const unsigned char* data(const Range& r) const;
-  uint64_t buffer_bytes() const;
 
  private:
   struct Impl;

@@ -6,6 +6,12 @@
 
 namespace sg {
 
+void expr_slots(const Expr* e, std::vector<int32_t>& out) {
+  if (!e) return;
+  if ((e->kind == ExprKind::Var || e->kind == ExprKind::GroupAt) && e->slot >= 0) out.push_back(e->slot);
+  for (const auto& a : e->args) expr_slots(a.get(), out);
+}
+
 bool is_reserved_name(const std::string& n) {
   // Function names (min, size, ranks, …) are only functions when followed by '(', so they
   // stay free for parameters such as the contract's `size`.
@@ -279,12 +285,6 @@ class Resolver {
   }
 
   // ---- loop invariance of step counts ----
-  static void expr_slots(const Expr* e, std::vector<int32_t>& out) {
-    if (!e) return;
-    if ((e->kind == ExprKind::Var || e->kind == ExprKind::GroupAt) && e->slot >= 0) out.push_back(e->slot);
-    for (const auto& a : e->args) expr_slots(a.get(), out);
-  }
-
   // Slots read by expressions that decide how many steps a block emits (and, with per_rank, on
   // which rank they land), and slots bound inside the block.
   static void control(const Block& b, bool per_rank, std::vector<int32_t>& used, std::vector<int32_t>& bound) {

@@ -9,5 +9,7 @@ namespace sg {
 
 void resolve_schedule(Schedule& s, Diagnostics& diags);
 bool is_reserved_name(const std::string& name);
+// Appends the frame slots expression e reads (variables and groups; after resolution).
+void expr_slots(const Expr* e, std::vector<int32_t>& out);
 
 }  // namespace sg

@@ -646,10 +646,9 @@ class Elaborator {
 
   // Whether e reads frame slot `slot`.
   static bool uses_slot(const Expr& e, int32_t slot) {
-    if ((e.kind == ExprKind::Var || e.kind == ExprKind::GroupAt) && e.slot == slot) return true;
-    for (const auto& a : e.args)
-      if (a && uses_slot(*a, slot)) return true;
-    return false;
+    std::vector<int32_t> used;
+    expr_slots(&e, used);
+    return std::find(used.begin(), used.end(), slot) != used.end();
   }
 
   // The values v in [lo, hi) of loop slot `slot` for which endpoint e equals this rank, when e has
