@@ -278,6 +278,7 @@ void Runtime::complete(StepId s) {
   rank_end_[g_.rank(s)] = std::max(rank_end_[g_.rank(s)], now_);
   ++completed_;
   if (!g_.nonblocking(s)) satisfy_successors(s);
+  if (waiters_.empty()) return;  // the common case: no wait blocked on anything (no hashing)
   auto it = waiters_.find(s);
   if (it == waiters_.end()) return;
   std::vector<StepId> ws = std::move(it->second);

@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -91,13 +92,24 @@ class SimGridTimer : public Timer {
   // Counts the eager messages of every (source, destination) pair: the destination keeps gets
   // posted on exactly those mailboxes, for exactly that many messages.
   void plan_mailboxes() {
-    std::map<std::pair<uint32_t, uint32_t>, uint64_t> counts;
-    for (StepId s = 0; s < g_.size(); ++s)
-      if (g_.kind(s) == StepKind::Send && !rendezvous(s)) ++counts[{g_.rank(s), g_.peer(s)}];
-    for (const auto& [pr, c] : counts) {
-      Worker& w = workers_[pr.second];
-      pair_index_[pr.second][pr.first] = static_cast<uint32_t>(w.incoming.size());
-      w.incoming.push_back({sg4::Mailbox::by_name(pair_name(pr.first, pr.second)), c, 0});
+    // Counted in a hash map keyed by the pair, the last pair remembered (a rank's sends mostly
+    // go to one peer): a std::map here cost 0.07 s of the 8 s at N = 1,024.
+    std::unordered_map<uint64_t, uint64_t> counts;
+    uint64_t last_key = ~uint64_t{0};
+    uint64_t* last = nullptr;
+    for (StepId s = 0; s < g_.size(); ++s) {
+      if (g_.kind(s) != StepKind::Send || rendezvous(s)) continue;
+      uint64_t key = (uint64_t{g_.rank(s)} << 32) | g_.peer(s);
+      if (key != last_key) last = &counts[key], last_key = key;
+      ++*last;
+    }
+    std::vector<std::pair<uint64_t, uint64_t>> sorted(counts.begin(), counts.end());
+    std::sort(sorted.begin(), sorted.end());  // sources in order, as before
+    for (const auto& [key, c] : sorted) {
+      auto src = static_cast<uint32_t>(key >> 32), dst = static_cast<uint32_t>(key);
+      Worker& w = workers_[dst];
+      pair_index_[dst][src] = static_cast<uint32_t>(w.incoming.size());
+      w.incoming.push_back({sg4::Mailbox::by_name(pair_name(src, dst)), c, 0});
     }
     for (Worker& w : workers_)
       if (w.incoming.size() > 8) w.window = 1;  // many sources (an all-to-all): keep wait sets short
