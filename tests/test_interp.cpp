@@ -215,6 +215,44 @@ TEST_CASE("ring attention with causal masking meets the attention postcondition"
   CHECK(i->text.find("causal") != std::string::npos);
 }
 
+TEST_CASE("a kv item keeps its identity through a double buffer (review bug)", "[interp][attention]") {
+  // The ring rotates kv(m) through cur[0] / cur[1]; the tile's operand is cur, not KV, and must
+  // be taken as the kv(m) it holds. It used to be refused as "not a single kv(m)".
+  const char* text = R"(schedule ring_db() {
+  buffer Q[N] bytes 64;
+  buffer KV[N] bytes 128;
+  buffer O[N] bytes 64;
+  buffer cur[2] bytes 128;
+  init Q owned;
+  init KV owned;
+  expect attention(Q, KV, O, causal);
+  for r in 0 .. N { copy KV[r] into cur[0] at r; }
+  for s in 0 .. N {
+    for r in 0 .. N {
+      let j = (r - s) % N;
+      if j < r { compute attn(Q[r], cur[s % 2]) into O[r] mask full at r; }
+      if j == r { compute attn(Q[r], cur[s % 2]) into O[r] mask causal at r; }
+      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }
+    }
+  }
+}
+)";
+  for (uint32_t n : {1u, 2u, 3u, 5u, 8u}) {
+    auto c = sgtest::check(text, n);
+    INFO("N=" << n << "\n" << c.findings);
+    CHECK(c.ok);
+  }
+  // One buffer instead of two: each tile then sees the block that arrived for the next step.
+  std::string single = text;
+  for (std::string from : {"cur[s % 2]", "cur[(s + 1) % 2]"})
+    for (size_t at; (at = single.find(from)) != std::string::npos;) single.replace(at, from.size(), "cur[0]");
+  auto c = sgtest::check(single, 4);
+  REQUIRE_FALSE(c.ok);
+  const Issue* i = first(c.post.issues, IssueKind::Missing);
+  REQUIRE(i);
+  CHECK(i->text.find("foreign A(") != std::string::npos);
+}
+
 TEST_CASE("an attention tile with a wrong operand is reported", "[interp][attention]") {
   auto c = sgtest::check(R"(schedule ra() {
   buffer Q[N] bytes 64;

@@ -893,31 +893,38 @@ class Encoder {
   Term compute_value(StepId w, uint32_t buf, uint32_t c, const std::vector<Term>& in) {
     const ComputeInfo& ci = g_.compute(w);
     if (ci.kind == ComputeKind::Generic) return constant(value_hash(Value::contrib(buf, g_.rank(w), c)), true);
-    const Range* rd = g_.ranges.data() + ci.reads_off;
     const Range* wr = g_.ranges.data() + ci.writes_off;
     const Term& prev = in[0];
-    // Which item each operand holds: only when its value does not depend on a wildcard match.
-    auto item_of = [&](const Term& t, uint32_t ibuf) -> int64_t {
+    // Which item each operand holds (of whichever buffer it was initialised in: an item keeps
+    // its identity wherever it is copied), only when its value does not depend on a wildcard
+    // match.
+    auto item_of = [&](const Term& t, uint32_t& home) -> int64_t {
       if (!t.known) {
         note_ = "an attention operand depends on a wildcard match: tiles are taken as in the explicit engine";
         return -2;
       }
-      for (uint32_t i = 0; i < g_.buffers[ibuf].chunks; ++i)
-        if (value_hash(Value::item(ibuf, i)) == t.kv) return i;
-      return -1;
+      if (items_by_hash_.empty())
+        for (uint32_t b = 0; b < g_.buffers.size(); ++b)
+          for (uint32_t i = 0; i < g_.buffers[b].chunks; ++i) items_by_hash_.emplace(value_hash(Value::item(b, i)), std::make_pair(b, i));
+      auto it = items_by_hash_.find(t.kv);
+      if (it == items_by_hash_.end()) return -1;
+      home = it->second.first;
+      return it->second.second;
     };
-    int64_t m = item_of(in[1], rd[1].buf);
+    uint32_t kv_home = 0;
+    int64_t m = item_of(in[1], kv_home);
     if (m < 0) return prev;  // a bad operand adds nothing (the interpreter reports it)
     bool is_out0 = buf == wr[0].buf && c >= wr[0].lo && c < wr[0].lo + wr[0].cnt;
     auto u = [](int64_t x) { return static_cast<uint32_t>(x); };
     Term t = prev;
     for (size_t k = 2; k < in.size(); ++k) {
-      int64_t i = item_of(in[k], rd[0].buf);
+      uint32_t q_home = 0;
+      int64_t i = item_of(in[k], q_home);
       if (i < 0) continue;
       Run run;
-      if (ci.kind == ComputeKind::Attn) run = Run{AtomKind::Attn, ci.mask, rd[0].buf, u(i), u(m), u(m + 1), 1};
-      else if (is_out0) run = Run{AtomKind::GradQ, ci.mask, rd[0].buf, u(i), u(m), u(m + 1), 1};
-      else run = Run{AtomKind::GradKV, ci.mask, rd[1].buf, u(m), u(i), u(i + 1), 1};
+      if (ci.kind == ComputeKind::Attn) run = Run{AtomKind::Attn, ci.mask, q_home, u(i), u(m), u(m + 1), 1};
+      else if (is_out0) run = Run{AtomKind::GradQ, ci.mask, q_home, u(i), u(m), u(m + 1), 1};
+      else run = Run{AtomKind::GradKV, ci.mask, kv_home, u(m), u(i), u(i + 1), 1};
       t = add(t, constant(atom_hash(run, run.lo), true));
     }
     return t;
@@ -1044,6 +1051,7 @@ class Encoder {
   uint32_t ticks_ = 0;
   int query_ = 0;
   std::string note_;
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint32_t>> items_by_hash_;  // item hash -> (buffer, item), built when a tile needs it
 };
 
 }  // namespace

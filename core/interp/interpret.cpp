@@ -503,18 +503,23 @@ class Interp {
           write(rank, wr[i].buf, wr[i].lo + k, Value::contrib(wr[i].buf, rank, wr[i].lo + k), s);
       return;
     }
-    // attn / attn_bwd: reads Q, KV (and the accumulators), writes O (dQ, dKV).
+    // attn / attn_bwd: reads Q, KV (and the accumulators), writes O (dQ, dKV). An operand is
+    // judged by the item it holds, not by the buffer it sits in: kv(m) rotated through a double
+    // buffer (`copy KV[m] into cur[0]`, then `send cur[0]`) is still kv(m), and the tile's atoms
+    // name the items' own buffers.
     const Range& q = rd[0];
     const Range& kv = rd[1];
     const Value& kvv = read(rank, kv.buf, kv.lo, s);
-    int64_t m = kvv.single_item(kv.buf);
+    uint32_t kv_home = 0;
+    int64_t m = kvv.single_item_any(kv_home);
     if (m < 0) {
       bad_operand(s, rank, kv.buf, kv.lo, "KV", kvv, "a single kv(m)");
       return;
     }
     for (uint32_t k = 0; k < q.cnt; ++k) {
       const Value& qv = read(rank, q.buf, q.lo + k, s);
-      int64_t i = qv.single_item(q.buf);
+      uint32_t q_home = 0;
+      int64_t i = qv.single_item_any(q_home);
       if (i < 0) {
         bad_operand(s, rank, q.buf, q.lo + k, "Q", qv, "a single q(i)");
         continue;
@@ -522,16 +527,16 @@ class Interp {
       Value add1;
       add1.defined = true;
       if (c.kind == ComputeKind::Attn) {
-        add1.runs.push_back(Run{AtomKind::Attn, c.mask, q.buf, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
+        add1.runs.push_back(Run{AtomKind::Attn, c.mask, q_home, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
                                 static_cast<uint32_t>(m + 1), 1});
         reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
       } else {
-        add1.runs.push_back(Run{AtomKind::GradQ, c.mask, q.buf, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
+        add1.runs.push_back(Run{AtomKind::GradQ, c.mask, q_home, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
                                 static_cast<uint32_t>(m + 1), 1});
         reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
         Value add2;
         add2.defined = true;
-        add2.runs.push_back(Run{AtomKind::GradKV, c.mask, kv.buf, static_cast<uint32_t>(m), static_cast<uint32_t>(i),
+        add2.runs.push_back(Run{AtomKind::GradKV, c.mask, kv_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i),
                                 static_cast<uint32_t>(i + 1), 1});
         reduce_into(rank, wr[1].buf, wr[1].lo, add2, s);
       }

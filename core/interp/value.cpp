@@ -34,6 +34,14 @@ int64_t Value::single_item(uint32_t buf) const {
   return r.lo;
 }
 
+int64_t Value::single_item_any(uint32_t& buf) const {
+  if (runs.size() != 1) return -1;
+  const Run& r = runs[0];
+  if (r.kind != AtomKind::Item || r.count != 1 || r.hi != r.lo + 1) return -1;
+  buf = r.buf;
+  return r.lo;
+}
+
 uint64_t Value::atoms() const {
   uint64_t n = 0;
   for (const auto& r : runs) n += uint64_t{r.hi - r.lo} * r.count;

@@ -40,6 +40,9 @@ struct Value {
   bool is_empty() const { return runs.empty(); }
   // The single item x(i) of buffer buf this value holds exactly, or -1.
   int64_t single_item(uint32_t buf) const;
+  // The single item this value holds exactly, of whichever buffer it was initialised in (an item
+  // keeps its identity wherever it is copied or received): -1, or the item with its buffer.
+  int64_t single_item_any(uint32_t& buf) const;
   uint64_t atoms() const;  // number of atoms counted with multiplicity
 };
 
