@@ -29,6 +29,14 @@ struct CompileOpts {
   std::string algo;     // --algo SPEC (implies --expand)
 };
 
+struct AnalyzeOpts {
+  Common c;
+  std::string algo;      // --algo for the collectives' expansion
+  bool per_rank = false; // --per-rank: one row per rank
+  std::string unit;      // --unit BUF: bytes in multiples of one chunk of BUF
+  bool json = false;
+};
+
 struct CheckOpts {
   Common c;
   bool json = false;
@@ -95,6 +103,7 @@ int cmd_sim(const SimOpts& o);
 int cmd_verify(const VerifyOpts& o);
 int cmd_compile(const CompileOpts& o);
 int cmd_check(const CheckOpts& o);
+int cmd_analyze(const AnalyzeOpts& o);
 int cmd_demo(const std::string& ranks);
 
 // 80% of MemAvailable: the default --max-memory.

@@ -57,6 +57,14 @@ int main(int argc, char** argv) {
   check->add_flag("--json", kopts.json, "print one JSON object per N (a list)");
   check->add_flag("-q,--quiet", kopts.quiet, "print only failures");
 
+  sg::cli::AnalyzeOpts aopts;
+  auto* analyze = app.add_subcommand("analyze", "per-rank bytes, messages, compute, peak extra memory and load imbalance, from the step graph alone");
+  add_common(analyze, aopts.c, true);
+  analyze->add_option("--algo", aopts.algo, "algorithms for the collectives' expansion, e.g. allgather=ring (default: Open MPI's choice)");
+  analyze->add_option("--unit", aopts.unit, "show bytes in chunks of this buffer, e.g. --unit Q");
+  analyze->add_flag("--per-rank", aopts.per_rank, "one row per rank, not only min / mean / max");
+  analyze->add_flag("--json", aopts.json, "print JSON: one object (a list for several N), with per_rank, min, mean, max and imbalance");
+
   sg::cli::VerifyOpts vopts;
   auto* verify = app.add_subcommand("verify", "decide deadlock, races, undefined data, lifecycle and wrong results under rendezvous and eager sends");
   add_common(verify, vopts.c, true);
@@ -156,6 +164,7 @@ int main(int argc, char** argv) {
   if (*list) return sg::cli::cmd_list(list_json);
   if (*compile) return sg::cli::cmd_compile(copts);
   if (*check) return sg::cli::cmd_check(kopts);
+  if (*analyze) return sg::cli::cmd_analyze(aopts);
   if (*verify) return sg::cli::cmd_verify(vopts);
   if (*sim) return sg::cli::cmd_sim(sopts);
   if (*exec) return sg::cli::cmd_exec(eopts);
