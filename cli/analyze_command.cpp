@@ -60,11 +60,18 @@ int cmd_analyze(const AnalyzeOpts& o) {
     auto g = elaborate(p.s, p.t, p.opts);
     bool ok = g && run_passes(*g, p.s.diags, o.c.dump_after, nullptr);
     std::vector<std::string> expansions;
+    // Memory is read off the graph as written: a collective step writes the user's buffer in
+    // place (an all-gather fills every block of it), while its expansion works on buffers of its
+    // own. Traffic is read off the expansion.
+    std::unique_ptr<StepGraph> as_written;
     if (ok && std::any_of(g->instances.begin(), g->instances.end(), [](const Instance& in) { return in.complete && in.consistent; })) {
       ExpandReport rep;
       auto x = expand_collectives(*g, p.s, choice, p.s.diags, &rep, p.opts.max_memory);
       ok = x != nullptr;
-      if (x) g = std::move(x);
+      if (x) {
+        as_written = std::move(g);
+        g = std::move(x);
+      }
       std::map<std::string, int> lines;
       for (const auto& e : rep.instances)
         if (e.expanded && !e.schedule.empty())
@@ -92,9 +99,14 @@ int cmd_analyze(const AnalyzeOpts& o) {
       unit_name = o.unit;
     }
     GraphCost cost = analyze_cost(*g);
+    if (as_written) {
+      GraphCost mem = analyze_cost(*as_written);
+      for (uint32_t r = 0; r < n; ++r) cost.ranks[r].peak_extra_bytes = mem.ranks[r].peak_extra_bytes;
+      cost.extra_buffers = mem.extra_buffers;
+    }
     std::string extras;
     for (uint32_t b : cost.extra_buffers) {
-      const BufferInfo& bi = g->buffers[b];
+      const BufferInfo& bi = (as_written ? *as_written : *g).buffers[b];
       if (!extras.empty()) extras += ", ";
       extras += bi.name + " (" + std::to_string(bi.chunks) + " × " + human_bytes(bi.chunk_bytes) + ")";
     }
@@ -147,7 +159,7 @@ int cmd_analyze(const AnalyzeOpts& o) {
       j["max"] = jmax;
       j["imbalance"] = cost.imbalance;
       nlohmann::json eb = nlohmann::json::array();
-      for (uint32_t b : cost.extra_buffers) eb.push_back(g->buffers[b].name);
+      for (uint32_t b : cost.extra_buffers) eb.push_back((as_written ? *as_written : *g).buffers[b].name);
       j["extra_buffers"] = eb;
       j["expansions"] = expansions;
       if (!unit_name.empty()) j["unit"] = {{"buffer", unit_name}, {"bytes", unit}};

@@ -213,6 +213,9 @@ class Explorer {
       w = prev;
     }
     if (is.step == kNoStep) cx.steps.push_back(unwritten_step(g_, is.stmt, is.rank));
+    // A term of a tile that should not be there (an upper tile, a stale kv block): the tile
+    // that computed it comes first.
+    if (StepId t = tile_culprit(r, is); t != kNoStep) cx.steps.insert(cx.steps.begin(), cx_step(g_, t, "computed the tile"));
     cx.matching = matching;
     offer(cx);
   }

@@ -1001,11 +1001,17 @@ class Encoder {
     cx.actual = describe_value(slot.v, g_, ch.buf);
     cx.summary = "rank " + std::to_string(ch.rank) + ", " + g_.chunk_name(ch.buf, ch.chunk) +
                  ": the final value breaks the postcondition";
+    StepId culprit = kNoStep;
     if (r.completed) {
       PostconditionReport post = check_postconditions(g_, r.initial, r.final, 1u << 20);
       for (const Issue& is : post.issues)
-        if (is.rank == ch.rank && is.buf == ch.buf && is.chunk == ch.chunk) cx.summary = is.text.substr(0, is.text.find(" (holds "));
+        if (is.rank == ch.rank && is.buf == ch.buf && is.chunk == ch.chunk) {
+          cx.summary = is.text.substr(0, is.text.find(" (holds "));
+          culprit = tile_culprit(r, is);
+        }
     }
+    // A tile's term that should not be there: the tile that computed it comes first.
+    if (culprit != kNoStep) cx.steps.push_back(cx_step(g_, culprit, "computed the tile"));
     StepId w = slot.writer;
     for (int hops = 0; w != kNoStep && hops < 3; ++hops) {
       cx.steps.push_back(cx_step(g_, w, hops == 0 ? "last write" : "fed it"));

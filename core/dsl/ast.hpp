@@ -139,7 +139,8 @@ struct ExpectStmt : Stmt {
   std::vector<Ref> bufs;
   ExprPtr root;
   Mask mask = Mask::None;
-  ExprPtr over;  // group, may be null
+  ExprPtr heads;  // attention: head groups (`, heads H`), may be null (one)
+  ExprPtr over;   // group, may be null
 };
 
 // Choreographic transfer: send B[i] from A to P [into B2[j]] [reduce [OP]].

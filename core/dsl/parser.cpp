@@ -500,6 +500,11 @@ class Parser {
     if (sh->mask) {
       expect(Tok::Comma, "before the mask");
       s->mask = mask_word();
+      // `, heads H`: Q and KV items are (block, head group) pairs, item = block * H + head.
+      if (accept(Tok::Comma)) {
+        expect_word("heads", "after the mask's comma (attention(Q, KV, O, causal, heads H))");
+        s->heads = expr();
+      }
     }
     expect(Tok::RParen, "to close the postcondition");
     if (accept_word("over")) s->over = expr();

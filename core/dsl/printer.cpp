@@ -175,6 +175,7 @@ class Printer {
           for (size_t i = 0; i < s.bufs.size(); ++i) out += (i ? ", " : "") + ref(s.bufs[i]);
           if (s.root) out += ", " + print_expr(*s.root);
           if (s.mask != Mask::None) out += std::string(", ") + mask_name(s.mask);
+          if (s.heads) out += ", heads " + print_expr(*s.heads);
           out += ")";
           if (s.over) out += " over " + print_expr(*s.over);
         }

@@ -200,6 +200,7 @@ class Resolver {
         auto& s = static_cast<ExpectStmt&>(st);
         for (auto& r : s.bufs) ref(r);
         opt(s.root);
+        opt(s.heads);
         opt(s.over);
         break;
       }

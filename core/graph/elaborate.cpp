@@ -894,6 +894,17 @@ class Elaborator {
              std::string("expect ") + expect_name(s.what) + " needs a chunk count that is a multiple of the group size (" +
                  std::to_string(x.bufs[i].cnt) + " chunks, " + std::to_string(gr.count) + " members)");
     };
+    auto attention_heads = [&] {
+      if (!s.heads) return;
+      int64_t h = ev(*s.heads, f);
+      if (h < 1) fail(s.heads->loc, s.heads->length, "heads must be at least 1 (got " + std::to_string(h) + ")");
+      x.heads = static_cast<uint32_t>(h);
+      for (size_t i : {size_t{0}, size_t{1}})
+        if (x.bufs[i].cnt % x.heads)
+          fail(s.bufs[i].loc, s.bufs[i].length,
+               "with heads " + std::to_string(h) + " the chunk count must be a multiple of it (" + std::to_string(x.bufs[i].cnt) +
+                   " chunks): item x is block x / heads, head x % heads");
+    };
     switch (s.what) {
       case ExpectKind::ReduceScatter:
       case ExpectKind::Allgather:
@@ -906,10 +917,15 @@ class Elaborator {
           fail(s.bufs[1].loc, s.bufs[1].length, "expect alltoall needs IN and OUT of the same chunk count");
         break;
       case ExpectKind::Attention:
+        attention_heads();
+        g_->buffers[x.bufs[2].buf].accumulator = true;  // O: a never-written chunk is the empty output
         if (x.bufs[2].cnt != x.bufs[0].cnt)
           fail(s.bufs[2].loc, s.bufs[2].length, "expect attention needs O with as many chunks as Q");
         break;
       case ExpectKind::AttentionBackward:
+        attention_heads();
+        g_->buffers[x.bufs[2].buf].accumulator = true;  // dQ and dKV: never-written chunks are zero gradients
+        g_->buffers[x.bufs[3].buf].accumulator = true;
         if (x.bufs[2].cnt != x.bufs[0].cnt || x.bufs[3].cnt != x.bufs[1].cnt)
           fail(s.loc, s.length, "expect attention_backward needs dQ shaped like Q and dKV shaped like KV");
         break;

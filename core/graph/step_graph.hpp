@@ -132,6 +132,7 @@ struct Expectation {
   uint32_t root = 0;
   uint32_t group = 0;
   Mask mask = Mask::None;
+  uint32_t heads = 1;  // attention: head groups; item x is block x / heads, head x % heads
   uint32_t stmt = 0;
 };
 

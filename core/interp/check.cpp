@@ -26,10 +26,13 @@ void render_findings(const StepGraph& g, const InterpResult& r, const Postcondit
     else out.error(loc_of(is), prefix + is.text);
   }
   for (const Issue& is : p.issues) {
-    Loc at = loc_of(is);
+    // A tile's term that should not be there points at the tile that computed it.
+    StepId tile = tile_culprit(r, is);
+    Loc at = tile != kNoStep ? g.loc(tile) : loc_of(is);
     Diagnostic& d = out.error(at, std::string("wrong result: ") + is.text);
     if (is.step != kNoStep) {
       d.notes.push_back({Loc{}, "last written by step #" + std::to_string(is.step) + " on rank " + std::to_string(g.rank(is.step))});
+      if (tile != kNoStep) d.notes.push_back({g.loc(is.step), "the chunk was last written here; the wrong term comes from the tile above"});
     }
     if (is.stmt < g.stmt_locs.size() && is.step != kNoStep) d.notes.push_back({g.stmt_locs[is.stmt], "required by this postcondition"});
   }

@@ -168,6 +168,7 @@ class Interp {
     }
     res.issues = std::move(issues_);
     res.final = std::move(state_);
+    res.tile_steps = std::move(tile_steps_);
     return res;
   }
 
@@ -529,15 +530,18 @@ class Interp {
       if (c.kind == ComputeKind::Attn) {
         add1.runs.push_back(Run{AtomKind::Attn, c.mask, q_home, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
                                 static_cast<uint32_t>(m + 1), 1});
+        tile_steps_[tile_key(add1.runs[0], add1.runs[0].lo)] = s;
         reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
       } else {
         add1.runs.push_back(Run{AtomKind::GradQ, c.mask, q_home, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
                                 static_cast<uint32_t>(m + 1), 1});
+        tile_steps_[tile_key(add1.runs[0], add1.runs[0].lo)] = s;
         reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
         Value add2;
         add2.defined = true;
         add2.runs.push_back(Run{AtomKind::GradKV, c.mask, kv_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i),
                                 static_cast<uint32_t>(i + 1), 1});
+        tile_steps_[tile_key(add2.runs[0], add2.runs[0].lo)] = s;
         reduce_into(rank, wr[1].buf, wr[1].lo, add2, s);
       }
     }
@@ -644,6 +648,7 @@ class Interp {
   uint64_t completed_ = 0;
   bool pruned_ = false;
   std::vector<Issue> issues_;
+  std::unordered_map<uint64_t, StepId> tile_steps_;  // attention atom -> the tile step that made it
 };
 
 }  // namespace
@@ -656,6 +661,31 @@ uint64_t interpreter_bytes(const StepGraph& g) {
   // initial + final + working state, with one run per value on average
   uint64_t per_chunk = 3 * (sizeof(ChunkSlot) + sizeof(Run));
   return chunks * g.nranks * per_chunk + uint64_t{g.size()} * 24 + g.dep_total() * 4;
+}
+
+}  // namespace sg
+
+namespace sg {
+
+uint64_t tile_key(const Run& f, uint32_t at) {
+  // A mix of the atom's fields (not a packing: buffers, items and blocks are unbounded).
+  uint64_t x = (uint64_t{static_cast<uint8_t>(f.kind)} << 56) ^ (uint64_t{static_cast<uint8_t>(f.mask)} << 48) ^ f.buf;
+  for (uint64_t v : {uint64_t{f.fixed}, uint64_t{at}}) {
+    x ^= v + 0x9e3779b97f4a7c15ULL + (x << 6) + (x >> 2);
+    x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9ULL;
+  }
+  return x;
+}
+
+StepId tile_culprit(const InterpResult& r, const Issue& is) {
+  for (const Run& e : is.extra) {
+    if (e.kind != AtomKind::Attn && e.kind != AtomKind::GradQ && e.kind != AtomKind::GradKV) continue;
+    for (uint32_t at = e.lo; at < e.hi; ++at) {
+      auto it = r.tile_steps.find(tile_key(e, at));
+      if (it != r.tile_steps.end()) return it->second;
+    }
+  }
+  return kNoStep;
 }
 
 }  // namespace sg

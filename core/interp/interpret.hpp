@@ -5,10 +5,12 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/graph/step_graph.hpp"
 #include "core/interp/state.hpp"
+#include "core/interp/value.hpp"
 
 namespace sg {
 
@@ -34,6 +36,7 @@ struct Issue {
   uint32_t stmt = 0xffffffffu;  // a statement to point at when there is no step (the expect)
   std::string text;
   std::string expected, actual;  // postcondition findings: the two values, as terms
+  std::vector<Run> extra;        // postcondition findings: the terms beyond the expected value
 };
 
 // When a send completes: eager (at once, the message is buffered) or rendezvous (when its
@@ -74,7 +77,16 @@ struct InterpResult {
   std::vector<uint8_t> status;   // per step: kStepIssued | kStepCompleted
   std::vector<StepId> partner;   // per point-to-point step: what it matched, or kNoStep
   std::vector<StepId> pending_messages;  // sends whose message no receive took
+  // Per attention atom, the last tile step that produced it (tile_key): a wrong result made of
+  // a tile's term (an upper tile under a causal mask, a stale kv block) points at that tile.
+  std::unordered_map<uint64_t, StepId> tile_steps;
 };
+
+// The key of one attention atom (a run's family, at coordinate `at`) in InterpResult::tile_steps.
+uint64_t tile_key(const Run& family, uint32_t at);
+// The tile step that produced the first attention term among a postcondition finding's extra
+// terms, or kNoStep.
+StepId tile_culprit(const InterpResult& r, const Issue& is);
 
 InterpResult interpret(const StepGraph& g, const InterpOptions& opts = {});
 

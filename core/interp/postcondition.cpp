@@ -98,9 +98,25 @@ class Checker {
   // The atoms a tile family (fixed index `i`) should hold: masked tiles before the diagonal are
   // full, the diagonal tile is causal; without a mask every partner is full.
   static Value tiles(AtomKind kind, uint32_t buf, uint32_t fixed, uint32_t rel, uint32_t base, uint32_t count,
-                     Mask mask, bool partners_before) {
+                     Mask mask, bool partners_before, uint32_t heads = 1) {
     Value v;
     v.defined = true;
+    if (heads > 1) {
+      // Items are (block, head group) pairs, x = block * heads + head: a query item meets the
+      // key/value items of its own head only, the mask applies to the blocks.
+      uint32_t b = rel / heads, h = rel % heads;
+      for (uint32_t jb = 0; jb < count / heads; ++jb) {
+        Mask m = Mask::Full;
+        if (mask != Mask::Full) {
+          if (jb == b) m = Mask::Causal;
+          else if (partners_before ? jb > b : jb < b) continue;
+        }
+        uint32_t at = base + jb * heads + h;
+        v.runs.push_back(Run{kind, m, buf, fixed, at, at + 1, 1});
+      }
+      v.runs = normalise(v.runs);
+      return v;
+    }
     if (mask == Mask::Full) {
       v.runs.push_back(Run{kind, Mask::Full, buf, fixed, base, base + count, 1});
       return v;
@@ -120,7 +136,7 @@ class Checker {
     for (const auto& [i, where] : owners(q)) {
       uint32_t rel = i - q.lo;
       compare(x, where.first, o.buf, o.lo + (where.second - q.lo),
-              tiles(AtomKind::Attn, q.buf, i, rel, kv.lo, kv.cnt, x.mask, true));
+              tiles(AtomKind::Attn, q.buf, i, rel, kv.lo, kv.cnt, x.mask, true, x.heads));
     }
   }
 
@@ -128,10 +144,10 @@ class Checker {
     const Range &q = x.bufs[0], &kv = x.bufs[1], &dq = x.bufs[2], &dkv = x.bufs[3];
     for (const auto& [i, where] : owners(q))
       compare(x, where.first, dq.buf, dq.lo + (where.second - q.lo),
-              tiles(AtomKind::GradQ, q.buf, i, i - q.lo, kv.lo, kv.cnt, x.mask, true));
+              tiles(AtomKind::GradQ, q.buf, i, i - q.lo, kv.lo, kv.cnt, x.mask, true, x.heads));
     for (const auto& [j, where] : owners(kv))
       compare(x, where.first, dkv.buf, dkv.lo + (where.second - kv.lo),
-              tiles(AtomKind::GradKV, kv.buf, j, j - kv.lo, q.lo, q.cnt, x.mask, false));
+              tiles(AtomKind::GradKV, kv.buf, j, j - kv.lo, q.lo, q.cnt, x.mask, false, x.heads));
   }
 
   void compare(const Expectation& x, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& expected) {
@@ -155,19 +171,21 @@ class Checker {
     std::string where = "rank " + std::to_string(rank) + ", " + g_.chunk_name(buf, chunk) + ": ";
     std::string want = "expected " + describe_value(expected, g_, buf);
     is.expected = describe_value(expected, g_, buf);
-    is.actual = describe_value(a.v, g_, buf);
+    // A never-written accumulator is the empty value (an output nothing was added to).
+    const Value& av = never && accumulator ? empty_ : a.v;
+    is.actual = describe_value(av, g_, buf);
     if (never && !accumulator) {
       is.kind = IssueKind::Undefined;
       is.text = where + "never written (undefined); " + want;
     } else if (a.writer == kNoStep && !never) {
       is.kind = IssueKind::Stale;
       is.text = where + "still holds its initial value " + describe_value(a.v, g_, buf) + "; " + want;
-    } else if (!a.v.defined) {
+    } else if (!av.defined) {
       is.kind = IssueKind::Undefined;
       is.text = where + "holds data computed from a chunk never written (" + describe_value(a.v, g_, buf) + "); " + want;
     } else {
-      std::vector<Run> missing = minus(expected, a.v);
-      std::vector<Run> extra = minus(a.v, expected);
+      std::vector<Run> missing = minus(expected, av);
+      std::vector<Run> extra = minus(av, expected);
       std::vector<Run> dup, foreign;
       for (const Run& e : extra) {
         // Atoms the expected value has too are counted twice; the rest do not belong.
@@ -182,12 +200,13 @@ class Checker {
         }
       }
       foreign = minus(Value{extra, true}, Value{dup, true});
+      is.extra = extra;
       std::string parts;
       if (!missing.empty()) parts += "missing " + describe_runs(missing, g_, buf);
       if (!dup.empty()) parts += (parts.empty() ? "" : "; ") + describe_runs(normalise(dup), g_, buf) + " counted twice";
       if (!foreign.empty()) parts += (parts.empty() ? "" : "; ") + std::string("foreign ") + describe_runs(foreign, g_, buf);
       is.kind = !missing.empty() ? IssueKind::Missing : !dup.empty() ? IssueKind::Duplicate : IssueKind::Foreign;
-      is.text = where + parts + " (holds " + describe_value(a.v, g_, buf) + ", " + want + ")";
+      is.text = where + parts + " (holds " + describe_value(av, g_, buf) + ", " + want + ")";
     }
     rep_.issues.push_back(std::move(is));
   }
@@ -198,6 +217,7 @@ class Checker {
   size_t max_;
   const ExpectedVisitor* visit_;
   PostconditionReport rep_;
+  const Value empty_ = Value::empty();
 };
 
 }  // namespace
