@@ -579,9 +579,31 @@ schedule ring_shift() {
     }
     if (t[1] > 0) std::cout << "   SimGrid is " << std::to_string(t[0] / t[1]).substr(0, 4) << "x slower: the shared uplinks\n";
   }
+  {
+    // Context-parallel attention: the same step graphs, analysed and simulated with their tiles.
+    std::cout << "\n10. ring attention variants at N = 8, causal, 64K tokens: `stepgraph analyze` reads each rank's traffic,\n"
+                 "    extra memory and compute off the step graph (bytes in Q blocks: --unit Q; the contiguous ring\n"
+                 "    is 2 - 1/N out of balance, zigzag even), then `sim` ranks them with their tiles' flops\n\n";
+    std::cout.flush();
+    for (const char* v : {"ring_attention", "zigzag_ring_attention"}) {
+      AnalyzeOpts ao;
+      ao.c.target = v;
+      ao.c.ranks = "8";
+      ao.c.sets = {"seq=64K"};
+      ao.unit = "Q";
+      if (int r = cmd_analyze(ao)) rc = std::max(rc, r);
+    }
+    SimOpts so;
+    so.targets = {"ring_attention,zigzag_ring_attention,allgather_attention,ringx4_attention,ulysses_ring_attention"};
+    so.ranks = "8";
+    so.sets = {"seq=64K"};
+    so.model = "analytic";
+    so.platform = "nodes:count=1,gpus=8,nvlink=900GBps,nic=400Gbps,speed=400Tf";
+    sim("\n    `sim ring_attention,zigzag_ring_attention,… -n 8 --model analytic --platform nodes:…,speed=400Tf`\n\n", so);
+  }
   // Execution: real processes under mpiexec, the same graphs on real buffers.
   if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) {
-    std::cout << "\n10. exec: skipped (mpiexec is not installed)\n";
+    std::cout << "\n11. exec: skipped (mpiexec is not installed)\n";
     return rc;
   }
   std::string self = fs::read_symlink("/proc/self/exe").string();
@@ -591,11 +613,11 @@ schedule ring_shift() {
     int st = std::system(cmd.c_str());
     if (st != 0) std::cout << "   (exit status " << st << ")\n";
   };
-  std::cout << "\n10. execute for real: `mpiexec -n 4 stepgraph exec ring_allreduce --sweep size=1KiB..1MiB --check\n"
+  std::cout << "\n11. execute for real: `mpiexec -n 4 stepgraph exec ring_allreduce --sweep size=1KiB..1MiB --check\n"
                "    --compare native` (4 processes, real buffers, every element checked against the postcondition,\n"
                "    timed next to MPI_Allreduce; speed = MPI's time / ours)\n\n";
   run(mpi + "-n 4 '" + self + "' exec ring_allreduce --sweep size=1KiB..1MiB --check --compare native --iters 10 --warmup 2");
-  std::cout << "\n11. the training step for real: `mpiexec -n 4 stepgraph exec dp_bucketed_step --check`, its gradient\n"
+  std::cout << "\n12. the training step for real: `mpiexec -n 4 stepgraph exec dp_bucketed_step --check`, its gradient\n"
                "    all-reduces running while the backward pass computes (real flops)\n\n";
   run(mpi + "-n 4 '" + self + "' exec dp_bucketed_step --set size=4MiB --set flops=50M --check --iters 3 --warmup 1");
   std::string stall = tmp + "/stepgraph_demo_stall.sched";
@@ -612,19 +634,19 @@ schedule ring_shift() {
          "  }\n"
          "}\n";
   }
-  std::cout << "\n12. a hang becomes a report: a program whose ranks both receive first, run with `--timeout 1`\n"
+  std::cout << "\n13. a hang becomes a report: a program whose ranks both receive first, run with `--timeout 1`\n"
                "    (each rank names the step it waits on, its peer and the source line; the job ends with exit 3)\n\n";
   // Open MPI's own abort banner is left out; the exit code is printed.
   run("( " + mpi + "-n 2 '" + self + "' exec " + stall + " --timeout 1; echo \"   exit code $?\" ) 2>&1 | grep -v -e '^---' -e '^$' "
       "-e 'MPI_ABORT' -e 'NOTE:' -e 'You may' -e 'exactly when' -e 'with errorcode' -e 'help message' -e 'orte_base_help'");
   std::string calib = tmp + "/stepgraph_demo.platform";
-  std::cout << "\n13. calibrate, then predict: `mpiexec -n 2 stepgraph calibrate` fits latency and bandwidth from a\n"
+  std::cout << "\n14. calibrate, then predict: `mpiexec -n 2 stepgraph calibrate` fits latency and bandwidth from a\n"
                "    ping-pong and writes a platform file; `exec --predict @FILE` puts the simulator's time next to the\n"
                "    measured one\n\n";
   run(mpi + "-n 2 '" + self + "' calibrate --sizes 1KiB..4MiB --iters 5 -o " + calib + " | grep -v -e '^ *[0-9]' -e 'bytes  measured'");
   run(mpi + "-n 2 '" + self + "' exec ring_allreduce --sweep size=64KiB,1MiB,4MiB --predict @" + calib + " --iters 5 --warmup 1");
 
-  std::cout << "\n14. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
+  std::cout << "\n15. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
                "    PyTorch's master address: `eval` it in a job script before torch.distributed.init_process_group)\n\n";
   run(mpi + "-n 2 '" + self + "' env --export 2>/dev/null | sort");
   return rc;

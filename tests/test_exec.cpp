@@ -65,6 +65,9 @@ TEST_CASE("every library schedule runs under mpiexec, gives exactly the postcond
   int compared = 0;
   for (const std::string& name : names) {
     if (name == "dissemination_barrier") continue;  // no data: its own test below
+    // The attention variants take seq/heads/dim, not size, and their tiles are not yet computed
+    // for real by exec (issue 9): they are verified and analysed in test_attention.
+    if (name.find("attention") != std::string::npos) continue;
     int ran = 0;
     for (int n : {2, 3, 4, 8}) {
       std::string sets = "--set size=48KiB";
