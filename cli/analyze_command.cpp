@@ -64,20 +64,13 @@ int cmd_analyze(const AnalyzeOpts& o) {
     // place (an all-gather fills every block of it), while its expansion works on buffers of its
     // own. Traffic is read off the expansion.
     std::unique_ptr<StepGraph> as_written;
-    if (ok && std::any_of(g->instances.begin(), g->instances.end(), [](const Instance& in) { return in.complete && in.consistent; })) {
+    if (ok) {
       ExpandReport rep;
-      auto x = expand_collectives(*g, p.s, choice, p.s.diags, &rep, p.opts.max_memory);
-      ok = x != nullptr;
-      if (x) {
-        as_written = std::move(g);
-        g = std::move(x);
-      }
+      ok = expand_for_cost(g, p.s, choice, p.opts.max_memory, rep, &as_written);
       std::map<std::string, int> lines;
       for (const auto& e : rep.instances)
-        if (e.expanded && !e.schedule.empty())
-          ++lines[std::string(coll_name(e.kind)) + " over " + std::to_string(e.members) + " ranks, " + human_bytes(e.bytes) + ": " +
-                  e.schedule];
-      for (const auto& [l, k] : lines) expansions.push_back(l + (k > 1 ? " (" + std::to_string(k) + " instances)" : ""));
+        if (e.expanded && !e.schedule.empty()) ++lines[expansion_line(e)];
+      for (const auto& [l, k] : lines) expansions.push_back(l + (k > 1 ? "; " + std::to_string(k) + " instances" : ""));
     }
     if (!ok) {
       if (const Diagnostic* why = p.s.diags.unsupported_since(0)) {

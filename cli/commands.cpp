@@ -136,16 +136,7 @@ namespace {
 // which collectives, and why.
 void print_expansion(const ExpandReport& rep) {
   std::map<std::string, uint64_t> lines;  // ordered: the same input prints the same lines
-  for (const ExpandedInstance& e : rep.instances) {
-    std::string l = "expand: ";
-    l += coll_name(e.kind);
-    l += " over " + std::to_string(e.members) + " rank" + (e.members == 1 ? "" : "s");
-    if (e.kind != CollKind::Barrier) l += ", " + human_bytes(e.bytes);
-    l += ": ";
-    l += !e.schedule.empty() ? e.schedule : e.expanded ? std::string("one no-op step") : std::string("not expanded");
-    l += " (" + e.why + ")";
-    ++lines[l];
-  }
+  for (const ExpandedInstance& e : rep.instances) ++lines["expand: " + expansion_line(e)];
   for (const auto& [l, n] : lines) std::cerr << l << (n > 1 ? "; " + std::to_string(n) + " instances" : "") << "\n";
 }
 

@@ -1,5 +1,6 @@
 #include "cli/shared.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -45,6 +46,27 @@ int prepare(const Common& c, Prepared& p, bool many) {
                     std::find(c.dump_after.begin(), c.dump_after.end(), "all") != c.dump_after.end();
   if (want_parse) std::cout << "=== after parse ===\n" << print_program(*p.t.program);
   return 0;
+}
+
+bool expand_for_cost(std::unique_ptr<StepGraph>& g, Session& s, const AlgoChoice& algo, uint64_t max_memory,
+                     ExpandReport& rep, std::unique_ptr<StepGraph>* as_written) {
+  if (std::none_of(g->instances.begin(), g->instances.end(), [](const Instance& in) { return in.complete && in.consistent; }))
+    return true;
+  auto x = expand_collectives(*g, s, algo, s.diags, &rep, max_memory);
+  if (!x) return false;
+  if (as_written) *as_written = std::move(g);
+  g = std::move(x);
+  return true;
+}
+
+std::string expansion_line(const ExpandedInstance& e) {
+  std::string l = coll_name(e.kind);
+  l += " over " + std::to_string(e.members) + " rank" + (e.members == 1 ? "" : "s");
+  if (e.kind != CollKind::Barrier) l += ", " + human_bytes(e.bytes);
+  l += ": ";
+  l += !e.schedule.empty() ? e.schedule : e.expanded ? std::string("one no-op step") : std::string("not expanded");
+  if (!e.why.empty()) l += " (" + e.why + ")";
+  return l;
 }
 
 void print_warnings(const Session& s) {

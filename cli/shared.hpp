@@ -12,6 +12,7 @@
 #include "core/dsl/diagnostics.hpp"
 #include "core/dsl/session.hpp"
 #include "core/graph/elaborate.hpp"
+#include "core/graph/expand_collectives.hpp"
 
 namespace sg::cli {
 
@@ -27,6 +28,15 @@ int fail(const std::string& msg);
 
 // Parses the shared flags and resolves the target. Returns 0, or the exit code to stop with.
 int prepare(const Common& c, Prepared& p, bool many);
+
+// Collective steps replaced by the point-to-point steps of library algorithms (`algo`, or Open
+// MPI's choice), as `sim` times them and `analyze` counts them. Returns false after an error in
+// s.diags. A graph with no complete, consistent collective is left as it is; otherwise `g`
+// becomes the expansion and, when `as_written` is given, the graph before it goes there.
+bool expand_for_cost(std::unique_ptr<StepGraph>& g, Session& s, const AlgoChoice& algo, uint64_t max_memory,
+                     ExpandReport& rep, std::unique_ptr<StepGraph>* as_written = nullptr);
+// "allreduce over 8 ranks, 1.0 MiB: ring_allreduce (why)": what became of one instance.
+std::string expansion_line(const ExpandedInstance& e);
 
 // Prints the session's warnings and notes (not its errors) on stderr.
 void print_warnings(const Session& s);

@@ -283,18 +283,11 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
   auto g = t.schedule ? elaborate(s, t, eo) : nullptr;
   bool built = g && run_passes(*g, s.diags, {}, nullptr);
   // Collective steps become the point-to-point traffic of a library algorithm.
-  if (built && std::any_of(g->instances.begin(), g->instances.end(), [](const Instance& in) { return in.complete && in.consistent; })) {
+  if (built) {
     ExpandReport rep;
-    auto x = expand_collectives(*g, s, plan.algo, s.diags, &rep, plan.max_memory);
-    built = x != nullptr;
-    if (x) g = std::move(x);
-    for (const auto& e : rep.instances) {
-      if (!e.expanded) continue;
-      std::string line = std::string(coll_name(e.kind)) + " over " + std::to_string(e.members) + " ranks, " +
-                         human_bytes(static_cast<double>(e.bytes)) + ": " + e.schedule;
-      if (!e.why.empty()) line += " (" + e.why + ")";
-      r.expansions.push_back(line);
-    }
+    built = expand_for_cost(g, s, plan.algo, plan.max_memory, rep);
+    for (const auto& e : rep.instances)
+      if (e.expanded) r.expansions.push_back(expansion_line(e));
   }
   if (!built) {
     const Diagnostic* why = s.diags.unsupported_since(0);
