@@ -525,18 +525,14 @@ class Interp {
         bad_operand(s, rank, q.buf, q.lo + k, "Q", qv, "a single q(i)");
         continue;
       }
+      // attn adds A(i, m) to O[i]; attn_bwd adds Gq(i, m) to dQ[i] and Gkv(m, i) to dKV[j].
       Value add1;
       add1.defined = true;
-      if (c.kind == ComputeKind::Attn) {
-        add1.runs.push_back(Run{AtomKind::Attn, c.mask, q_home, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
-                                static_cast<uint32_t>(m + 1), 1});
-        tile_steps_[tile_key(add1.runs[0], add1.runs[0].lo)] = s;
-        reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
-      } else {
-        add1.runs.push_back(Run{AtomKind::GradQ, c.mask, q_home, static_cast<uint32_t>(i), static_cast<uint32_t>(m),
-                                static_cast<uint32_t>(m + 1), 1});
-        tile_steps_[tile_key(add1.runs[0], add1.runs[0].lo)] = s;
-        reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
+      add1.runs.push_back(Run{c.kind == ComputeKind::Attn ? AtomKind::Attn : AtomKind::GradQ, c.mask, q_home,
+                              static_cast<uint32_t>(i), static_cast<uint32_t>(m), static_cast<uint32_t>(m + 1), 1});
+      tile_steps_[tile_key(add1.runs[0], add1.runs[0].lo)] = s;
+      reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
+      if (c.kind == ComputeKind::AttnBwd) {
         Value add2;
         add2.defined = true;
         add2.runs.push_back(Run{AtomKind::GradKV, c.mask, kv_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i),
