@@ -102,6 +102,10 @@ struct Row {
   double compute_s = -1, comm_s = -1, overlap = -1;
   double predicted_s = -1;  // --predict: the analytic simulator's time on that platform
   std::string predict_error;
+  // Attention schedules under --check: the outputs against full attention on one rank.
+  bool attention = false, backward = false, bf16 = false;
+  double err_o = 0, err_dq = 0, err_dkv = 0, max_abs_err = 0, tolerance = 0;
+  uint64_t attention_checked = 0;
 };
 
 void say(const std::string& text) {
@@ -268,15 +272,18 @@ int cmd_exec(const ExecOpts& o) {
     exec::ExecOptions eo;
     eo.timeout_s = o.timeout_s;
     exec::Executor ex(*g, p.s.sources, MPI_COMM_WORLD, eo);
-    if (!ex.setup(err)) {
-      int bad = 1, any = 0;
-      MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      return refuse(err);
-    }
     {
-      int bad = 0, any = 0;
+      // The lowest rank that refused with a reason of its own says why; every rank exits 2.
+      bool ok = ex.setup(err);
+      int bad = ok ? 0 : 1, any = 0, says = ok || err.empty() ? size : me, sayer = size;
       MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-      if (any) return refuse("");
+      MPI_Allreduce(&says, &sayer, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      if (any) {
+        if (me == sayer && !err.empty() && err.back() == '\n') say(err);  // a rendered diagnostic
+        else if (me == sayer) fail(err);
+        MPI_Finalize();
+        return 2;
+      }
     }
     redop = op_name(ex.reduce_op());
     for (const BufferInfo& b : g->buffers) shown_type = b.dtype;
@@ -339,6 +346,22 @@ int cmd_exec(const ExecOpts& o) {
       if (cr.wrong) say("stepgraph exec: " + cr.first + " (" + std::to_string(cr.wrong) + " wrong on rank " + std::to_string(me) + ")\n");
       row.wrong = all;
       row.checked = true;
+      if (ex.has_attention()) {
+        exec::AttentionCheck ac = ex.check_attention();
+        if (me == 0) {
+          if (ac.wrong) say("stepgraph exec: " + ac.first + " (" + std::to_string(ac.wrong) + " attention elements outside the tolerance)\n");
+          row.attention = true;
+          row.backward = ac.err_dq > 0 || ac.err_dkv > 0 || g->expects[0].kind == ExpectKind::AttentionBackward;
+          row.wrong += ac.wrong;
+          row.err_o = ac.err_o;
+          row.err_dq = ac.err_dq;
+          row.err_dkv = ac.err_dkv;
+          row.max_abs_err = ac.max_abs_err();
+          row.tolerance = ac.tolerance;
+          row.attention_checked = ac.checked;
+          row.bf16 = ac.tolerance > 1e-3;
+        }
+      }
       if (compare_mpi) {
         uint64_t esize = dtype_size(shown_type);
         ref = native_for(x->kind, shown_type, ex.reduce_op(), static_cast<int>(x->root), input.size(), size);
@@ -430,6 +453,16 @@ int cmd_exec(const ExecOpts& o) {
                             {"busbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 * factor : 0.0},
                             {"wrong", r.checked ? nlohmann::json(r.wrong) : nlohmann::json(nullptr)}};
         if (r.checked) j["mpi_agrees"] = r.mpi_differs < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.mpi_differs == 0);
+        if (r.attention) {
+          j["max_abs_err"] = r.max_abs_err;
+          if (r.backward) {
+            j["max_abs_err_dq"] = r.err_dq;
+            j["max_abs_err_dkv"] = r.err_dkv;
+          }
+          j["attention_inputs"] = r.bf16 ? "bf16" : "fp32";
+          j["tolerance"] = r.tolerance;
+          j["elements_checked"] = r.attention_checked;
+        }
         if (native) j["native_time_us"] = r.native_s >= 0 ? nlohmann::json(r.native_s * 1e6) : nlohmann::json(nullptr);
         if (!o.predict.empty()) {
           j["predicted_time_us"] = r.predicted_s >= 0 ? nlohmann::json(r.predicted_s * 1e6) : nlohmann::json(nullptr);
@@ -489,6 +522,15 @@ int cmd_exec(const ExecOpts& o) {
       bool compared = false, agreed = true;
       for (const Row& r : rows) compared |= r.mpi_differs >= 0, agreed &= r.mpi_differs <= 0;
       if (compared && agreed) std::printf("# MPI's own collective on the same inputs gives the same elements at every size\n");
+      for (const Row& r : rows)
+        if (r.attention) {
+          if (r.backward)
+            std::printf("# attention backward against full attention on one rank (%s inputs): max |dQ - ref| = %.3g, max |dKV - ref| = %.3g over %llu elements (tolerance %.3g)\n",
+                        r.bf16 ? "bf16" : "fp32", r.err_dq, r.err_dkv, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
+          else
+            std::printf("# attention against full attention on one rank (%s inputs): max |O - ref| = %.3g over %llu elements (tolerance %.3g)\n",
+                        r.bf16 ? "bf16" : "fp32", r.err_o, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
+        }
       if (total_wrong) std::printf("# %llu wrong elements\n", static_cast<unsigned long long>(total_wrong));
     }
     std::fflush(stdout);

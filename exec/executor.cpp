@@ -13,6 +13,7 @@
 
 #include "core/interp/postcondition.hpp"
 #include "core/interp/state.hpp"
+#include "exec/attention_exec.hpp"
 #include "exec/half.hpp"
 #include "exec/kernels.hpp"
 #include "exec/values.hpp"
@@ -84,7 +85,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4, kTaken = 8 };
+enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4, kTaken = 8, kDeferred = 16 };
 enum class Req : uint8_t { ChoreoData, Send, LocalRecv, Coll };
 
 struct GroupKey {
@@ -136,6 +137,11 @@ struct Executor::Impl {
   std::vector<uint32_t> src_index;             // per choreographic receive step: its entry in srcs
   std::vector<uint8_t> direct;                 // per run, per step: its data went straight to the destination
   std::vector<uint32_t> succ_off, succ;
+  // MPI matches nonblocking collectives on a communicator by the order they are started in, which
+  // must be the same on every member: the collective steps on one communicator start in program
+  // order (the order every member elaborated them in), whatever order dataflow makes them ready.
+  // coll_next[s]: the next collective step on s's communicator; coll_prev likewise.
+  std::vector<StepId> coll_prev, coll_next;
   MPI_Comm choreo = MPI_COMM_NULL, p2p_world = MPI_COMM_NULL;
   std::vector<MPI_Comm> group_comm;  // per group id of g: its communicator (MPI_COMM_NULL: not a member)
   std::vector<MPI_Comm> owned_comms;
@@ -155,6 +161,7 @@ struct Executor::Impl {
   std::string error;
   double compute_s = 0;
   bool do_compute = true, write_values = true;
+  AttentionLayout att;  // attention tiles' shapes and the merge buffers (exec/attention_exec.hpp)
 
   Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts)
       : g(graph), sources(sm), world(w), o(opts) {}
@@ -338,7 +345,18 @@ struct Executor::Impl {
       for (StepId s = 0; s < g.size(); ++s)
         for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) succ[pos[*d]++] = s;
     }
-    return build_communicators(err);
+    if (!build_communicators(err)) return false;
+    coll_prev.assign(g.size(), kNoStep);
+    coll_next.assign(g.size(), kNoStep);
+    std::map<MPI_Comm, StepId> last;
+    for (StepId s = 0; s < g.size(); ++s) {
+      if (g.kind(s) != StepKind::Collective) continue;
+      MPI_Comm c = group_comm[g.coll(s).group];
+      auto it = last.find(c);
+      if (it != last.end()) coll_prev[s] = it->second, coll_next[it->second] = s;
+      last[c] = s;
+    }
+    return plan_attention(g, sources, world, att, err);
   }
 
   template <class T>
@@ -406,10 +424,21 @@ struct Executor::Impl {
     for (uint32_t b = 0; b < g.buffers.size(); ++b) {
       const BufferInfo& bi = g.buffers[b];
       std::memset(bufs[b]->p, 0, bufs[b]->size);
+      bool merge = att.active && att.merge[b];
+      if (merge) clear_merge_rows(att, bufs[b]->p, uint64_t{bi.chunks} * bi.chunk_bytes);  // empty outputs: lse = -inf
       for (uint32_t c = 0; c < bi.chunks; ++c) {
         Value v = initial_value(b, c);
         if (!v.defined) continue;
         unsigned char* p = bufs[b]->p + uint64_t{c} * bi.chunk_bytes;
+        if (att.active && (b == att.q.buf || b == att.kv.buf)) {
+          // Attention inputs: real q / kv (or the backward's bundle) for the item the chunk holds.
+          const Range& in = b == att.q.buf ? att.q : att.kv;
+          int64_t item = v.single_item(b);
+          if (item >= in.lo && item < int64_t{in.lo} + in.cnt) {
+            fill_attention_item(att, b == att.q.buf, static_cast<uint32_t>(item - in.lo), p);
+            continue;
+          }
+        }
         double x = 0;
         for (uint64_t e = 0; e < bi.chunk_elems; ++e)
           if (evaluate(v, ReduceOp::Sum, e, x)) store_any(bi.dtype, p, e, x);
@@ -527,6 +556,10 @@ struct Executor::Impl {
   void reduce_range(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems) {
     const BufferInfo& bi = g.buffers[r.buf];
     DType t = bi.dtype;
+    if (att.active && att.merge[r.buf]) {  // partial attention outputs: the online-softmax merge
+      merge_rows(att, dst, src, std::min(bytes(r), max_elems == UINT64_MAX ? UINT64_MAX : max_elems * dtype_size(t)));
+      return;
+    }
     if (bi.chunk_bytes % dtype_size(t) == 0) {
       reduce_into(t, rop, dst, src, std::min(elems(r), max_elems));
       return;
@@ -543,6 +576,10 @@ struct Executor::Impl {
   }
 
   void issue(StepId s) {
+    if (g.kind(s) == StepKind::Collective && coll_prev[s] != kNoStep && !(st[coll_prev[s]] & kIssued)) {
+      st[s] |= kDeferred;  // started right after its predecessor on the communicator
+      return;
+    }
     st[s] |= kIssued;
     StepKind k = g.kind(s);
     Range r = k == StepKind::Wait ? Range{} : g.range(s);
@@ -601,6 +638,12 @@ struct Executor::Impl {
       case StepKind::Compute: {
         auto t0 = Clock::now();
         const ComputeInfo& ci = g.compute(s);
+        if (ci.kind != ComputeKind::Generic && att.active) {
+          if (do_compute) attention_tile(ci);
+          compute_s += std::chrono::duration<double>(Clock::now() - t0).count();
+          complete(s);
+          return;
+        }
         if (do_compute) {
           volatile double sink = burn_flops(ci.flops);
           (void)sink;
@@ -621,6 +664,11 @@ struct Executor::Impl {
       }
       case StepKind::Collective: {
         start_collective(s, r);
+        StepId n = coll_next[s];
+        if (n != kNoStep && (st[n] & kDeferred)) {
+          st[n] &= static_cast<uint8_t>(~kDeferred);
+          ready.push_front(n);
+        }
         return;
       }
       case StepKind::Wait: {
@@ -629,6 +677,35 @@ struct Executor::Impl {
         return;
       }
     }
+  }
+
+  // A `compute attn` / `attn_bwd` step: one tile per q chunk of its operand range.
+  void attention_tile(const ComputeInfo& ci) {
+    const Range& rq = g.ranges[ci.reads_off];
+    const Range& rkv = g.ranges[ci.reads_off + 1];
+    const Range& w0 = g.ranges[ci.writes_off];
+    bool bwd = ci.kind == ComputeKind::AttnBwd;
+    unsigned char* dkv = bwd ? ptr(g.ranges[ci.writes_off + 1]) : nullptr;
+    for (uint32_t k = 0; k < rq.cnt; ++k)
+      run_attention_tile(att, bwd, ci.mask == Mask::Causal, ptr(rq) + uint64_t{k} * g.buffers[rq.buf].chunk_bytes, ptr(rkv),
+                         ptr(w0) + uint64_t{k} * g.buffers[w0.buf].chunk_bytes, dkv);
+  }
+
+  // This rank's output items for the attention check: the O (or dQ) chunk beside each q item it
+  // started with, and with a backward the dKV chunk beside each kv item (the postcondition's
+  // owners, core/interp/postcondition.cpp).
+  std::vector<AttentionOutput> attention_outputs() const {
+    std::vector<AttentionOutput> out;
+    auto add = [&](const Range& in, const Range& res, uint32_t role) {
+      for (uint32_t c = in.lo; c < in.lo + in.cnt; ++c) {
+        int64_t item = initial_value(in.buf, c).single_item(in.buf);
+        if (item < in.lo || item >= int64_t{in.lo} + in.cnt) continue;
+        out.push_back({role, static_cast<uint32_t>(item - in.lo), ptr(Range{res.buf, res.lo + (c - in.lo), 1})});
+      }
+    };
+    add(att.q, att.out0, 0);
+    if (att.backward) add(att.kv, att.out1, 1);
+    return out;
   }
 
   void start_collective(StepId s, const Range& r) {
@@ -640,7 +717,13 @@ struct Executor::Impl {
       return;
     }
     MPI_Datatype t = mpi_type(dtype(r));
+    MPI_Op mop = mpi_op(c.op, dtype(r));
     int n = count_of(elems(r), error);
+    if (att.active && att.merge[r.buf]) {  // partial attention outputs: rows of dim + 1 floats, merged
+      t = attention_row_type(att.dim);
+      mop = attention_merge_op();
+      n = count_of(bytes(r) / ((att.dim + uint64_t{1}) * 4), error);
+    }
     int per = gr.count ? n / static_cast<int>(gr.count) : 0;
     int root = static_cast<int>(std::max<int64_t>(0, gr.index_of(c.root)));
     MPI_Request q = MPI_REQUEST_NULL;
@@ -648,17 +731,16 @@ struct Executor::Impl {
     unsigned char* p = ptr(r);
     switch (c.kind) {
       case CollKind::Barrier: rc = MPI_Ibarrier(comm, &q); break;
-      case CollKind::Allreduce: rc = MPI_Iallreduce(MPI_IN_PLACE, p, n, t, mpi_op(c.op, dtype(r)), comm, &q); break;
+      case CollKind::Allreduce: rc = MPI_Iallreduce(MPI_IN_PLACE, p, n, t, mop, comm, &q); break;
       case CollKind::Bcast: rc = MPI_Ibcast(p, n, t, root, comm, &q); break;
       case CollKind::Reduce:
-        rc = me == c.root ? MPI_Ireduce(MPI_IN_PLACE, p, n, t, mpi_op(c.op, dtype(r)), root, comm, &q)
-                          : MPI_Ireduce(p, nullptr, n, t, mpi_op(c.op, dtype(r)), root, comm, &q);
+        rc = me == c.root ? MPI_Ireduce(MPI_IN_PLACE, p, n, t, mop, root, comm, &q) : MPI_Ireduce(p, nullptr, n, t, mop, root, comm, &q);
         break;
       case CollKind::Allgather: rc = MPI_Iallgather(MPI_IN_PLACE, 0, t, p, per, t, comm, &q); break;
       case CollKind::ReduceScatter:
         // MPI puts this member's block at the start of its receive buffer; the language wants it
         // in place at block me: staged, then copied (finish_collective).
-        rc = MPI_Ireduce_scatter_block(p, staging.p + stage_off[s], per, t, mpi_op(c.op, dtype(r)), comm, &q);
+        rc = MPI_Ireduce_scatter_block(p, staging.p + stage_off[s], per, t, mop, comm, &q);
         break;
       case CollKind::Alltoall:
         if (c.into.cnt) {
@@ -907,6 +989,10 @@ bool Executor::setup(std::string& err) {
 void Executor::fill_inputs() { impl_->fill_inputs(); }
 RunResult Executor::run(bool compute, bool values) { return impl_->run(compute, values); }
 CheckResult Executor::check() const { return impl_->check(); }
+bool Executor::has_attention() const { return impl_->att.active; }
+AttentionCheck Executor::check_attention() const {
+  return sg::exec::check_attention(impl_->att, impl_->attention_outputs(), impl_->world);
+}
 const unsigned char* Executor::data(const Range& r) const { return impl_->ptr(r); }
 
 }  // namespace sg::exec

@@ -19,7 +19,9 @@
 //   receive goes through staging.
 // - Collective steps call MPI's own nonblocking collective on the group's communicator.
 // - copy and reduce run on the buffers (reductions vectorised); a generic compute step performs
-//   its flops for real (kernels.hpp); attention tiles only burn their flops for now.
+//   its flops for real (kernels.hpp); an attention tile computes the real tile (fp32 accumulation)
+//   on real q, k, v with the shapes the schedule's parameters give, and reductions of partial
+//   attention outputs merge them (exec/attention_exec.hpp).
 // - A run that makes no progress for the timeout stops and reports what this rank waits on.
 #pragma once
 #include <mpi.h>
@@ -30,6 +32,7 @@
 
 #include "core/dsl/source.hpp"
 #include "core/graph/step_graph.hpp"
+#include "exec/attention_exec.hpp"
 
 namespace sg::exec {
 
@@ -79,6 +82,12 @@ class Executor {
   RunResult run(bool compute = true, bool values = true);
   // Compares every chunk a postcondition covers on this rank with its expected value.
   CheckResult check() const;
+  // Whether the schedule computes attention (then check() leaves the attention outputs unchecked
+  // and check_attention compares them with the one-rank reference).
+  bool has_attention() const;
+  // Collective over `world`: the attention outputs against full attention computed on rank 0;
+  // complete on rank 0.
+  AttentionCheck check_attention() const;
 
   ReduceOp reduce_op() const { return op_; }
   // The bytes of range r on this rank (for comparing with MPI's own collective).

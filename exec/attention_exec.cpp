@@ -1,0 +1,332 @@
+#include "exec/attention_exec.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+
+#include "core/dsl/diagnostics.hpp"
+#include "exec/half.hpp"
+
+namespace sg::exec {
+
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+enum : uint32_t { kTagQ = 1, kTagKV = 2, kTagDO = 3 };
+
+bool param(const StepGraph& g, const char* name, int64_t& v) {
+  for (const auto& [n, x] : g.params)
+    if (n == name) return v = x, true;
+  return false;
+}
+
+std::string shape_text(const AttentionLayout& a) {
+  return "batch " + std::to_string(a.tile.batch) + " × " + std::to_string(a.tile.heads) + " head" + (a.tile.heads == 1 ? "" : "s") +
+         " × " + std::to_string(a.tile.rows_q) + " rows × dim " + std::to_string(a.dim) + ", " + (a.bf16 ? "bf16" : "fp32") + " inputs";
+}
+
+// Whether buffer b's chunks have the size an item of `role` needs; else a message at the buffer.
+bool chunk_fits(const StepGraph& g, uint32_t b, uint64_t want, const char* role, const AttentionLayout& a, Loc& where,
+                std::string& err) {
+  const BufferInfo& bi = g.buffers[b];
+  if (bi.chunk_bytes == want) return true;
+  where = bi.loc;
+  err = "buffer " + bi.name + " holds " + role + " items: a chunk of " +
+        std::to_string(bi.chunk_bytes) + " bytes, but one item (" + shape_text(a) + ") is " + std::to_string(want) +
+        " bytes; exec computes attention tiles from the parameters seq, heads, dim, batch and elem";
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
+// This rank's part of plan_attention, without collectives (so that a rank that refuses still
+// takes part in the ones that follow).
+bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string& err) {
+  const Expectation* x = nullptr;
+  for (const Expectation& e : g.expects)
+    if (e.kind == ExpectKind::Attention || e.kind == ExpectKind::AttentionBackward) x = &e;
+  StepId first_tile = kNoStep;
+  for (StepId s = 0; s < g.size() && first_tile == kNoStep; ++s)
+    if (g.kind(s) == StepKind::Compute && g.compute(s).kind != ComputeKind::Generic) first_tile = s;
+  if (!x && first_tile == kNoStep) return true;  // another rank's tiles: this one only takes part
+  auto at = [&](StepId s) {
+    where = g.loc(s);
+    return std::string();
+  };
+  if (!x) {
+    err = at(first_tile) + "exec computes attention tiles with the layout of the schedule's `expect attention(…)` or "
+          "`expect attention_backward(…)`, and this schedule has none";
+    return false;
+  }
+  a.backward = x->kind == ExpectKind::AttentionBackward;
+  a.causal = x->mask == Mask::Causal;
+  a.groups = std::max<uint32_t>(1, x->heads);
+  a.q = x->bufs[0];
+  a.kv = x->bufs[1];
+  a.out0 = x->bufs[2];
+  if (a.backward) a.out1 = x->bufs[3];
+  int64_t seq = 0, heads = 0, dim = 0, batch = 1, elem = 4;
+  std::string missing;
+  for (auto [name, v] : {std::pair<const char*, int64_t*>{"seq", &seq}, {"heads", &heads}, {"dim", &dim}})
+    if (!param(g, name, *v)) missing += std::string(missing.empty() ? "" : ", ") + name;
+  param(g, "batch", batch);
+  param(g, "elem", elem);
+  where = x->stmt < g.stmt_locs.size() ? g.stmt_locs[x->stmt] : Loc{};
+  if (!missing.empty()) {
+    err = "exec computes attention tiles from the schedule's parameters seq, heads, dim (and batch, elem); " + g.schedule +
+          " has no " + missing;
+    return false;
+  }
+  if (elem != 2 && elem != 4) {
+    err = "exec stores attention inputs as bf16 (elem = 2) or fp32 (elem = 4), not elem = " + std::to_string(elem);
+    return false;
+  }
+  auto positive = [&](const char* n, int64_t v) {
+    if (v >= 1 && v <= (int64_t{1} << 30)) return true;
+    err = std::string("attention parameter ") + n + " = " + std::to_string(v) + " is out of range";
+    return false;
+  };
+  if (!positive("seq", seq) || !positive("heads", heads) || !positive("dim", dim) || !positive("batch", batch)) return false;
+  if (a.q.cnt == 0 || a.q.cnt % a.groups || a.kv.cnt != a.q.cnt) {
+    err = "the attention expect needs Q and KV with the same number of items, a multiple of its heads (" +
+          std::to_string(a.groups) + ")";
+    return false;
+  }
+  a.blocks = a.q.cnt / a.groups;
+  if (seq % a.blocks || heads % a.groups) {
+    err = "seq = " + std::to_string(seq) + " does not split into " + std::to_string(a.blocks) + " blocks, or heads = " +
+          std::to_string(heads) + " into " + std::to_string(a.groups) + " head groups";
+    return false;
+  }
+  a.seq = static_cast<uint32_t>(seq);
+  a.heads = static_cast<uint32_t>(heads);
+  a.dim = static_cast<uint32_t>(dim);
+  a.batch = static_cast<uint32_t>(batch);
+  a.bf16 = elem == 2;
+  auto rows = static_cast<uint32_t>(seq / a.blocks);
+  a.tile = TileShape{a.batch, a.heads / a.groups, rows, rows, a.dim};
+  a.scale = 1.0f / std::sqrt(static_cast<float>(a.dim));
+  uint64_t rows_all = uint64_t{a.batch} * a.tile.heads * rows;
+  auto e = static_cast<uint64_t>(elem);
+  a.q_bytes = a.backward ? rows_all * (2 * a.dim * e + 8) : rows_all * a.dim * e;
+  a.kv_bytes = 2 * rows_all * a.dim * e;
+  a.o_bytes = rows_all * (a.dim + uint64_t{1}) * 4;
+  a.dq_bytes = rows_all * a.dim * 4;
+  a.dkv_bytes = 2 * rows_all * a.dim * 4;
+  if (!chunk_fits(g, a.q.buf, a.q_bytes, a.backward ? "q bundle (q, dO, lse, D)" : "q", a, where, err) ||
+      !chunk_fits(g, a.kv.buf, a.kv_bytes, "kv", a, where, err))
+    return false;
+  if (a.backward ? !chunk_fits(g, a.out0.buf, a.dq_bytes, "dq", a, where, err) || !chunk_fits(g, a.out1.buf, a.dkv_bytes, "dkv", a, where, err)
+                 : !chunk_fits(g, a.out0.buf, a.o_bytes, "O|lse", a, where, err))
+    return false;
+
+  // Every tile's operands and outputs, and the merge buffers.
+  a.merge.assign(g.buffers.size(), 0);
+  if (!a.backward) a.merge[a.out0.buf] = 1;
+  for (StepId s = 0; s < g.size(); ++s) {
+    if (g.kind(s) != StepKind::Compute) continue;
+    const ComputeInfo& ci = g.compute(s);
+    if (ci.kind == ComputeKind::Generic) continue;
+    bool bwd = ci.kind == ComputeKind::AttnBwd;
+    if (bwd != a.backward) {
+      err = at(s) + "a " + (bwd ? "backward" : "forward") + " attention tile in a schedule whose expect is " +
+            (a.backward ? "attention_backward" : "attention") + ": exec cannot give it inputs";
+      return false;
+    }
+    const Range& rq = g.ranges[ci.reads_off];
+    const Range& rkv = g.ranges[ci.reads_off + 1];
+    const Range& w0 = g.ranges[ci.writes_off];
+    auto fits = [&](const Range& r, uint64_t want, const char* what) {
+      if (g.buffers[r.buf].chunk_bytes == want) return true;
+      err = at(s) + "this tile's " + what + " operand " + g.range_name(r) + " has chunks of " + std::to_string(g.buffers[r.buf].chunk_bytes) +
+            " bytes; an item of this layout (" + shape_text(a) + ") is " + std::to_string(want);
+      return false;
+    };
+    if (!fits(rq, a.q_bytes, "q") || !fits(rkv, a.kv_bytes, "kv") || !fits(w0, bwd ? a.dq_bytes : a.o_bytes, bwd ? "dq" : "output"))
+      return false;
+    if (bwd && !fits(g.ranges[ci.writes_off + 1], a.dkv_bytes, "dkv")) return false;
+    if (!bwd) a.merge[w0.buf] = 1;
+  }
+  // Copies and reductions carry O|lse rows from buffer to buffer (part -> O, Oh -> Os -> O).
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto join = [&](uint32_t b1, uint32_t b2) {
+      if (a.merge[b1] != a.merge[b2]) a.merge[b1] = a.merge[b2] = 1, changed = true;
+    };
+    for (StepId s = 0; s < g.size(); ++s) {
+      StepKind k = g.kind(s);
+      if (k == StepKind::Copy || k == StepKind::Reduce) join(g.range(s).buf, g.copy_source(s).buf);
+      else if (k == StepKind::Collective && g.coll(s).into.cnt) join(g.range(s).buf, g.coll(s).into.buf);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool plan_attention(const StepGraph& g, const SourceManager& sm, MPI_Comm world, AttentionLayout& a, std::string& err) {
+  a = AttentionLayout{};
+  bool here = false;
+  for (const Expectation& e : g.expects) here |= e.kind == ExpectKind::Attention || e.kind == ExpectKind::AttentionBackward;
+  for (StepId s = 0; s < g.size() && !here; ++s) here = g.kind(s) == StepKind::Compute && g.compute(s).kind != ComputeKind::Generic;
+  int mine = here ? 1 : 0, any = 0;
+  MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, world);
+  if (!any) return true;
+  a.active = true;
+  Loc where;
+  bool ok = plan_local(g, a, where, err);
+  // Every rank's merge buffers: a collective reduction must use one operator on all members.
+  a.merge.resize(g.buffers.size(), 0);
+  std::vector<uint8_t> all(a.merge.size());
+  MPI_Allreduce(a.merge.data(), all.data(), static_cast<int>(a.merge.size()), MPI_UINT8_T, MPI_MAX, world);
+  a.merge = all;
+  for (uint32_t b = 0; b < g.buffers.size() && ok; ++b)
+    if (a.merge[b] && g.buffers[b].chunk_bytes % ((a.dim + uint64_t{1}) * 4)) {
+      where = g.buffers[b].loc;
+      err = "buffer " + g.buffers[b].name +
+            " holds partial attention outputs, but its chunks of " + std::to_string(g.buffers[b].chunk_bytes) +
+            " bytes are not whole rows of dim + 1 floats";
+      ok = false;
+    }
+  // A rendered diagnostic (file:line:col: error:, the source line, a caret).
+  if (!ok) err = render_diagnostic(Diagnostic{Severity::Error, where, 1, err, {}, 0, false}, sm);
+  int bad = ok ? 0 : 1, any_bad = 0;
+  MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, world);
+  return !any_bad;  // err is empty on the ranks that found nothing wrong themselves
+}
+
+namespace {
+
+// Item rel's block and head group.
+uint32_t block_of(const AttentionLayout& a, uint32_t rel) { return rel / a.groups; }
+uint32_t group_of(const AttentionLayout& a, uint32_t rel) { return rel % a.groups; }
+
+void store_bf16(uint16_t* dst, const float* src, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = float_to_bf16(src[i]);
+}
+
+}  // namespace
+
+void fill_attention_item(const AttentionLayout& a, bool q_side, uint32_t rel, unsigned char* dst) {
+  const TileShape& t = a.tile;
+  if (!q_side) {
+    size_t n = attn_kv_elems(t);
+    std::vector<float> kv(n);
+    fill_attention_input(kv.data(), n, kTagKV, rel, a.bf16);
+    if (a.bf16) store_bf16(reinterpret_cast<uint16_t*>(dst), kv.data(), n);
+    else std::memcpy(dst, kv.data(), n * 4);
+    return;
+  }
+  size_t nq = attn_q_elems(t);
+  std::vector<float> q(nq);
+  fill_attention_input(q.data(), nq, kTagQ, rel, a.bf16);
+  if (!a.backward) {
+    if (a.bf16) store_bf16(reinterpret_cast<uint16_t*>(dst), q.data(), nq);
+    else std::memcpy(dst, q.data(), nq * 4);
+    return;
+  }
+  // The bundle: dO, and the forward's final O|lse of these rows over every kv block it sees.
+  std::vector<float> dout(nq), o(attn_o_elems(t)), kv(attn_kv_elems(t)), bundle(attn_bundle_elems(t));
+  fill_attention_input(dout.data(), nq, kTagDO, rel, a.bf16);
+  clear_merge_rows(a, reinterpret_cast<unsigned char*>(o.data()), o.size() * 4);
+  uint32_t b = block_of(a, rel), h = group_of(a, rel);
+  for (uint32_t kb = 0; kb < a.blocks; ++kb) {
+    if (a.causal && kb > b) break;
+    fill_attention_input(kv.data(), kv.size(), kTagKV, kb * a.groups + h, a.bf16);
+    attn_fwd_tile(q.data(), kv.data(), o.data(), t, a.causal && kb == b, a.scale);
+  }
+  attn_bwd_bundle(q.data(), dout.data(), o.data(), bundle.data(), t);
+  if (!a.bf16) {
+    std::memcpy(dst, bundle.data(), bundle.size() * 4);
+    return;
+  }
+  // Per row: q and dO as bf16, then lse and D as fp32 (4·dim + 8 bytes).
+  size_t rows = size_t{t.batch} * t.heads * t.rows_q, w = 2 * size_t{t.dim} + 2;
+  for (size_t r = 0; r < rows; ++r) {
+    unsigned char* row = dst + r * (4 * size_t{t.dim} + 8);
+    store_bf16(reinterpret_cast<uint16_t*>(row), &bundle[r * w], 2 * size_t{t.dim});
+    std::memcpy(row + 4 * size_t{t.dim}, &bundle[r * w + 2 * t.dim], 8);
+  }
+}
+
+void clear_merge_rows(const AttentionLayout& a, unsigned char* p, uint64_t bytes) {
+  size_t w = a.dim + size_t{1}, rows = bytes / (w * 4);
+  auto* f = reinterpret_cast<float*>(p);
+  for (size_t r = 0; r < rows; ++r) {
+    std::memset(f + r * w, 0, a.dim * sizeof(float));
+    f[r * w + a.dim] = kNegInf;
+  }
+}
+
+void merge_rows(const AttentionLayout& a, unsigned char* acc, const unsigned char* part, uint64_t bytes) {
+  auto rows = static_cast<uint32_t>(bytes / ((a.dim + uint64_t{1}) * 4));
+  attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part), TileShape{1, 1, rows, 0, a.dim});
+}
+
+void run_attention_tile(const AttentionLayout& a, bool backward, bool causal, const unsigned char* q, const unsigned char* kv,
+                        unsigned char* out0, unsigned char* out1) {
+  const TileShape& t = a.tile;
+  if (!backward) {
+    auto* o = reinterpret_cast<float*>(out0);
+    if (a.bf16) attn_fwd_tile(reinterpret_cast<const uint16_t*>(q), reinterpret_cast<const uint16_t*>(kv), o, t, causal, a.scale);
+    else attn_fwd_tile(reinterpret_cast<const float*>(q), reinterpret_cast<const float*>(kv), o, t, causal, a.scale);
+    return;
+  }
+  auto* dq = reinterpret_cast<float*>(out0);
+  auto* dkv = reinterpret_cast<float*>(out1);
+  if (!a.bf16) {
+    attn_bwd_tile(reinterpret_cast<const float*>(q), reinterpret_cast<const float*>(kv), dq, dkv, t, causal, a.scale);
+    return;
+  }
+  // The bf16 bundle widened to the kernel's fp32 bundle (O(rows·dim), next to the tile's rows²·dim).
+  thread_local std::vector<float> bundle;
+  size_t rows = size_t{t.batch} * t.heads * t.rows_q, w = 2 * size_t{t.dim} + 2;
+  bundle.resize(rows * w);
+  for (size_t r = 0; r < rows; ++r) {
+    const unsigned char* row = q + r * (4 * size_t{t.dim} + 8);
+    uint16_t h[1];
+    for (size_t i = 0; i < 2 * size_t{t.dim}; ++i) {
+      std::memcpy(h, row + 2 * i, 2);
+      bundle[r * w + i] = bf16_to_float(h[0]);
+    }
+    std::memcpy(&bundle[r * w + 2 * t.dim], row + 4 * size_t{t.dim}, 8);
+  }
+  attn_bwd_tile(bundle.data(), reinterpret_cast<const uint16_t*>(kv), dq, dkv, t, causal, a.scale);
+}
+
+namespace {
+
+void merge_op(void* in, void* inout, int* len, MPI_Datatype* type) {
+  int size = 0;
+  MPI_Type_size(*type, &size);
+  auto width = static_cast<uint32_t>(size / 4);  // dim + 1 floats per row
+  if (width < 1 || *len <= 0) return;
+  attn_merge(static_cast<float*>(inout), static_cast<const float*>(in), TileShape{1, 1, static_cast<uint32_t>(*len), 0, width - 1});
+}
+
+}  // namespace
+
+MPI_Datatype attention_row_type(uint32_t dim) {
+  static std::map<uint32_t, MPI_Datatype> types;
+  auto it = types.find(dim);
+  if (it != types.end()) return it->second;
+  MPI_Datatype t;
+  MPI_Type_contiguous(static_cast<int>(dim) + 1, MPI_FLOAT, &t);
+  MPI_Type_commit(&t);
+  types[dim] = t;
+  return t;
+}
+
+MPI_Op attention_merge_op() {
+  static MPI_Op op = [] {
+    MPI_Op o;
+    MPI_Op_create(&merge_op, 1, &o);  // the merge is exactly commutative
+    return o;
+  }();
+  return op;
+}
+
+}  // namespace sg::exec
