@@ -271,7 +271,9 @@ int cmd_exec(const ExecOpts& o) {
     row.size = expected_size(*g, kind);
     exec::ExecOptions eo;
     eo.timeout_s = o.timeout_s;
-    exec::Executor ex(*g, p.s.sources, MPI_COMM_WORLD, eo);
+    // Owned so that a refused setup frees its communicators before MPI_Finalize.
+    auto owned = std::make_unique<exec::Executor>(*g, p.s.sources, MPI_COMM_WORLD, eo);
+    exec::Executor& ex = *owned;
     {
       // The lowest rank that refused with a reason of its own says why; every rank exits 2.
       bool ok = ex.setup(err);
@@ -281,6 +283,7 @@ int cmd_exec(const ExecOpts& o) {
       if (any) {
         if (me == sayer && !err.empty() && err.back() == '\n') say(err);  // a rendered diagnostic
         else if (me == sayer) fail(err);
+        owned.reset();
         MPI_Finalize();
         return 2;
       }
