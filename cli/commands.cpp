@@ -611,6 +611,10 @@ schedule ring_shift() {
   std::cout << "\n12. the training step for real: `mpiexec -n 4 stepgraph exec dp_bucketed_step --check`, its gradient\n"
                "    all-reduces running while the backward pass computes (real flops)\n\n";
   run(mpi + "-n 4 '" + self + "' exec dp_bucketed_step --set size=4MiB --set flops=50M --check --iters 3 --warmup 1");
+  std::cout << "\n13. ring attention for real: `mpiexec -n 4 stepgraph exec zigzag_ring_attention_bwd --set seq=1024\n"
+               "    --set heads=4 --set dim=64 --check`: real backward tiles on bf16 q, k, v, every gradient compared with\n"
+               "    full attention computed on one rank from the same inputs\n\n";
+  run(mpi + "-n 4 '" + self + "' exec zigzag_ring_attention_bwd --set seq=1024 --set heads=4 --set dim=64 --check --iters 3 --warmup 1");
   std::string stall = tmp + "/stepgraph_demo_stall.sched";
   {
     std::ofstream f(stall);
@@ -625,19 +629,19 @@ schedule ring_shift() {
          "  }\n"
          "}\n";
   }
-  std::cout << "\n13. a hang becomes a report: a program whose ranks both receive first, run with `--timeout 1`\n"
+  std::cout << "\n14. a hang becomes a report: a program whose ranks both receive first, run with `--timeout 1`\n"
                "    (each rank names the step it waits on, its peer and the source line; the job ends with exit 3)\n\n";
   // Open MPI's own abort banner is left out; the exit code is printed.
   run("( " + mpi + "-n 2 '" + self + "' exec " + stall + " --timeout 1; echo \"   exit code $?\" ) 2>&1 | grep -v -e '^---' -e '^$' "
       "-e 'MPI_ABORT' -e 'NOTE:' -e 'You may' -e 'exactly when' -e 'with errorcode' -e 'help message' -e 'orte_base_help'");
   std::string calib = tmp + "/stepgraph_demo.platform";
-  std::cout << "\n14. calibrate, then predict: `mpiexec -n 2 stepgraph calibrate` fits latency and bandwidth from a\n"
+  std::cout << "\n15. calibrate, then predict: `mpiexec -n 2 stepgraph calibrate` fits latency and bandwidth from a\n"
                "    ping-pong and writes a platform file; `exec --predict @FILE` puts the simulator's time next to the\n"
                "    measured one\n\n";
   run(mpi + "-n 2 '" + self + "' calibrate --sizes 1KiB..4MiB --iters 5 -o " + calib + " | grep -v -e '^ *[0-9]' -e 'bytes  measured'");
   run(mpi + "-n 2 '" + self + "' exec ring_allreduce --sweep size=64KiB,1MiB,4MiB --predict @" + calib + " --iters 5 --warmup 1");
 
-  std::cout << "\n15. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
+  std::cout << "\n16. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
                "    PyTorch's master address: `eval` it in a job script before torch.distributed.init_process_group)\n\n";
   run(mpi + "-n 2 '" + self + "' env --export 2>/dev/null | sort");
   return rc;

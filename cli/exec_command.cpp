@@ -288,6 +288,18 @@ int cmd_exec(const ExecOpts& o) {
         return 2;
       }
     }
+    if (ex.has_attention()) {
+      // Real tiles on CPUs: about 25 GFLOP/s per core (exec/attention_kernels). Say so before a
+      // run of the library's default sizes (128K tokens) takes hours.
+      double mine = 0, most = 0;
+      for (StepId s = 0; s < g->size(); ++s)
+        if (g->kind(s) == StepKind::Compute && g->compute(s).kind != ComputeKind::Generic) mine += g->compute(s).flops;
+      MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      if (me == 0 && most * (o.iters + o.warmup + (o.check ? 1 : 0)) > 1.5e12)
+        say("stepgraph exec: warning: the busiest rank's attention tiles come to " + std::to_string(static_cast<long long>(most / 1e9)) +
+            " GFLOP per iteration, about " + std::to_string(static_cast<long long>(most / 25e9)) +
+            " s each on one CPU core: choose a smaller --set seq (and heads, dim) for a CPU run\n");
+    }
     redop = op_name(ex.reduce_op());
     for (const BufferInfo& b : g->buffers) shown_type = b.dtype;
     if (!g->expects.empty() && !g->expects[0].bufs.empty()) shown_type = g->buffers[g->expects[0].bufs[0].buf].dtype;
