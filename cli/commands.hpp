@@ -86,6 +86,7 @@ struct ExecOpts {
   double timeout_s = 60;
   bool check = false, json = false;
   std::string predict;               // a platform: print the analytic simulator's time next to the measured one
+  std::string device = "cpu";        // cpu or cuda
 };
 
 struct CalibrateOpts {

@@ -8,6 +8,9 @@
 // A program started after it in the same slot may not be able to call MPI_Init again (Hydra's
 // PMI_FD is one connection per slot): there, `--no-mpi`.
 #include "cli/env_command.hpp"
+#ifdef STEPGRAPH_HAVE_CUDA
+#include "exec/cuda/device.hpp"
+#endif
 
 #include <unistd.h>
 
@@ -105,13 +108,20 @@ exec::MpiFacts ask_mpi() {
 }  // namespace
 
 int cmd_env(const EnvOpts& o) {
-  // TODO(GPU issue): cudaGetDeviceCount when built with STEPGRAPH_WITH_CUDA; until then the device
-  // count is unknown (-1), so the backend is cpu.
+  // Built with CUDA: the runtime's device count (any error: 0 devices, the error as the reason);
+  // without: unknown (-1), so the backend is cpu.
+#ifdef STEPGRAPH_HAVE_CUDA
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  const int device_count = probe.count;
+  const std::string probing = probe.count ? std::string() : ": " + probe.reason;
+#else
   const int device_count = -1;
+  const std::string probing = ", built without CUDA device probing";
+#endif
   auto get = [](const char* name) -> const char* { return std::getenv(name); };
   std::vector<std::string> names = environment_names();
   exec::LaunchInfo info = exec::detect_launch(get, device_count, names);
-  info.backend_reason += ", built without CUDA device probing";
+  info.backend_reason += probing;
   if (exec::wants_mpi(info) && o.no_mpi) {
     info.notes.push_back("MPI not asked: --no-mpi");
   } else if (exec::wants_mpi(info)) {
@@ -122,7 +132,7 @@ int cmd_env(const EnvOpts& o) {
                            "MPIRUN_HOST or SLURM_STEP_ID), so MPI_Init would start a singleton");
     } else if (can_join(linked_mpi(), info.mpi, why)) {
       exec::complete_from_mpi(info, ask_mpi(), device_count);
-      info.backend_reason += ", built without CUDA device probing";
+      info.backend_reason += probing;
     } else {
       info.notes.push_back("MPI not asked: " + why);
     }

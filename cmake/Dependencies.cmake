@@ -13,8 +13,10 @@ if(STEPGRAPH_WITH_MPI)
   find_package(MPI REQUIRED COMPONENTS CXX)
 endif()
 if(STEPGRAPH_WITH_CUDA)
+  # Hopper (H100 / H200) machine code, and PTX for compute_80 that the driver compiles for any
+  # later GPU (A100, Ada, Blackwell) at load time.
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    set(CMAKE_CUDA_ARCHITECTURES 90)
+    set(CMAKE_CUDA_ARCHITECTURES "90-real;80-virtual")
   endif()
   set(CMAKE_CUDA_RUNTIME_LIBRARY Shared)
   enable_language(CUDA)

@@ -58,12 +58,16 @@ struct Compare {
   }
 };
 
+void compare_on_root(const AttentionLayout& a, const std::vector<unsigned char>& all, const std::vector<long long>& lens,
+                     const std::vector<int>& displs, AttentionCheck& c);
+
 }  // namespace
 
 AttentionCheck check_attention(const AttentionLayout& a, const std::vector<AttentionOutput>& mine, MPI_Comm world) {
   AttentionCheck c;
   c.tolerance = a.bf16 ? 2.5e-2 : 1e-4;
-  const TileShape& t = a.tile;
+  c.backward = a.backward;
+  c.bf16 = a.bf16;
   auto item_bytes = [&](uint32_t role) { return a.backward ? (role == 0 ? a.dq_bytes : a.dkv_bytes) : a.o_bytes; };
   // Records: role, rel, then the item's bytes.
   std::vector<unsigned char> out;
@@ -94,7 +98,20 @@ AttentionCheck check_attention(const AttentionLayout& a, const std::vector<Atten
   }
   std::vector<unsigned char> all(static_cast<size_t>(total));
   MPI_Gatherv(out.data(), static_cast<int>(out.size()), MPI_BYTE, all.data(), counts.data(), displs.data(), MPI_BYTE, 0, world);
-  if (me != 0) return c;
+  if (me == 0) compare_on_root(a, all, lens, displs, c);
+  // The others wait for rank 0's reference (N times one rank's tiles, in double precision):
+  // without this, their next runs would wait on rank 0 longer than --timeout and call it a stall.
+  MPI_Barrier(world);
+  return c;
+}
+
+namespace {
+
+void compare_on_root(const AttentionLayout& a, const std::vector<unsigned char>& all, const std::vector<long long>& lens,
+                     const std::vector<int>& displs, AttentionCheck& c) {
+  const TileShape& t = a.tile;
+  auto item_bytes = [&](uint32_t role) { return a.backward ? (role == 0 ? a.dq_bytes : a.dkv_bytes) : a.o_bytes; };
+  const int n = static_cast<int>(lens.size());
 
   // The whole sequence's inputs, from the items the ranks were given.
   size_t plane = size_t{a.seq} * a.dim, planes = size_t{a.batch} * a.heads;
@@ -121,7 +138,9 @@ AttentionCheck check_attention(const AttentionLayout& a, const std::vector<Atten
     attention_reference_bwd(q_all.data(), kv_all.data(), do_all.data(), dq_ref.data(), dkv_ref.data(), a.seq, whole, a.causal, a.scale);
   }
 
-  // Each gathered item against the reference rows of the same item.
+  // Each gathered item against the reference rows of the same item; every item must come from
+  // some rank (an output no rank holds is wrong in all its elements, not silently unchecked).
+  std::vector<uint8_t> seen_q(a.q.cnt, 0), seen_kv(a.kv.cnt, 0);
   std::vector<double> want;
   size_t at = 0;
   int rank = 0;
@@ -132,6 +151,8 @@ AttentionCheck check_attention(const AttentionLayout& a, const std::vector<Atten
     at += 8;
     uint32_t role = head[0], rel = head[1];
     uint64_t bytes = item_bytes(role);
+    if (role > 1 || rel >= (role == 0 ? seen_q : seen_kv).size()) break;  // cannot happen: our own records
+    (role == 0 ? seen_q : seen_kv)[rel] = 1;
     std::vector<float> got(bytes / 4);
     std::memcpy(got.data(), all.data() + at, bytes);
     at += bytes;
@@ -144,7 +165,7 @@ AttentionCheck check_attention(const AttentionLayout& a, const std::vector<Atten
       want.assign(got.size(), 0);
       place(a, rel, a.dim + 1, 1, want.data(), o_ref.data(), false);
       cmp.err = &c.err_o;
-      cmp.run(got.data(), want.data(), rows, a.dim + size_t{1}, a.dim, what + "O " + item_name);
+      cmp.run(got.data(), want.data(), rows, a.dim + size_t{1}, a.dim + size_t{1}, what + "O|lse " + item_name);
     } else if (role == 0) {
       want.assign(got.size(), 0);
       place(a, rel, a.dim, 1, want.data(), dq_ref.data(), false);
@@ -157,7 +178,22 @@ AttentionCheck check_attention(const AttentionLayout& a, const std::vector<Atten
       cmp.run(got.data(), want.data(), 2 * rows, a.dim, a.dim, what + "dKV " + item_name);
     }
   }
-  return c;
+  auto missing = [&](const std::vector<uint8_t>& seen, const char* what, uint64_t elems) {
+    for (uint32_t rel = 0; rel < seen.size(); ++rel) {
+      if (seen[rel]) continue;
+      if (c.wrong == 0)
+        c.first = std::string(what) + " of block " + std::to_string(rel / a.groups) +
+                  (a.groups > 1 ? ", head group " + std::to_string(rel % a.groups) : std::string()) +
+                  ": no rank started with its input item, so no rank holds it";
+      c.wrong += elems;
+      c.checked += elems;
+      c.err_o = c.err_dq = c.err_dkv = std::numeric_limits<double>::infinity();
+    }
+  };
+  missing(seen_q, a.backward ? "dQ" : "O", a.backward ? a.dq_bytes / 4 : a.o_bytes / 4);
+  if (a.backward) missing(seen_kv, "dKV", a.dkv_bytes / 4);
 }
+
+}  // namespace
 
 }  // namespace sg::exec

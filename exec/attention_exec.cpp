@@ -101,6 +101,11 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
           std::to_string(heads) + " into " + std::to_string(a.groups) + " head groups";
     return false;
   }
+  // Every chunk size below fits 64 bits with room (and exec could not allocate more anyway).
+  if (static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(seq) * static_cast<double>(dim + 2) * 8 > 1e18) {
+    err = "seq × heads × dim × batch is too large to execute";
+    return false;
+  }
   a.seq = static_cast<uint32_t>(seq);
   a.heads = static_cast<uint32_t>(heads);
   a.dim = static_cast<uint32_t>(dim);
@@ -150,17 +155,45 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     if (bwd && !fits(g.ranges[ci.writes_off + 1], a.dkv_bytes, "dkv")) return false;
     if (!bwd) a.merge[w0.buf] = 1;
   }
-  // Copies and reductions carry O|lse rows from buffer to buffer (part -> O, Oh -> Os -> O).
+  return true;
+}
+
+// Copies and reductions carry O|lse rows from buffer to buffer (part -> O, Oh -> Os -> O): the
+// merge buffers closed under this rank's copies, reduces and collectives with `into`.
+// Choreographic send / receive pairs are not followed (a rank's graph does not hold the peer's
+// buffer); the library's partial outputs always pass through a copy, reduce or collective.
+void propagate_merge(const StepGraph& g, std::vector<uint8_t>& merge) {
   for (bool changed = true; changed;) {
     changed = false;
     auto join = [&](uint32_t b1, uint32_t b2) {
-      if (a.merge[b1] != a.merge[b2]) a.merge[b1] = a.merge[b2] = 1, changed = true;
+      if (merge[b1] != merge[b2]) merge[b1] = merge[b2] = 1, changed = true;
     };
     for (StepId s = 0; s < g.size(); ++s) {
       StepKind k = g.kind(s);
       if (k == StepKind::Copy || k == StepKind::Reduce) join(g.range(s).buf, g.copy_source(s).buf);
       else if (k == StepKind::Collective && g.coll(s).into.cnt) join(g.range(s).buf, g.coll(s).into.buf);
     }
+  }
+}
+
+// A reduction into a merge buffer must be a sum in the schedule (it becomes the merge); a max or
+// a product of partial outputs has no meaning.
+bool merge_ops_sum(const StepGraph& g, const std::vector<uint8_t>& merge, Loc& where, std::string& err) {
+  for (StepId s = 0; s < g.size(); ++s) {
+    StepKind k = g.kind(s);
+    ReduceOp op = ReduceOp::Sum;
+    bool reduces = false;
+    if (k == StepKind::Reduce || (k == StepKind::Recv && (g.flags(s) & kFlagReduce))) reduces = true, op = flag_op(g.flags(s));
+    if (k == StepKind::Collective) {
+      CollKind ck = g.coll(s).kind;
+      reduces = ck == CollKind::Allreduce || ck == CollKind::Reduce || ck == CollKind::ReduceScatter;
+      op = g.coll(s).op;
+    }
+    if (!reduces || !merge[g.range(s).buf] || op == ReduceOp::Sum) continue;
+    where = g.loc(s);
+    err = "a reduction with " + std::string(op == ReduceOp::Max ? "max" : op == ReduceOp::Min ? "min" : "prod") + " of " +
+          g.buffers[g.range(s).buf].name + ", which holds partial attention outputs: they are merged (online softmax), so write it as a sum";
+    return false;
   }
   return true;
 }
@@ -178,11 +211,21 @@ bool plan_attention(const StepGraph& g, const SourceManager& sm, MPI_Comm world,
   a.active = true;
   Loc where;
   bool ok = plan_local(g, a, where, err);
-  // Every rank's merge buffers: a collective reduction must use one operator on all members.
+  // Every rank's merge buffers: a collective reduction must use one operator on all members. One
+  // rank's copy can make a buffer a merge buffer for all: propagate, agree, until nothing changes
+  // (every rank sees the same agreed list, so all leave the loop together).
   a.merge.resize(g.buffers.size(), 0);
-  std::vector<uint8_t> all(a.merge.size());
-  MPI_Allreduce(a.merge.data(), all.data(), static_cast<int>(a.merge.size()), MPI_UINT8_T, MPI_MAX, world);
-  a.merge = all;
+  for (;;) {
+    propagate_merge(g, a.merge);
+    std::vector<uint8_t> all(a.merge.size());
+    MPI_Allreduce(a.merge.data(), all.data(), static_cast<int>(a.merge.size()), MPI_UINT8_T, MPI_MAX, world);
+    bool same = all == a.merge;
+    int mine_same = same ? 1 : 0, all_same = 0;
+    MPI_Allreduce(&mine_same, &all_same, 1, MPI_INT, MPI_MIN, world);
+    a.merge = all;
+    if (all_same) break;
+  }
+  if (ok) ok = merge_ops_sum(g, a.merge, where, err);
   for (uint32_t b = 0; b < g.buffers.size() && ok; ++b)
     if (a.merge[b] && g.buffers[b].chunk_bytes % ((a.dim + uint64_t{1}) * 4)) {
       where = g.buffers[b].loc;

@@ -83,8 +83,9 @@ MPI_Op attention_merge_op();
 // bf16 tolerance) with bf16 inputs.
 struct AttentionCheck {
   uint64_t checked = 0, wrong = 0;
-  double err_o = 0, err_dq = 0, err_dkv = 0;  // max |got − ref| over O (forward) or dQ, dKV
+  double err_o = 0, err_dq = 0, err_dkv = 0;  // max |got − ref| over O|lse (forward) or dQ, dKV
   double tolerance = 0;
+  bool backward = false, bf16 = false;
   std::string first;  // the first wrong element, described
   double max_abs_err() const { return err_o > err_dq ? (err_o > err_dkv ? err_o : err_dkv) : (err_dq > err_dkv ? err_dq : err_dkv); }
 };

@@ -263,7 +263,29 @@ struct Executor::Impl {
     return true;
   }
 
+  // Setup is collective (communicators, the attention plan): a rank that refuses in its local
+  // part still takes part in the agreement that follows, so no rank waits in a collective the
+  // others never enter. Every rank returns false when one does (err empty where it found nothing).
   bool setup(std::string& err) {
+    bool local = setup_local(err);
+    int bad = local ? 0 : 1, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, world);
+    if (any) return false;
+    if (!build_communicators(err)) return false;
+    coll_prev.assign(g.size(), kNoStep);
+    coll_next.assign(g.size(), kNoStep);
+    std::map<MPI_Comm, StepId> last;
+    for (StepId s = 0; s < g.size(); ++s) {
+      if (g.kind(s) != StepKind::Collective) continue;
+      MPI_Comm c = group_comm[g.coll(s).group];
+      auto it = last.find(c);
+      if (it != last.end()) coll_prev[s] = it->second, coll_next[it->second] = s;
+      last[c] = s;
+    }
+    return plan_attention(g, sources, world, att, err);
+  }
+
+  bool setup_local(std::string& err) {
     me = static_cast<uint32_t>(g.only_rank);
     for (const BufferInfo& b : g.buffers) {
       if (!dtype_supported(b.dtype)) return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed", false;
@@ -345,18 +367,7 @@ struct Executor::Impl {
       for (StepId s = 0; s < g.size(); ++s)
         for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) succ[pos[*d]++] = s;
     }
-    if (!build_communicators(err)) return false;
-    coll_prev.assign(g.size(), kNoStep);
-    coll_next.assign(g.size(), kNoStep);
-    std::map<MPI_Comm, StepId> last;
-    for (StepId s = 0; s < g.size(); ++s) {
-      if (g.kind(s) != StepKind::Collective) continue;
-      MPI_Comm c = group_comm[g.coll(s).group];
-      auto it = last.find(c);
-      if (it != last.end()) coll_prev[s] = it->second, coll_next[it->second] = s;
-      last[c] = s;
-    }
-    return plan_attention(g, sources, world, att, err);
+    return true;
   }
 
   template <class T>
@@ -863,6 +874,12 @@ struct Executor::Impl {
         ++shown;
       }
     }
+    for (StepId s = 0; s < g.size() && shown < 4; ++s)
+      if (st[s] & kDeferred) {
+        out += "\n  holds back " + describe(s) + " until " + describe(coll_prev[s]) +
+               " starts (collectives on one communicator start in program order)";
+        ++shown;
+      }
     if (shown == 0)
       for (StepId s = 0; s < g.size(); ++s)
         if (!(st[s] & kIssued)) {

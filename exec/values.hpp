@@ -8,17 +8,15 @@
 #include <cstdint>
 
 #include "core/dsl/ast.hpp"
+#include "core/interp/input_values.hpp"
 #include "core/interp/value.hpp"
 
 namespace sg::exec {
 
-// Element e of d(r, c) in buffer buf, and of x(i): integers in [-4, 4].
-inline int contrib_value(uint32_t buf, uint32_t rank, uint32_t chunk, uint64_t e) {
-  return static_cast<int>((uint64_t{rank} * 131 + uint64_t{chunk} * 31 + e * 7 + uint64_t{buf} * 17) % 9) - 4;
-}
-inline int item_value(uint32_t buf, uint32_t item, uint64_t e) {
-  return static_cast<int>((uint64_t{item} * 37 + e * 11 + uint64_t{buf} * 5) % 9) - 4;
-}
+// Element e of d(r, c) in buffer buf, and of x(i): integers in [-4, 4] (core/interp/input_values.hpp,
+// shared with the CUDA path's device-side fill).
+using sg::contrib_value;
+using sg::item_value;
 
 // The value of v at element e under op. False when v is not numeric here (undefined, or an
 // attention term, which the attention issue gives numbers to).

@@ -73,7 +73,7 @@ TEST_CASE("every attention variant computes real tiles under mpiexec and matches
       nlohmann::json j = row_of(r);
       CHECK(j["wrong"] == 0);
       CHECK(j["attention_inputs"] == "fp32");
-      CHECK(j["elements_checked"].get<uint64_t>() == (bwd ? 3u : 1u) * 480u * 12u * 16u);  // O, or dQ + dK + dV
+      CHECK(j["elements_checked"].get<uint64_t>() == (bwd ? 3u * 16u : 17u) * 480u * 12u);  // O|lse, or dQ + dK + dV
       CHECK(j["max_abs_err"].get<double>() < 1e-5);
       CHECK(j["max_abs_err"].get<double>() > 0);  // a real computation, not a copy of the reference
       if (bwd) {
@@ -133,7 +133,7 @@ TEST_CASE("a causal ring that also computes the upper tiles runs, and --check fi
   CHECK(j["wrong"].get<uint64_t>() > 0);
   CHECK(j["max_abs_err"].get<double>() > 1e-2);
   // Every block but the last sees later ones: rank 0's block 0 is the first wrong output.
-  CHECK(r.out.find("stepgraph exec: rank 0 O (block 0) row 0 element 0: expected ") != std::string::npos);
+  CHECK(r.out.find("stepgraph exec: rank 0 O|lse (block 0) row 0 element 0: expected ") != std::string::npos);
   CHECK(r.out.find("attention elements outside the tolerance") != std::string::npos);
 }
 
@@ -150,6 +150,10 @@ TEST_CASE("attention layouts exec cannot fill are refused at their source line, 
   Ran b = exec(2, "ring_attention " + kSmall + " --set elem=3 --check --iters 1");
   CHECK(b.rc == 2);
   CHECK(b.out.find("error: exec stores attention inputs as bf16 (elem = 2) or fp32 (elem = 4), not elem = 3") != std::string::npos);
+  // --dtype would retype the fp32 outputs: refused.
+  Ran d = exec(2, "ring_attention " + kSmall + " --dtype f64 --check --iters 1");
+  CHECK(d.rc == 2);
+  CHECK(d.out.find("--dtype does not apply to attention schedules") != std::string::npos);
   // Exactly one rank reports it.
   size_t first = b.out.find("not elem = 3");
   CHECK(b.out.find("not elem = 3", first + 1) == std::string::npos);
