@@ -27,8 +27,10 @@
 #include <mpi.h>
 
 #include "exec/executor.hpp"
+#include "exec/host_device.hpp"
 #endif
 #ifdef STEPGRAPH_HAVE_CUDA
+#include "exec/cuda/cuda_ops.hpp"
 #include "exec/cuda/device.hpp"
 #endif
 
@@ -205,14 +207,44 @@ int cmd_exec(const ExecOpts& o) {
     MPI_Finalize();
     return 2;
   };
-  if (o.device == "cuda") {
+  // Where the buffers live: host memory (cpu), a CUDA device (cuda), or host memory standing in
+  // for a device (host-staged: the GPU path's staged transport, testable without a GPU).
+  exec::HostDeviceOps host_device;
+  DeviceOps* device = nullptr;
+  std::string device_note;
+#ifdef STEPGRAPH_HAVE_CUDA
+  cuda::CudaOps cuda_device;
+#endif
+  if (o.device == "host-staged") {
+    device = &host_device;
+    device_note = "buffers in host memory standing in for a device; MPI staged through host mirrors";
+  } else if (o.device == "cuda") {
 #ifdef STEPGRAPH_HAVE_CUDA
     // Any error from cudaGetDeviceCount means no device; the runtime's words say which.
     cuda::DeviceProbe dp = cuda::probe_devices();
-    if (dp.count == 0) return refuse("--device cuda: no CUDA device (" + dp.reason + ")");
-    return refuse("--device cuda: found " + dp.names[0] + (dp.count > 1 ? " and " + std::to_string(dp.count - 1) + " more" : std::string()) +
-                  ", but exec's GPU step loop (device buffers in the executor, staged / CUDA-aware / NCCL transports) is not built "
-                  "yet: issue 10 is open; exec runs on CPUs");
+    int mine = dp.count, fewest = 0;
+    MPI_Allreduce(&mine, &fewest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (fewest == 0) return refuse("--device cuda: no CUDA device (" + (dp.count ? std::string("on another rank") : dp.reason) + ")");
+    // The device of this process: its rank on the node modulo the node's devices.
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+    int local = 0, local_size = 1;
+    MPI_Comm_rank(node, &local);
+    MPI_Comm_size(node, &local_size);
+    MPI_Comm_free(&node);
+    int d = cuda::device_for_local_rank(local, dp.count);
+    std::string why;
+    int bad = cuda_device.open(d, dp.names[static_cast<size_t>(d)], why) ? 0 : 1, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    if (any) {
+      if (bad) say("stepgraph: error: --device cuda: rank " + std::to_string(me) + ", device " + std::to_string(d) + ": " + why + "\n");
+      MPI_Finalize();
+      return 2;
+    }
+    device = &cuda_device;
+    device_note = dp.names[0] + (dp.count > 1 ? " and " + std::to_string(dp.count - 1) + " more" : std::string()) +
+                  ", device = local rank mod " + std::to_string(dp.count) + (local_size > dp.count ? " (ranks share devices)" : "") +
+                  "; transport: staged through host memory over MPI (CUDA-aware MPI and NCCL are not built yet)";
 #else
     return refuse("--device cuda: no CUDA device (this stepgraph was built without CUDA: STEPGRAPH_WITH_CUDA=OFF)");
 #endif
@@ -286,6 +318,7 @@ int cmd_exec(const ExecOpts& o) {
     row.size = expected_size(*g, kind);
     exec::ExecOptions eo;
     eo.timeout_s = o.timeout_s;
+    eo.device = device;
     // Owned so that a refused setup frees its communicators before MPI_Finalize.
     auto owned = std::make_unique<exec::Executor>(*g, p.s.sources, MPI_COMM_WORLD, eo);
     exec::Executor& ex = *owned;
@@ -491,7 +524,8 @@ int cmd_exec(const ExecOpts& o) {
                             {"time_us", r.time_s * 1e6},
                             {"algbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0.0},
                             {"busbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 * factor : 0.0},
-                            {"wrong", r.checked ? nlohmann::json(r.wrong) : nlohmann::json(nullptr)}};
+                            {"wrong", r.checked ? nlohmann::json(r.wrong) : nlohmann::json(nullptr)},
+                            {"device", o.device}};
         if (r.checked) j["mpi_agrees"] = r.mpi_differs < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.mpi_differs == 0);
         if (r.attention) {
           j["max_abs_err"] = r.max_abs_err;
@@ -519,6 +553,7 @@ int cmd_exec(const ExecOpts& o) {
     } else {
       std::printf("# stepgraph exec %s: %d ranks, %d iterations after %d warm-up, bus factor %s%s\n", schedule_name.c_str(), size, o.iters,
                   o.warmup, factor_name.c_str(), o.check ? ", checked" : "");
+      if (device) std::printf("# device: %s\n", device_note.c_str());
       std::printf("#\n");
       std::printf("# %10s %12s %8s %6s %10s %8s %8s %7s", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
       bool predict = !o.predict.empty();

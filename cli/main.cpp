@@ -123,8 +123,10 @@ int main(int argc, char** argv) {
   exec->add_option("--timeout", eopts.timeout_s, "a run that makes no progress this many seconds stops and says what each rank waits on (exit 3)")
       ->check(CLI::NonNegativeNumber);
   exec->add_flag("--json", eopts.json, "print JSON: a list of objects, one per size");
-  exec->add_option("--device", eopts.device, "cpu (default) or cuda: buffers and kernels on the GPU of this process's local rank")
-      ->check(CLI::IsMember({"cpu", "cuda"}));
+  exec->add_option("--device", eopts.device,
+                   "cpu (default); cuda: buffers, copies and reductions on the GPU of this process's local rank, MPI staged through host "
+                   "memory; host-staged: the same staged path with host memory as the device (testing without a GPU)")
+      ->check(CLI::IsMember({"cpu", "cuda", "host-staged"}));
   exec->add_option("--predict", eopts.predict, "a platform (a spec, an .xml file or @FILE from calibrate): the analytic simulator's time next to the measured one, with the error");
 
   sg::cli::CalibrateOpts calopts;

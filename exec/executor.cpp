@@ -11,6 +11,7 @@
 #include <tuple>
 
 
+#include "core/dsl/diagnostics.hpp"
 #include "core/interp/postcondition.hpp"
 #include "core/interp/state.hpp"
 #include "exec/attention_exec.hpp"
@@ -162,6 +163,12 @@ struct Executor::Impl {
   double compute_s = 0;
   bool do_compute = true, write_values = true;
   AttentionLayout att;  // attention tiles' shapes and the merge buffers (exec/attention_exec.hpp)
+  // Device mode (ExecOptions::device): the device copy of every buffer is the truth; `bufs` are
+  // the host mirrors MPI reads and writes; `dstage` mirrors `staging` on the device (the source
+  // of a reducing receive's reduction).
+  DeviceOps* dev = nullptr;
+  std::vector<unsigned char*> dbufs;
+  unsigned char* dstage = nullptr;
 
   Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts)
       : g(graph), sources(sm), world(w), o(opts) {}
@@ -169,6 +176,47 @@ struct Executor::Impl {
   ~Impl() {
     for (MPI_Comm& c : owned_comms)
       if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
+    if (dev) {
+      for (unsigned char* p : dbufs)
+        if (p) dev->release(p);
+      if (dstage) dev->release(dstage);
+    }
+  }
+
+  // ---- device mode: the staged transport (every call synchronous) ----
+  unsigned char* dptr(const Range& r) const { return dbufs[r.buf] + uint64_t{r.lo} * g.buffers[r.buf].chunk_bytes; }
+  bool dev_ok(bool ok, const std::string& what, std::string& why) {
+    if (!ok && error.empty()) error = what + ": " + why;
+    return ok;
+  }
+  // Before MPI reads range r from the host mirror.
+  bool down(const Range& r) {
+    std::string why;
+    return !dev || r.cnt == 0 || dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the host", why);
+  }
+  // After MPI (or host code) wrote range r in the host mirror.
+  bool up(const Range& r) {
+    std::string why;
+    return !dev || r.cnt == 0 || dev_ok(dev->to_device(dptr(r), ptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the device", why);
+  }
+  void down_all() {
+    for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) down(Range{b, 0, g.buffers[b].chunks});
+  }
+  void up_all() {
+    for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) up(Range{b, 0, g.buffers[b].chunks});
+  }
+  // dst op= src on the device over range r (src laid out like r, both device pointers).
+  void dev_reduce(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems) {
+    const BufferInfo& bi = g.buffers[r.buf];
+    std::string why;
+    if (bi.chunk_bytes % dtype_size(bi.dtype) == 0) {
+      dev_ok(dev->reduce(bi.dtype, rop, dst, src, std::min(elems(r), max_elems), why), "the device reduction into " + g.range_name(r), why);
+      return;
+    }
+    for (uint32_t k = 0; k < r.cnt; ++k)
+      if (!dev_ok(dev->reduce(bi.dtype, rop, dst + k * bi.chunk_bytes, src + k * bi.chunk_bytes, bi.chunk_elems, why),
+                  "the device reduction into " + g.range_name(r), why))
+        return;
   }
 
   unsigned char* ptr(const Range& r) const { return bufs[r.buf]->p + uint64_t{r.lo} * g.buffers[r.buf].chunk_bytes; }
@@ -267,7 +315,7 @@ struct Executor::Impl {
   // part still takes part in the agreement that follows, so no rank waits in a collective the
   // others never enter. Every rank returns false when one does (err empty where it found nothing).
   bool setup(std::string& err) {
-    bool local = setup_local(err);
+    bool local = setup_local(err) && setup_device(err);
     int bad = local ? 0 : 1, any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, world);
     if (any) return false;
@@ -283,6 +331,29 @@ struct Executor::Impl {
       last[c] = s;
     }
     return plan_attention(g, sources, world, att, err);
+  }
+
+  // Device mode: one device allocation per buffer and a device staging area.
+  bool setup_device(std::string& err) {
+    dev = o.device;
+    if (!dev) return true;
+    for (StepId s = 0; s < g.size(); ++s)
+      if (g.kind(s) == StepKind::Compute && g.compute(s).kind != ComputeKind::Generic) {
+        err = render_diagnostic(Diagnostic{Severity::Error, g.loc(s), 1,
+                                           "attention tiles do not run on the device yet (issue 10): run this schedule without --device",
+                                           {}, 0, false},
+                                sources);
+        return false;
+      }
+    std::string why;
+    for (const BufferInfo& b : g.buffers) {
+      unsigned char* p = dev->allocate(uint64_t{b.chunks} * b.chunk_bytes, why);
+      if (!p) return err = "device memory for buffer " + b.name + " on " + dev->name() + ": " + why, false;
+      dbufs.push_back(p);
+    }
+    dstage = dev->allocate(staging.size, why);
+    if (!dstage) return err = "device memory for the staging area on " + dev->name() + ": " + why, false;
+    return true;
   }
 
   bool setup_local(std::string& err) {
@@ -455,6 +526,7 @@ struct Executor::Impl {
           if (evaluate(v, ReduceOp::Sum, e, x)) store_any(bi.dtype, p, e, x);
       }
     }
+    up_all();  // device mode: the inputs are filled on the host mirrors, then copied over
   }
 
   CheckResult check() const {
@@ -581,9 +653,23 @@ struct Executor::Impl {
   void finish_choreo_recv(StepId s) {
     Range r = g.range(s);
     const unsigned char* src = staging.p + stage_off[s];
-    if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), ptr(r), src, UINT64_MAX);
+    if (dev) finish_staged_on_device(s, r, src);
+    else if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), ptr(r), src, UINT64_MAX);
     else std::memcpy(ptr(r), src, bytes(r));
     complete(s);
+  }
+
+  // Device mode: a received message in host staging goes to its destination on the device, or to
+  // the device staging slot and is reduced from there by the device.
+  void finish_staged_on_device(StepId s, const Range& r, const unsigned char* src) {
+    std::string why;
+    if (g.flags(s) & kFlagReduce) {
+      unsigned char* d = dstage + stage_off[s];
+      if (dev_ok(dev->to_device(d, src, bytes(r), why), "copying a received message to the device", why))
+        dev_reduce(r, flag_op(g.flags(s)), dptr(r), d, UINT64_MAX);
+    } else {
+      dev_ok(dev->to_device(dptr(r), src, bytes(r), why), "copying a received message to the device", why);
+    }
   }
 
   void issue(StepId s) {
@@ -596,6 +682,7 @@ struct Executor::Impl {
     Range r = k == StepKind::Wait ? Range{} : g.range(s);
     switch (k) {
       case StepKind::Send: {
+        if (!down(r)) return;  // device mode: MPI sends from the host mirror
         MPI_Request q;
         int rc;
         if (!g.local(s)) {
@@ -636,13 +723,16 @@ struct Executor::Impl {
       }
       case StepKind::Copy: {
         Range src = g.copy_source(s);
-        std::memmove(ptr(r), ptr(src), std::min(bytes(r), bytes(src)));
+        std::string why;
+        if (dev) dev_ok(dev->copy(dptr(r), dptr(src), std::min(bytes(r), bytes(src)), why), "the device copy into " + g.range_name(r), why);
+        else std::memmove(ptr(r), ptr(src), std::min(bytes(r), bytes(src)));
         complete(s);
         return;
       }
       case StepKind::Reduce: {
         Range src = g.copy_source(s);
-        reduce_range(r, flag_op(g.flags(s)), ptr(r), ptr(src), elems(src));
+        if (dev) dev_reduce(r, flag_op(g.flags(s)), dptr(r), dptr(src), elems(src));
+        else reduce_range(r, flag_op(g.flags(s)), ptr(r), ptr(src), elems(src));
         complete(s);
         return;
       }
@@ -668,6 +758,7 @@ struct Executor::Impl {
             unsigned char* p = bufs[w.buf]->p + uint64_t{c} * bi.chunk_bytes;
             for (uint64_t e = 0; e < bi.chunk_elems; ++e) store_any(bi.dtype, p, e, contrib_value(w.buf, me, c, e));
           }
+          up(w);
         }
         compute_s += std::chrono::duration<double>(Clock::now() - t0).count();
         complete(s);
@@ -740,6 +831,7 @@ struct Executor::Impl {
     MPI_Request q = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
     unsigned char* p = ptr(r);
+    if (c.kind != CollKind::Barrier && !down(r)) return;  // device mode: MPI works on the host mirror
     switch (c.kind) {
       case CollKind::Barrier: rc = MPI_Ibarrier(comm, &q); break;
       case CollKind::Allreduce: rc = MPI_Iallreduce(MPI_IN_PLACE, p, n, t, mop, comm, &q); break;
@@ -774,6 +866,9 @@ struct Executor::Impl {
       uint64_t blk = bytes(r) / gr.count;
       std::memcpy(ptr(r) + blk * static_cast<uint64_t>(gr.index_of(me)), staging.p + stage_off[s], blk);
     }
+    // Device mode: what MPI wrote goes back to the device (an all-to-all's output range, else the
+    // collective's own, which its host mirror held for MPI since the start).
+    if (c.kind != CollKind::Barrier) up(c.kind == CollKind::Alltoall && c.into.cnt ? c.into : g.range(s));
     complete(s);
   }
 
@@ -782,15 +877,15 @@ struct Executor::Impl {
     switch (kind) {
       case Req::ChoreoData:
         st[s] |= kArrived;
-        if (direct[s]) complete(s);
+        if (direct[s]) up(g.range(s)), complete(s);  // device mode: from the host mirror it landed in
         else if (st[s] & kIssued) finish_choreo_recv(s);
         break;
       case Req::Send: complete(s); break;
       case Req::LocalRecv: {
-        if (g.flags(s) & kFlagReduce) {
-          Range r = g.range(s);
-          reduce_range(r, flag_op(g.flags(s)), ptr(r), staging.p + stage_off[s], UINT64_MAX);
-        }
+        Range r = g.range(s);
+        if (dev && (g.flags(s) & kFlagReduce)) finish_staged_on_device(s, r, staging.p + stage_off[s]);
+        else if (dev) up(r);
+        else if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), ptr(r), staging.p + stage_off[s], UINT64_MAX);
         complete(s);
         break;
       }
@@ -1005,7 +1100,10 @@ bool Executor::setup(std::string& err) {
 }
 void Executor::fill_inputs() { impl_->fill_inputs(); }
 RunResult Executor::run(bool compute, bool values) { return impl_->run(compute, values); }
-CheckResult Executor::check() const { return impl_->check(); }
+CheckResult Executor::check() const {
+  impl_->down_all();  // device mode: the check reads the host mirrors
+  return impl_->check();
+}
 bool Executor::has_attention() const { return impl_->att.active; }
 AttentionCheck Executor::check_attention() const {
   return sg::exec::check_attention(impl_->att, impl_->attention_outputs(), impl_->world);

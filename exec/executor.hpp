@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/dsl/source.hpp"
+#include "core/device/device_ops.hpp"
 #include "core/graph/step_graph.hpp"
 #include "exec/attention_exec.hpp"
 
@@ -45,6 +46,11 @@ MPI_Op mpi_op(ReduceOp op, DType t);
 
 struct ExecOptions {
   double timeout_s = 60;  // no progress for this long: the run stops (RunResult::stalled)
+  // Buffers on a device (core/device/device_ops.hpp; the CUDA path's exec/cuda/cuda_ops.hpp):
+  // copies and reductions run there, and MPI moves data staged through host memory: a range is
+  // copied to the host before MPI reads it and back to the device after MPI wrote it. nullptr:
+  // buffers in host memory.
+  DeviceOps* device = nullptr;
 };
 
 struct RunResult {

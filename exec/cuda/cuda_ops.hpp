@@ -1,0 +1,31 @@
+// The CUDA device behind core's DeviceOps: memory from cudaMalloc, pinned host mirrors from
+// cudaHostAlloc, copies with cudaMemcpy on this process's stream, reductions with kernels.cu.
+// Every call waits for the device (the executor's staged transport is synchronous for now).
+#pragma once
+#include <string>
+
+#include "core/device/device_ops.hpp"
+#include "exec/cuda/device.hpp"
+
+namespace sg::cuda {
+
+class CudaOps final : public DeviceOps {
+ public:
+  // Uses device d (cudaSetDevice) and creates its stream; false with err when it cannot.
+  bool open(int d, const std::string& name, std::string& err);
+  std::string name() const override { return name_; }
+  unsigned char* allocate(size_t bytes, std::string& err) override;
+  void release(unsigned char* p) override;
+  unsigned char* allocate_host(size_t bytes, std::string& err) override;
+  void release_host(unsigned char* p) override;
+  bool to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string& err) override;
+  bool to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) override;
+  bool copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) override;
+  bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) override;
+
+ private:
+  Stream stream_;
+  std::string name_;
+};
+
+}  // namespace sg::cuda
