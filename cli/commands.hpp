@@ -86,7 +86,8 @@ struct ExecOpts {
   double timeout_s = 60;
   bool check = false, json = false;
   std::string predict;               // a platform: print the analytic simulator's time next to the measured one
-  std::string device = "cpu";        // cpu or cuda
+  std::string device = "cpu";        // cpu, cuda or host-staged
+  std::string transport = "auto";    // with a device: auto, staged, cuda-aware or nccl
 };
 
 struct CalibrateOpts {

@@ -215,9 +215,19 @@ int cmd_exec(const ExecOpts& o) {
 #ifdef STEPGRAPH_HAVE_CUDA
   cuda::CudaOps cuda_device;
 #endif
+  // The transport with a device: staged through host memory (works everywhere), or MPI on device
+  // memory itself when the MPI is CUDA-aware (or the "device" is host memory).
+  bool direct = false;
+  std::string transport = "host", transport_why;
+  if (o.device == "cpu" && o.transport != "auto") return refuse("--transport " + o.transport + " needs --device cuda (or host-staged)");
+  if (o.transport == "nccl")
+    return refuse("--transport nccl is not built yet (issue 10): use --transport staged or cuda-aware");
   if (o.device == "host-staged") {
     device = &host_device;
-    device_note = "buffers in host memory standing in for a device; MPI staged through host mirrors";
+    direct = o.transport == "cuda-aware";
+    transport = direct ? "cuda-aware" : "staged";
+    transport_why = direct ? "--transport cuda-aware: MPI on the stand-in device memory itself" : "staged through host mirrors";
+    device_note = "host memory standing in for a device";
   } else if (o.device == "cuda") {
 #ifdef STEPGRAPH_HAVE_CUDA
     // Any error from cudaGetDeviceCount means no device; the runtime's words say which.
@@ -243,8 +253,21 @@ int cmd_exec(const ExecOpts& o) {
     }
     device = &cuda_device;
     device_note = dp.names[0] + (dp.count > 1 ? " and " + std::to_string(dp.count - 1) + " more" : std::string()) +
-                  ", device = local rank mod " + std::to_string(dp.count) + (local_size > dp.count ? " (ranks share devices)" : "") +
-                  "; transport: staged through host memory over MPI (CUDA-aware MPI and NCCL are not built yet)";
+                  ", device = local rank mod " + std::to_string(dp.count) + (local_size > dp.count ? " (ranks share devices)" : "");
+    std::string why_not;
+    bool aware = exec::mpi_cuda_aware(why_not);
+    int mine_aware = aware ? 1 : 0, all_aware = 0;
+    MPI_Allreduce(&mine_aware, &all_aware, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    if (all_aware && o.transport != "staged") {
+      direct = true;
+      transport = "cuda-aware";
+      transport_why = "the MPI library reports CUDA support (MPIX_Query_cuda_support)";
+    } else {
+      transport = "staged";
+      transport_why = o.transport == "staged" ? "--transport staged"
+                      : (o.transport == "cuda-aware" ? "--transport cuda-aware falls back: " : "not CUDA-aware: ") +
+                            (aware ? std::string("another rank's MPI reports no CUDA support") : why_not);
+    }
 #else
     return refuse("--device cuda: no CUDA device (this stepgraph was built without CUDA: STEPGRAPH_WITH_CUDA=OFF)");
 #endif
@@ -319,6 +342,19 @@ int cmd_exec(const ExecOpts& o) {
     exec::ExecOptions eo;
     eo.timeout_s = o.timeout_s;
     eo.device = device;
+    eo.device_direct = direct;
+#ifdef STEPGRAPH_HAVE_CUDA
+    // MPI's own f16 / bf16 operators (exec/executor.cpp) compute on the host: with device
+    // pointers a reduction in those types must be staged.
+    if (direct && device == &cuda_device)
+      for (const BufferInfo& b : g->buffers)
+        if (b.dtype == DType::F16 || b.dtype == DType::BF16) {
+          eo.device_direct = false;
+          transport = "staged";
+          transport_why = "CUDA-aware MPI falls back: " + std::string(dtype_name(b.dtype)) + " reductions use host-side MPI operators";
+          break;
+        }
+#endif
     // Owned so that a refused setup frees its communicators before MPI_Finalize.
     auto owned = std::make_unique<exec::Executor>(*g, p.s.sources, MPI_COMM_WORLD, eo);
     exec::Executor& ex = *owned;
@@ -525,7 +561,8 @@ int cmd_exec(const ExecOpts& o) {
                             {"algbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0.0},
                             {"busbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 * factor : 0.0},
                             {"wrong", r.checked ? nlohmann::json(r.wrong) : nlohmann::json(nullptr)},
-                            {"device", o.device}};
+                            {"device", o.device},
+                            {"transport", transport}};
         if (r.checked) j["mpi_agrees"] = r.mpi_differs < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.mpi_differs == 0);
         if (r.attention) {
           j["max_abs_err"] = r.max_abs_err;
@@ -553,7 +590,7 @@ int cmd_exec(const ExecOpts& o) {
     } else {
       std::printf("# stepgraph exec %s: %d ranks, %d iterations after %d warm-up, bus factor %s%s\n", schedule_name.c_str(), size, o.iters,
                   o.warmup, factor_name.c_str(), o.check ? ", checked" : "");
-      if (device) std::printf("# device: %s\n", device_note.c_str());
+      if (device) std::printf("# device: %s; transport: %s (%s)\n", device_note.c_str(), transport.c_str(), transport_why.c_str());
       std::printf("#\n");
       std::printf("# %10s %12s %8s %6s %10s %8s %8s %7s", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
       bool predict = !o.predict.empty();

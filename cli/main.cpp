@@ -127,6 +127,10 @@ int main(int argc, char** argv) {
                    "cpu (default); cuda: buffers, copies and reductions on the GPU of this process's local rank, MPI staged through host "
                    "memory; host-staged: the same staged path with host memory as the device (testing without a GPU)")
       ->check(CLI::IsMember({"cpu", "cuda", "host-staged"}));
+  exec->add_option("--transport", eopts.transport,
+                   "with a device: auto (default: cuda-aware when MPI reports CUDA support, else staged), staged (through host "
+                   "memory), cuda-aware (MPI on device memory; falls back to staged with the reason), nccl (not built yet)")
+      ->check(CLI::IsMember({"auto", "staged", "cuda-aware", "nccl"}));
   exec->add_option("--predict", eopts.predict, "a platform (a spec, an .xml file or @FILE from calibrate): the analytic simulator's time next to the measured one, with the error");
 
   sg::cli::CalibrateOpts calopts;

@@ -1,5 +1,9 @@
 #include "exec/executor.hpp"
 
+#if __has_include(<mpi-ext.h>)
+#include <mpi-ext.h>  // Open MPI's MPIX_CUDA_AWARE_SUPPORT, MPIX_Query_cuda_support
+#endif
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -55,6 +59,20 @@ MPI_Op half_mpi_op(ReduceOp op) {
 }
 
 }  // namespace
+
+bool mpi_cuda_aware(std::string& why) {
+#if defined(MPIX_CUDA_AWARE_SUPPORT) && MPIX_CUDA_AWARE_SUPPORT
+  if (MPIX_Query_cuda_support()) return true;
+  why = "this Open MPI was built with CUDA support, but its run time reports none (MPIX_Query_cuda_support() = 0)";
+  return false;
+#elif defined(MPIX_CUDA_AWARE_SUPPORT)
+  why = "this Open MPI was built without CUDA support (MPIX_CUDA_AWARE_SUPPORT = 0)";
+  return false;
+#else
+  why = "this MPI does not say whether it takes device pointers (no MPIX_CUDA_AWARE_SUPPORT)";
+  return false;
+#endif
+}
 
 MPI_Datatype mpi_type(DType t) {
   switch (t) {
@@ -184,7 +202,13 @@ struct Executor::Impl {
   }
 
   // ---- device mode: the staged transport (every call synchronous) ----
+  // dev_direct (ExecOptions::device_direct): MPI reads and writes device memory itself (CUDA-aware
+  // MPI), so nothing is staged: MPI's pointers are the device buffers and the device staging.
+  bool dev_direct = false;
   unsigned char* dptr(const Range& r) const { return dbufs[r.buf] + uint64_t{r.lo} * g.buffers[r.buf].chunk_bytes; }
+  // What MPI reads and writes for range r, and a step's staging slot as MPI sees it.
+  unsigned char* mpi_ptr(const Range& r) const { return dev_direct ? dptr(r) : ptr(r); }
+  unsigned char* mpi_stage(StepId s) const { return (dev_direct ? dstage : staging.p) + stage_off[s]; }
   bool dev_ok(bool ok, const std::string& what, std::string& why) {
     if (!ok && error.empty()) error = what + ": " + why;
     return ok;
@@ -192,18 +216,27 @@ struct Executor::Impl {
   // Before MPI reads range r from the host mirror.
   bool down(const Range& r) {
     std::string why;
-    return !dev || r.cnt == 0 || dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the host", why);
+    return !dev || dev_direct || r.cnt == 0 || dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the host", why);
   }
-  // After MPI (or host code) wrote range r in the host mirror.
-  bool up(const Range& r) {
+  // After MPI wrote range r in the host mirror (host_wrote: host code did, so even when MPI
+  // works on device memory the mirror must go up).
+  bool up(const Range& r, bool host_wrote = false) {
     std::string why;
-    return !dev || r.cnt == 0 || dev_ok(dev->to_device(dptr(r), ptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the device", why);
+    return !dev || (dev_direct && !host_wrote) || r.cnt == 0 || dev_ok(dev->to_device(dptr(r), ptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the device", why);
   }
+  // The whole of every buffer, both ways (inputs filled on the host; the check reads the host),
+  // whatever the transport.
   void down_all() {
+    bool d = dev_direct;
+    dev_direct = false;
     for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) down(Range{b, 0, g.buffers[b].chunks});
+    dev_direct = d;
   }
   void up_all() {
+    bool d = dev_direct;
+    dev_direct = false;
     for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) up(Range{b, 0, g.buffers[b].chunks});
+    dev_direct = d;
   }
   // dst op= src on the device over range r (src laid out like r, both device pointers).
   void dev_reduce(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems) {
@@ -336,6 +369,7 @@ struct Executor::Impl {
   // Device mode: one device allocation per buffer and a device staging area.
   bool setup_device(std::string& err) {
     dev = o.device;
+    dev_direct = dev && o.device_direct;
     if (!dev) return true;
     for (StepId s = 0; s < g.size(); ++s)
       if (g.kind(s) == StepKind::Compute && g.compute(s).kind != ComputeKind::Generic) {
@@ -663,6 +697,12 @@ struct Executor::Impl {
   // the device staging slot and is reduced from there by the device.
   void finish_staged_on_device(StepId s, const Range& r, const unsigned char* src) {
     std::string why;
+    if (dev_direct) {  // the message is in the device staging slot already
+      unsigned char* d = dstage + stage_off[s];
+      if (g.flags(s) & kFlagReduce) dev_reduce(r, flag_op(g.flags(s)), dptr(r), d, UINT64_MAX);
+      else dev_ok(dev->copy(dptr(r), d, bytes(r), why), "the device copy of a received message", why);
+      return;
+    }
     if (g.flags(s) & kFlagReduce) {
       unsigned char* d = dstage + stage_off[s];
       if (dev_ok(dev->to_device(d, src, bytes(r), why), "copying a received message to the device", why))
@@ -686,7 +726,7 @@ struct Executor::Impl {
         MPI_Request q;
         int rc;
         if (!g.local(s)) {
-          rc = MPI_Isend(ptr(r), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+          rc = MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
         } else {
           MPI_Comm c;
           int peer = 0;
@@ -694,7 +734,7 @@ struct Executor::Impl {
             error = "no communicator for " + describe(s);
             return;
           }
-          rc = MPI_Isend(ptr(r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
+          rc = MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
         }
         if (!check_rc(rc, "MPI_Isend", s)) return;
         track(q, s, Req::Send);
@@ -713,7 +753,7 @@ struct Executor::Impl {
           error = "no communicator for " + describe(s);
           return;
         }
-        unsigned char* dst = (g.flags(s) & kFlagReduce) ? staging.p + stage_off[s] : ptr(r);
+        unsigned char* dst = (g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(r);
         int32_t t = g.p2p_info(s).tag;
         MPI_Request q;
         if (!check_rc(MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, t == kAnyTag ? MPI_ANY_TAG : t, c, &q), "MPI_Irecv", s)) return;
@@ -758,7 +798,7 @@ struct Executor::Impl {
             unsigned char* p = bufs[w.buf]->p + uint64_t{c} * bi.chunk_bytes;
             for (uint64_t e = 0; e < bi.chunk_elems; ++e) store_any(bi.dtype, p, e, contrib_value(w.buf, me, c, e));
           }
-          up(w);
+          up(w, true);
         }
         compute_s += std::chrono::duration<double>(Clock::now() - t0).count();
         complete(s);
@@ -830,7 +870,7 @@ struct Executor::Impl {
     int root = static_cast<int>(std::max<int64_t>(0, gr.index_of(c.root)));
     MPI_Request q = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
-    unsigned char* p = ptr(r);
+    unsigned char* p = mpi_ptr(r);
     if (c.kind != CollKind::Barrier && !down(r)) return;  // device mode: MPI works on the host mirror
     switch (c.kind) {
       case CollKind::Barrier: rc = MPI_Ibarrier(comm, &q); break;
@@ -843,14 +883,16 @@ struct Executor::Impl {
       case CollKind::ReduceScatter:
         // MPI puts this member's block at the start of its receive buffer; the language wants it
         // in place at block me: staged, then copied (finish_collective).
-        rc = MPI_Ireduce_scatter_block(p, staging.p + stage_off[s], per, t, mop, comm, &q);
+        rc = MPI_Ireduce_scatter_block(p, mpi_stage(s), per, t, mop, comm, &q);
         break;
       case CollKind::Alltoall:
         if (c.into.cnt) {
-          rc = MPI_Ialltoall(p, per, t, ptr(c.into), per, t, comm, &q);
+          rc = MPI_Ialltoall(p, per, t, mpi_ptr(c.into), per, t, comm, &q);
         } else {
-          std::memcpy(staging.p + stage_off[s], p, bytes(r));
-          rc = MPI_Ialltoall(staging.p + stage_off[s], per, t, p, per, t, comm, &q);
+          std::string why;
+          if (dev_direct) dev_ok(dev->copy(mpi_stage(s), p, bytes(r), why), "the device copy of an all-to-all's input", why);
+          else std::memcpy(mpi_stage(s), p, bytes(r));
+          rc = MPI_Ialltoall(mpi_stage(s), per, t, p, per, t, comm, &q);
         }
         break;
     }
@@ -864,7 +906,10 @@ struct Executor::Impl {
       const GroupInfo& gr = g.groups[c.group];
       Range r = g.range(s);
       uint64_t blk = bytes(r) / gr.count;
-      std::memcpy(ptr(r) + blk * static_cast<uint64_t>(gr.index_of(me)), staging.p + stage_off[s], blk);
+      unsigned char* mine = mpi_ptr(r) + blk * static_cast<uint64_t>(gr.index_of(me));
+      std::string why;
+      if (dev_direct) dev_ok(dev->copy(mine, mpi_stage(s), blk, why), "the device copy of a reduce-scatter's block", why);
+      else std::memcpy(mine, mpi_stage(s), blk);
     }
     // Device mode: what MPI wrote goes back to the device (an all-to-all's output range, else the
     // collective's own, which its host mirror held for MPI since the start).
@@ -884,7 +929,7 @@ struct Executor::Impl {
       case Req::LocalRecv: {
         Range r = g.range(s);
         if (dev && (g.flags(s) & kFlagReduce)) finish_staged_on_device(s, r, staging.p + stage_off[s]);
-        else if (dev) up(r);
+        else if (dev) up(r);  // (nothing to do when MPI wrote the device buffer itself)
         else if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), ptr(r), staging.p + stage_off[s], UINT64_MAX);
         complete(s);
         break;
@@ -946,7 +991,7 @@ struct Executor::Impl {
         bool straight = (st[s] & kIssued) && !(g.flags(s) & kFlagReduce);
         direct[s] = straight;
         MPI_Request q;
-        if (!check_rc(MPI_Imrecv(straight ? ptr(r) : staging.p + stage_off[s], count_of(bytes(r), error), MPI_BYTE, &msg, &q), "MPI_Imrecv", s))
+        if (!check_rc(MPI_Imrecv(straight ? mpi_ptr(r) : mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, &msg, &q), "MPI_Imrecv", s))
           return false;
         track(q, s, Req::ChoreoData);
         took = true;
@@ -1009,7 +1054,7 @@ struct Executor::Impl {
       if (!probe && g.kind(s) == StepKind::Recv && !g.local(s)) {
         Range r = g.range(s);
         MPI_Request q;
-        if (!check_rc(MPI_Irecv(staging.p + stage_off[s], count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q),
+        if (!check_rc(MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q),
                       "MPI_Irecv", s))
           break;
         track(q, s, Req::ChoreoData);

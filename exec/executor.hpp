@@ -51,7 +51,13 @@ struct ExecOptions {
   // copied to the host before MPI reads it and back to the device after MPI wrote it. nullptr:
   // buffers in host memory.
   DeviceOps* device = nullptr;
+  // With a device: MPI reads and writes device memory itself (CUDA-aware MPI), nothing staged.
+  bool device_direct = false;
 };
+
+// Whether this MPI can take device pointers (Open MPI's MPIX_CUDA_AWARE_SUPPORT at build time and
+// MPIX_Query_cuda_support() at run time); false with the reason otherwise.
+bool mpi_cuda_aware(std::string& why);
 
 struct RunResult {
   bool completed = false;
