@@ -226,7 +226,8 @@ int cmd_exec(const ExecOpts& o) {
     device = &host_device;
     direct = o.transport == "cuda-aware";
     transport = direct ? "cuda-aware" : "staged";
-    transport_why = direct ? "--transport cuda-aware: MPI on the stand-in device memory itself" : "staged through host mirrors";
+    transport_why = direct ? "--transport cuda-aware: point-to-point on the stand-in device memory itself, collectives staged"
+                           : "staged through host mirrors";
     device_note = "host memory standing in for a device";
   } else if (o.device == "cuda") {
 #ifdef STEPGRAPH_HAVE_CUDA
@@ -261,7 +262,7 @@ int cmd_exec(const ExecOpts& o) {
     if (all_aware && o.transport != "staged") {
       direct = true;
       transport = "cuda-aware";
-      transport_why = "the MPI library reports CUDA support (MPIX_Query_cuda_support)";
+      transport_why = "the MPI library reports CUDA support (MPIX_Query_cuda_support); collectives stay staged";
     } else {
       transport = "staged";
       transport_why = o.transport == "staged" ? "--transport staged"
@@ -343,18 +344,7 @@ int cmd_exec(const ExecOpts& o) {
     eo.timeout_s = o.timeout_s;
     eo.device = device;
     eo.device_direct = direct;
-#ifdef STEPGRAPH_HAVE_CUDA
-    // MPI's own f16 / bf16 operators (exec/executor.cpp) compute on the host: with device
-    // pointers a reduction in those types must be staged.
-    if (direct && device == &cuda_device)
-      for (const BufferInfo& b : g->buffers)
-        if (b.dtype == DType::F16 || b.dtype == DType::BF16) {
-          eo.device_direct = false;
-          transport = "staged";
-          transport_why = "CUDA-aware MPI falls back: " + std::string(dtype_name(b.dtype)) + " reductions use host-side MPI operators";
-          break;
-        }
-#endif
+
     // Owned so that a refused setup frees its communicators before MPI_Finalize.
     auto owned = std::make_unique<exec::Executor>(*g, p.s.sources, MPI_COMM_WORLD, eo);
     exec::Executor& ex = *owned;
@@ -416,7 +406,14 @@ int cmd_exec(const ExecOpts& o) {
     // Fault injection for the tests: STEPGRAPH_EXEC_DIE=R makes rank R die (SIGKILL) before it
     // runs, as a crashed or killed process would; the launcher must take the job down.
     if (const char* die = std::getenv("STEPGRAPH_EXEC_DIE"); die && std::atoi(die) == me) raise(SIGKILL);
-    ex.fill_inputs();
+    auto fill = [&] {
+      std::string why;
+      if (!ex.fill_inputs(why)) {
+        say("stepgraph exec: rank " + std::to_string(me) + ": " + why + "\n");
+        abort_job(3);
+      }
+    };
+    fill();
     // MPI's own collective on the same inputs, for --check: the postcondition's range before the
     // run (an all-to-all's input buffer), compared afterwards with ours, element for element.
     const Expectation* x = g->expects.empty() || g->expects[0].bufs.empty() ? nullptr : &g->expects[0];
@@ -450,6 +447,10 @@ int cmd_exec(const ExecOpts& o) {
     if (o.check) {
       one(nullptr, true, true);
       exec::CheckResult cr = ex.check();
+      if (!cr.error.empty()) {
+        say("stepgraph exec: rank " + std::to_string(me) + ": " + cr.error + "\n");
+        abort_job(3);
+      }
       unsigned long long w = cr.wrong, all = 0;
       MPI_Reduce(&w, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
       if (cr.wrong) say("stepgraph exec: " + cr.first + " (" + std::to_string(cr.wrong) + " wrong on rank " + std::to_string(me) + ")\n");
@@ -500,7 +501,7 @@ int cmd_exec(const ExecOpts& o) {
         MPI_Reduce(&differ, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
         row.mpi_differs = static_cast<int64_t>(total);
       }
-      ex.fill_inputs();
+      fill();
     }
     double compute = 0;
     row.time_s = slowest_mean(o.warmup, o.iters, [&](bool timed) { one(timed ? &compute : nullptr); });

@@ -209,14 +209,16 @@ struct Executor::Impl {
   // What MPI reads and writes for range r, and a step's staging slot as MPI sees it.
   unsigned char* mpi_ptr(const Range& r) const { return dev_direct ? dptr(r) : ptr(r); }
   unsigned char* mpi_stage(StepId s) const { return (dev_direct ? dstage : staging.p) + stage_off[s]; }
+  std::string dev_error;  // the first device failure, kept across runs (fill_inputs and check report it)
   bool dev_ok(bool ok, const std::string& what, std::string& why) {
     if (!ok && error.empty()) error = what + ": " + why;
+    if (!ok && dev_error.empty()) dev_error = what + ": " + why;
     return ok;
   }
   // Before MPI reads range r from the host mirror.
-  bool down(const Range& r) {
+  bool down(const Range& r, bool for_host = false) {
     std::string why;
-    return !dev || dev_direct || r.cnt == 0 || dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the host", why);
+    return !dev || (dev_direct && !for_host) || r.cnt == 0 || dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the host", why);
   }
   // After MPI wrote range r in the host mirror (host_wrote: host code did, so even when MPI
   // works on device memory the mirror must go up).
@@ -536,7 +538,7 @@ struct Executor::Impl {
     return v;
   }
 
-  void fill_inputs() {
+  bool fill_inputs() {
     for (uint32_t b = 0; b < g.buffers.size(); ++b) {
       const BufferInfo& bi = g.buffers[b];
       std::memset(bufs[b]->p, 0, bufs[b]->size);
@@ -561,6 +563,7 @@ struct Executor::Impl {
       }
     }
     up_all();  // device mode: the inputs are filled on the host mirrors, then copied over
+    return dev_error.empty();
   }
 
   CheckResult check() const {
@@ -754,6 +757,9 @@ struct Executor::Impl {
           return;
         }
         unsigned char* dst = (g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(r);
+        // Staged: an on-block message may be shorter than its range; the mirror first holds the
+        // device's bytes, so copying the whole range back up leaves the rest as it was.
+        if (!(g.flags(s) & kFlagReduce) && !down(r)) return;
         int32_t t = g.p2p_info(s).tag;
         MPI_Request q;
         if (!check_rc(MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, t == kAnyTag ? MPI_ANY_TAG : t, c, &q), "MPI_Irecv", s)) return;
@@ -870,8 +876,11 @@ struct Executor::Impl {
     int root = static_cast<int>(std::max<int64_t>(0, gr.index_of(c.root)));
     MPI_Request q = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
-    unsigned char* p = mpi_ptr(r);
-    if (c.kind != CollKind::Barrier && !down(r)) return;  // device mode: MPI works on the host mirror
+    // Device mode: MPI's collectives work on the host mirror with either transport. Open MPI's
+    // CUDA support covers point-to-point and blocking collectives, not the nonblocking ones this
+    // loop starts (their reductions run host operators), so collectives are always staged.
+    if (c.kind != CollKind::Barrier && !down(r, true)) return;
+    unsigned char* p = c.kind == CollKind::Barrier ? nullptr : ptr(r);
     switch (c.kind) {
       case CollKind::Barrier: rc = MPI_Ibarrier(comm, &q); break;
       case CollKind::Allreduce: rc = MPI_Iallreduce(MPI_IN_PLACE, p, n, t, mop, comm, &q); break;
@@ -883,16 +892,14 @@ struct Executor::Impl {
       case CollKind::ReduceScatter:
         // MPI puts this member's block at the start of its receive buffer; the language wants it
         // in place at block me: staged, then copied (finish_collective).
-        rc = MPI_Ireduce_scatter_block(p, mpi_stage(s), per, t, mop, comm, &q);
+        rc = MPI_Ireduce_scatter_block(p, staging.p + stage_off[s], per, t, mop, comm, &q);
         break;
       case CollKind::Alltoall:
         if (c.into.cnt) {
-          rc = MPI_Ialltoall(p, per, t, mpi_ptr(c.into), per, t, comm, &q);
+          rc = MPI_Ialltoall(p, per, t, ptr(c.into), per, t, comm, &q);
         } else {
-          std::string why;
-          if (dev_direct) dev_ok(dev->copy(mpi_stage(s), p, bytes(r), why), "the device copy of an all-to-all's input", why);
-          else std::memcpy(mpi_stage(s), p, bytes(r));
-          rc = MPI_Ialltoall(mpi_stage(s), per, t, p, per, t, comm, &q);
+          std::memcpy(staging.p + stage_off[s], p, bytes(r));
+          rc = MPI_Ialltoall(staging.p + stage_off[s], per, t, p, per, t, comm, &q);
         }
         break;
     }
@@ -906,14 +913,11 @@ struct Executor::Impl {
       const GroupInfo& gr = g.groups[c.group];
       Range r = g.range(s);
       uint64_t blk = bytes(r) / gr.count;
-      unsigned char* mine = mpi_ptr(r) + blk * static_cast<uint64_t>(gr.index_of(me));
-      std::string why;
-      if (dev_direct) dev_ok(dev->copy(mine, mpi_stage(s), blk, why), "the device copy of a reduce-scatter's block", why);
-      else std::memcpy(mine, mpi_stage(s), blk);
+      std::memcpy(ptr(r) + blk * static_cast<uint64_t>(gr.index_of(me)), staging.p + stage_off[s], blk);
     }
     // Device mode: what MPI wrote goes back to the device (an all-to-all's output range, else the
     // collective's own, which its host mirror held for MPI since the start).
-    if (c.kind != CollKind::Barrier) up(c.kind == CollKind::Alltoall && c.into.cnt ? c.into : g.range(s));
+    if (c.kind != CollKind::Barrier) up(c.kind == CollKind::Alltoall && c.into.cnt ? c.into : g.range(s), true);
     complete(s);
   }
 
@@ -1143,11 +1147,17 @@ bool Executor::setup(std::string& err) {
   op_ = impl_->op;
   return ok;
 }
-void Executor::fill_inputs() { impl_->fill_inputs(); }
+bool Executor::fill_inputs(std::string& err) {
+  bool ok = impl_->fill_inputs();
+  if (!ok) err = impl_->dev_error;
+  return ok;
+}
 RunResult Executor::run(bool compute, bool values) { return impl_->run(compute, values); }
 CheckResult Executor::check() const {
   impl_->down_all();  // device mode: the check reads the host mirrors
-  return impl_->check();
+  CheckResult r = impl_->check();
+  r.error = impl_->dev_error;
+  return r;
 }
 bool Executor::has_attention() const { return impl_->att.active; }
 AttentionCheck Executor::check_attention() const {

@@ -72,6 +72,7 @@ struct CheckResult {
   uint64_t checked = 0;    // elements compared
   uint64_t wrong = 0;      // elements that differ from the expected value
   uint64_t unchecked = 0;  // elements whose expected value is not numeric (attention terms)
+  std::string error;       // device mode: a device failure (the comparison is then meaningless)
   std::string first;       // the first wrong element, described
 };
 
@@ -86,7 +87,8 @@ class Executor {
   // Allocates buffers and staging, and builds communicators: collective over `world`.
   bool setup(std::string& err);
   // Fills every buffer with its initial values (inputs) and zeros elsewhere.
-  void fill_inputs();
+  // False with err when a device copy failed (device mode).
+  bool fill_inputs(std::string& err);
   // Runs every step once. `compute`: compute steps do their flops (without: the communication
   // alone, the baseline overlap is measured against). `values`: compute steps write the values
   // the postcondition expects into the chunks they write (for --check; timed runs skip it, so
@@ -102,7 +104,8 @@ class Executor {
   AttentionCheck check_attention() const;
 
   ReduceOp reduce_op() const { return op_; }
-  // The bytes of range r on this rank (for comparing with MPI's own collective).
+  // The bytes of range r on this rank (for comparing with MPI's own collective). Device mode:
+  // the host mirror, current after fill_inputs and after check (which copy everything over).
   const unsigned char* data(const Range& r) const;
 
  private:

@@ -48,7 +48,15 @@ bool CudaOps::to_device(unsigned char* dev, const unsigned char* host, size_t by
 }
 
 bool CudaOps::copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) {
-  return copy_on_device(dst, src, bytes, stream_, err) && stream_.sync(err);
+  // A copy step may overlap its source (the CPU path uses memmove); cudaMemcpy does not promise
+  // anything for overlapping ranges, so those go through a temporary.
+  bool overlap = dst < src + bytes && src < dst + bytes && dst != src;
+  if (!overlap) return copy_on_device(dst, src, bytes, stream_, err) && stream_.sync(err);
+  unsigned char* tmp = allocate(bytes, err);
+  if (!tmp) return false;
+  bool ok = copy_on_device(tmp, src, bytes, stream_, err) && copy_on_device(dst, tmp, bytes, stream_, err) && stream_.sync(err);
+  release(tmp);
+  return ok;
 }
 
 bool CudaOps::reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) {
