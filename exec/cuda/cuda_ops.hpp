@@ -1,6 +1,6 @@
 // The CUDA device behind core's DeviceOps: memory from cudaMalloc, copies with cudaMemcpy on this
-// process's stream, reductions with kernels.cu. allocate_host gives pinned memory (cudaHostAlloc);
-// the executor's host mirrors do not use it yet (pageable).
+// process's stream, reductions with kernels.cu, pinned host memory (cudaHostAlloc) for the
+// executor's host mirrors and staging.
 // Every call waits for the device (the executor's staged transport is synchronous for now).
 #pragma once
 #include <string>
