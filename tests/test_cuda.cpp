@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "core/interp/input_values.hpp"
+#include "exec/attention_kernels.hpp"
+#include "exec/cuda/attention.cuh"
 #include "exec/cuda/device.hpp"
 #include "exec/half.hpp"
 #include "run_command.hpp"
@@ -102,6 +104,88 @@ TEST_CASE("the device-side input fill writes the CPU executor's numbers", "[cuda
       if (got[e] != want) FAIL("element " << e << ": " << got[e] << " != " << want);
     }
   }
+}
+
+TEST_CASE("the GPU attention tiles (forward, merge, backward) agree with the CPU tiles", "[cuda][attention]") {
+  if (!have_device()) return;
+  std::string err;
+  REQUIRE(cuda::use_device(0, err));
+  cuda::Stream st;
+  REQUIRE(st.create(err));
+  // Rows not a multiple of 32 and dim not a multiple of 32: the tails of both loops.
+  const exec::TileShape t{1, 3, 70, 70, 40};
+  const size_t nq = exec::attn_q_elems(t), nkv = exec::attn_kv_elems(t), no = exec::attn_o_elems(t), nb = exec::attn_bundle_elems(t);
+  auto dev_copy = [&](cuda::DeviceMemory& m, const void* host, size_t bytes) {
+    REQUIRE(m.allocate(bytes, err));
+    REQUIRE(cuda::copy_to_device(m.data(), host, bytes, st, err));
+  };
+  auto back = [&](std::vector<float>& host, const cuda::DeviceMemory& m) {
+    REQUIRE(cuda::copy_to_host(host.data(), m.data(), host.size() * 4, st, err));
+    REQUIRE(st.sync(err));
+  };
+  auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double m = 0;
+    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]) / (1 + std::fabs(static_cast<double>(b[i]))));
+    return m;
+  };
+  const float scale = 1.0f / std::sqrt(40.0f);
+  for (bool bf16 : {false, true})
+    for (bool causal : {false, true}) {
+      INFO("bf16 " << bf16 << " causal " << causal);
+      std::vector<float> q(nq), kv(nkv), kv2(nkv), dout(nq);
+      exec::fill_attention_input(q.data(), nq, 1, 0, bf16);
+      exec::fill_attention_input(kv.data(), nkv, 2, 0, bf16);
+      exec::fill_attention_input(kv2.data(), nkv, 2, 1, bf16);
+      exec::fill_attention_input(dout.data(), nq, 3, 0, bf16);
+      std::vector<uint16_t> qh(nq), kvh(nkv), kv2h(nkv);
+      for (size_t i = 0; i < nq; ++i) qh[i] = exec::float_to_bf16(q[i]);
+      for (size_t i = 0; i < nkv; ++i) kvh[i] = exec::float_to_bf16(kv[i]), kv2h[i] = exec::float_to_bf16(kv2[i]);
+      // Forward: two tiles merged into one accumulator (the second full, the first as masked).
+      std::vector<float> o(no), o_gpu(no);
+      for (size_t r = 0; r < no / 41; ++r) o[r * 41 + 40] = -INFINITY;
+      std::vector<float> o0 = o;
+      if (bf16) {
+        exec::attn_fwd_tile(qh.data(), kvh.data(), o.data(), t, causal, scale);
+        exec::attn_fwd_tile(qh.data(), kv2h.data(), o.data(), t, false, scale);
+      } else {
+        exec::attn_fwd_tile(q.data(), kv.data(), o.data(), t, causal, scale);
+        exec::attn_fwd_tile(q.data(), kv2.data(), o.data(), t, false, scale);
+      }
+      cuda::DeviceMemory dq_in, dkv_in, dkv2_in, do_lse;
+      dev_copy(dq_in, bf16 ? static_cast<const void*>(qh.data()) : q.data(), nq * (bf16 ? 2 : 4));
+      dev_copy(dkv_in, bf16 ? static_cast<const void*>(kvh.data()) : kv.data(), nkv * (bf16 ? 2 : 4));
+      dev_copy(dkv2_in, bf16 ? static_cast<const void*>(kv2h.data()) : kv2.data(), nkv * (bf16 ? 2 : 4));
+      dev_copy(do_lse, o0.data(), no * 4);
+      auto* ol = reinterpret_cast<float*>(do_lse.data());
+      REQUIRE(cuda::launch_attn_fwd(dq_in.data(), dkv_in.data(), ol, bf16, 3, 70, 70, 40, causal, scale, 0, st.handle()) == 0);
+      REQUIRE(cuda::launch_attn_fwd(dq_in.data(), dkv2_in.data(), ol, bf16, 3, 70, 70, 40, false, scale, 0, st.handle()) == 0);
+      back(o_gpu, do_lse);
+      CHECK(max_diff(o_gpu, o) < 2e-5);
+      // Merge: the GPU's O|lse into a copy of the CPU's, against the CPU's merge.
+      std::vector<float> m_cpu = o, m_gpu(no);
+      exec::attn_merge(m_cpu.data(), o_gpu.data(), exec::TileShape{1, 1, static_cast<uint32_t>(no / 41), 0, 40});
+      cuda::DeviceMemory dacc;
+      dev_copy(dacc, o.data(), no * 4);
+      REQUIRE(cuda::launch_attn_merge(reinterpret_cast<float*>(dacc.data()), ol, no / 41, 40, st.handle()) == 0);
+      back(m_gpu, dacc);
+      CHECK(max_diff(m_gpu, m_cpu) < 1e-6);
+      // Backward of the first tile from the final forward's bundle (fp32 bundle, kv as stored).
+      std::vector<float> bundle(nb), dq(nq, 0.f), dkv(nkv, 0.f), dq_gpu(nq), dkv_gpu(nkv);
+      exec::attn_bwd_bundle(q.data(), dout.data(), o.data(), bundle.data(), t);
+      if (bf16) exec::attn_bwd_tile(bundle.data(), kvh.data(), dq.data(), dkv.data(), t, causal, scale);
+      else exec::attn_bwd_tile(bundle.data(), kv.data(), dq.data(), dkv.data(), t, causal, scale);
+      cuda::DeviceMemory db, ddq, ddkv;
+      dev_copy(db, bundle.data(), nb * 4);
+      std::vector<float> zq(nq, 0.f), zkv(nkv, 0.f);
+      dev_copy(ddq, zq.data(), nq * 4);
+      dev_copy(ddkv, zkv.data(), nkv * 4);
+      REQUIRE(cuda::launch_attn_bwd(reinterpret_cast<const float*>(db.data()), dkv_in.data(), bf16, reinterpret_cast<float*>(ddq.data()),
+                                    reinterpret_cast<float*>(ddkv.data()), 3, 70, 70, 40, causal, scale, 0, st.handle()) == 0);
+      back(dq_gpu, ddq);
+      back(dkv_gpu, ddkv);
+      CHECK(max_diff(dq_gpu, dq) < 1e-4);
+      CHECK(max_diff(dkv_gpu, dkv) < 1e-4);
+    }
 }
 
 TEST_CASE("exec --device cuda: refused with the runtime's reason without a device; with one, the CPU's exact results", "[cuda][exec]") {
