@@ -258,6 +258,11 @@ struct Executor::Impl {
   void dev_reduce(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems) {
     const BufferInfo& bi = g.buffers[r.buf];
     std::string why;
+    if (att.active && att.merge[r.buf]) {  // partial attention outputs: the online-softmax merge, on the device
+      uint64_t n = std::min(bytes(r), max_elems == UINT64_MAX ? UINT64_MAX : max_elems * dtype_size(bi.dtype));
+      dev_ok(dev->attention_merge(dst, src, n / ((att.dim + uint64_t{1}) * 4), att.dim, why), "the device merge into " + g.range_name(r), why);
+      return;
+    }
     if (bi.chunk_bytes % dtype_size(bi.dtype) == 0) {
       dev_ok(dev->reduce(bi.dtype, rop, dst, src, std::min(elems(r), max_elems), why), "the device reduction into " + g.range_name(r), why);
       return;
@@ -387,14 +392,6 @@ struct Executor::Impl {
     dev = o.device;
     dev_direct = dev && o.device_direct;
     if (!dev) return true;
-    for (StepId s = 0; s < g.size(); ++s)
-      if (g.kind(s) == StepKind::Compute && g.compute(s).kind != ComputeKind::Generic) {
-        err = render_diagnostic(Diagnostic{Severity::Error, g.loc(s), 1,
-                                           "attention tiles do not run on the device yet (issue 10): run this schedule without --device",
-                                           {}, 0, false},
-                                sources);
-        return false;
-      }
     std::string why;
     for (const BufferInfo& b : g.buffers) {
       unsigned char* p = dev->allocate(uint64_t{b.chunks} * b.chunk_bytes, why);
@@ -850,6 +847,20 @@ struct Executor::Impl {
     const Range& rkv = g.ranges[ci.reads_off + 1];
     const Range& w0 = g.ranges[ci.writes_off];
     bool bwd = ci.kind == ComputeKind::AttnBwd;
+    if (dev) {  // device mode: the device's kernels on the device buffers
+      DeviceOps::AttentionTile t;
+      t.kv = dptr(rkv);
+      t.out1 = bwd ? dptr(g.ranges[ci.writes_off + 1]) : nullptr;
+      t.batch = att.tile.batch, t.heads = att.tile.heads, t.rows_q = att.tile.rows_q, t.rows_k = att.tile.rows_k, t.dim = att.dim;
+      t.bf16 = att.bf16, t.backward = bwd, t.causal = ci.mask == Mask::Causal, t.scale = att.scale;
+      std::string why;
+      for (uint32_t k = 0; k < rq.cnt; ++k) {
+        t.q = dptr(rq) + uint64_t{k} * g.buffers[rq.buf].chunk_bytes;
+        t.out0 = dptr(w0) + uint64_t{k} * g.buffers[w0.buf].chunk_bytes;
+        if (!dev_ok(dev->attention_tile(t, why), "an attention tile on " + dev->name(), why)) return;
+      }
+      return;
+    }
     unsigned char* dkv = bwd ? ptr(g.ranges[ci.writes_off + 1]) : nullptr;
     for (uint32_t k = 0; k < rq.cnt; ++k)
       run_attention_tile(att, bwd, ci.mask == Mask::Causal, ptr(rq) + uint64_t{k} * g.buffers[rq.buf].chunk_bytes, ptr(rkv),
@@ -1178,6 +1189,7 @@ CheckResult Executor::check() const {
 }
 bool Executor::has_attention() const { return impl_->att.active; }
 AttentionCheck Executor::check_attention() const {
+  impl_->down_all();  // device mode: the outputs are read from the host mirrors
   return sg::exec::check_attention(impl_->att, impl_->attention_outputs(), impl_->world);
 }
 const unsigned char* Executor::data(const Range& r) const { return impl_->ptr(r); }

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "exec/attention_exec.hpp"
 #include "exec/kernels.hpp"
 
 namespace sg::exec {
@@ -38,6 +39,21 @@ bool HostDeviceOps::copy(unsigned char* dst, const unsigned char* src, size_t by
 
 bool HostDeviceOps::reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string&) {
   reduce_into(t, op, dst, src, n);
+  return true;
+}
+
+bool HostDeviceOps::attention_tile(const AttentionTile& t, std::string&) {
+  AttentionLayout a;
+  a.bf16 = t.bf16;
+  a.dim = t.dim;
+  a.scale = t.scale;
+  a.tile = TileShape{t.batch, t.heads, t.rows_q, t.rows_k, t.dim};
+  run_attention_tile(a, t.backward, t.causal, t.q, t.kv, t.out0, t.out1);
+  return true;
+}
+
+bool HostDeviceOps::attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string&) {
+  attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part), TileShape{1, 1, static_cast<uint32_t>(rows), 0, dim});
   return true;
 }
 

@@ -209,7 +209,11 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
   // numbers and MPI's own collective on the host, bit for bit, in every type.
   for (const char* args : {"ring_allreduce --set size=1MiB", "recursive_halving_reduce_scatter --set size=96KiB --dtype bf16",
                            "rabenseifner_allreduce --set size=64KiB --dtype f16", "binomial_bcast --set size=64KiB",
-                           "pairwise_alltoall --set size=48KiB", "dp_bucketed_step --set size=1MiB --set flops=1M"}) {
+                           "pairwise_alltoall --set size=48KiB", "dp_bucketed_step --set size=1MiB --set flops=1M",
+                           // attention: the GPU tiles and merges, against full attention on one rank
+                           "ring_attention --set seq=4096 --set heads=8 --set dim=64",
+                           "ringx1_attention --set seq=4096 --set heads=8 --set dim=64 --set elem=4",
+                           "zigzag_ring_attention_bwd --set seq=4096 --set heads=8 --set dim=64"}) {
     sgtest::Ran r = exec(4, std::string(args) + " --device cuda --check --iters 2 --warmup 1 --json");
     INFO(args << ":\n" << r.out);
     REQUIRE(r.rc == 0);

@@ -328,8 +328,4 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
   // On-block point-to-point and a reducing receive go through the same staging.
   CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --device host-staged --check --iters 2").rc == 0);
   CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --device host-staged --transport cuda-aware --check --iters 2").rc == 0);
-  // Attention tiles have no device kernel yet: refused at the tile's line.
-  Ran att = exec(2, "ring_attention --set seq=64 --set heads=2 --set dim=8 --device host-staged --check", true);
-  CHECK(att.rc == 2);
-  CHECK(att.out.find("ring_attention.sched:40:34: error: attention tiles do not run on the device yet") != std::string::npos);
 }

@@ -158,3 +158,21 @@ TEST_CASE("attention layouts exec cannot fill are refused at their source line, 
   size_t first = b.out.find("not elem = 3");
   CHECK(b.out.find("not elem = 3", first + 1) == std::string::npos);
 }
+
+TEST_CASE("attention in device mode: tiles and merges through the DeviceOps, both transports, the same accuracy", "[exec][mpi][attention]") {
+  if (!have_mpiexec()) return;
+  // --device host-staged: the GPU path's attention (device tiles, device merges of reducing
+  // receives, MPI's merge operator on staged collectives) with host memory as the device.
+  for (const char* name : {"ring_attention", "ringx1_attention", "zigzag_ring_attention_bwd", "ulysses_ring_attention_bwd", "ringx3_attention_bwd"})
+    for (const char* transport : {"staged", "cuda-aware"})
+      for (const char* elem : {"4", "2"}) {
+        Ran r = exec(4, std::string(name) + " --set seq=480 --set heads=12 --set dim=16 --set elem=" + elem + " --device host-staged --transport " +
+                            transport + " --check --iters 1 --warmup 0 --json");
+        INFO(name << " " << transport << " elem " << elem << ":\n" << r.out);
+        REQUIRE(r.rc == 0);
+        nlohmann::json j = row_of(r);
+        CHECK(j["wrong"] == 0);
+        CHECK(j["transport"] == transport);
+        CHECK(j["max_abs_err"].get<double>() < 1e-5);
+      }
+}

@@ -31,6 +31,30 @@ class DeviceOps {
   virtual bool copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) = 0;
   // dst[i] = dst[i] op src[i] for n elements of type t, on the device.
   virtual bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) = 0;
+
+  // One attention tile on device memory, in the chunk layouts of exec/attention_exec.hpp:
+  // forward, out0 = O|lse; backward, q is the bundle (with bf16: q, dO as bf16, lse, D as fp32),
+  // out0 = dQ, out1 = dKV. planes = batch × heads of one item.
+  struct AttentionTile {
+    const unsigned char* q = nullptr;
+    const unsigned char* kv = nullptr;
+    unsigned char* out0 = nullptr;
+    unsigned char* out1 = nullptr;
+    uint32_t batch = 0, heads = 0, rows_q = 0, rows_k = 0, dim = 0;
+    bool bf16 = false, backward = false, causal = false;
+    float scale = 0;
+  };
+  virtual bool attention_tile(const AttentionTile& t, std::string& err) {
+    (void)t;
+    err = name() + " has no attention kernels";
+    return false;
+  }
+  // acc ⊕= part over `rows` O|lse rows of dim + 1 floats (the online-softmax merge).
+  virtual bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) {
+    (void)acc, (void)part, (void)rows, (void)dim;
+    err = name() + " has no attention kernels";
+    return false;
+  }
 };
 
 }  // namespace sg

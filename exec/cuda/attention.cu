@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "exec/cuda/attention.cuh"
@@ -222,6 +223,16 @@ __global__ void attn_bwd_dkv(const float* __restrict__ bundle, const T* __restri
 
 unsigned blocks(size_t rows) { return static_cast<unsigned>((rows + kWarps - 1) / kWarps); }
 
+__global__ void widen_bundle(const unsigned char* __restrict__ in, float* __restrict__ out, size_t rows, uint32_t dim) {
+  const size_t w = 2 * size_t{dim} + 2, in_row = 4 * size_t{dim} + 8;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < rows * w; i += size_t{gridDim.x} * blockDim.x) {
+    const size_t r = i / w, c = i % w;
+    const unsigned char* row = in + r * in_row;
+    if (c < 2 * dim) out[i] = __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(row)[c]);
+    else out[i] = reinterpret_cast<const float*>(row + 4 * size_t{dim})[c - 2 * dim];
+  }
+}
+
 }  // namespace
 
 int launch_attn_fwd(const void* q, const void* kv, float* o_lse, bool bf16, uint32_t planes, uint32_t rows_q, uint32_t rows_k,
@@ -261,6 +272,14 @@ int launch_attn_bwd(const float* bundle, const void* kv, bool kv_bf16, float* dq
     if (qrows) attn_bwd_dq<float><<<blocks(qrows), 32 * kWarps, sm, st>>>(bundle, k, dq, planes, rows_q, rows_k, dim, causal, scale, offset);
     if (krows) attn_bwd_dkv<float><<<blocks(krows), 32 * kWarps, sm, st>>>(bundle, k, dkv, planes, rows_q, rows_k, dim, causal, scale, offset);
   }
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launch_widen_bundle(const void* in, float* out, size_t rows, uint32_t dim, void* stream) {
+  const size_t n = rows * (2 * size_t{dim} + 2);
+  if (n == 0) return 0;
+  const unsigned b = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 4096));
+  widen_bundle<<<b, 256, 0, static_cast<cudaStream_t>(stream)>>>(static_cast<const unsigned char*>(in), out, rows, dim);
   return static_cast<int>(cudaGetLastError());
 }
 

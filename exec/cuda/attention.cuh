@@ -29,4 +29,8 @@ int launch_attn_merge(float* acc, const float* part, size_t rows, uint32_t dim, 
 int launch_attn_bwd(const float* bundle, const void* kv, bool kv_bf16, float* dq, float* dkv, uint32_t planes, uint32_t rows_q,
                     uint32_t rows_k, uint32_t dim, bool causal, float scale, int64_t offset, void* stream);
 
+// The backward's bf16 bundle (per row: q, dO as bf16, then lse, D as fp32: 4·dim + 8 bytes)
+// widened to the fp32 bundle (2·dim + 2 floats per row).
+int launch_widen_bundle(const void* in, float* out, size_t rows, uint32_t dim, void* stream);
+
 }  // namespace sg::cuda

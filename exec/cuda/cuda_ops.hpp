@@ -12,6 +12,10 @@ namespace sg::cuda {
 
 class CudaOps final : public DeviceOps {
  public:
+  CudaOps() = default;
+  ~CudaOps() override;
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
   // Uses device d (cudaSetDevice) and creates its stream; false with err when it cannot.
   bool open(int d, const std::string& name, std::string& err);
   std::string name() const override { return name_; }
@@ -23,8 +27,12 @@ class CudaOps final : public DeviceOps {
   bool to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) override;
   bool copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) override;
   bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) override;
+  bool attention_tile(const AttentionTile& t, std::string& err) override;  // exec/cuda/attention.cu
+  bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) override;
 
  private:
+  unsigned char* bundle_ = nullptr;  // the backward's bf16 bundle widened to fp32 (grown on demand)
+  size_t bundle_bytes_ = 0;
   Stream stream_;
   std::string name_;
 };
