@@ -3,6 +3,7 @@
 // case says so and skips; `exec --device cuda` is refused with the runtime's reason, exit 2.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -32,8 +33,8 @@ bool have_device() {
 float op_f(ReduceOp op, float a, float b) {
   switch (op) {
     case ReduceOp::Sum: return a + b;
-    case ReduceOp::Max: return std::fmax(a, b);
-    case ReduceOp::Min: return std::fmin(a, b);
+    case ReduceOp::Max: return std::max(a, b);
+    case ReduceOp::Min: return std::min(a, b);
     case ReduceOp::Prod: return a * b;
   }
   return a;

@@ -29,6 +29,23 @@ __device__ inline float warp_sum(float v) {
   return v;
 }
 
+// The merge weights of two non-empty rows, as the CPU's merge_row computes them (by the larger
+// and the smaller lse, so the result does not depend on which side is which, even with fused
+// multiply-adds): merged = hi + log1p(exp(lo − hi)).
+struct MergeW {
+  float merged, wh, wl;
+};
+__device__ inline MergeW merge_weights(float la, float lb) {
+  const float hi = fmaxf(la, lb), lo = fminf(la, lb);
+  const float merged = hi + log1pf(expf(lo - hi));
+  return {merged, expf(hi - merged), expf(lo - merged)};
+}
+// One element of the merge: x (lse la) with y (lse lb), both non-empty.
+__device__ inline float merge_elem(float x, float y, float la, float lb, const MergeW& w) {
+  if (la == lb) return (x + y) * w.wh;
+  return la > lb ? x * w.wh + y * w.wl : y * w.wh + x * w.wl;
+}
+
 // Whether key u is visible from query t.
 __device__ inline bool visible(bool causal, int64_t t, int64_t u, int64_t offset) { return !causal || u <= t + offset; }
 
@@ -82,15 +99,24 @@ __global__ void attn_fwd(const T* __restrict__ q, const T* __restrict__ kv, floa
   const float lse_t = m + logf(l);
   float* out = o_lse + row * (dim + 1);
   const float lse = out[dim];
-  const float lse_new = lse == -INFINITY ? lse_t : fmaxf(lse, lse_t) + log1pf(expf(-fabsf(lse - lse_t)));
-  const float a = lse == -INFINITY ? 0.f : expf(lse - lse_new), b = expf(lse_t - lse_new);
+  if (lse == -INFINITY) {  // empty accumulator: the tile's row, as is (whatever garbage o held)
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const uint32_t d = lane + 32u * k;
+      if (d < dim) out[d] = acc[k] / l;
+    }
+    __syncwarp();
+    if (lane == 0) out[dim] = lse_t;
+    return;
+  }
+  const MergeW w = merge_weights(lse, lse_t);
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const uint32_t d = lane + 32u * k;
-    if (d < dim) out[d] = out[d] * a + (acc[k] / l) * b;
+    if (d < dim) out[d] = merge_elem(out[d], acc[k] / l, lse, lse_t, w);
   }
   __syncwarp();
-  if (lane == 0) out[dim] = lse_new;
+  if (lane == 0) out[dim] = w.merged;
 }
 
 __global__ void attn_merge(float* __restrict__ acc, const float* __restrict__ part, size_t rows, uint32_t dim) {
@@ -104,10 +130,9 @@ __global__ void attn_merge(float* __restrict__ acc, const float* __restrict__ pa
     for (uint32_t d = 0; d <= dim; ++d) x[d] = y[d];
     return;
   }
-  const float ln = fmaxf(la, lb) + log1pf(expf(-fabsf(la - lb)));
-  const float a = expf(la - ln), b = expf(lb - ln);
-  for (uint32_t d = 0; d < dim; ++d) x[d] = x[d] * a + y[d] * b;
-  x[dim] = ln;
+  const MergeW w = merge_weights(la, lb);
+  for (uint32_t d = 0; d < dim; ++d) x[d] = merge_elem(x[d], y[d], la, lb, w);
+  x[dim] = w.merged;
 }
 
 // dQ: a warp per query row, over the key rows 32 at a time.

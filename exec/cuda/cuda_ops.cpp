@@ -28,7 +28,9 @@ bool CudaOps::open(int d, const std::string& name, std::string& err) {
 unsigned char* CudaOps::allocate(size_t bytes, std::string& err) {
   void* p = nullptr;
   if (!ok(cudaMalloc(&p, bytes ? bytes : 1), "cudaMalloc", err)) return nullptr;
-  if (!ok(cudaMemset(p, 0, bytes), "cudaMemset", err)) {
+  // Zeroed on this process's stream (non-blocking: a plain cudaMemset would not be ordered
+  // before the work that follows on it), and waited for.
+  if (!ok(cudaMemsetAsync(p, 0, bytes, static_cast<cudaStream_t>(stream_.handle())), "cudaMemsetAsync", err) || !stream_.sync(err)) {
     cudaFree(p);
     return nullptr;
   }

@@ -68,10 +68,11 @@ DeviceMemory::~DeviceMemory() {
 
 bool DeviceMemory::allocate(size_t bytes, std::string& err) {
   if (p_) cudaFree(p_), p_ = nullptr;
-  n_ = bytes;
+  n_ = 0;
   void* q = nullptr;
   if (!ok(cudaMalloc(&q, bytes ? bytes : 1), "cudaMalloc", err)) return false;
   p_ = static_cast<unsigned char*>(q);
+  n_ = bytes;
   return true;
 }
 

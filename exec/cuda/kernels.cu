@@ -18,8 +18,8 @@ struct Arith {  // arithmetic types: computed in the type itself (integers wrap)
   __device__ static T op(DevOp o, T a, T b) {
     switch (o) {
       case DevOp::Sum: return static_cast<T>(a + b);
-      case DevOp::Max: return a > b ? a : b;
-      case DevOp::Min: return a < b ? a : b;
+      case DevOp::Max: return a < b ? b : a;  // std::max(dst, src), as the CPU path (exec/kernels.cpp)
+      case DevOp::Min: return b < a ? b : a;  // std::min(dst, src)
       case DevOp::Prod: return static_cast<T>(a * b);
     }
     return a;
@@ -30,8 +30,8 @@ struct Arith {  // arithmetic types: computed in the type itself (integers wrap)
 __device__ inline float apply_f(DevOp o, float a, float b) {
   switch (o) {
     case DevOp::Sum: return a + b;
-    case DevOp::Max: return fmaxf(a, b);
-    case DevOp::Min: return fminf(a, b);
+    case DevOp::Max: return a < b ? b : a;
+    case DevOp::Min: return b < a ? b : a;
     case DevOp::Prod: return a * b;
   }
   return a;
