@@ -1,0 +1,167 @@
+// bench_gpu: the CUDA path's kernels against the GPU's own baselines, measured in the same run
+// (issue 10, item 6). Without a device it says so and exits 0 (the ctest smoke run).
+//
+//   part 1: the reduction kernel's bandwidth (reads dst and src, writes dst: 3 bytes moved per
+//           byte reduced) against cudaMemcpy device-to-device's (2 per byte), f32 / bf16 sum;
+//           goal >= 80 %.
+//   part 2: the attention tile's throughput (forward, 4·planes·rows²·dim flops) against cuBLAS
+//           doing the tile's two products (S = Q·Kᵀ, O = P·V, batched over planes) on the same
+//           shapes: fp32 (SGEMM) and bf16 inputs with fp32 accumulation (GemmEx, tensor cores);
+//           goal >= 50 %.
+//   Ring attention on several ranks sharing the GPU is `mpiexec -n 4 stepgraph exec
+//   zigzag_ring_attention --device cuda --check` (bench/README.md).
+//
+//   bench_gpu [--quick] [--part 1|2]
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "exec/cuda/attention.cuh"
+#include "exec/cuda/device.hpp"
+
+namespace {
+
+using namespace sg;
+
+#define CK(x)                                                                                  \
+  do {                                                                                         \
+    cudaError_t e_ = (x);                                                                      \
+    if (e_ != cudaSuccess) {                                                                   \
+      std::fprintf(stderr, "bench_gpu: %s: %s\n", #x, cudaGetErrorString(e_));                \
+      std::exit(3);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+// The fastest of `reps` timings (CUDA events) of f, after one warm-up call.
+template <class F>
+double fastest_ms(int reps, F&& f) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  f();
+  CK(cudaDeviceSynchronize());
+  float best = 1e30f;
+  for (int r = 0; r < reps; ++r) {
+    CK(cudaEventRecord(a));
+    f();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    best = std::min(best, ms);
+  }
+  cudaEventDestroy(a);
+  cudaEventDestroy(b);
+  return best;
+}
+
+void part_reduce(bool quick) {
+  std::printf("\n## part 1: reduction kernel bandwidth against cudaMemcpy D2D (goal >= 80%%)\n\n");
+  std::printf("| size | type | reduce GB/s | copy GB/s | ratio |\n|---|---|---|---|---|\n");
+  std::vector<size_t> sizes = quick ? std::vector<size_t>{size_t{1} << 20} : std::vector<size_t>{size_t{64} << 20, size_t{256} << 20, size_t{1} << 30};
+  std::string err;
+  cuda::Stream st;
+  if (!st.create(err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+  for (size_t bytes : sizes)
+    for (DType t : {DType::F32, DType::BF16}) {
+      cuda::DeviceMemory a, b, c;
+      if (!a.allocate(bytes, err) || !b.allocate(bytes, err) || !c.allocate(bytes, err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+      CK(cudaMemset(a.data(), 0, bytes));
+      CK(cudaMemset(b.data(), 0, bytes));
+      size_t n = bytes / dtype_size(t);
+      double red = fastest_ms(quick ? 2 : 10, [&] {
+        if (!cuda::device_reduce(t, ReduceOp::Sum, a.data(), b.data(), n, st, err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+        CK(cudaStreamSynchronize(static_cast<cudaStream_t>(st.handle())));
+      });
+      double cpy = fastest_ms(quick ? 2 : 10, [&] { CK(cudaMemcpy(c.data(), b.data(), bytes, cudaMemcpyDeviceToDevice)); });
+      double red_bw = 3.0 * bytes / (red * 1e-3) / 1e9, cpy_bw = 2.0 * bytes / (cpy * 1e-3) / 1e9;
+      std::printf("| %zu MiB | %s | %.0f | %.0f | %.0f%% |\n", bytes >> 20, dtype_name(t), red_bw, cpy_bw, 100 * red_bw / cpy_bw);
+    }
+}
+
+void part_attention(bool quick) {
+  std::printf("\n## part 2: attention tile throughput against cuBLAS on the tile's two products (goal >= 50%%)\n\n");
+  std::printf("| planes x rows x dim | inputs | tile TFLOP/s | cuBLAS TFLOP/s | ratio |\n|---|---|---|---|---|\n");
+  const uint32_t planes = quick ? 2 : 32, rows = quick ? 256 : 4096, dim = quick ? 64 : 128;
+  const double flops = 4.0 * planes * rows * double(rows) * dim;
+  std::string err;
+  cuda::Stream st;
+  if (!st.create(err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "bench_gpu: cublasCreate failed\n"), std::exit(3);
+  cublasSetStream(h, static_cast<cudaStream_t>(st.handle()));
+  for (bool bf16 : {false, true}) {
+    size_t es = bf16 ? 2 : 4, qn = size_t{planes} * rows * dim;
+    cuda::DeviceMemory q, kv, o, s;
+    if (!q.allocate(qn * es, err) || !kv.allocate(2 * qn * es, err) || !o.allocate(size_t{planes} * rows * (dim + 1) * 4, err) ||
+        !s.allocate(size_t{planes} * rows * rows * (bf16 ? 2 : 4), err))
+      std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    CK(cudaMemset(q.data(), 0, qn * es));
+    CK(cudaMemset(kv.data(), 0, 2 * qn * es));
+    CK(cudaMemset(o.data(), 0, size_t{planes} * rows * (dim + 1) * 4));
+    double tile = fastest_ms(quick ? 2 : 5, [&] {
+      int rc = cuda::launch_attn_fwd(q.data(), kv.data(), reinterpret_cast<float*>(o.data()), bf16, planes, rows, rows, dim, false,
+                                     0.088f, 0, st.handle());
+      if (rc) std::fprintf(stderr, "bench_gpu: the attention kernel failed (%d)\n", rc), std::exit(3);
+      CK(cudaStreamSynchronize(static_cast<cudaStream_t>(st.handle())));
+    });
+    // cuBLAS, column-major: S (rows x rows) = Kᵀ-side product, then O (dim x rows) = V · P.
+    const float one = 1, zero = 0;
+    const long long sq = static_cast<long long>(rows) * dim, ss = static_cast<long long>(rows) * rows;
+    auto* K = q.data();  // the values do not matter for the timing
+    double gemm = fastest_ms(quick ? 2 : 5, [&] {
+      cublasStatus_t r1, r2;
+      if (!bf16) {
+        r1 = cublasSgemmStridedBatched(h, CUBLAS_OP_T, CUBLAS_OP_N, rows, rows, dim, &one, reinterpret_cast<float*>(K), dim, sq,
+                                       reinterpret_cast<float*>(q.data()), dim, sq, &zero, reinterpret_cast<float*>(s.data()), rows, ss,
+                                       planes);
+        r2 = cublasSgemmStridedBatched(h, CUBLAS_OP_N, CUBLAS_OP_N, dim, rows, rows, &one, reinterpret_cast<float*>(kv.data()), dim, sq,
+                                       reinterpret_cast<float*>(s.data()), rows, ss, &zero, reinterpret_cast<float*>(o.data()), dim, sq,
+                                       planes);
+      } else {
+        r1 = cublasGemmStridedBatchedEx(h, CUBLAS_OP_T, CUBLAS_OP_N, rows, rows, dim, &one, K, CUDA_R_16BF, dim, sq, q.data(), CUDA_R_16BF,
+                                        dim, sq, &zero, s.data(), CUDA_R_16BF, rows, ss, planes, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        r2 = cublasGemmStridedBatchedEx(h, CUBLAS_OP_N, CUBLAS_OP_N, dim, rows, rows, &one, kv.data(), CUDA_R_16BF, dim, sq, s.data(),
+                                        CUDA_R_16BF, rows, ss, &zero, o.data(), CUDA_R_32F, dim, sq, planes, CUBLAS_COMPUTE_32F,
+                                        CUBLAS_GEMM_DEFAULT);
+      }
+      if (r1 != CUBLAS_STATUS_SUCCESS || r2 != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "bench_gpu: cuBLAS failed\n"), std::exit(3);
+      CK(cudaStreamSynchronize(static_cast<cudaStream_t>(st.handle())));
+    });
+    double tt = flops / (tile * 1e-3) / 1e12, gt = flops / (gemm * 1e-3) / 1e12;
+    std::printf("| %u x %u x %u | %s | %.1f | %.1f | %.0f%% |\n", planes, rows, dim, bf16 ? "bf16" : "fp32", tt, gt, 100 * tt / gt);
+  }
+  cublasDestroy(h);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  int part = 0;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (std::strcmp(argv[i], "--part") == 0 && i + 1 < argc) part = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: bench_gpu [--quick] [--part 1|2]\n");
+      return 2;
+    }
+  }
+  cuda::DeviceProbe p = cuda::probe_devices();
+  if (p.count == 0) {
+    std::printf("bench_gpu: no CUDA device (%s): nothing measured\n", p.reason.c_str());
+    return 0;
+  }
+  std::string err;
+  if (!cuda::use_device(0, err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+  std::printf("# bench_gpu on %s\n", p.names[0].c_str());
+  if (part == 0 || part == 1) part_reduce(quick);
+  if (part == 0 || part == 2) part_attention(quick);
+  return 0;
+}
