@@ -160,8 +160,7 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
 
 // Copies and reductions carry O|lse rows from buffer to buffer (part -> O, Oh -> Os -> O): the
 // merge buffers closed under this rank's copies, reduces and collectives with `into`.
-// Choreographic send / receive pairs are not followed (a rank's graph does not hold the peer's
-// buffer); the library's partial outputs always pass through a copy, reduce or collective.
+// Choreographic sends and receives are joined by statement across ranks (join_transfers).
 void propagate_merge(const StepGraph& g, std::vector<uint8_t>& merge) {
   for (bool changed = true; changed;) {
     changed = false;
@@ -173,6 +172,25 @@ void propagate_merge(const StepGraph& g, std::vector<uint8_t>& merge) {
       if (k == StepKind::Copy || k == StepKind::Reduce) join(g.range(s).buf, g.copy_source(s).buf);
       else if (k == StepKind::Collective && g.coll(s).into.cnt) join(g.range(s).buf, g.coll(s).into.buf);
     }
+  }
+}
+
+// A choreographic `send X … into Y` has its send step on one rank and its receive step on another,
+// but both come from one statement, whose source and destination buffers are fixed: the
+// statements whose send or receive side touches a merge buffer are agreed on by all ranks (every
+// rank elaborated the same statements), and both sides' buffers become merge buffers. A tree
+// reduction of partial outputs (a → h into mid reduce, h → root into O reduce) needs it.
+void join_transfers(const StepGraph& g, std::vector<uint8_t>& merge, MPI_Comm world) {
+  std::vector<uint8_t> stmts(g.stmt_locs.size(), 0), all(g.stmt_locs.size(), 0);
+  for (StepId s = 0; s < g.size(); ++s) {
+    StepKind k = g.kind(s);
+    if ((k == StepKind::Send || k == StepKind::Recv) && !g.local(s) && merge[g.range(s).buf] && g.stmt(s) < stmts.size())
+      stmts[g.stmt(s)] = 1;
+  }
+  MPI_Allreduce(stmts.data(), all.data(), static_cast<int>(stmts.size()), MPI_UINT8_T, MPI_MAX, world);
+  for (StepId s = 0; s < g.size(); ++s) {
+    StepKind k = g.kind(s);
+    if ((k == StepKind::Send || k == StepKind::Recv) && !g.local(s) && g.stmt(s) < all.size() && all[g.stmt(s)]) merge[g.range(s).buf] = 1;
   }
 }
 
@@ -216,6 +234,8 @@ bool plan_attention(const StepGraph& g, const SourceManager& sm, MPI_Comm world,
   // (every rank sees the same agreed list, so all leave the loop together).
   a.merge.resize(g.buffers.size(), 0);
   for (;;) {
+    propagate_merge(g, a.merge);
+    join_transfers(g, a.merge, world);
     propagate_merge(g, a.merge);
     std::vector<uint8_t> all(a.merge.size());
     MPI_Allreduce(a.merge.data(), all.data(), static_cast<int>(a.merge.size()), MPI_UINT8_T, MPI_MAX, world);

@@ -176,3 +176,50 @@ TEST_CASE("attention in device mode: tiles and merges through the DeviceOps, bot
         CHECK(j["max_abs_err"].get<double>() < 1e-5);
       }
 }
+
+TEST_CASE("partial outputs reduced along a tree of choreographic sends are merged, not summed", "[exec][mpi][attention]") {
+  if (!have_mpiexec()) return;
+  // For each root i: rank h collects the partials of ranks a and b in `mid` (send … reduce), then
+  // sends its own partial and `mid` to the root. `mid` is tied to the outputs only through send
+  // statements: exec joins a statement's two sides across ranks (summing there gave errors of 3.6).
+  const std::string path = "/tmp/stepgraph_test_exec_attn_tree.sched";
+  write_file(path, R"(schedule tree(seq = 480, heads = 2, dim = 16, batch = 1, causal = 0, elem = 4) {
+  require N == 4, "four ranks";
+  let blk = seq / N;
+  buffer Q[N] bytes batch * heads * blk * dim * elem;
+  buffer KV[N] bytes 2 * batch * heads * blk * dim * elem;
+  buffer O[N] bytes batch * heads * blk * (dim + 1) * 4;
+  buffer qb[1] bytes batch * heads * blk * dim * elem;
+  buffer part[2] bytes batch * heads * blk * (dim + 1) * 4;
+  buffer mid[2] bytes batch * heads * blk * (dim + 1) * 4;
+  init Q owned;
+  init KV owned;
+  expect attention(Q, KV, O, full);
+  for i in 0 .. N {
+    let h = (i + 1) % N;
+    let a = (i + 2) % N;
+    let b = (i + 3) % N;
+    copy Q[i] into qb[0] at i;
+    bcast qb[0] root i;
+    copy part[1] into part[0];
+    copy mid[1] into mid[0] at h;
+    compute attn(qb[0], KV[i]) into O[i] mask full at i;
+    compute attn(qb[0], KV[h]) into part[0] mask full at h;
+    compute attn(qb[0], KV[a]) into part[0] mask full at a;
+    compute attn(qb[0], KV[b]) into part[0] mask full at b;
+    send part[0] from a to h into mid[0] reduce;
+    send part[0] from b to h into mid[0] reduce;
+    send part[0] from h to i into O[i] reduce;
+    send mid[0] from h to i into O[i] reduce;
+  }
+}
+)");
+  for (const char* device : {"cpu", "host-staged"}) {
+    Ran r = exec(4, path + " --device " + device + " --check --iters 1 --warmup 0 --json");
+    INFO(device << ":\n" << r.out);
+    REQUIRE(r.rc == 0);
+    nlohmann::json j = row_of(r);
+    CHECK(j["wrong"] == 0);
+    CHECK(j["max_abs_err"].get<double>() < 1e-5);
+  }
+}
