@@ -644,6 +644,13 @@ schedule ring_shift() {
   std::cout << "\n16. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
                "    PyTorch's master address: `eval` it in a job script before torch.distributed.init_process_group)\n\n";
   run(mpi + "-n 2 '" + self + "' env --export 2>/dev/null | sort");
+
+  std::cout << "\n17. the GPU path: `exec --device cuda` keeps the buffers on each rank's GPU (copies, reductions and attention\n"
+               "    tiles in CUDA kernels; MPI staged through host memory or CUDA-aware); where there is no GPU it says why.\n"
+               "    `--device host-staged` runs that same path with host memory as the device, checked\n\n";
+  run("( " + mpi + "-n 2 '" + self + "' exec ring_allreduce --set size=64KiB --device cuda --check --iters 2; echo \"   exit code $?\" ) 2>&1 "
+      "| grep -e 'stepgraph: error' -e '^   exit code' -e '# device'");
+  run(mpi + "-n 4 '" + self + "' exec ring_allreduce --set size=1MiB --device host-staged --check --iters 5 --warmup 1");
   return rc;
 }
 
