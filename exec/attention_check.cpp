@@ -61,6 +61,9 @@ struct Compare {
 void compare_on_root(const AttentionLayout& a, const std::vector<unsigned char>& all, const std::vector<long long>& lens,
                      const std::vector<int>& displs, AttentionCheck& c);
 
+// Bytes of one output item in role 0 (O, or dQ) or 1 (dKV).
+uint64_t output_bytes(const AttentionLayout& a, uint32_t role) { return a.backward ? (role == 0 ? a.dq_bytes : a.dkv_bytes) : a.o_bytes; }
+
 }  // namespace
 
 AttentionCheck check_attention(const AttentionLayout& a, const std::vector<AttentionOutput>& mine, MPI_Comm world) {
@@ -68,13 +71,12 @@ AttentionCheck check_attention(const AttentionLayout& a, const std::vector<Atten
   c.tolerance = a.bf16 ? 2.5e-2 : 1e-4;
   c.backward = a.backward;
   c.bf16 = a.bf16;
-  auto item_bytes = [&](uint32_t role) { return a.backward ? (role == 0 ? a.dq_bytes : a.dkv_bytes) : a.o_bytes; };
   // Records: role, rel, then the item's bytes.
   std::vector<unsigned char> out;
   for (const AttentionOutput& o : mine) {
     uint32_t head[2] = {o.role, o.rel};
     out.insert(out.end(), reinterpret_cast<unsigned char*>(head), reinterpret_cast<unsigned char*>(head) + 8);
-    out.insert(out.end(), o.data, o.data + item_bytes(o.role));
+    out.insert(out.end(), o.data, o.data + output_bytes(a, o.role));
   }
   int me = 0, n = 1;
   MPI_Comm_rank(world, &me);
@@ -110,7 +112,6 @@ namespace {
 void compare_on_root(const AttentionLayout& a, const std::vector<unsigned char>& all, const std::vector<long long>& lens,
                      const std::vector<int>& displs, AttentionCheck& c) {
   const TileShape& t = a.tile;
-  auto item_bytes = [&](uint32_t role) { return a.backward ? (role == 0 ? a.dq_bytes : a.dkv_bytes) : a.o_bytes; };
   const int n = static_cast<int>(lens.size());
 
   // The whole sequence's inputs, from the items the ranks were given.
@@ -150,7 +151,7 @@ void compare_on_root(const AttentionLayout& a, const std::vector<unsigned char>&
     std::memcpy(head, all.data() + at, 8);
     at += 8;
     uint32_t role = head[0], rel = head[1];
-    uint64_t bytes = item_bytes(role);
+    uint64_t bytes = output_bytes(a, role);
     if (role > 1 || rel >= (role == 0 ? seen_q : seen_kv).size()) break;  // cannot happen: our own records
     (role == 0 ? seen_q : seen_kv)[rel] = 1;
     std::vector<float> got(bytes / 4);
@@ -190,8 +191,8 @@ void compare_on_root(const AttentionLayout& a, const std::vector<unsigned char>&
       c.err_o = c.err_dq = c.err_dkv = std::numeric_limits<double>::infinity();
     }
   };
-  missing(seen_q, a.backward ? "dQ" : "O", a.backward ? a.dq_bytes / 4 : a.o_bytes / 4);
-  if (a.backward) missing(seen_kv, "dKV", a.dkv_bytes / 4);
+  missing(seen_q, a.backward ? "dQ" : "O", output_bytes(a, 0) / 4);
+  if (a.backward) missing(seen_kv, "dKV", output_bytes(a, 1) / 4);
 }
 
 }  // namespace

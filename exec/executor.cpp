@@ -224,53 +224,32 @@ struct Executor::Impl {
   unsigned char* mpi_ptr(const Range& r) const { return dev_direct ? dptr(r) : ptr(r); }
   unsigned char* mpi_stage(StepId s) const { return (dev_direct ? dstage : staging.p) + stage_off[s]; }
   std::string dev_error;  // the first device failure, kept across runs (fill_inputs and check report it)
-  bool dev_ok(bool ok, const std::string& what, std::string& why) {
-    if (!ok && error.empty()) error = what + ": " + why;
-    if (!ok && dev_error.empty()) dev_error = what + ": " + why;
-    return ok;
+  // Records a device failure. The message is built only then: these calls sit on every step.
+  bool dev_ok(bool ok, const char* what, const Range* r, const std::string& why) {
+    if (ok) return true;
+    std::string msg = std::string(what) + (r ? " (" + g.range_name(*r) + ")" : std::string()) + " on " + dev->name() + ": " + why;
+    if (error.empty()) error = msg;
+    if (dev_error.empty()) dev_error = msg;
+    return false;
   }
   // Before MPI reads range r from the host mirror.
   bool down(const Range& r, bool for_host = false) {
     std::string why;
-    return !dev || (dev_direct && !for_host) || r.cnt == 0 || dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the host", why);
+    return !dev || (dev_direct && !for_host) || r.cnt == 0 || dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "a copy to the host", &r, why);
   }
   // After MPI wrote range r in the host mirror (host_wrote: host code did, so even when MPI
   // works on device memory the mirror must go up).
   bool up(const Range& r, bool host_wrote = false) {
     std::string why;
-    return !dev || (dev_direct && !host_wrote) || r.cnt == 0 || dev_ok(dev->to_device(dptr(r), ptr(r), bytes(r), why), "copying " + g.range_name(r) + " to the device", why);
+    return !dev || (dev_direct && !host_wrote) || r.cnt == 0 || dev_ok(dev->to_device(dptr(r), ptr(r), bytes(r), why), "a copy to the device", &r, why);
   }
   // The whole of every buffer, both ways (inputs filled on the host; the check reads the host),
   // whatever the transport.
   void down_all() {
-    bool d = dev_direct;
-    dev_direct = false;
-    for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) down(Range{b, 0, g.buffers[b].chunks});
-    dev_direct = d;
+    for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) down(Range{b, 0, g.buffers[b].chunks}, true);
   }
   void up_all() {
-    bool d = dev_direct;
-    dev_direct = false;
-    for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) up(Range{b, 0, g.buffers[b].chunks});
-    dev_direct = d;
-  }
-  // dst op= src on the device over range r (src laid out like r, both device pointers).
-  void dev_reduce(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems) {
-    const BufferInfo& bi = g.buffers[r.buf];
-    std::string why;
-    if (att.active && att.merge[r.buf]) {  // partial attention outputs: the online-softmax merge, on the device
-      uint64_t n = std::min(bytes(r), max_elems == UINT64_MAX ? UINT64_MAX : max_elems * dtype_size(bi.dtype));
-      dev_ok(dev->attention_merge(dst, src, n / ((att.dim + uint64_t{1}) * 4), att.dim, why), "the device merge into " + g.range_name(r), why);
-      return;
-    }
-    if (bi.chunk_bytes % dtype_size(bi.dtype) == 0) {
-      dev_ok(dev->reduce(bi.dtype, rop, dst, src, std::min(elems(r), max_elems), why), "the device reduction into " + g.range_name(r), why);
-      return;
-    }
-    for (uint32_t k = 0; k < r.cnt; ++k)
-      if (!dev_ok(dev->reduce(bi.dtype, rop, dst + k * bi.chunk_bytes, src + k * bi.chunk_bytes, bi.chunk_elems, why),
-                  "the device reduction into " + g.range_name(r), why))
-        return;
+    for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) up(Range{b, 0, g.buffers[b].chunks}, true);
   }
 
   unsigned char* ptr(const Range& r) const { return bufs[r.buf]->p + uint64_t{r.lo} * g.buffers[r.buf].chunk_bytes; }
@@ -685,20 +664,32 @@ struct Executor::Impl {
     req_kind.push_back(k);
   }
 
-  // dst op= src over range r (src laid out like r). Chunks whose size is not a multiple of the
-  // element size end in padding bytes: their elements are reduced chunk by chunk.
+  // dst op= src over range r (src laid out like r): on the host, or in device mode on the device
+  // (dst, src device pointers). Chunks whose size is not a multiple of the element size end in
+  // padding bytes: their elements are reduced chunk by chunk.
   void reduce_range(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems) {
     const BufferInfo& bi = g.buffers[r.buf];
     DType t = bi.dtype;
+    std::string why;
     if (att.active && att.merge[r.buf]) {  // partial attention outputs: the online-softmax merge
-      merge_rows(att, dst, src, std::min(bytes(r), max_elems == UINT64_MAX ? UINT64_MAX : max_elems * dtype_size(t)));
+      uint64_t n = std::min(bytes(r), max_elems == UINT64_MAX ? UINT64_MAX : max_elems * dtype_size(t));
+      if (dev) dev_ok(dev->attention_merge(dst, src, n / ((att.dim + uint64_t{1}) * 4), att.dim, why), "a merge", &r, why);
+      else merge_rows(att, dst, src, n);
       return;
     }
+    auto leaf = [&](unsigned char* d, const unsigned char* x, uint64_t n) {
+      if (!dev) {
+        reduce_into(t, rop, d, x, n);
+        return true;
+      }
+      return dev_ok(dev->reduce(t, rop, d, x, n, why), "a reduction", &r, why);
+    };
     if (bi.chunk_bytes % dtype_size(t) == 0) {
-      reduce_into(t, rop, dst, src, std::min(elems(r), max_elems));
+      leaf(dst, src, std::min(elems(r), max_elems));
       return;
     }
-    for (uint32_t k = 0; k < r.cnt; ++k) reduce_into(t, rop, dst + k * bi.chunk_bytes, src + k * bi.chunk_bytes, bi.chunk_elems);
+    for (uint32_t k = 0; k < r.cnt; ++k)
+      if (!leaf(dst + k * bi.chunk_bytes, src + k * bi.chunk_bytes, bi.chunk_elems)) return;
   }
 
   void finish_choreo_recv(StepId s) {
@@ -716,16 +707,16 @@ struct Executor::Impl {
     std::string why;
     if (dev_direct) {  // the message is in the device staging slot already
       unsigned char* d = dstage + stage_off[s];
-      if (g.flags(s) & kFlagReduce) dev_reduce(r, flag_op(g.flags(s)), dptr(r), d, UINT64_MAX);
-      else dev_ok(dev->copy(dptr(r), d, bytes(r), why), "the device copy of a received message", why);
+      if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), dptr(r), d, UINT64_MAX);
+      else dev_ok(dev->copy(dptr(r), d, bytes(r), why), "a device copy of a received message", &r, why);
       return;
     }
     if (g.flags(s) & kFlagReduce) {
       unsigned char* d = dstage + stage_off[s];
-      if (dev_ok(dev->to_device(d, src, bytes(r), why), "copying a received message to the device", why))
-        dev_reduce(r, flag_op(g.flags(s)), dptr(r), d, UINT64_MAX);
+      if (dev_ok(dev->to_device(d, src, bytes(r), why), "a copy of a received message to the device", &r, why))
+        reduce_range(r, flag_op(g.flags(s)), dptr(r), d, UINT64_MAX);
     } else {
-      dev_ok(dev->to_device(dptr(r), src, bytes(r), why), "copying a received message to the device", why);
+      dev_ok(dev->to_device(dptr(r), src, bytes(r), why), "a copy of a received message to the device", &r, why);
     }
   }
 
@@ -784,15 +775,14 @@ struct Executor::Impl {
       case StepKind::Copy: {
         Range src = g.copy_source(s);
         std::string why;
-        if (dev) dev_ok(dev->copy(dptr(r), dptr(src), std::min(bytes(r), bytes(src)), why), "the device copy into " + g.range_name(r), why);
+        if (dev) dev_ok(dev->copy(dptr(r), dptr(src), std::min(bytes(r), bytes(src)), why), "a device copy", &r, why);
         else std::memmove(ptr(r), ptr(src), std::min(bytes(r), bytes(src)));
         complete(s);
         return;
       }
       case StepKind::Reduce: {
         Range src = g.copy_source(s);
-        if (dev) dev_reduce(r, flag_op(g.flags(s)), dptr(r), dptr(src), elems(src));
-        else reduce_range(r, flag_op(g.flags(s)), ptr(r), ptr(src), elems(src));
+        reduce_range(r, flag_op(g.flags(s)), dev ? dptr(r) : ptr(r), dev ? dptr(src) : ptr(src), elems(src));
         complete(s);
         return;
       }
@@ -857,7 +847,7 @@ struct Executor::Impl {
       for (uint32_t k = 0; k < rq.cnt; ++k) {
         t.q = dptr(rq) + uint64_t{k} * g.buffers[rq.buf].chunk_bytes;
         t.out0 = dptr(w0) + uint64_t{k} * g.buffers[w0.buf].chunk_bytes;
-        if (!dev_ok(dev->attention_tile(t, why), "an attention tile on " + dev->name(), why)) return;
+        if (!dev_ok(dev->attention_tile(t, why), "an attention tile", &rq, why)) return;
       }
       return;
     }

@@ -20,6 +20,17 @@ constexpr int kPer = kAttnMaxDim / 32;         // dims per lane at most
 __device__ inline float load_in(const float* p, size_t i) { return p[i]; }
 __device__ inline float load_in(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
 
+// acc[k] += w · row[d] over the dimensions this lane owns (d = lane + 32k < dim): a partner
+// row's weighted contribution to the row this warp accumulates.
+template <class T>
+__device__ inline void add_scaled_row(float (&acc)[kPer], float w, const T* row, int lane, uint32_t dim) {
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const uint32_t d = lane + 32u * k;
+    if (d < dim) acc[k] += w * load_in(row, d);
+  }
+}
+
 __device__ inline float warp_max(float v) {
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
   return v;
@@ -85,13 +96,7 @@ __global__ void attn_fwd(const T* __restrict__ q, const T* __restrict__ kv, floa
     const uint32_t n = min(32u, rows_k - base);
     for (uint32_t j = 0; j < n; ++j) {
       const float pj = __shfl_sync(kFull, p, static_cast<int>(j));
-      if (pj == 0.f) continue;
-      const size_t vr = size_t{base + j} * dim;
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) {
-        const uint32_t d = lane + 32u * k;
-        if (d < dim) acc[k] += pj * load_in(V, vr + d);
-      }
+      if (pj != 0.f) add_scaled_row(acc, pj, V + size_t{base + j} * dim, lane, dim);
     }
     m = mn;
   }
@@ -171,13 +176,7 @@ __global__ void attn_bwd_dq(const float* __restrict__ bundle, const T* __restric
     const uint32_t n = min(32u, rows_k - base);
     for (uint32_t j = 0; j < n; ++j) {
       const float dsj = __shfl_sync(kFull, ds, static_cast<int>(j));
-      if (dsj == 0.f) continue;
-      const size_t kr = size_t{base + j} * dim;
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) {
-        const uint32_t d = lane + 32u * k;
-        if (d < dim) acc[k] += dsj * load_in(K, kr + d);
-      }
+      if (dsj != 0.f) add_scaled_row(acc, dsj, K + size_t{base + j} * dim, lane, dim);
     }
   }
 #pragma unroll
@@ -230,11 +229,8 @@ __global__ void attn_bwd_dkv(const float* __restrict__ bundle, const T* __restri
       const float dsi = __shfl_sync(kFull, ds, static_cast<int>(i));
       if (pi == 0.f && dsi == 0.f) continue;
       const float* br = B + size_t{base + i} * w;
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) {
-        const uint32_t d = lane + 32u * k;
-        if (d < dim) dk[k] += dsi * br[d], dv[k] += pi * br[dim + d];
-      }
+      add_scaled_row(dk, dsi, br, lane, dim);       // q
+      add_scaled_row(dv, pi, br + dim, lane, dim);  // dO
     }
   }
   float* dK = dkv + krow * dim;

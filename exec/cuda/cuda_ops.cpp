@@ -8,11 +8,7 @@ namespace sg::cuda {
 
 namespace {
 
-bool ok(cudaError_t e, const char* what, std::string& err) {
-  if (e == cudaSuccess) return true;
-  err = std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
-  return false;
-}
+bool ok(cudaError_t e, const char* what, std::string& err) { return cuda_ok(static_cast<int>(e), what, err); }
 
 }  // namespace
 

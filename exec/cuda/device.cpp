@@ -22,13 +22,15 @@ std::string cuda_error(const char* what, cudaError_t e) {
   return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
 }
 
-bool ok(cudaError_t e, const char* what, std::string& err) {
-  if (e == cudaSuccess) return true;
-  err = cuda_error(what, e);
-  return false;
-}
+bool ok(cudaError_t e, const char* what, std::string& err) { return cuda_ok(static_cast<int>(e), what, err); }
 
 }  // namespace
+
+bool cuda_ok(int e, const char* what, std::string& err) {
+  if (e == cudaSuccess) return true;
+  err = cuda_error(what, static_cast<cudaError_t>(e));
+  return false;
+}
 
 DeviceProbe probe_devices() {
   DeviceProbe p;

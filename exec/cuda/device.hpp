@@ -56,6 +56,9 @@ class Stream {
   void* s_ = nullptr;
 };
 
+// True when e (a cudaError_t) is cudaSuccess; else false with err = "what: name (description)".
+bool cuda_ok(int e, const char* what, std::string& err);
+
 // Selects device d for this thread.
 bool use_device(int d, std::string& err);
 
