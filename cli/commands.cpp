@@ -651,6 +651,22 @@ schedule ring_shift() {
   run("( " + mpi + "-n 2 '" + self + "' exec ring_allreduce --set size=64KiB --device cuda --check --iters 2; echo \"   exit code $?\" ) 2>&1 "
       "| grep -e 'stepgraph: error' -e '^   exit code' -e '# device'");
   run(mpi + "-n 4 '" + self + "' exec ring_allreduce --set size=1MiB --device host-staged --check --iters 5 --warmup 1");
+  std::cout << "\n    `--transport nccl`: NCCL has no buffered send and matches transfers by issue order, so every rank issues\n"
+               "    them in one global order of groups computed from the whole schedule (a transfer stream beside a compute\n"
+               "    stream, events between them). MPI stands in for NCCL here; a program whose blocking sends all go first\n"
+               "    is refused at its line, since only buffering saves it\n\n";
+  run(mpi + "-n 4 '" + self + "' exec zigzag_ring_attention --set seq=1024 --set heads=4 --set dim=32 --device host-staged --transport nccl "
+      "--check --iters 1 --warmup 0 | grep -v '^#  '");
+  std::string unsafe = tmp + "/stepgraph_demo_unsafe.sched";
+  {
+    std::ofstream f(unsafe);
+    f << "schedule unsafe_ring(size = 64KiB) {\n  buffer data[N] bytes size / N;\n  init data owned;\n  expect allgather(data);\n"
+         "  on r in 0 .. N {\n    for s in 0 .. N - 1 {\n      send data[(r - s) % N] to (r + 1) % N;\n"
+         "      recv data[(r - s - 1) % N] from (r - 1) % N;\n    }\n  }\n}\n";
+  }
+  run("( " + mpi + "-n 3 '" + self + "' exec " + unsafe + " --device host-staged --transport nccl --iters 1; echo \"   exit code $?\" ) 2>&1 "
+      "| grep -v -e '^---' -e '^$' -e 'Primary job' -e 'non-zero exit' -e 'mpiexec detected' -e 'the job to be' -e 'Process name' "
+      "-e 'Exit code:'");
   return rc;
 }
 

@@ -28,10 +28,14 @@
 
 #include "exec/executor.hpp"
 #include "exec/host_device.hpp"
+#include "exec/mpi_stream_comm.hpp"
 #endif
 #ifdef STEPGRAPH_HAVE_CUDA
 #include "exec/cuda/cuda_ops.hpp"
 #include "exec/cuda/device.hpp"
+#ifdef STEPGRAPH_HAVE_NCCL
+#include "exec/cuda/nccl_comm.hpp"
+#endif
 #endif
 
 namespace sg::cli {
@@ -220,14 +224,25 @@ int cmd_exec(const ExecOpts& o) {
   bool direct = false;
   std::string transport = "host", transport_why;
   if (o.device == "cpu" && o.transport != "auto") return refuse("--transport " + o.transport + " needs --device cuda (or host-staged)");
-  if (o.transport == "nccl")
-    return refuse("--transport nccl is not built yet (issue 10): use --transport staged or cuda-aware");
+  // The stream-ordered transport (--transport nccl): NCCL on a GPU, or MPI keeping NCCL's rules
+  // on the stand-in device. Transfers then go in the stream order's groups (computed per size).
+  std::unique_ptr<StreamComm> stream_comm;
   if (o.device == "host-staged") {
     device = &host_device;
     direct = o.transport == "cuda-aware";
     transport = direct ? "cuda-aware" : "staged";
     transport_why = direct ? "--transport cuda-aware: point-to-point on the stand-in device memory itself, collectives staged"
                            : "staged through host mirrors";
+    if (o.transport == "nccl") {
+      // The stand-in device defers its lanes like a GPU, in an order drawn per rank (and per
+      // STEPGRAPH_LANE_SEED), so that a missing wait between lanes shows in --check.
+      const char* seed = std::getenv("STEPGRAPH_LANE_SEED");
+      host_device.set_lanes(static_cast<uint64_t>(me) * 7919u + (seed ? std::strtoull(seed, nullptr, 10) : 1));
+      stream_comm = std::make_unique<exec::MpiStreamComm>(MPI_COMM_WORLD, &host_device);
+      transport = "nccl";
+      transport_why = "MPI standing in for NCCL on host memory, with NCCL's rules: transfers matched by issue order, in groups issued in "
+                      "one global order, each run to completion; local work and transfers on two deferred lanes interleaved at random";
+    }
     device_note = "host memory standing in for a device";
   } else if (o.device == "cuda") {
 #ifdef STEPGRAPH_HAVE_CUDA
@@ -253,13 +268,45 @@ int cmd_exec(const ExecOpts& o) {
       return 2;
     }
     device = &cuda_device;
+    if (o.transport == "nccl") {
+#ifdef STEPGRAPH_HAVE_NCCL
+      // NCCL needs a GPU of its own per rank: ranks on one node must not share a device.
+      int crowded = local_size > dp.count ? 1 : 0, any_crowded = 0;
+      MPI_Allreduce(&crowded, &any_crowded, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+      if (any_crowded)
+        return refuse("--transport nccl: NCCL needs a GPU per rank, and " + std::to_string(local_size) + " ranks on a node share " +
+                      std::to_string(dp.count) + " device" + (dp.count == 1 ? "" : "s") + " (use --transport staged, or fewer ranks per node)");
+      std::string id, why_id;
+      int id_ok = me == 0 ? (cuda::NcclComm::unique_id(id, why_id) ? 1 : 0) : 1, all_id = 0;
+      MPI_Allreduce(&id_ok, &all_id, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      if (!all_id) return refuse("--transport nccl: " + why_id);
+      id.resize(128);
+      MPI_Bcast(id.data(), 128, MPI_CHAR, 0, MPI_COMM_WORLD);
+      auto nc = std::make_unique<cuda::NcclComm>();
+      std::string why_init;
+      int init_ok = nc->init(id, size, me, cuda_device.lane_stream(1), why_init) ? 1 : 0, all_init = 0;
+      MPI_Allreduce(&init_ok, &all_init, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+      if (!all_init) {
+        if (!init_ok) say("stepgraph: error: --transport nccl: rank " + std::to_string(me) + ": " + why_init + "\n");
+        nc->abort();
+        MPI_Finalize();
+        return 2;
+      }
+      stream_comm = std::move(nc);
+#else
+      return refuse("--transport nccl: this stepgraph was built without NCCL (no nccl.h and libnccl beside the CUDA toolkit)");
+#endif
+    }
     device_note = dp.names[0] + (dp.count > 1 ? " and " + std::to_string(dp.count - 1) + " more" : std::string()) +
                   ", device = local rank mod " + std::to_string(dp.count) + (local_size > dp.count ? " (ranks share devices)" : "");
     std::string why_not;
     bool aware = exec::mpi_cuda_aware(why_not);
     int mine_aware = aware ? 1 : 0, all_aware = 0;
     MPI_Allreduce(&mine_aware, &all_aware, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    if (all_aware && o.transport != "staged") {
+    if (stream_comm) {
+      transport = "nccl";
+      transport_why = stream_comm->name() + ", one GPU per rank; transfers in groups issued in one global order";
+    } else if (all_aware && o.transport != "staged") {
       direct = true;
       transport = "cuda-aware";
       transport_why = "the MPI library reports CUDA support (MPIX_Query_cuda_support); collectives stay staged";
@@ -303,6 +350,7 @@ int cmd_exec(const ExecOpts& o) {
     c.max_memory = o.max_memory;
     if (sz) c.sets.push_back("size=" + std::to_string(sz));
     Prepared p;
+    StreamOrder order;
     // Every rank elaborates its own program and may find errors the others do not (one rank's
     // program skips the statements of other ranks): the diagnostics are captured, the ranks
     // agree on the outcome, and the lowest rank that failed prints them (rank 0 its warnings).
@@ -315,6 +363,13 @@ int cmd_exec(const ExecOpts& o) {
       p.opts.only_rank = me;
       g = elaborate(p.s, p.t, p.opts);
       if (g && !run_passes(*g, p.s.diags, {}, nullptr)) g.reset();
+      if (g && stream_comm) {
+        // The stream order needs every rank's program: the whole schedule, elaborated here too.
+        ElabOptions whole = p.opts;
+        whole.only_rank = -1;
+        std::unique_ptr<StepGraph> full = elaborate(p.s, p.t, whole);
+        if (!full || !run_passes(*full, p.s.diags, {}, nullptr) || !stream_order(*full, static_cast<uint32_t>(me), order, p.s.diags)) g.reset();
+      }
       if (!g) {
         if (const Diagnostic* why = p.s.diags.unsupported_since(0))
           std::cerr << "exec " << p.t.schedule->name << " N = " << size << ": unsupported (" << unsupported_reason(*why) << ")\n";
@@ -344,6 +399,8 @@ int cmd_exec(const ExecOpts& o) {
     eo.timeout_s = o.timeout_s;
     eo.device = device;
     eo.device_direct = direct;
+    eo.stream = stream_comm.get();
+    eo.order = stream_comm ? &order : nullptr;
 
     // Owned so that a refused setup frees its communicators before MPI_Finalize.
     auto owned = std::make_unique<exec::Executor>(*g, p.s.sources, MPI_COMM_WORLD, eo);

@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda", "host-staged"}));
   exec->add_option("--transport", eopts.transport,
                    "with a device: auto (default: cuda-aware when MPI reports CUDA support, else staged), staged (through host "
-                   "memory), cuda-aware (MPI on device memory; falls back to staged with the reason), nccl (not built yet)")
+                   "memory), cuda-aware (MPI on device memory; falls back to staged with the reason), nccl (NCCL, a GPU per rank; with "
+                   "--device host-staged, MPI keeping NCCL's rules)")
       ->check(CLI::IsMember({"auto", "staged", "cuda-aware", "nccl"}));
   exec->add_option("--predict", eopts.predict, "a platform (a spec, an .xml file or @FILE from calibrate): the analytic simulator's time next to the measured one, with the error");
 

@@ -201,6 +201,14 @@ struct Executor::Impl {
   DeviceOps* dev = nullptr;
   std::vector<unsigned char*> dbufs;
   unsigned char* dstage = nullptr;
+  // Stream-ordered transport (ExecOptions::stream): per group id of g its StreamComm id (-1: not
+  // a member); per level the transfers (in key order) and the local steps (in program order);
+  // which local steps a transfer waits on (they get a mark).
+  std::vector<int> stream_group;
+  std::vector<std::vector<StepId>> level_xfer, level_local;
+  std::vector<uint8_t> needs_mark;
+  bool lanes = false;                              // a streamed run is under way
+  std::deque<std::vector<unsigned char>> lane_values;  // generic compute values on their way up
 
   Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts)
       : g(graph), sources(sm), world(w), o(opts) {}
@@ -313,6 +321,16 @@ struct Executor::Impl {
       made[k] = c;
     }
     MPI_Group_free(&wg);
+    if (o.stream) {  // the same groups, in the same order, for the stream-ordered transport
+      stream_group.assign(g.groups.size(), -1);
+      for (const GroupKey& k : keys) {
+        GroupInfo gi{k.start, k.count, k.stride};
+        int id = -1;
+        if (!o.stream->add_group(k.start, k.count, k.stride, gi.index_of(me) >= 0, id, err)) return err = o.stream->name() + ": " + err, false;
+        for (size_t i = 0; i < g.groups.size(); ++i)
+          if (g.groups[i] == gi && gi.index_of(me) >= 0) stream_group[i] = id;
+      }
+    }
     group_comm.assign(g.groups.size(), MPI_COMM_NULL);
     for (size_t i = 0; i < g.groups.size(); ++i) {
       auto it = made.find(GroupKey{g.groups[i].start, g.groups[i].count, g.groups[i].stride});
@@ -363,7 +381,49 @@ struct Executor::Impl {
       if (it != last.end()) coll_prev[s] = it->second, coll_next[it->second] = s;
       last[c] = s;
     }
-    return plan_attention(g, sources, world, att, err);
+    if (!plan_attention(g, sources, world, att, err)) return false;
+    bool ok = !o.stream || plan_streams(err);
+    int bad_plan = ok ? 0 : 1, any_plan = 0;
+    MPI_Allreduce(&bad_plan, &any_plan, 1, MPI_INT, MPI_MAX, world);
+    return !any_plan;
+  }
+
+  // The stream-ordered transport's plan: this rank's steps by level (core/graph/stream_order.hpp).
+  bool plan_streams(std::string& err) {
+    const StreamOrder* so = o.order;
+    if (!dev || !so) return err = "the stream-ordered transport needs a device and the schedule's stream order", false;
+    if (so->level.size() != g.size())
+      return err = "internal: the stream order covers " + std::to_string(so->level.size()) + " steps of rank " + std::to_string(me) +
+                   ", its program has " + std::to_string(g.size()),
+             false;
+    for (StepId s = 0; s < g.size(); ++s)
+      if (so->stmt[s] != g.stmt(s) || so->kind[s] != static_cast<uint8_t>(g.kind(s)))
+        return err = "internal: the stream order does not follow rank " + std::to_string(me) + "'s program at " + describe(s), false;
+    level_xfer.assign(so->groups + 1, {});
+    level_local.assign(so->groups + 1, {});
+    needs_mark.assign(g.size(), 0);
+    for (StepId s = 0; s < g.size(); ++s) {
+      if (!stream_transfer(g.kind(s))) {
+        level_local[so->level[s]].push_back(s);
+        continue;
+      }
+      level_xfer[so->level[s]].push_back(s);
+      for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d)
+        if (!stream_transfer(g.kind(*d))) needs_mark[*d] = 1;
+      if (g.kind(s) == StepKind::Collective) {
+        const CollInfo& c = g.coll(s);
+        if (stream_group[c.group] < 0) return err = "no communicator for " + describe(s), false;
+        bool reduces = c.kind == CollKind::Allreduce || c.kind == CollKind::Reduce || c.kind == CollKind::ReduceScatter;
+        if (reduces && att.active && att.merge[g.range(s).buf]) {
+          Diagnostics d;
+          d.error(g.loc(s), "this collective reduces partial attention outputs, which merge by log-sum-exp: NCCL's collectives only "
+                            "add, multiply or take maxima (use --transport staged)");
+          return err = d.render(sources), false;
+        }
+      }
+    }
+    for (auto& v : level_xfer) std::stable_sort(v.begin(), v.end(), [&](StepId a, StepId b) { return so->key[a] < so->key[b]; });
+    return true;
   }
 
   // Device mode: one device allocation per buffer and a device staging area.
@@ -772,48 +832,12 @@ struct Executor::Impl {
         if (g.nonblocking(s)) satisfy(s);
         return;
       }
-      case StepKind::Copy: {
-        Range src = g.copy_source(s);
-        std::string why;
-        if (dev) dev_ok(dev->copy(dptr(r), dptr(src), std::min(bytes(r), bytes(src)), why), "a device copy", &r, why);
-        else std::memmove(ptr(r), ptr(src), std::min(bytes(r), bytes(src)));
+      case StepKind::Copy:
+      case StepKind::Reduce:
+      case StepKind::Compute:
+        local_work(s);
         complete(s);
         return;
-      }
-      case StepKind::Reduce: {
-        Range src = g.copy_source(s);
-        reduce_range(r, flag_op(g.flags(s)), dev ? dptr(r) : ptr(r), dev ? dptr(src) : ptr(src), elems(src));
-        complete(s);
-        return;
-      }
-      case StepKind::Compute: {
-        auto t0 = Clock::now();
-        const ComputeInfo& ci = g.compute(s);
-        if (ci.kind != ComputeKind::Generic && att.active) {
-          if (do_compute) attention_tile(ci);
-          compute_s += std::chrono::duration<double>(Clock::now() - t0).count();
-          complete(s);
-          return;
-        }
-        if (do_compute) {
-          volatile double sink = burn_flops(ci.flops);
-          (void)sink;
-        }
-        // What the interpreter says a generic compute leaves: d(rank, chunk) in every chunk it
-        // writes (the step's own new data), here as numbers.
-        for (uint32_t i = 0; i < ci.writes_cnt && write_values; ++i) {
-          const Range& w = g.ranges[ci.writes_off + i];
-          const BufferInfo& bi = g.buffers[w.buf];
-          for (uint32_t c = w.lo; c < w.lo + w.cnt; ++c) {
-            unsigned char* p = bufs[w.buf]->p + uint64_t{c} * bi.chunk_bytes;
-            for (uint64_t e = 0; e < bi.chunk_elems; ++e) store_any(bi.dtype, p, e, contrib_value(w.buf, me, c, e));
-          }
-          up(w, true);
-        }
-        compute_s += std::chrono::duration<double>(Clock::now() - t0).count();
-        complete(s);
-        return;
-      }
       case StepKind::Collective: {
         start_collective(s, r);
         StepId n = coll_next[s];
@@ -828,6 +852,57 @@ struct Executor::Impl {
         else waits.push_back(s);
         return;
       }
+    }
+  }
+
+  // A copy, reduce or compute step's work (in device mode on the device, on the current lane).
+  void local_work(StepId s) {
+    Range r = g.range(s);
+    std::string why;
+    switch (g.kind(s)) {
+      case StepKind::Copy: {
+        Range src = g.copy_source(s);
+        if (dev) dev_ok(dev->copy(dptr(r), dptr(src), std::min(bytes(r), bytes(src)), why), "a device copy", &r, why);
+        else std::memmove(ptr(r), ptr(src), std::min(bytes(r), bytes(src)));
+        return;
+      }
+      case StepKind::Reduce: {
+        Range src = g.copy_source(s);
+        reduce_range(r, flag_op(g.flags(s)), dev ? dptr(r) : ptr(r), dev ? dptr(src) : ptr(src), elems(src));
+        return;
+      }
+      case StepKind::Compute: {
+        auto t0 = Clock::now();
+        const ComputeInfo& ci = g.compute(s);
+        if (ci.kind != ComputeKind::Generic && att.active) {
+          if (do_compute) attention_tile(ci);
+          compute_s += std::chrono::duration<double>(Clock::now() - t0).count();
+          return;
+        }
+        if (do_compute) {
+          volatile double sink = burn_flops(ci.flops);
+          (void)sink;
+        }
+        // What the interpreter says a generic compute leaves: d(rank, chunk) in every chunk it
+        // writes (the step's own new data), here as numbers.
+        for (uint32_t i = 0; i < ci.writes_cnt && write_values; ++i) {
+          const Range& w = g.ranges[ci.writes_off + i];
+          const BufferInfo& bi = g.buffers[w.buf];
+          // With lanes the copy up is enqueued, not done: the values go from a buffer of their
+          // own that lives until the run ends, never from the mirror a later step rewrites.
+          unsigned char* base = bufs[w.buf]->p + uint64_t{w.lo} * bi.chunk_bytes;
+          if (lanes) base = lane_values.emplace_back(bytes(w)).data();
+          for (uint32_t c = w.lo; c < w.lo + w.cnt; ++c) {
+            unsigned char* p = base + uint64_t{c - w.lo} * bi.chunk_bytes;
+            for (uint64_t e = 0; e < bi.chunk_elems; ++e) store_any(bi.dtype, p, e, contrib_value(w.buf, me, c, e));
+          }
+          if (lanes) dev_ok(dev->to_device(dptr(w), base, bytes(w), why), "a copy to the device", &w, why);
+          else up(w, true);
+        }
+        compute_s += std::chrono::duration<double>(Clock::now() - t0).count();
+        return;
+      }
+      default: return;
     }
   }
 
@@ -1051,9 +1126,155 @@ struct Executor::Impl {
     return out;
   }
 
+  // ---- the stream-ordered transport (ExecOptions::stream) ----
+  // Issues every step once, level by level: group L's transfers on lane 1 (after the local work
+  // they depend on), then the local work of level L on lane 0 (after the newest group it needs).
+  // Nothing waits on the host but the stand-in transport's groups and the final drain.
+  RunResult run_streamed() {
+    RunResult res;
+    auto t0 = Clock::now();
+    const StreamOrder& so = *o.order;
+    std::vector<int> group_mark(so.groups + 1, -1), step_mark(g.size(), -1);
+    uint32_t waited_group = 0;  // lane 0 has waited for the groups up to this one
+    int lane = -1;
+    std::string why;
+    auto to_lane = [&](int k) {
+      if (lane == k) return true;
+      lane = k;
+      return dev_ok(dev->select_lane(k, o.timeout_s, why), "selecting a device stream", nullptr, why);
+    };
+    auto fail = [&](StepId s, const std::string& what) {
+      if (error.empty()) error = what + (s == kNoStep ? std::string() : " (" + describe(s) + ")");
+    };
+    lanes = true;
+    lane_values.clear();
+    for (uint32_t lv = 0; lv <= so.groups && error.empty(); ++lv) {
+      const std::vector<StepId>& xs = level_xfer[lv];
+      if (!xs.empty()) {
+        if (!to_lane(1)) break;
+        int need = -1;  // lane 0's marks grow in issue order: the newest one covers the rest
+        for (StepId s : xs)
+          for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d)
+            if (!stream_transfer(g.kind(*d))) need = std::max(need, step_mark[*d]);
+        if (need >= 0 && !dev_ok(dev->wait_mark(need, why), "a device wait", nullptr, why)) break;
+        // An in-place all-to-all reads a copy of its input (staging on the device).
+        for (StepId s : xs)
+          if (g.kind(s) == StepKind::Collective && g.coll(s).kind == CollKind::Alltoall && g.coll(s).into.cnt == 0) {
+            Range r = g.range(s);
+            if (!dev_ok(dev->copy(dstage + stage_off[s], dptr(r), bytes(r), why), "a device copy", &r, why)) break;
+          }
+        if (!o.stream->group_start(why)) {
+          fail(xs.front(), o.stream->name() + ": " + why);
+          break;
+        }
+        for (StepId s : xs) {
+          if (!stream_issue(s, so.bytes[s], why)) {
+            fail(s, o.stream->name() + ": " + why);
+            break;
+          }
+        }
+        if (!error.empty()) break;
+        if (!o.stream->group_end(o.timeout_s, why)) {
+          res.stalled = why.find("did not complete") != std::string::npos;
+          fail(kNoStep, o.stream->name() + ": " + why);
+          res.report = stream_report(lv, why);
+          break;
+        }
+        // Reducing receives landed in device staging: reduced into place on lane 1.
+        for (StepId s : xs)
+          if (g.kind(s) == StepKind::Recv && (g.flags(s) & kFlagReduce)) {
+            Range r = g.range(s);
+            reduce_range(r, flag_op(g.flags(s)), dptr(r), dstage + stage_off[s], so.bytes[s] / dtype_size(dtype(r)));
+          }
+        if (!dev_ok(dev->mark(group_mark[lv], why), "a device mark", nullptr, why)) break;
+      }
+      for (StepId s : level_local[lv]) {
+        if (!error.empty()) break;
+        uint32_t need = 0;
+        for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d)
+          if (stream_transfer(g.kind(*d)) && !g.nonblocking(*d)) need = std::max(need, so.level[*d]);
+        if (g.kind(s) == StepKind::Wait)
+          for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h)
+            if (stream_transfer(g.kind(*h))) need = std::max(need, so.level[*h]);
+        if (g.kind(s) == StepKind::Wait && need <= waited_group && !needs_mark[s]) continue;  // nothing to wait for
+        if (!to_lane(0)) break;
+        if (need > waited_group) {
+          if (!dev_ok(dev->wait_mark(group_mark[need], why), "a device wait", nullptr, why)) break;
+          waited_group = need;
+        }
+        local_work(s);
+        if (needs_mark[s] && !dev_ok(dev->mark(step_mark[s], why), "a device mark", nullptr, why)) break;
+      }
+    }
+    // The drain: both lanes done (at most the timeout), then back to synchronous calls.
+    if (error.empty() && !dev->select_lane(-1, o.timeout_s, why)) {
+      res.stalled = true;
+      error = why;
+      uint32_t first = 1;
+      while (first <= so.groups && (group_mark[first] < 0 || dev->mark_reached(group_mark[first]))) ++first;
+      res.report = stream_report(std::min(first, so.groups), why);
+    } else if (!error.empty()) {
+      dev->select_lane(-1, 1, why);
+    }
+    lanes = false;
+    res.completed = error.empty();
+    res.error = error;
+    res.compute_s = compute_s;
+    res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return res;
+  }
+
+  // One transfer or collective of the open group.
+  bool stream_issue(StepId s, uint64_t msg_bytes, std::string& why) {
+    Range r = g.range(s);
+    switch (g.kind(s)) {
+      case StepKind::Send: return o.stream->send(dptr(r), msg_bytes, g.peer(s), why);
+      case StepKind::Recv:
+        return o.stream->recv((g.flags(s) & kFlagReduce) ? dstage + stage_off[s] : dptr(r), msg_bytes, g.peer(s), why);
+      case StepKind::Collective: {
+        const CollInfo& c = g.coll(s);
+        const GroupInfo& gr = g.groups[c.group];
+        StreamComm::Coll x;
+        x.kind = c.kind, x.op = c.op, x.type = dtype(r), x.comm = stream_group[c.group];
+        x.root = static_cast<int>(std::max<int64_t>(0, gr.index_of(c.root)));
+        x.index = static_cast<int>(gr.index_of(me)), x.members = static_cast<int>(gr.count);
+        x.p = dptr(r);
+        x.count = elems(r);
+        bool blocks = c.kind == CollKind::Allgather || c.kind == CollKind::ReduceScatter || c.kind == CollKind::Alltoall;
+        if (blocks) x.count /= gr.count;
+        if (c.kind == CollKind::Alltoall) {
+          x.in = c.into.cnt ? dptr(r) : dstage + stage_off[s];
+          x.p = c.into.cnt ? dptr(c.into) : dptr(r);
+        }
+        return o.stream->collective(x, why);
+      }
+      default: return why = "not a transfer", false;
+    }
+  }
+
+  // What a stalled streamed run waits on: the group that did not complete, with its steps.
+  std::string stream_report(uint32_t lv, const std::string& why) const {
+    std::string out = "rank " + std::to_string(me) + ": " + why + "; it waits in transfer group " + std::to_string(lv) + " of " +
+                      std::to_string(o.order->groups);
+    int shown = 0;
+    if (lv < level_xfer.size())
+      for (StepId s : level_xfer[lv]) {
+        if (shown++ == 4) break;
+        out += "\n  waits on " + describe(s);
+        std::string line = source_line(s);
+        if (!line.empty()) out += "\n      " + line;
+      }
+    return out;
+  }
+
   RunResult run(bool compute, bool values) {
     do_compute = compute;
     write_values = values;
+    if (o.stream) {
+      error.clear();
+      compute_s = 0;
+      return run_streamed();
+    }
     RunResult res;
     auto t0 = Clock::now();
     size_t n = g.size();

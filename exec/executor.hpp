@@ -23,6 +23,9 @@
 //   on real q, k, v with the shapes the schedule's parameters give, and reductions of partial
 //   attention outputs merge them (exec/attention_exec.hpp).
 // - A run that makes no progress for the timeout stops and reports what this rank waits on.
+// - With a stream-ordered transport (ExecOptions::stream, NCCL's model) none of the above moves
+//   data: the rank issues its steps in the global group order of core/graph/stream_order.hpp
+//   onto two device lanes (docs/exec.md, "The NCCL transport").
 #pragma once
 #include <mpi.h>
 
@@ -32,6 +35,8 @@
 
 #include "core/dsl/source.hpp"
 #include "core/device/device_ops.hpp"
+#include "core/device/stream_comm.hpp"
+#include "core/graph/stream_order.hpp"
 #include "core/graph/step_graph.hpp"
 #include "exec/attention_exec.hpp"
 
@@ -53,6 +58,12 @@ struct ExecOptions {
   DeviceOps* device = nullptr;
   // With a device: MPI reads and writes device memory itself (CUDA-aware MPI), nothing staged.
   bool device_direct = false;
+  // The stream-ordered transport (--transport nccl; needs a device): every transfer and
+  // collective goes through `stream` in the groups of `order` (core/graph/stream_order.hpp,
+  // computed on the whole schedule for this rank), transfers on the device's lane 1 and local
+  // work on lane 0, ordered by marks. MPI then only builds communicators and checks.
+  StreamComm* stream = nullptr;
+  const StreamOrder* order = nullptr;
 };
 
 // Whether this MPI can take device pointers (Open MPI's MPIX_CUDA_AWARE_SUPPORT at build time and

@@ -22,39 +22,106 @@ unsigned char* HostDeviceOps::allocate(size_t bytes, std::string& err) {
 
 void HostDeviceOps::release(unsigned char* p) { std::free(p); }
 
-bool HostDeviceOps::to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string&) {
-  std::memcpy(host, dev, bytes);
+bool HostDeviceOps::to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string& err) {
+  return defer([=](std::string&) { return std::memcpy(host, dev, bytes), true; }, err);
+}
+
+bool HostDeviceOps::to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) {
+  return defer([=](std::string&) { return std::memcpy(dev, host, bytes), true; }, err);
+}
+
+bool HostDeviceOps::copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) {
+  return defer([=](std::string&) { return std::memmove(dst, src, bytes), true; }, err);
+}
+
+bool HostDeviceOps::reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) {
+  return defer([=](std::string&) { return reduce_into(t, op, dst, src, n), true; }, err);
+}
+
+bool HostDeviceOps::attention_tile(const AttentionTile& t, std::string& err) {
+  return defer(
+      [=](std::string&) {
+        AttentionLayout a;
+        a.bf16 = t.bf16;
+        a.dim = t.dim;
+        a.scale = t.scale;
+        a.tile = TileShape{t.batch, t.heads, t.rows_q, t.rows_k, t.dim};
+        run_attention_tile(a, t.backward, t.causal, t.q, t.kv, t.out0, t.out1);
+        return true;
+      },
+      err);
+}
+
+bool HostDeviceOps::attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) {
+  return defer(
+      [=](std::string&) {
+        attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part), TileShape{1, 1, static_cast<uint32_t>(rows), 0, dim});
+        return true;
+      },
+      err);
+}
+
+bool HostDeviceOps::defer(std::function<bool(std::string&)> fn, std::string& err) {
+  if (!lazy_ || lane_ < 0) return fn(err);
+  q_[lane_].push_back(Item{Item::Work, 0, std::move(fn)});
   return true;
 }
 
-bool HostDeviceOps::to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string&) {
-  std::memcpy(dev, host, bytes);
+bool HostDeviceOps::select_lane(int k, double timeout_s, std::string& err) {
+  (void)timeout_s;  // the stand-in transport's groups time themselves
+  if (!lazy_) return true;
+  if (k >= 0) {
+    if (lane_ < 0) reached_.clear();  // a new run of lanes: marks count from 0
+    lane_ = k > 0 ? 1 : 0;
+    return true;
+  }
+  if (lane_ < 0) return true;
+  lane_ = -1;
+  return drain(err);
+}
+
+bool HostDeviceOps::mark(int& id, std::string& err) {
+  (void)err;
+  id = static_cast<int>(reached_.size());
+  reached_.push_back(0);
+  if (!lazy_ || lane_ < 0) reached_.back() = 1;
+  else q_[lane_].push_back(Item{Item::Mark, id, nullptr});
   return true;
 }
 
-bool HostDeviceOps::copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string&) {
-  std::memmove(dst, src, bytes);
+bool HostDeviceOps::wait_mark(int id, std::string& err) {
+  if (id < 0 || static_cast<size_t>(id) >= reached_.size()) return err = "a wait for a mark not made", false;
+  if (lazy_ && lane_ >= 0) q_[lane_].push_back(Item{Item::Wait, id, nullptr});
   return true;
 }
 
-bool HostDeviceOps::reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string&) {
-  reduce_into(t, op, dst, src, n);
-  return true;
-}
+bool HostDeviceOps::mark_reached(int id) const { return id >= 0 && static_cast<size_t>(id) < reached_.size() && reached_[static_cast<size_t>(id)]; }
 
-bool HostDeviceOps::attention_tile(const AttentionTile& t, std::string&) {
-  AttentionLayout a;
-  a.bf16 = t.bf16;
-  a.dim = t.dim;
-  a.scale = t.scale;
-  a.tile = TileShape{t.batch, t.heads, t.rows_q, t.rows_k, t.dim};
-  run_attention_tile(a, t.backward, t.causal, t.q, t.kv, t.out0, t.out1);
-  return true;
-}
-
-bool HostDeviceOps::attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string&) {
-  attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part), TileShape{1, 1, static_cast<uint32_t>(rows), 0, dim});
-  return true;
+// Both lanes run to the end, one item at a time from a lane drawn at random among those that may
+// go, as two streams interleave on a GPU.
+bool HostDeviceOps::drain(std::string& err) {
+  for (;;) {
+    bool can[2];
+    for (int k = 0; k < 2; ++k) {
+      const std::deque<Item>& q = q_[k];
+      can[k] = !q.empty() && (q.front().kind != Item::Wait || reached_[static_cast<size_t>(q.front().id)]);
+    }
+    if (!can[0] && !can[1]) {
+      if (q_[0].empty() && q_[1].empty()) return true;
+      err = "both lanes wait for marks that are never reached";
+      q_[0].clear(), q_[1].clear();
+      return false;
+    }
+    rng_ ^= rng_ << 13, rng_ ^= rng_ >> 7, rng_ ^= rng_ << 17;  // xorshift64
+    int k = can[0] && can[1] ? static_cast<int>(rng_ & 1) : (can[0] ? 0 : 1);
+    Item it = std::move(q_[k].front());
+    q_[k].pop_front();
+    if (it.kind == Item::Mark) reached_[static_cast<size_t>(it.id)] = 1;
+    if (it.kind == Item::Work && !it.fn(err)) {
+      q_[0].clear(), q_[1].clear();
+      return false;
+    }
+  }
 }
 
 }  // namespace sg::exec

@@ -2,13 +2,28 @@
 // (exec/executor.cpp in device mode: ranges copied to host mirrors before MPI reads them and back
 // after MPI wrote them, copies and reductions on the device side) run and checked on a machine
 // without a GPU. `exec --device host-staged` selects it; its results must equal `--device cpu`'s.
+//
+// With lanes (set_lanes, the stream-ordered transport's stand-in) it behaves like a GPU: calls on
+// a lane are queued, not done, and run when the lanes drain (select_lane(-1)) in an order drawn
+// at random among the lanes that may go (a lane stops at a wait for a mark not yet reached). A
+// missing wait between the lanes then shows as wrong numbers in --check, as it would on a GPU.
 #pragma once
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
 #include "core/device/device_ops.hpp"
 
 namespace sg::exec {
 
 class HostDeviceOps final : public DeviceOps {
  public:
+  // Lanes that defer their work, run in an order drawn from `seed`.
+  void set_lanes(uint64_t seed) {
+    lazy_ = true;
+    rng_ = seed * 0x9E3779B97F4A7C15ull + 1;
+  }
   std::string name() const override { return "host memory standing in for a device"; }
   unsigned char* allocate(size_t bytes, std::string& err) override;
   void release(unsigned char* p) override;
@@ -20,6 +35,26 @@ class HostDeviceOps final : public DeviceOps {
   bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) override;
   bool attention_tile(const AttentionTile& t, std::string& err) override;  // the CPU tiles (exec/attention_kernels)
   bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) override;
+  bool select_lane(int k, double timeout_s, std::string& err) override;
+  bool mark(int& id, std::string& err) override;
+  bool wait_mark(int id, std::string& err) override;
+  bool mark_reached(int id) const override;
+  bool run_on_lane(std::function<bool(std::string&)> fn, std::string& err) override { return defer(std::move(fn), err); }
+
+ private:
+  struct Item {
+    enum Kind : uint8_t { Work, Mark, Wait } kind = Work;
+    int id = 0;
+    std::function<bool(std::string&)> fn;
+  };
+  // Runs fn now (no lane, or lanes not deferred) or queues it on the current lane.
+  bool defer(std::function<bool(std::string&)> fn, std::string& err);
+  bool drain(std::string& err);
+  bool lazy_ = false;
+  int lane_ = -1;
+  std::deque<Item> q_[2];
+  std::vector<uint8_t> reached_;
+  uint64_t rng_ = 1;
 };
 
 }  // namespace sg::exec

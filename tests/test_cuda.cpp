@@ -222,3 +222,38 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
     CHECK(r.out.find("\"device\": \"cuda\"") != std::string::npos);
   }
 }
+
+TEST_CASE("exec --transport nccl: NCCL on a GPU per rank gives the staged transport's results; ranks sharing a GPU are refused", "[cuda][exec][nccl]") {
+  if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) return;
+  if (!have_device()) return;
+  auto exec = [](int n, const std::string& args) {
+    return sgtest::run_command(
+        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 180 mpiexec -n " +
+        std::to_string(n) + " '" + std::string(STEPGRAPH_BIN) + "' exec " + args + " 2>&1");
+  };
+  int gpus = cuda::probe_devices().count;
+  // More ranks than GPUs on the node: NCCL cannot run two ranks on one device.
+  sgtest::Ran crowded = exec(gpus + 1, "ring_allreduce --set size=64KiB --device cuda --transport nccl --iters 1");
+  INFO(crowded.out);
+  CHECK(crowded.rc == 2);
+  CHECK(crowded.out.find("NCCL needs a GPU per rank") != std::string::npos);
+  int n = std::min(gpus, 4);
+  if (n < 2) {
+    WARN("one GPU: --transport nccl checked at N = 1 and for its refusal only");
+    sgtest::Ran one = exec(1, "ring_allreduce --set size=1MiB --device cuda --transport nccl --check --iters 2 --json");
+    INFO(one.out);
+    CHECK(one.rc == 0);
+    return;
+  }
+  for (const char* args : {"ring_allreduce --set size=1MiB", "recursive_halving_reduce_scatter --set size=96KiB --dtype bf16",
+                           "hierarchical_allreduce --set size=64KiB --set mp=2", "pairwise_alltoall --set size=48KiB",
+                           "ring_attention --set seq=4096 --set heads=8 --set dim=64",
+                           "zigzag_ring_attention_bwd --set seq=4096 --set heads=8 --set dim=64"}) {
+    sgtest::Ran r = exec(n, std::string(args) + " --device cuda --transport nccl --check --iters 2 --warmup 1 --json");
+    INFO(args << ":\n" << r.out);
+    if (r.rc == 2 && r.out.find("unsupported") != std::string::npos) continue;
+    REQUIRE(r.rc == 0);
+    CHECK(r.out.find("\"wrong\": 0") != std::string::npos);
+    CHECK(r.out.find("\"transport\": \"nccl\"") != std::string::npos);
+  }
+}

@@ -6,6 +6,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <fstream>
+
 #include "run_command.hpp"
 #include <chrono>
 #include <cstdio>
@@ -298,10 +300,11 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
     std::string sets = "--set size=48KiB";
     if (name == "tp_forward" || name == "tp_backward" || name == "hierarchical_allreduce") sets += " --set mp=2";
     if (name == "dp_bucketed_step" || name.rfind("tp_", 0) == 0) sets += " --set flops=1M";
-    // Staged (MPI on host mirrors) at N = 4, and MPI on the "device" memory itself (what
-    // CUDA-aware MPI does) at N = 3.
-    for (const char* transport : {"staged", "cuda-aware"}) {
-      int n = std::string(transport) == "staged" ? 4 : 3;
+    // Staged (MPI on host mirrors) at N = 4, MPI on the "device" memory itself (what CUDA-aware
+    // MPI does) at N = 3, and NCCL's rules (transfers matched by issue order, in groups issued in
+    // the stream order, core/graph/stream_order.hpp) kept by MPI at N = 4.
+    for (const char* transport : {"staged", "cuda-aware", "nccl"}) {
+      int n = std::string(transport) == "cuda-aware" ? 3 : 4;
       Ran r = exec(n, name + " " + sets + " --device host-staged --transport " + transport + " --check --iters 2 --warmup 1 --timeout 20 --json", true);
       if (r.rc == 2 && r.out.find("unsupported") != std::string::npos) continue;  // its require refuses this N
       INFO(name << " " << transport << ":\n" << r.out);
@@ -316,15 +319,40 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
       ++ran;
     }
   }
-  CHECK(ran >= 40);
+  CHECK(ran >= 60);
   // The text header says where the buffers are and how MPI reaches them.
   Ran t = exec(2, "ring_allreduce --set size=4KiB --device host-staged --check --iters 1", true);
   CHECK(t.out.find("# device: host memory standing in for a device; transport: staged (staged through host mirrors)") != std::string::npos);
-  // A transport without a device, and NCCL (not built yet), are refused.
+  // A transport without a device is refused.
   CHECK(exec(2, "ring_allreduce --transport staged --iters 1").rc == 2);
-  Ran nccl = exec(2, "ring_allreduce --device host-staged --transport nccl --iters 1", true);
-  CHECK(nccl.rc == 2);
-  CHECK(nccl.out.find("--transport nccl is not built yet") != std::string::npos);
+  CHECK(exec(2, "ring_allreduce --transport nccl --iters 1").rc == 2);
+  Ran nccl = exec(2, "ring_allreduce --set size=4KiB --device host-staged --transport nccl --check --iters 1", true);
+  CHECK(nccl.rc == 0);
+  CHECK(nccl.out.find("transport: nccl (MPI standing in for NCCL on host memory") != std::string::npos);
+  // Blocking sends on every rank before its receive: fine when MPI buffers them, a deadlock
+  // under NCCL, whose sends complete only with their receive. Refused before anything runs.
+  const std::string unsafe = "/tmp/stepgraph_test_exec_unsafe_ring.sched";
+  {
+    std::ofstream f(unsafe);
+    f << "schedule unsafe_ring(size = 3KiB) {\n"
+         "  buffer data[N] bytes size / N;\n"
+         "  init data owned;\n"
+         "  expect allgather(data);\n"
+         "  on r in 0 .. N {\n"
+         "    for s in 0 .. N - 1 {\n"
+         "      send data[(r - s) % N] to (r + 1) % N;\n"
+         "      recv data[(r - s - 1) % N] from (r - 1) % N;\n"
+         "    }\n"
+         "  }\n"
+         "}\n";
+  }
+  Ran refused = exec(3, unsafe + " --device host-staged --transport nccl --check --iters 1", true);
+  CHECK(refused.rc == 2);
+  CHECK(refused.out.find("unsafe_ring.sched:") != std::string::npos);
+  CHECK(refused.out.find(":7: error: this transfer and one it depends on wait on each other's completion") != std::string::npos);
+  CHECK(refused.out.find("      ^") != std::string::npos);
+  // The same program with even ranks sending first (the library's parity ring) runs.
+  CHECK(exec(3, "parity_ring_allgather --set size=3KiB --device host-staged --transport nccl --check --iters 1").rc == 0);
   // On-block point-to-point and a reducing receive go through the same staging.
   CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --device host-staged --check --iters 2").rc == 0);
   CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --device host-staged --transport cuda-aware --check --iters 2").rc == 0);

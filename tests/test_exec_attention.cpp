@@ -177,6 +177,25 @@ TEST_CASE("attention in device mode: tiles and merges through the DeviceOps, bot
       }
 }
 
+TEST_CASE("attention over the stream-ordered transport (NCCL's rules kept by MPI): the same accuracy; merging collectives refused", "[exec][mpi][attention]") {
+  if (!have_mpiexec()) return;
+  for (const char* name : {"ring_attention", "zigzag_ring_attention_bwd", "ulysses_ring_attention_bwd", "ringx3_attention_bwd"})
+    for (const char* elem : {"4", "2"}) {
+      Ran r = exec(4, std::string(name) + " --set seq=480 --set heads=12 --set dim=16 --set elem=" + elem +
+                          " --device host-staged --transport nccl --check --iters 1 --warmup 0 --json");
+      INFO(name << " elem " << elem << ":\n" << r.out);
+      REQUIRE(r.rc == 0);
+      nlohmann::json j = row_of(r);
+      CHECK(j["wrong"] == 0);
+      CHECK(j["transport"] == "nccl");
+      CHECK(j["max_abs_err"].get<double>() < 1e-5);
+    }
+  // RingX-1 reduces partial outputs with a collective: NCCL's reductions cannot merge them.
+  Ran r = exec(4, "ringx1_attention --set seq=480 --set heads=12 --set dim=16 --device host-staged --transport nccl --iters 1 --warmup 0");
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("ringx1_attention.sched:55:5: error: this collective reduces partial attention outputs") != std::string::npos);
+}
+
 TEST_CASE("partial outputs reduced along a tree of choreographic sends are merged, not summed", "[exec][mpi][attention]") {
   if (!have_mpiexec()) return;
   // For each root i: rank h collects the partials of ranks a and b in `mid` (send … reduce), then

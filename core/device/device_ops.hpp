@@ -3,11 +3,15 @@
 // only core/: the MPI executor (exec/) runs its step loop on a DeviceOps, the CUDA path
 // (exec/cuda) implements it, and the command (cli/) hands one to the other.
 //
-// Every call is synchronous (it returns when the device has done it): the executor's staged
-// transport copies a range to host memory before MPI reads it and back after MPI wrote it.
+// By default every call is synchronous (it returns when the device has done it): the executor's
+// staged transport copies a range to host memory before MPI reads it and back after MPI wrote
+// it. The stream-ordered transport (NCCL, core/device/stream_comm.hpp) selects a lane instead:
+// calls are then enqueued on that lane's stream and return at once, and marks (events) order
+// one lane after another.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "core/dsl/ast.hpp"
@@ -49,6 +53,40 @@ class DeviceOps {
     err = name() + " has no attention kernels";
     return false;
   }
+  // ---- lanes: two in-order streams per process, 0 for local work and 1 for transfers ----
+  // select_lane(k): later calls go to lane k's stream and return at once; select_lane(-1): back
+  // to synchronous calls, after waiting for both lanes (at most timeout_s; false with err naming
+  // the first mark not reached). A device whose calls are synchronous anyway (host memory) keeps
+  // every order trivially and needs none of this: the defaults.
+  virtual bool select_lane(int k, double timeout_s, std::string& err) {
+    (void)k, (void)timeout_s, (void)err;
+    return true;
+  }
+  // The lane's native stream (a cudaStream_t), for a transport that enqueues on it; else null.
+  virtual void* lane_stream(int k) const {
+    (void)k;
+    return nullptr;
+  }
+  // A mark after everything enqueued so far on the current lane; `id` names it.
+  virtual bool mark(int& id, std::string& err) {
+    (void)err;
+    id = 0;
+    return true;
+  }
+  // The current lane waits (on the device, not the host) until mark `id` is reached.
+  virtual bool wait_mark(int id, std::string& err) {
+    (void)id, (void)err;
+    return true;
+  }
+  // Whether mark `id` has been reached (for stall reports).
+  virtual bool mark_reached(int id) const {
+    (void)id;
+    return true;
+  }
+  // Host code run in the current lane's order (cudaLaunchHostFunc's idea): the stand-in
+  // transport's groups, when the device defers its work. Default: run now.
+  virtual bool run_on_lane(std::function<bool(std::string&)> fn, std::string& err) { return fn(err); }
+
   // acc ⊕= part over `rows` O|lse rows of dim + 1 floats (the online-softmax merge).
   virtual bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) {
     (void)acc, (void)part, (void)rows, (void)dim;

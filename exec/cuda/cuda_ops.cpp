@@ -2,6 +2,9 @@
 
 #include <cuda_runtime.h>
 
+#include <chrono>
+#include <thread>
+
 #include "exec/cuda/attention.cuh"
 
 namespace sg::cuda {
@@ -14,11 +17,12 @@ bool ok(cudaError_t e, const char* what, std::string& err) { return cuda_ok(stat
 
 CudaOps::~CudaOps() {
   if (bundle_) cudaFree(bundle_);
+  for (void* e : events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
 }
 
 bool CudaOps::open(int d, const std::string& name, std::string& err) {
   name_ = name + " (device " + std::to_string(d) + ")";
-  return use_device(d, err) && stream_.create(err);
+  return use_device(d, err) && stream_.create(err) && lanes_[0].create(err) && lanes_[1].create(err);
 }
 
 unsigned char* CudaOps::allocate(size_t bytes, std::string& err) {
@@ -44,32 +48,34 @@ unsigned char* CudaOps::allocate_host(size_t bytes, std::string& err) {
 void CudaOps::release_host(unsigned char* p) { cudaFreeHost(p); }
 
 bool CudaOps::to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string& err) {
-  return copy_to_host(host, dev, bytes, stream_, err) && stream_.sync(err);
+  return copy_to_host(host, dev, bytes, cur(), err) && settle(err);
 }
 
 bool CudaOps::to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) {
-  return copy_to_device(dev, host, bytes, stream_, err) && stream_.sync(err);
+  return copy_to_device(dev, host, bytes, cur(), err) && settle(err);
 }
 
 bool CudaOps::copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) {
   // A copy step may overlap its source (the CPU path uses memmove); cudaMemcpy does not promise
   // anything for overlapping ranges, so those go through a temporary.
   bool overlap = dst < src + bytes && src < dst + bytes && dst != src;
-  if (!overlap) return copy_on_device(dst, src, bytes, stream_, err) && stream_.sync(err);
+  if (!overlap) return copy_on_device(dst, src, bytes, cur(), err) && settle(err);
   unsigned char* tmp = allocate(bytes, err);
   if (!tmp) return false;
-  bool ok = copy_on_device(tmp, src, bytes, stream_, err) && copy_on_device(dst, tmp, bytes, stream_, err) && stream_.sync(err);
+  // (On a lane the temporary's cudaFree waits for the device: safe, since every rank issues its
+  // transfers in one global order, and rare: copy steps seldom overlap their source.)
+  bool ok = copy_on_device(tmp, src, bytes, cur(), err) && copy_on_device(dst, tmp, bytes, cur(), err) && cur().sync(err);
   release(tmp);
   return ok;
 }
 
 bool CudaOps::reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) {
-  return device_reduce(t, op, dst, src, n, stream_, err) && stream_.sync(err);
+  return device_reduce(t, op, dst, src, n, cur(), err) && settle(err);
 }
 
 bool CudaOps::attention_tile(const AttentionTile& t, std::string& err) {
   const uint32_t planes = t.batch * t.heads;
-  void* st = stream_.handle();
+  void* st = cur().handle();
   int rc = 0;
   if (!t.backward) {
     rc = launch_attn_fwd(t.q, t.kv, reinterpret_cast<float*>(t.out0), t.bf16, planes, t.rows_q, t.rows_k, t.dim, t.causal, t.scale, 0, st);
@@ -90,14 +96,62 @@ bool CudaOps::attention_tile(const AttentionTile& t, std::string& err) {
       rc = launch_attn_bwd(bundle, t.kv, t.bf16, reinterpret_cast<float*>(t.out0), reinterpret_cast<float*>(t.out1), planes, t.rows_q,
                            t.rows_k, t.dim, t.causal, t.scale, 0, st);
   }
-  return ok(static_cast<cudaError_t>(rc), "the attention kernel", err) && stream_.sync(err);
+  return ok(static_cast<cudaError_t>(rc), "the attention kernel", err) && settle(err);
 }
 
 bool CudaOps::attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) {
   return ok(static_cast<cudaError_t>(launch_attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part), rows, dim,
-                                                       stream_.handle())),
+                                                       cur().handle())),
             "the attention merge kernel", err) &&
-         stream_.sync(err);
+         settle(err);
+}
+
+bool CudaOps::select_lane(int k, double timeout_s, std::string& err) {
+  if (k >= 0) {
+    if (lane_ < 0) marks_ = 0;  // a new run of lanes: the events are free again
+    lane_ = k > 0 ? 1 : 0;
+    return true;
+  }
+  if (lane_ < 0) return true;
+  // Both lanes drained, polled so that a transfer that never completes (a peer that is gone)
+  // becomes a report instead of a hang.
+  auto t0 = std::chrono::steady_clock::now();
+  for (;;) {
+    cudaError_t a = cudaStreamQuery(static_cast<cudaStream_t>(lanes_[0].handle()));
+    cudaError_t b = cudaStreamQuery(static_cast<cudaStream_t>(lanes_[1].handle()));
+    if (a != cudaSuccess && a != cudaErrorNotReady) return ok(a, "the local-work stream", err);
+    if (b != cudaSuccess && b != cudaErrorNotReady) return ok(b, "the transfer stream", err);
+    if (a == cudaSuccess && b == cudaSuccess) break;
+    if (timeout_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
+      err = "the device's streams did not finish in " + std::to_string(static_cast<int>(timeout_s)) + " s";
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  lane_ = -1;
+  return true;
+}
+
+bool CudaOps::mark(int& id, std::string& err) {
+  if (marks_ == events_.size()) {
+    cudaEvent_t e = nullptr;
+    if (!ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreate", err)) return false;
+    events_.push_back(e);
+  }
+  id = static_cast<int>(marks_++);
+  return ok(cudaEventRecord(static_cast<cudaEvent_t>(events_[static_cast<size_t>(id)]), static_cast<cudaStream_t>(cur().handle())),
+            "cudaEventRecord", err);
+}
+
+bool CudaOps::wait_mark(int id, std::string& err) {
+  if (id < 0 || static_cast<size_t>(id) >= marks_) return err = "a wait for a mark not made", false;
+  return ok(cudaStreamWaitEvent(static_cast<cudaStream_t>(cur().handle()), static_cast<cudaEvent_t>(events_[static_cast<size_t>(id)]), 0),
+            "cudaStreamWaitEvent", err);
+}
+
+bool CudaOps::mark_reached(int id) const {
+  if (id < 0 || static_cast<size_t>(id) >= marks_) return false;
+  return cudaEventQuery(static_cast<cudaEvent_t>(events_[static_cast<size_t>(id)])) == cudaSuccess;
 }
 
 }  // namespace sg::cuda

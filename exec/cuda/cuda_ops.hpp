@@ -1,9 +1,11 @@
 // The CUDA device behind core's DeviceOps: memory from cudaMalloc, copies with cudaMemcpy on this
 // process's stream, reductions with kernels.cu, pinned host memory (cudaHostAlloc) for the
 // executor's host mirrors and staging.
-// Every call waits for the device (the executor's staged transport is synchronous for now).
+// Every call waits for the device, except on a lane (DeviceOps::select_lane): the NCCL transport's
+// two streams, one for local work and one for transfers, ordered by events (marks).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/device/device_ops.hpp"
 #include "exec/cuda/device.hpp"
@@ -29,11 +31,23 @@ class CudaOps final : public DeviceOps {
   bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) override;
   bool attention_tile(const AttentionTile& t, std::string& err) override;  // exec/cuda/attention.cu
   bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) override;
+  bool select_lane(int k, double timeout_s, std::string& err) override;
+  void* lane_stream(int k) const override { return k == 0 || k == 1 ? lanes_[k].handle() : nullptr; }
+  bool mark(int& id, std::string& err) override;
+  bool wait_mark(int id, std::string& err) override;
+  bool mark_reached(int id) const override;
 
  private:
   unsigned char* bundle_ = nullptr;  // the backward's bf16 bundle widened to fp32 (grown on demand)
   size_t bundle_bytes_ = 0;
+  // The stream calls go to, and after the call: wait for it (no lane selected) or not.
+  const Stream& cur() const { return lane_ < 0 ? stream_ : lanes_[lane_]; }
+  bool settle(std::string& err) const { return lane_ >= 0 || stream_.sync(err); }
   Stream stream_;
+  Stream lanes_[2];
+  int lane_ = -1;
+  std::vector<void*> events_;  // cudaEvent_t, reused run after run (marks count from 0 per run)
+  size_t marks_ = 0;
   std::string name_;
 };
 
