@@ -1146,6 +1146,7 @@ struct Executor::Impl {
     auto fail = [&](StepId s, const std::string& what) {
       if (error.empty()) error = what + (s == kNoStep ? std::string() : " (" + describe(s) + ")");
     };
+    std::vector<StepId> through;
     lanes = true;
     lane_values.clear();
     for (uint32_t lv = 0; lv <= so.groups && error.empty(); ++lv) {
@@ -1161,19 +1162,22 @@ struct Executor::Impl {
         for (StepId s : xs)
           if (g.kind(s) == StepKind::Collective && g.coll(s).kind == CollKind::Alltoall && g.coll(s).into.cnt == 0) {
             Range r = g.range(s);
-            if (!dev_ok(dev->copy(dstage + stage_off[s], dptr(r), bytes(r), why), "a device copy", &r, why)) break;
+            dev_ok(dev->copy(dstage + stage_off[s], dptr(r), bytes(r), why), "a device copy", &r, why);
           }
+        if (!error.empty()) break;
         if (!o.stream->group_start(why)) {
           fail(xs.front(), o.stream->name() + ": " + why);
           break;
         }
-        for (StepId s : xs) {
-          if (!stream_issue(s, so.bytes[s], why)) {
-            fail(s, o.stream->name() + ": " + why);
-            break;
-          }
+        // A group once started is always ended, also after a failed issue, so that NCCL's group
+        // state is left clean (the run stops with the error either way).
+        for (StepId s : xs)
+          if (error.empty() && !stream_issue(s, so.bytes[s], why)) fail(s, o.stream->name() + ": " + why);
+        std::string why_end;
+        if (!error.empty()) {
+          o.stream->group_end(o.timeout_s, why_end);
+          break;
         }
-        if (!error.empty()) break;
         if (!o.stream->group_end(o.timeout_s, why)) {
           res.stalled = why.find("did not complete") != std::string::npos;
           fail(kNoStep, o.stream->name() + ": " + why);
@@ -1191,8 +1195,13 @@ struct Executor::Impl {
       for (StepId s : level_local[lv]) {
         if (!error.empty()) break;
         uint32_t need = 0;
-        for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d)
-          if (stream_transfer(g.kind(*d)) && !g.nonblocking(*d)) need = std::max(need, so.level[*d]);
+        for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) {
+          if (!stream_transfer(g.kind(*d))) continue;  // earlier on lane 0
+          if (!g.nonblocking(*d)) need = std::max(need, so.level[*d]);
+          else  // what the isend / irecv waited for (stream_order.hpp)
+            for (StepId e : nonblocking_deps_through(g, *d, through))
+              if (stream_transfer(g.kind(e))) need = std::max(need, so.level[e]);
+        }
         if (g.kind(s) == StepKind::Wait)
           for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h)
             if (stream_transfer(g.kind(*h))) need = std::max(need, so.level[*h]);

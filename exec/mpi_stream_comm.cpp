@@ -37,7 +37,7 @@ bool MpiStreamComm::started(int rc, const char* what, std::string& err) {
 }
 
 bool MpiStreamComm::add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, std::string& err) {
-  (void)start, (void)count, (void)stride;
+  if (auto it = made_.find({start, count, stride}); it != made_.end()) return id = it->second, true;
   int me = 0;
   MPI_Comm_rank(p2p_, &me);
   // Like ncclCommSplit: collective over the world; members keep their order (key = world rank).
@@ -45,6 +45,7 @@ bool MpiStreamComm::add_group(uint32_t start, uint32_t count, uint32_t stride, b
   if (!started(MPI_Comm_split(p2p_, member ? 1 : MPI_UNDEFINED, me, &c), "MPI_Comm_split", err)) return false;
   if (c != MPI_COMM_NULL) MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
   id = static_cast<int>(comms_.size());
+  made_[{start, count, stride}] = id;
   comms_.push_back(c);
   return true;
 }

@@ -12,6 +12,8 @@
 #include <mpi.h>
 
 #include <functional>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "core/device/device_ops.hpp"
@@ -36,6 +38,9 @@ class MpiStreamComm final : public StreamComm {
   bool collective(const Coll& c, std::string& err) override;
 
  private:
+  // Communicators by group (start, count, stride): one per group for the whole command, whatever
+  // the number of executors (a --sweep makes one per size).
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, int> made_;
   bool started(int rc, const char* what, std::string& err);
   bool start_collective(const Coll& c, std::string& err);
   bool run_group(const std::vector<std::function<bool(std::string&)>>& starts, double timeout_s, std::string& err);

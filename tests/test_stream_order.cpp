@@ -168,3 +168,52 @@ TEST_CASE("the stream order is laid on one rank's own program and prints per gro
   CHECK(text.find("group 1:\n  recv data[0] from 0  (line 18)\n  send data[1] to 2  (line 18)") != std::string::npos);
   CHECK(text.find("group 2:") != std::string::npos);
 }
+
+TEST_CASE("local work after an isend still waits for what the isend waited for (dependencies the prune pass removed)", "[stream_order]") {
+  // Rank 0: the copy overwrites a[0] while the blocking send of a[0] may still read it; its
+  // dependency on that send was pruned (copy -> isend -> send), so it must come through the isend.
+  // Rank 1: the second copy reads a[1], written by the first copy after the receive; that
+  // dependency was pruned the same way.
+  auto b = sgtest::build(R"(schedule p() {
+  buffer a[3] bytes 64;
+  init a contrib;
+  on 0 {
+    send a[0] to 1;
+    isend a[1] to 1 as h;
+    copy a[2] into a[0];
+    wait h;
+    recv a[1] from 1;
+  }
+  on 1 {
+    recv a[0] from 0;
+    recv a[1] from 0;
+    copy a[0] into a[1];
+    isend a[1] to 0 as k;
+    copy a[1] into a[2];
+    wait k;
+  }
+}
+)",
+                         2);
+  INFO(b.errors);
+  REQUIRE(b.ok());
+  const StepGraph& g = *b.graph;
+  Diagnostics d;
+  uint32_t groups = 0;
+  std::vector<uint32_t> lv = levels_of(g, groups, d);
+  REQUIRE(!lv.empty());
+  StepId send0 = kNoStep, copy0 = kNoStep, recv1 = kNoStep, copy1a = kNoStep, copy1b = kNoStep;
+  for (StepId s = 0; s < g.size(); ++s) {
+    if (g.rank(s) == 0 && g.kind(s) == StepKind::Send && !g.nonblocking(s)) send0 = s;
+    if (g.rank(s) == 0 && g.kind(s) == StepKind::Copy) copy0 = s;
+    if (g.rank(s) == 1 && g.kind(s) == StepKind::Recv && recv1 == kNoStep) recv1 = s;
+    if (g.rank(s) == 1 && g.kind(s) == StepKind::Copy) (copy1a == kNoStep ? copy1a : copy1b) = s;
+  }
+  REQUIRE(send0 != kNoStep);
+  REQUIRE(copy0 != kNoStep);
+  REQUIRE(copy1b != kNoStep);
+  CHECK(lv[copy0] >= lv[send0]);    // after the send's group, not before it
+  CHECK(lv[copy1a] >= lv[recv1]);
+  CHECK(lv[copy1b] >= lv[copy1a]);  // lane 0 keeps the order within a level
+  check_rules(g, lv);
+}

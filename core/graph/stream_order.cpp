@@ -32,6 +32,20 @@ struct Edge {
 
 }  // namespace
 
+const std::vector<StepId>& nonblocking_deps_through(const StepGraph& g, StepId h, std::vector<StepId>& out) {
+  out.clear();
+  std::vector<StepId> todo{h};
+  while (!todo.empty()) {
+    StepId x = todo.back();
+    todo.pop_back();
+    for (const uint32_t* d = g.deps_begin(x); d != g.deps_end(x); ++d) {
+      if (stream_transfer(g.kind(*d)) && g.nonblocking(*d)) todo.push_back(*d);
+      else out.push_back(*d);
+    }
+  }
+  return out;
+}
+
 bool stream_order(const StepGraph& g, uint32_t rank, StreamOrder& out, Diagnostics& diags) {
   const size_t n = g.size();
   UnionFind uf(n);
@@ -67,14 +81,19 @@ bool stream_order(const StepGraph& g, uint32_t rank, StreamOrder& out, Diagnosti
 
   std::vector<Edge> edges;
   edges.reserve(g.dep_total());
+  std::vector<StepId> through;
   for (StepId s = 0; s < n; ++s) {
     bool to_transfer = stream_transfer(g.kind(s));
     for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) {
       bool from_transfer = stream_transfer(g.kind(*d));
       if (from_transfer && g.nonblocking(*d)) {
-        // Only its start is needed: a transfer may share its group; local work needs nothing
-        // (an isend's buffer is guarded by the wait, not by program order).
+        // Only its start is needed: a transfer may share its group. Local work needs what the
+        // nonblocking transfer itself waited for, which the prune pass may have taken out of the
+        // step's own dependencies (a -> s dropped because s -> h -> a): inherited here.
         if (to_transfer) edges.push_back({*d, s, 0});
+        else
+          for (StepId e : nonblocking_deps_through(g, *d, through))
+            edges.push_back({e, s, static_cast<uint8_t>(0)});
         continue;
       }
       edges.push_back({*d, s, static_cast<uint8_t>(to_transfer ? 1 : 0)});

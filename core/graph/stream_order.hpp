@@ -41,6 +41,11 @@ struct StreamOrder {
 // True when the step is a transfer or collective (one of a group) in the stream order.
 bool stream_transfer(StepKind k);
 
+// What local work that depends on nonblocking transfer h must also wait for: h's own
+// dependencies, looking through further nonblocking transfers (the prune pass drops a direct
+// a -> s when s -> h -> a, and a local step does not wait for h itself). Filled into `out`.
+const std::vector<StepId>& nonblocking_deps_through(const StepGraph& g, StepId h, std::vector<StepId>& out);
+
 // The stream order of rank `rank`'s program in `full` (every rank, matched). False with errors in
 // `diags` (file:line:col) when the schedule cannot be issued that way: a receive from any source
 // or with any tag that the match pass could not resolve, an unmatched transfer, or transfers that

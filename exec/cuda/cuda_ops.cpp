@@ -113,6 +113,7 @@ bool CudaOps::select_lane(int k, double timeout_s, std::string& err) {
     return true;
   }
   if (lane_ < 0) return true;
+  lane_ = -1;  // on every way out: later calls are synchronous again
   // Both lanes drained, polled so that a transfer that never completes (a peer that is gone)
   // becomes a report instead of a hang.
   auto t0 = std::chrono::steady_clock::now();
@@ -128,7 +129,6 @@ bool CudaOps::select_lane(int k, double timeout_s, std::string& err) {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));
   }
-  lane_ = -1;
   return true;
 }
 

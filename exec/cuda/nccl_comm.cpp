@@ -90,7 +90,7 @@ bool NcclComm::init(const std::string& id, int nranks, int rank, void* stream, s
 }
 
 bool NcclComm::add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, std::string& err) {
-  (void)start, (void)count, (void)stride;
+  if (auto it = made_.find({start, count, stride}); it != made_.end()) return id = it->second, true;
   int me = 0;
   if (!nccl_ok(ncclCommUserRank(as_comm(world_), &me), "ncclCommUserRank", err)) return false;
   ncclComm_t c = nullptr;
@@ -98,6 +98,7 @@ bool NcclComm::add_group(uint32_t start, uint32_t count, uint32_t stride, bool m
   if (!nccl_ok(ncclCommSplit(as_comm(world_), member ? 1 : NCCL_SPLIT_NOCOLOR, me, &c, nullptr), "ncclCommSplit", err, as_comm(world_)))
     return false;
   id = static_cast<int>(comms_.size());
+  made_[{start, count, stride}] = id;
   comms_.push_back(member ? c : nullptr);
   return true;
 }

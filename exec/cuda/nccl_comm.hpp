@@ -6,6 +6,8 @@
 // stays in the command.
 #pragma once
 #include <string>
+#include <map>
+#include <tuple>
 #include <vector>
 
 #include "core/device/stream_comm.hpp"
@@ -34,6 +36,9 @@ class NcclComm final : public StreamComm {
   bool collective(const Coll& c, std::string& err) override;
 
  private:
+  // Communicators by group (start, count, stride): one per group for the whole command, whatever
+  // the number of executors (a --sweep makes one per size).
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, int> made_;
   void* world_ = nullptr;            // ncclComm_t
   std::vector<void*> comms_;         // per add_group: ncclComm_t, or null where not a member
   void* stream_ = nullptr;
