@@ -660,7 +660,7 @@ schedule ring_shift() {
   std::string unsafe = tmp + "/stepgraph_demo_unsafe.sched";
   {
     std::ofstream f(unsafe);
-    f << "schedule unsafe_ring(size = 64KiB) {\n  buffer data[N] bytes size / N;\n  init data owned;\n  expect allgather(data);\n"
+    f << "schedule unsafe_ring(size = 48KiB) {\n  buffer data[N] bytes size / N;\n  init data owned;\n  expect allgather(data);\n"
          "  on r in 0 .. N {\n    for s in 0 .. N - 1 {\n      send data[(r - s) % N] to (r + 1) % N;\n"
          "      recv data[(r - s - 1) % N] from (r - 1) % N;\n    }\n  }\n}\n";
   }

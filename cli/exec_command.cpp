@@ -367,8 +367,10 @@ int cmd_exec(const ExecOpts& o) {
         // The stream order needs every rank's program: the whole schedule, elaborated here too.
         ElabOptions whole = p.opts;
         whole.only_rank = -1;
+        size_t seen = p.s.diags.all().size();
         std::unique_ptr<StepGraph> full = elaborate(p.s, p.t, whole);
         if (!full || !run_passes(*full, p.s.diags, {}, nullptr) || !stream_order(*full, static_cast<uint32_t>(me), order, p.s.diags)) g.reset();
+        p.s.diags.drop_warnings_from(seen);  // its warnings repeat the rank program's
       }
       if (!g) {
         if (const Diagnostic* why = p.s.diags.unsupported_since(0))

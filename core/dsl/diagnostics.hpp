@@ -52,6 +52,17 @@ class Diagnostics {
   // that (an instance with other errors is bad input); else null.
   const Diagnostic* unsupported_since(size_t from) const;
   void clear() { diags_.clear(); errors_ = 0; }
+  // Drops the warnings and notes from index n on, keeping errors (a second elaboration of the
+  // same schedule repeats the first one's warnings).
+  void drop_warnings_from(size_t n) {
+    size_t k = n;
+    for (size_t i = n; i < diags_.size(); ++i)
+      if (diags_[i].severity == Severity::Error) {
+        if (k != i) diags_[k] = std::move(diags_[i]);  // (a self-move would empty it)
+        ++k;
+      }
+    if (k < diags_.size()) diags_.resize(k);
+  }
   // Renders every diagnostic; returns the text.
   std::string render(const SourceManager& sm) const;
   void print(std::ostream& os, const SourceManager& sm) const;
