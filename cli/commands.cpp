@@ -20,6 +20,7 @@
 #include "core/graph/elaborate.hpp"
 #include "core/graph/expand_collectives.hpp"
 #include "core/graph/passes.hpp"
+#include "core/graph/stream_order.hpp"
 #include "core/interp/check.hpp"
 #include "core/io/writers.hpp"
 #include "verify/verify.hpp"
@@ -151,7 +152,7 @@ int cmd_compile(const CompileOpts& o) {
   Prepared p;
   if (int rc = prepare(o.c, p, false)) return rc;
   p.opts.nranks = p.ns[0];
-  p.opts.only_rank = o.rank;
+  p.opts.only_rank = o.format == "stream" ? -1 : o.rank;  // the stream order needs every rank's program
   if (o.format == "goal" && o.rank >= 0) return fail("--format goal needs every rank's program: LogGOPSim simulates them all (drop --rank)");
   if (o.rank >= 0 && o.rank >= static_cast<int64_t>(p.ns[0]))
     return fail("--rank " + std::to_string(o.rank) + " is out of range for -n " + std::to_string(p.ns[0]));
@@ -185,6 +186,16 @@ int cmd_compile(const CompileOpts& o) {
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   GoalPlan goal;
+  std::string stream_text;
+  for (uint32_t r = 0; o.format == "stream" && r < g->nranks; ++r) {
+    if (o.rank >= 0 && r != static_cast<uint32_t>(o.rank)) continue;
+    StreamOrder so;
+    if (!stream_order(*g, r, so, p.s.diags)) {
+      p.s.diags.print(std::cerr, p.s.sources);
+      return 2;
+    }
+    stream_text += stream_order_text(*g, r, so);
+  }
   if (o.format == "goal" && !plan_goal(*g, goal, p.s.diags)) {
     p.s.diags.print(std::cerr, p.s.sources);  // the warnings too
     return 2;
@@ -197,7 +208,8 @@ int cmd_compile(const CompileOpts& o) {
     if (!file) return fail("cannot write '" + o.output + "'");
     os = &file;
   }
-  if (o.format == "text") write_text(*os, *g, p.s.sources, o.max_steps);
+  if (o.format == "stream") *os << stream_text;
+  else if (o.format == "text") write_text(*os, *g, p.s.sources, o.max_steps);
   else if (o.format == "json") write_json(*os, *g, p.s.sources);
   else if (o.format == "dot") write_dot(*os, *g, p.s.sources);
   else if (o.format == "goal") write_goal(*os, *g, goal, o.goal);

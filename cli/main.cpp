@@ -33,9 +33,11 @@ int main(int argc, char** argv) {
   sg::cli::CompileOpts copts;
   auto* compile = app.add_subcommand("compile", "elaborate a schedule for N ranks and print its step graph");
   add_common(compile, copts.c, false);
-  compile->add_option("--format", copts.format, "text, json, dot, stats or goal (LogGOPSim's schedule format)")
-      ->check(CLI::IsMember({"text", "json", "dot", "stats", "goal"}));
-  compile->add_option("--rank", copts.rank, "elaborate only this rank's program (what an executor needs)");
+  compile->add_option("--format", copts.format,
+                      "text, json, dot, stats, goal (LogGOPSim's schedule format) or stream (the order exec --transport nccl issues "
+                      "each rank's transfers in: groups in one global order on a transfer lane, local work between them)")
+      ->check(CLI::IsMember({"text", "json", "dot", "stats", "goal", "stream"}));
+  compile->add_option("--rank", copts.rank, "elaborate only this rank's program (what an executor needs); with --format stream: print only this rank's order");
   compile->add_option("-o,--output", copts.output, "write to this file instead of standard output");
   compile->add_option("--max-steps", copts.max_steps, "text format: print at most this many steps");
   compile->add_flag("--time", copts.timing, "stats format: also print the build time");

@@ -163,10 +163,11 @@ TEST_CASE("the stream order is laid on one rank's own program and prints per gro
     CHECK(o.kind[k] == static_cast<uint8_t>(mine->kind(k)));
     CHECK(o.stmt[k] == mine->stmt(k));
   }
-  std::string text = stream_order_text(*mine, o);
+  std::string text = stream_order_text(*mine, 1, o);
   INFO(text);
-  CHECK(text.find("group 1:\n  recv data[0] from 0  (line 18)\n  send data[1] to 2  (line 18)") != std::string::npos);
-  CHECK(text.find("group 2:") != std::string::npos);
+  CHECK(text.find("group 1 (lane 1):\n  recv data[0] from 0  (line 18)\n  send data[1] to 2  (line 18)") != std::string::npos);
+  CHECK(text.find("group 2 (lane 1):") != std::string::npos);
+  CHECK(stream_order_text(*b.graph, 1, o) == text);  // the same from the whole graph
 }
 
 TEST_CASE("local work after an isend still waits for what the isend waited for (dependencies the prune pass removed)", "[stream_order]") {

@@ -149,30 +149,36 @@ bool stream_order(const StepGraph& g, uint32_t rank, StreamOrder& out, Diagnosti
   return true;
 }
 
-std::string stream_order_text(const StepGraph& g, const StreamOrder& o) {
-  std::string out;
+std::string stream_order_text(const StepGraph& g, uint32_t rank, const StreamOrder& o) {
+  // The rank's steps in g, in order: the k-th is the order's k-th.
+  std::vector<StepId> mine;
+  for (StepId s = 0; s < g.size(); ++s)
+    if (g.only_rank >= 0 || g.rank(s) == rank) mine.push_back(s);
+  if (mine.size() != o.level.size()) return "(the order does not fit this graph)\n";
+  std::string out = "# rank " + std::to_string(rank) + ": " + std::to_string(o.groups) + " transfer group" + (o.groups == 1 ? "" : "s") + "\n";
   for (uint32_t lv = 0; lv <= o.groups; ++lv) {
     std::vector<StepId> xfer, local;
-    for (StepId s = 0; s < o.level.size(); ++s)
-      if (o.level[s] == lv) (stream_transfer(static_cast<StepKind>(o.kind[s])) ? xfer : local).push_back(s);
+    for (StepId k = 0; k < o.level.size(); ++k)
+      if (o.level[k] == lv) (stream_transfer(static_cast<StepKind>(o.kind[k])) ? xfer : local).push_back(k);
     std::stable_sort(xfer.begin(), xfer.end(), [&](StepId a, StepId b) { return o.key[a] < o.key[b]; });
-    auto line = [&](StepId s) {
+    auto line = [&](StepId idx) {
+      StepId s = mine[idx];
       StepKind k = g.kind(s);
       std::string t = "  ";
       t += step_kind_name(k);
       if (k != StepKind::Wait) t.append(" ").append(g.range_name(g.range(s)));
       if (k == StepKind::Send) t.append(" to ").append(std::to_string(g.peer(s)));
-      if (k == StepKind::Recv) t.append(" from ").append(std::to_string(g.peer(s)));
+      if (k == StepKind::Recv) t.append(" from ").append(std::to_string(g.peer(s))).append(g.flags(s) & kFlagReduce ? " reduce" : "");
       Loc l = g.loc(s);
       if (l.valid()) t.append("  (line ").append(std::to_string(l.line)).append(")");
       return t.append("\n");
     };
     if (!xfer.empty()) {
-      out += "group " + std::to_string(lv) + ":\n";
+      out += "group " + std::to_string(lv) + " (lane 1):\n";
       for (StepId s : xfer) out += line(s);
     }
     if (!local.empty()) {
-      out += "after group " + std::to_string(lv) + ":\n";
+      out += (lv ? "after group " + std::to_string(lv) : std::string("before group 1")) + " (lane 0):\n";
       for (StepId s : local) out += line(s);
     }
   }

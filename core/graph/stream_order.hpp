@@ -52,7 +52,8 @@ const std::vector<StepId>& nonblocking_deps_through(const StepGraph& g, StepId h
 // wait on each other's completion (they would need a buffered send).
 bool stream_order(const StepGraph& full, uint32_t rank, StreamOrder& out, Diagnostics& diags);
 
-// The order as text, one line per group and level (for --dump-ir style inspection and tests).
-std::string stream_order_text(const StepGraph& rank_graph, const StreamOrder& o);
+// Rank `rank`'s order as text, group by group and level by level (`stepgraph compile --format
+// stream`): `g` is the whole graph the order was computed on, or that rank's own graph.
+std::string stream_order_text(const StepGraph& g, uint32_t rank, const StreamOrder& o);
 
 }  // namespace sg
