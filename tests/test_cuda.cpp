@@ -13,6 +13,7 @@
 #include "core/interp/input_values.hpp"
 #include "exec/attention_kernels.hpp"
 #include "exec/cuda/attention.cuh"
+#include "exec/cuda/attention_gemm.cuh"
 #include "exec/cuda/device.hpp"
 #include "exec/half.hpp"
 #include "run_command.hpp"
@@ -162,6 +163,24 @@ TEST_CASE("the GPU attention tiles (forward, merge, backward) agree with the CPU
       REQUIRE(cuda::launch_attn_fwd(dq_in.data(), dkv2_in.data(), ol, bf16, 3, 70, 70, 40, false, scale, 0, st.handle()) == 0);
       back(o_gpu, do_lse);
       CHECK(max_diff(o_gpu, o) < 2e-5);
+      // The cuBLAS tile (attention_gemm.cuh), in slabs of 70 rows and of 16 (four slabs, the
+      // last one short): the same two tiles. bf16 inputs round P to bf16 for P·V (FlashAttention's
+      // choice), hence a bf16-sized tolerance there.
+      for (uint32_t slab : {70u, 16u}) {
+        INFO("cuBLAS slab " << slab);
+        void* h = nullptr;
+        REQUIRE(cuda::attn_gemm_handle(&h, err));
+        cuda::DeviceMemory ws, og;
+        REQUIRE(ws.allocate(cuda::attn_gemm_workspace(3, slab, 70, 40, bf16), err));
+        dev_copy(og, o0.data(), no * 4);
+        auto* g = reinterpret_cast<float*>(og.data());
+        CHECK(cuda::launch_attn_fwd_gemm(h, ws.data(), slab, dq_in.data(), dkv_in.data(), g, bf16, 3, 70, 70, 40, causal, scale, 0, st.handle()) == 0);
+        CHECK(cuda::launch_attn_fwd_gemm(h, ws.data(), slab, dq_in.data(), dkv2_in.data(), g, bf16, 3, 70, 70, 40, false, scale, 0, st.handle()) == 0);
+        std::vector<float> o_gemm(no);
+        back(o_gemm, og);
+        CHECK(max_diff(o_gemm, o) < (bf16 ? 1e-2 : 2e-5));
+        cuda::attn_gemm_handle_free(h);
+      }
       // Merge: the GPU's O|lse into a copy of the CPU's, against the CPU's merge.
       std::vector<float> m_cpu = o, m_gpu(no);
       exec::attn_merge(m_cpu.data(), o_gpu.data(), exec::TileShape{1, 1, static_cast<uint32_t>(no / 41), 0, 40});
@@ -220,6 +239,16 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
     REQUIRE(r.rc == 0);
     CHECK(r.out.find("\"wrong\": 0") != std::string::npos);
     CHECK(r.out.find("\"device\": \"cuda\"") != std::string::npos);
+  }
+  // The cuBLAS forward tile (STEPGRAPH_ATTN=gemm) under exec, checked against full attention.
+  for (const char* elem : {"4", "2"}) {
+    sgtest::Ran r = sgtest::run_command(
+        "STEPGRAPH_ATTN=gemm OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 120 "
+        "mpiexec -n 4 '" + std::string(STEPGRAPH_BIN) + "' exec ring_attention --set seq=4096 --set heads=8 --set dim=64 --set elem=" + elem +
+        " --device cuda --check --iters 2 --warmup 1 --json 2>&1");
+    INFO("STEPGRAPH_ATTN=gemm elem " << elem << ":\n" << r.out);
+    REQUIRE(r.rc == 0);
+    CHECK(r.out.find("\"wrong\": 0") != std::string::npos);
   }
 }
 

@@ -3,9 +3,11 @@
 #include <cuda_runtime.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include "exec/cuda/attention.cuh"
+#include "exec/cuda/attention_gemm.cuh"
 
 namespace sg::cuda {
 
@@ -17,11 +19,15 @@ bool ok(cudaError_t e, const char* what, std::string& err) { return cuda_ok(stat
 
 CudaOps::~CudaOps() {
   if (bundle_) cudaFree(bundle_);
+  if (gemm_ws_) cudaFree(gemm_ws_);
+  attn_gemm_handle_free(cublas_);
   for (void* e : events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
 }
 
 bool CudaOps::open(int d, const std::string& name, std::string& err) {
   name_ = name + " (device " + std::to_string(d) + ")";
+  const char* kernel = std::getenv("STEPGRAPH_ATTN");
+  gemm_ = kernel && std::string(kernel) == "gemm";
   return use_device(d, err) && stream_.create(err) && lanes_[0].create(err) && lanes_[1].create(err);
 }
 
@@ -73,10 +79,27 @@ bool CudaOps::reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned ch
   return device_reduce(t, op, dst, src, n, cur(), err) && settle(err);
 }
 
+bool CudaOps::grow(unsigned char*& p, size_t& have, size_t need, std::string& err) {
+  if (need <= have) return true;
+  if (p) release(p);
+  p = allocate(need, err);
+  have = p ? need : 0;
+  return p != nullptr;
+}
+
 bool CudaOps::attention_tile(const AttentionTile& t, std::string& err) {
   const uint32_t planes = t.batch * t.heads;
   void* st = cur().handle();
   int rc = 0;
+  if (!t.backward && gemm_) {
+    if (!cublas_ && !attn_gemm_handle(&cublas_, err)) return false;
+    const uint32_t slab = attn_gemm_slab(planes, t.rows_q, t.rows_k, t.dim, t.bf16);
+    if (!grow(gemm_ws_, gemm_ws_bytes_, attn_gemm_workspace(planes, slab, t.rows_k, t.dim, t.bf16), err)) return false;
+    rc = launch_attn_fwd_gemm(cublas_, gemm_ws_, slab, t.q, t.kv, reinterpret_cast<float*>(t.out0), t.bf16, planes, t.rows_q, t.rows_k,
+                              t.dim, t.causal, t.scale, 0, st);
+    if (rc >= 10000) return err = "the cuBLAS attention tile: cuBLAS status " + std::to_string(rc - 10000), false;
+    return ok(static_cast<cudaError_t>(rc), "the cuBLAS attention tile", err) && settle(err);
+  }
   if (!t.backward) {
     rc = launch_attn_fwd(t.q, t.kv, reinterpret_cast<float*>(t.out0), t.bf16, planes, t.rows_q, t.rows_k, t.dim, t.causal, t.scale, 0, st);
   } else {

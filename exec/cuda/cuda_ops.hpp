@@ -40,6 +40,13 @@ class CudaOps final : public DeviceOps {
  private:
   unsigned char* bundle_ = nullptr;  // the backward's bf16 bundle widened to fp32 (grown on demand)
   size_t bundle_bytes_ = 0;
+  // The cuBLAS forward tile (attention_gemm.cuh), chosen with STEPGRAPH_ATTN=gemm: its handle
+  // (a cublasHandle_t, made at first use) and workspace (grown on demand).
+  bool gemm_ = false;
+  void* cublas_ = nullptr;
+  unsigned char* gemm_ws_ = nullptr;
+  size_t gemm_ws_bytes_ = 0;
+  bool grow(unsigned char*& p, size_t& have, size_t need, std::string& err);
   // The stream calls go to, and after the call: wait for it (no lane selected) or not.
   const Stream& cur() const { return lane_ < 0 ? stream_ : lanes_[lane_]; }
   bool settle(std::string& err) const { return lane_ >= 0 || stream_.sync(err); }
