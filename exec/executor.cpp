@@ -113,12 +113,16 @@ struct GroupKey {
   bool operator==(const GroupKey& o) const = default;
 };
 
+}  // namespace
+
 std::string mpi_error_string(int rc) {
   char s[MPI_MAX_ERROR_STRING];
   int len = 0;
   MPI_Error_string(rc, s, &len);
   return std::string(s, static_cast<size_t>(len));
 }
+
+namespace {
 
 // Aligned storage: reductions vectorise better on 64-byte boundaries.
 struct Block {
@@ -1097,6 +1101,12 @@ struct Executor::Impl {
     return took;
   }
 
+  // A stall report's line for a step it waits on, with the step's source line.
+  std::string waits_on(StepId s) const {
+    std::string out = "\n  waits on " + describe(s), line = source_line(s);
+    return line.empty() ? out : out + "\n      " + line;
+  }
+
   std::string stall_report(double waited) const {
     std::string out = "rank " + std::to_string(me) + ": no progress for " + std::to_string(static_cast<int>(waited)) + " s; " +
                       std::to_string(completed) + " of " + std::to_string(g.size()) + " steps done";
@@ -1105,9 +1115,7 @@ struct Executor::Impl {
     int shown = 0;
     for (StepId s = 0; s < g.size() && shown < 4; ++s) {
       if ((st[s] & kIssued) && !(st[s] & kCompleted)) {
-        out += "\n  waits on " + describe(s);
-        std::string line = source_line(s);
-        if (!line.empty()) out += "\n      " + line;
+        out += waits_on(s);
         ++shown;
       }
     }
@@ -1146,7 +1154,6 @@ struct Executor::Impl {
     auto fail = [&](StepId s, const std::string& what) {
       if (error.empty()) error = what + (s == kNoStep ? std::string() : " (" + describe(s) + ")");
     };
-    std::vector<StepId> through;
     lanes = true;
     lane_values.clear();
     for (uint32_t lv = 0; lv <= so.groups && error.empty(); ++lv) {
@@ -1194,17 +1201,10 @@ struct Executor::Impl {
       }
       for (StepId s : level_local[lv]) {
         if (!error.empty()) break;
-        uint32_t need = 0;
-        for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) {
-          if (!stream_transfer(g.kind(*d))) continue;  // earlier on lane 0
-          if (!g.nonblocking(*d)) need = std::max(need, so.level[*d]);
-          else  // what the isend / irecv waited for (stream_order.hpp)
-            for (StepId e : nonblocking_deps_through(g, *d, through))
-              if (stream_transfer(g.kind(e))) need = std::max(need, so.level[e]);
-        }
-        if (g.kind(s) == StepKind::Wait)
-          for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h)
-            if (stream_transfer(g.kind(*h))) need = std::max(need, so.level[*h]);
+        // Its level is the newest group it needs (the transfers it waits for, those its local
+        // dependencies needed, and what an isend or irecv it follows waited for: stream_order.hpp);
+        // always one of this rank's groups.
+        const uint32_t need = so.level[s];
         if (g.kind(s) == StepKind::Wait && need <= waited_group && !needs_mark[s]) continue;  // nothing to wait for
         if (!to_lane(0)) break;
         if (need > waited_group) {
@@ -1271,9 +1271,7 @@ struct Executor::Impl {
     if (lv < level_xfer.size())
       for (StepId s : level_xfer[lv]) {
         if (shown++ == 4) break;
-        out += "\n  waits on " + describe(s);
-        std::string line = source_line(s);
-        if (!line.empty()) out += "\n      " + line;
+        out += waits_on(s);
       }
     return out;
   }

@@ -48,6 +48,8 @@ bool dtype_supported(DType t);
 MPI_Datatype mpi_type(DType t);
 // MPI's operator for op on t; on f16 and bf16 a user-defined operator that computes in float.
 MPI_Op mpi_op(ReduceOp op, DType t);
+// MPI's words for an error code.
+std::string mpi_error_string(int rc);
 
 struct ExecOptions {
   double timeout_s = 60;  // no progress for this long: the run stops (RunResult::stalled)

@@ -7,15 +7,6 @@
 
 namespace sg::exec {
 
-namespace {
-std::string mpi_text(int rc) {
-  char s[MPI_MAX_ERROR_STRING];
-  int n = 0;
-  MPI_Error_string(rc, s, &n);
-  return std::string(s, static_cast<size_t>(n));
-}
-}  // namespace
-
 MpiStreamComm::MpiStreamComm(MPI_Comm world, DeviceOps* dev) : dev_(dev) {
   MPI_Comm_dup(world, &p2p_);
   MPI_Comm_set_errhandler(p2p_, MPI_ERRORS_RETURN);
@@ -32,7 +23,7 @@ MpiStreamComm::~MpiStreamComm() {
 
 bool MpiStreamComm::started(int rc, const char* what, std::string& err) {
   if (rc == MPI_SUCCESS) return true;
-  err = std::string(what) + ": " + mpi_text(rc);
+  err = std::string(what) + ": " + mpi_error_string(rc);
   return false;
 }
 
@@ -57,23 +48,21 @@ bool MpiStreamComm::group_start(std::string& err) {
 }
 
 bool MpiStreamComm::send(const unsigned char* p, size_t bytes, uint32_t peer, std::string& err) {
-  if (bytes > static_cast<size_t>(INT32_MAX)) return err = "a message over 2 GiB", false;
-  pending_.push_back([this, p, bytes, peer](std::string& e) {
-    MPI_Request q;
-    // Tag 0 for every transfer: MPI then matches them between two ranks in issue order, as NCCL.
-    if (!started(MPI_Isend(p, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(peer), 0, p2p_, &q), "MPI_Isend", e)) return false;
-    reqs_.push_back(q), want_.push_back(SIZE_MAX), peer_.push_back(peer);
-    return true;
-  });
-  return true;
+  return p2p(false, const_cast<unsigned char*>(p), bytes, peer, err);
 }
 
-bool MpiStreamComm::recv(unsigned char* p, size_t bytes, uint32_t peer, std::string& err) {
+bool MpiStreamComm::recv(unsigned char* p, size_t bytes, uint32_t peer, std::string& err) { return p2p(true, p, bytes, peer, err); }
+
+// A send (p only read) or a receive, started when its group runs.
+bool MpiStreamComm::p2p(bool receive, unsigned char* p, size_t bytes, uint32_t peer, std::string& err) {
   if (bytes > static_cast<size_t>(INT32_MAX)) return err = "a message over 2 GiB", false;
-  pending_.push_back([this, p, bytes, peer](std::string& e) {
+  pending_.push_back([this, receive, p, bytes, peer](std::string& e) {
     MPI_Request q;
-    if (!started(MPI_Irecv(p, static_cast<int>(bytes), MPI_BYTE, static_cast<int>(peer), 0, p2p_, &q), "MPI_Irecv", e)) return false;
-    reqs_.push_back(q), want_.push_back(bytes), peer_.push_back(peer);
+    // Tag 0 for every transfer: MPI then matches them between two ranks in issue order, as NCCL.
+    int n = static_cast<int>(bytes), rc = receive ? MPI_Irecv(p, n, MPI_BYTE, static_cast<int>(peer), 0, p2p_, &q)
+                                                  : MPI_Isend(p, n, MPI_BYTE, static_cast<int>(peer), 0, p2p_, &q);
+    if (!started(rc, receive ? "MPI_Irecv" : "MPI_Isend", e)) return false;
+    reqs_.push_back(q), want_.push_back(receive ? bytes : SIZE_MAX), peer_.push_back(peer);
     return true;
   });
   return true;
@@ -136,7 +125,7 @@ bool MpiStreamComm::run_group(const std::vector<std::function<bool(std::string&)
   for (;;) {
     int done = 0;
     int rc = MPI_Testall(static_cast<int>(reqs_.size()), reqs_.data(), &done, st.data());
-    if (rc != MPI_SUCCESS) return err = "a transfer of the group failed: " + mpi_text(rc), false;
+    if (rc != MPI_SUCCESS) return err = "a transfer of the group failed: " + mpi_error_string(rc), false;
     if (done) break;
     if (timeout_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
       err = "the group did not complete in " + std::to_string(static_cast<int>(timeout_s)) + " s";

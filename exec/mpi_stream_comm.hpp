@@ -42,6 +42,7 @@ class MpiStreamComm final : public StreamComm {
   // the number of executors (a --sweep makes one per size).
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, int> made_;
   bool started(int rc, const char* what, std::string& err);
+  bool p2p(bool receive, unsigned char* p, size_t bytes, uint32_t peer, std::string& err);
   bool start_collective(const Coll& c, std::string& err);
   bool run_group(const std::vector<std::function<bool(std::string&)>>& starts, double timeout_s, std::string& err);
   DeviceOps* dev_ = nullptr;

@@ -8,14 +8,11 @@
 #include <cmath>
 
 #include "exec/cuda/attention.cuh"
+#include "exec/cuda/attention_common.cuh"
 
 namespace sg::cuda {
 
 namespace {
-
-constexpr unsigned kFull = 0xffffffffu;
-constexpr int kWarps = 4;                      // warps per block
-constexpr int kPer = kAttnMaxDim / 32;         // dims per lane at most
 
 __device__ inline float load_in(const float* p, size_t i) { return p[i]; }
 __device__ inline float load_in(const __nv_bfloat16* p, size_t i) { return __bfloat162float(p[i]); }
@@ -29,32 +26,6 @@ __device__ inline void add_scaled_row(float (&acc)[kPer], float w, const T* row,
     const uint32_t d = lane + 32u * k;
     if (d < dim) acc[k] += w * load_in(row, d);
   }
-}
-
-__device__ inline float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
-  return v;
-}
-__device__ inline float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-  return v;
-}
-
-// The merge weights of two non-empty rows, as the CPU's merge_row computes them (by the larger
-// and the smaller lse, so the result does not depend on which side is which, even with fused
-// multiply-adds): merged = hi + log1p(exp(lo − hi)).
-struct MergeW {
-  float merged, wh, wl;
-};
-__device__ inline MergeW merge_weights(float la, float lb) {
-  const float hi = fmaxf(la, lb), lo = fminf(la, lb);
-  const float merged = hi + log1pf(expf(lo - hi));
-  return {merged, expf(hi - merged), expf(lo - merged)};
-}
-// One element of the merge: x (lse la) with y (lse lb), both non-empty.
-__device__ inline float merge_elem(float x, float y, float la, float lb, const MergeW& w) {
-  if (la == lb) return (x + y) * w.wh;
-  return la > lb ? x * w.wh + y * w.wl : y * w.wh + x * w.wl;
 }
 
 // Whether key u is visible from query t.
@@ -101,27 +72,7 @@ __global__ void attn_fwd(const T* __restrict__ q, const T* __restrict__ kv, floa
     m = mn;
   }
   if (l == 0.f) return;  // the row saw no key: its accumulator stays as it was
-  const float lse_t = m + logf(l);
-  float* out = o_lse + row * (dim + 1);
-  const float lse = out[dim];
-  if (lse == -INFINITY) {  // empty accumulator: the tile's row, as is (whatever garbage o held)
-#pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const uint32_t d = lane + 32u * k;
-      if (d < dim) out[d] = acc[k] / l;
-    }
-    __syncwarp();
-    if (lane == 0) out[dim] = lse_t;
-    return;
-  }
-  const MergeW w = merge_weights(lse, lse_t);
-#pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    const uint32_t d = lane + 32u * k;
-    if (d < dim) out[d] = merge_elem(out[d], acc[k] / l, lse, lse_t, w);
-  }
-  __syncwarp();
-  if (lane == 0) out[dim] = w.merged;
+  merge_tile_row(o_lse + row * (dim + 1), lane, dim, m + logf(l), [&](int k, uint32_t) { return acc[k] / l; });
 }
 
 __global__ void attn_merge(float* __restrict__ acc, const float* __restrict__ part, size_t rows, uint32_t dim) {

@@ -8,24 +8,15 @@
 #include <cmath>
 #include <string>
 
+#include "exec/cuda/attention_common.cuh"
 #include "exec/cuda/attention_gemm.cuh"
 
 namespace sg::cuda {
 
 namespace {
 
-constexpr unsigned kFull = 0xffffffffu;
-constexpr int kWarps = 4;
 constexpr size_t kBudget = size_t{256} << 20;  // workspace bytes a slab aims at
 
-__device__ inline float warp_max(float v) {
-  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(kFull, v, o));
-  return v;
-}
-__device__ inline float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(kFull, v, o);
-  return v;
-}
 __device__ inline void store_p(float* p, size_t i, float v) { p[i] = v; }
 __device__ inline void store_p(__nv_bfloat16* p, size_t i, float v) { p[i] = __float2bfloat16(v); }
 
@@ -58,13 +49,6 @@ __global__ void softmax_rows(const float* s, TP* p, float* __restrict__ ml, uint
   }
 }
 
-// The merge weights as attention.cu computes them (by the larger and the smaller lse).
-__device__ inline void merge_w(float la, float lb, float& merged, float& wh, float& wl) {
-  const float hi = fmaxf(la, lb), lo = fminf(la, lb);
-  merged = hi + log1pf(expf(lo - hi));
-  wh = expf(hi - merged), wl = expf(lo - merged);
-}
-
 // One warp per query row: the slab's unnormalised output o (dim per row) over l, with lse
 // m + log l, merged into o_lse.
 __global__ void merge_slab(float* __restrict__ o_lse, const float* __restrict__ o, const float* __restrict__ ml, uint32_t planes,
@@ -75,24 +59,8 @@ __global__ void merge_slab(float* __restrict__ o_lse, const float* __restrict__ 
   const size_t plane = row / ns, r = row % ns;
   const float m = ml[2 * row], l = ml[2 * row + 1];
   if (l == 0.f) return;  // the row saw no key: its accumulator stays as it was
-  const float lse_t = m + logf(l);
   const float* src = o + (plane * slab + r) * dim;
-  float* out = o_lse + (plane * rows_q + row0 + r) * (dim + 1);
-  const float lse = out[dim];
-  if (lse == -INFINITY) {
-    for (uint32_t d = lane; d < dim; d += 32) out[d] = src[d] / l;
-    __syncwarp();
-    if (lane == 0) out[dim] = lse_t;
-    return;
-  }
-  float merged, wh, wl;
-  merge_w(lse, lse_t, merged, wh, wl);
-  for (uint32_t d = lane; d < dim; d += 32) {
-    const float x = out[d], y = src[d] / l;
-    out[d] = lse == lse_t ? (x + y) * wh : (lse > lse_t ? x * wh + y * wl : y * wh + x * wl);
-  }
-  __syncwarp();
-  if (lane == 0) out[dim] = merged;
+  merge_tile_row(o_lse + (plane * rows_q + row0 + r) * (dim + 1), lane, dim, m + logf(l), [&](int, uint32_t d) { return src[d] / l; });
 }
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
@@ -161,6 +129,7 @@ size_t attn_gemm_workspace(uint32_t planes, uint32_t slab, uint32_t rows_k, uint
 int launch_attn_fwd_gemm(void* cublas, void* workspace, uint32_t slab, const void* q, const void* kv, float* o_lse, bool bf16,
                          uint32_t planes, uint32_t rows_q, uint32_t rows_k, uint32_t dim, bool causal, float scale, int64_t offset,
                          void* stream) {
+  if (dim == 0 || dim > kAttnMaxDim) return static_cast<int>(cudaErrorInvalidValue);  // as launch_attn_fwd
   if (planes == 0 || rows_q == 0 || rows_k == 0 || slab == 0) return 0;
   const CublasApi& api = cublas_api();
   if (!api.why.empty()) return 10000 + static_cast<int>(CUBLAS_STATUS_NOT_INITIALIZED);

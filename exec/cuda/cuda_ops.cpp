@@ -105,13 +105,7 @@ bool CudaOps::attention_tile(const AttentionTile& t, std::string& err) {
   } else {
     const float* bundle = reinterpret_cast<const float*>(t.q);
     if (t.bf16) {  // q, dO as bf16 and lse, D as fp32 per row: widened to the kernel's fp32 bundle
-      size_t need = size_t{planes} * t.rows_q * (2 * size_t{t.dim} + 2) * 4;
-      if (need > bundle_bytes_) {
-        if (bundle_) release(bundle_);
-        bundle_ = allocate(need, err);
-        bundle_bytes_ = bundle_ ? need : 0;
-        if (!bundle_) return false;
-      }
+      if (!grow(bundle_, bundle_bytes_, size_t{planes} * t.rows_q * (2 * size_t{t.dim} + 2) * 4, err)) return false;
       rc = launch_widen_bundle(t.q, reinterpret_cast<float*>(bundle_), size_t{planes} * t.rows_q, t.dim, st);
       bundle = reinterpret_cast<const float*>(bundle_);
     }

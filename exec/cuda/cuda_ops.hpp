@@ -46,6 +46,7 @@ class CudaOps final : public DeviceOps {
   void* cublas_ = nullptr;
   unsigned char* gemm_ws_ = nullptr;
   size_t gemm_ws_bytes_ = 0;
+  // Device scratch p of `have` bytes, reallocated to `need` when smaller.
   bool grow(unsigned char*& p, size_t& have, size_t need, std::string& err);
   // The stream calls go to, and after the call: wait for it (no lane selected) or not.
   const Stream& cur() const { return lane_ < 0 ? stream_ : lanes_[lane_]; }
