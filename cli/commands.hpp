@@ -88,6 +88,7 @@ struct ExecOpts {
   std::string predict;               // a platform: print the analytic simulator's time next to the measured one
   std::string device = "cpu";        // cpu, cuda or host-staged
   std::string transport = "auto";    // with a device: auto, staged, cuda-aware or nccl
+  bool device_sync = false;          // with a device: every device call waits (no streams)
 };
 
 struct CalibrateOpts {

@@ -224,6 +224,9 @@ int cmd_exec(const ExecOpts& o) {
   bool direct = false;
   std::string transport = "host", transport_why;
   if (o.device == "cpu" && o.transport != "auto") return refuse("--transport " + o.transport + " needs --device cuda (or host-staged)");
+  if (o.device == "cpu" && o.device_sync) return refuse("--device-sync needs --device cuda (or host-staged)");
+  if (o.transport == "nccl" && o.device_sync)
+    return refuse("--device-sync does not apply to --transport nccl, whose transfers are ordered on the device's streams");
   // The stream-ordered transport (--transport nccl): NCCL on a GPU, or MPI keeping NCCL's rules
   // on the stand-in device. Transfers then go in the stream order's groups (computed per size).
   std::unique_ptr<StreamComm> stream_comm;
@@ -233,11 +236,12 @@ int cmd_exec(const ExecOpts& o) {
     transport = direct ? "cuda-aware" : "staged";
     transport_why = direct ? "--transport cuda-aware: point-to-point on the stand-in device memory itself, collectives staged"
                            : "staged through host mirrors";
+    // The stand-in device defers its lanes like a GPU, in an order drawn per rank (and per
+    // STEPGRAPH_LANE_SEED), so that a missing wait between lanes, or MPI touching memory before
+    // the host saw the mark it needs, shows in --check.
+    const char* seed = std::getenv("STEPGRAPH_LANE_SEED");
+    host_device.set_lanes(static_cast<uint64_t>(me) * 7919u + (seed ? std::strtoull(seed, nullptr, 10) : 1));
     if (o.transport == "nccl") {
-      // The stand-in device defers its lanes like a GPU, in an order drawn per rank (and per
-      // STEPGRAPH_LANE_SEED), so that a missing wait between lanes shows in --check.
-      const char* seed = std::getenv("STEPGRAPH_LANE_SEED");
-      host_device.set_lanes(static_cast<uint64_t>(me) * 7919u + (seed ? std::strtoull(seed, nullptr, 10) : 1));
       stream_comm = std::make_unique<exec::MpiStreamComm>(MPI_COMM_WORLD, &host_device);
       transport = "nccl";
       transport_why = "MPI standing in for NCCL on host memory, with NCCL's rules: transfers matched by issue order, in groups issued in "
@@ -401,6 +405,7 @@ int cmd_exec(const ExecOpts& o) {
     eo.timeout_s = o.timeout_s;
     eo.device = device;
     eo.device_direct = direct;
+    eo.lanes = device && !stream_comm && !o.device_sync;
     eo.stream = stream_comm.get();
     eo.order = stream_comm ? &order : nullptr;
 
@@ -623,6 +628,7 @@ int cmd_exec(const ExecOpts& o) {
                             {"wrong", r.checked ? nlohmann::json(r.wrong) : nlohmann::json(nullptr)},
                             {"device", o.device},
                             {"transport", transport}};
+        if (device) j["device_calls"] = o.device_sync ? "sync" : "streams";
         if (r.checked) j["mpi_agrees"] = r.mpi_differs < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.mpi_differs == 0);
         if (r.attention) {
           j["max_abs_err"] = r.max_abs_err;
@@ -650,7 +656,9 @@ int cmd_exec(const ExecOpts& o) {
     } else {
       std::printf("# stepgraph exec %s: %d ranks, %d iterations after %d warm-up, bus factor %s%s\n", schedule_name.c_str(), size, o.iters,
                   o.warmup, factor_name.c_str(), o.check ? ", checked" : "");
-      if (device) std::printf("# device: %s; transport: %s (%s)\n", device_note.c_str(), transport.c_str(), transport_why.c_str());
+      if (device)
+        std::printf("# device: %s; transport: %s (%s); device calls: %s\n", device_note.c_str(), transport.c_str(), transport_why.c_str(),
+                    o.device_sync ? "synchronous (--device-sync)" : "two streams, local work and transfers, ordered by events");
       std::printf("#\n");
       std::printf("# %10s %12s %8s %6s %10s %8s %8s %7s", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
       bool predict = !o.predict.empty();

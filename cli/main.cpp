@@ -134,6 +134,9 @@ int main(int argc, char** argv) {
                    "memory), cuda-aware (MPI on device memory; falls back to staged with the reason), nccl (NCCL, a GPU per rank; with "
                    "--device host-staged, MPI keeping NCCL's rules)")
       ->check(CLI::IsMember({"auto", "staged", "cuda-aware", "nccl"}));
+  exec->add_flag("--device-sync", eopts.device_sync,
+                 "with a device, staged or cuda-aware: every device call waits for the device (default: two streams, local work "
+                 "overlapping transfers, ordered by events); for comparison and debugging");
   exec->add_option("--predict", eopts.predict, "a platform (a spec, an .xml file or @FILE from calibrate): the analytic simulator's time next to the measured one, with the error");
 
   sg::cli::CalibrateOpts calopts;

@@ -5,6 +5,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -211,8 +212,25 @@ struct Executor::Impl {
   std::vector<int> stream_group;
   std::vector<std::vector<StepId>> level_xfer, level_local;
   std::vector<uint8_t> needs_mark;
-  bool lanes = false;                              // a streamed run is under way
+  bool lanes = false;                              // device calls are asynchronous (on lanes) in this run
   std::deque<std::vector<unsigned char>> lane_values;  // generic compute values on their way up
+  // Lanes on the dataflow path (ExecOptions::lanes): local work goes on lane 0 and the copies
+  // around MPI (a range down before MPI reads it, up after MPI wrote it, a received reduction) on
+  // lane 1, all asynchronous. A step is done, for the dataflow, once its device work is enqueued;
+  // dm[s] says what it leaves behind: per lane the newest mark after its work and everything it
+  // needed (a lane runs in order, so its newest mark covers the older ones). Device work waits on
+  // the other lane's marks on the device; MPI, which the host drives, may touch memory only once
+  // the marks its step needs are reached: the step waits at a gate until the host has seen them.
+  bool flow_lanes = false;
+  int cur_lane = -1;
+  int seen[2] = {-1, -1};  // per lane: the newest mark of the other lane it has waited for
+  std::vector<std::array<int, 2>> dm;
+  struct Gate {
+    StepId s;
+    int m0, m1;  // the marks to be reached (-1: none) on lanes 0 and 1
+  };
+  std::deque<Gate> gated;       // in the order entered: on-block transfers keep their start order
+  std::vector<uint8_t> passed;  // per step: through its gate (its MPI part runs when issued)
 
   Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts)
       : g(graph), sources(sm), world(w), o(opts) {}
@@ -696,6 +714,16 @@ struct Executor::Impl {
   }
 
   void complete(StepId s) {
+    if (flow_lanes) {
+      StepKind k = g.kind(s);
+      // A receive's or collective's device work after MPI (on lane 1, on_request_done) is marked.
+      if (k == StepKind::Recv || (k == StepKind::Collective && g.coll(s).kind != CollKind::Barrier)) {
+        to_lane(1);
+        dm[s][1] = std::max(dm[s][1], new_mark());
+      } else if (k == StepKind::Wait) {
+        dm[s] = needs(s);
+      }
+    }
     st[s] |= kCompleted;
     ++completed;
     if (!g.nonblocking(s)) satisfy(s);
@@ -757,6 +785,7 @@ struct Executor::Impl {
   }
 
   void finish_choreo_recv(StepId s) {
+    if (flow_lanes && !to_lane(1)) return;
     Range r = g.range(s);
     const unsigned char* src = staging.p + stage_off[s];
     if (dev) finish_staged_on_device(s, r, src);
@@ -784,17 +813,96 @@ struct Executor::Impl {
     }
   }
 
+  // ---- lanes on the dataflow path ----
+  bool to_lane(int k) {
+    if (cur_lane == k) return true;
+    cur_lane = k;
+    std::string why;
+    return dev_ok(dev->select_lane(k, o.timeout_s, why), "selecting a device stream", nullptr, why);
+  }
+  // Lane k from now on, after the other lane's mark m (m < 0: none).
+  bool lane_after(int k, int m) {
+    if (!to_lane(k)) return false;
+    if (m <= seen[k]) return true;
+    seen[k] = m;
+    std::string why;
+    return dev_ok(dev->wait_mark(m, why), "a device wait", nullptr, why);
+  }
+  int new_mark() {
+    int id = -1;
+    std::string why;
+    dev_ok(dev->mark(id, why), "a device mark", nullptr, why);
+    return id;
+  }
+  // The newest marks per lane that s's dependencies (and a wait's handles) left behind.
+  std::array<int, 2> needs(StepId s) const {
+    std::array<int, 2> n{-1, -1};
+    auto add = [&](StepId d) { n[0] = std::max(n[0], dm[d][0]), n[1] = std::max(n[1], dm[d][1]); };
+    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) add(*d);
+    if (g.kind(s) == StepKind::Wait)
+      for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h) add(*h);
+    return n;
+  }
+  // Device mode: whether MPI's part of s needs its range copied down from the device first.
+  bool has_prep(StepId s) const {
+    if (!dev) return false;
+    switch (g.kind(s)) {
+      case StepKind::Send: return !dev_direct;  // MPI sends from the host mirror
+      // Staged: an on-block message may be shorter than its range; the mirror first holds the
+      // device's bytes, so copying the whole range back up leaves the rest as it was.
+      case StepKind::Recv: return g.local(s) && !(g.flags(s) & kFlagReduce) && !dev_direct;
+      // Open MPI's CUDA support covers point-to-point and blocking collectives, not the
+      // nonblocking ones this loop starts (their reductions run host operators), so collectives
+      // always work on the host mirror.
+      case StepKind::Collective: return g.coll(s).kind != CollKind::Barrier;
+      default: return false;
+    }
+  }
+  bool prepare(StepId s) { return down(g.range(s), g.kind(s) == StepKind::Collective); }
+  // With lanes: the copy down (on lane 1, after the local work it needs), then the gate.
+  void enter_gate(StepId s) {
+    std::array<int, 2> n = needs(s);
+    if (has_prep(s)) {
+      if (!lane_after(1, n[0]) || !prepare(s)) return;
+      n[1] = std::max(n[1], new_mark());
+    }
+    dm[s] = n;
+    gated.push_back(Gate{s, n[0], n[1]});
+  }
+  // Lets the device run, then issues the steps whose marks are reached, in gate order (MPI
+  // matches on-block transfers in the order they start, as on the synchronous path). True when
+  // one went through.
+  bool open_gates() {
+    std::string why;
+    if (!dev->progress(why)) return dev_ok(false, "device work", nullptr, why);
+    bool any = false;
+    while (!gated.empty() && error.empty()) {
+      const Gate gt = gated.front();
+      if ((gt.m0 >= 0 && !dev->mark_reached(gt.m0)) || (gt.m1 >= 0 && !dev->mark_reached(gt.m1))) break;
+      gated.pop_front();
+      passed[gt.s] = 1;
+      issue(gt.s);
+      any = true;
+    }
+    return any;
+  }
+
   void issue(StepId s) {
     if (g.kind(s) == StepKind::Collective && coll_prev[s] != kNoStep && !(st[coll_prev[s]] & kIssued)) {
       st[s] |= kDeferred;  // started right after its predecessor on the communicator
       return;
     }
-    st[s] |= kIssued;
     StepKind k = g.kind(s);
+    bool transfer = k == StepKind::Send || k == StepKind::Recv || k == StepKind::Collective;
+    if (flow_lanes && transfer && !passed[s]) {
+      enter_gate(s);
+      return;
+    }
+    st[s] |= kIssued;
     Range r = k == StepKind::Wait ? Range{} : g.range(s);
+    if (!flow_lanes && has_prep(s) && !prepare(s)) return;  // (with lanes done before the gate)
     switch (k) {
       case StepKind::Send: {
-        if (!down(r)) return;  // device mode: MPI sends from the host mirror
         MPI_Request q;
         int rc;
         if (!g.local(s)) {
@@ -826,9 +934,6 @@ struct Executor::Impl {
           return;
         }
         unsigned char* dst = (g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(r);
-        // Staged: an on-block message may be shorter than its range; the mirror first holds the
-        // device's bytes, so copying the whole range back up leaves the rest as it was.
-        if (!(g.flags(s) & kFlagReduce) && !down(r)) return;
         int32_t t = g.p2p_info(s).tag;
         MPI_Request q;
         if (!check_rc(MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, t == kAnyTag ? MPI_ANY_TAG : t, c, &q), "MPI_Irecv", s)) return;
@@ -839,7 +944,14 @@ struct Executor::Impl {
       case StepKind::Copy:
       case StepKind::Reduce:
       case StepKind::Compute:
-        local_work(s);
+        if (flow_lanes) {  // on lane 0, after the transfers it needs; a mark after it
+          std::array<int, 2> n = needs(s);
+          if (!lane_after(0, n[1])) return;
+          local_work(s);
+          dm[s] = {new_mark(), n[1]};
+        } else {
+          local_work(s);
+        }
         complete(s);
         return;
       case StepKind::Collective: {
@@ -973,10 +1085,7 @@ struct Executor::Impl {
     int root = static_cast<int>(std::max<int64_t>(0, gr.index_of(c.root)));
     MPI_Request q = MPI_REQUEST_NULL;
     int rc = MPI_SUCCESS;
-    // Device mode: MPI's collectives work on the host mirror with either transport. Open MPI's
-    // CUDA support covers point-to-point and blocking collectives, not the nonblocking ones this
-    // loop starts (their reductions run host operators), so collectives are always staged.
-    if (c.kind != CollKind::Barrier && !down(r, true)) return;
+    // Device mode: MPI's collectives work on the host mirror with either transport (prepare()).
     unsigned char* p = c.kind == CollKind::Barrier ? nullptr : ptr(r);
     switch (c.kind) {
       case CollKind::Barrier: rc = MPI_Ibarrier(comm, &q); break;
@@ -1020,6 +1129,7 @@ struct Executor::Impl {
 
   // Completions only make steps ready (the loop starts them): no request is added here.
   void on_request_done(StepId s, Req kind) {
+    if (flow_lanes && !to_lane(1)) return;  // what MPI wrote goes up on lane 1
     switch (kind) {
       case Req::ChoreoData:
         st[s] |= kArrived;
@@ -1119,6 +1229,8 @@ struct Executor::Impl {
         ++shown;
       }
     }
+    for (size_t i = 0; i < gated.size() && shown < 4; ++i, ++shown)
+      out += "\n  waits for the device's work before it starts " + describe(gated[i].s);
     for (StepId s = 0; s < g.size() && shown < 4; ++s)
       if (st[s] & kDeferred) {
         out += "\n  holds back " + describe(s) + " until " + describe(coll_prev[s]) +
@@ -1144,13 +1256,8 @@ struct Executor::Impl {
     const StreamOrder& so = *o.order;
     std::vector<int> group_mark(so.groups + 1, -1), step_mark(g.size(), -1);
     uint32_t waited_group = 0;  // lane 0 has waited for the groups up to this one
-    int lane = -1;
+    cur_lane = -1;
     std::string why;
-    auto to_lane = [&](int k) {
-      if (lane == k) return true;
-      lane = k;
-      return dev_ok(dev->select_lane(k, o.timeout_s, why), "selecting a device stream", nullptr, why);
-    };
     auto fail = [&](StepId s, const std::string& what) {
       if (error.empty()) error = what + (s == kNoStep ? std::string() : " (" + describe(s) + ")");
     };
@@ -1226,6 +1333,7 @@ struct Executor::Impl {
       dev->select_lane(-1, 1, why);
     }
     lanes = false;
+    cur_lane = -1;
     res.completed = error.empty();
     res.error = error;
     // The host only enqueued the compute: its time is on the device lanes, which the host does
@@ -1301,6 +1409,16 @@ struct Executor::Impl {
     taken.assign(srcs.size(), 0);
     unissued.resize(srcs.size());
     for (size_t i = 0; i < srcs.size(); ++i) unissued[i] = static_cast<uint32_t>(from_src[i].size());
+    flow_lanes = lanes = dev && o.lanes;
+    if (flow_lanes) {
+      cur_lane = -1;
+      seen[0] = seen[1] = -1;
+      dm.assign(n, {-1, -1});
+      passed.assign(n, 0);
+      gated.clear();
+      lane_values.clear();
+      to_lane(0);
+    }
     for (StepId s = 0; s < n; ++s) {
       pending[s] = g.dep_count(s);
       if (!probe && g.kind(s) == StepKind::Recv && !g.local(s)) {
@@ -1325,13 +1443,20 @@ struct Executor::Impl {
         issue(s);
       }
       if (!error.empty() || completed == n) break;
+      if (flow_lanes && !gated.empty()) {
+        if (open_gates()) {
+          last = Clock::now();
+          continue;
+        }
+        if (!error.empty()) break;
+      }
       bool expecting = false;
       if (probe && take_messages(expecting)) {
         last = Clock::now();
         continue;
       }
       if (!error.empty()) break;
-      if (reqs.empty() && !expecting) {
+      if (reqs.empty() && !expecting && gated.empty()) {
         error = "nothing can run and nothing is in flight: the schedule is stuck";
         res.report = stall_report(0);
         break;
@@ -1378,6 +1503,21 @@ struct Executor::Impl {
         req_kind.pop_back();
       }
       for (auto& [s, kind] : finished) on_request_done(s, kind);
+    }
+    if (flow_lanes) {
+      // The drain: both lanes done (at most the timeout; after a failure, briefly), then back to
+      // synchronous calls.
+      std::string why;
+      bool fine = error.empty() && !res.stalled;
+      if (!dev->select_lane(-1, fine ? o.timeout_s : 1, why) && fine) {
+        error = "the device's work did not finish: " + why;
+        res.report = "rank " + std::to_string(me) + ": " + error;
+      }
+      flow_lanes = lanes = false;
+      cur_lane = -1;
+      // The host only enqueued the compute: its time is on the device, which the host does not
+      // see, so none is reported (and exec prints no overlap figure; --device-sync does).
+      compute_s = 0;
     }
     res.completed = error.empty() && !res.stalled && completed == n;
     res.error = error;

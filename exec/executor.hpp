@@ -60,6 +60,11 @@ struct ExecOptions {
   DeviceOps* device = nullptr;
   // With a device: MPI reads and writes device memory itself (CUDA-aware MPI), nothing staged.
   bool device_direct = false;
+  // With a device: its calls are asynchronous, on two lanes (streams): local work on lane 0, the
+  // copies around MPI on lane 1, ordered by marks (events) on the device; MPI touches memory only
+  // once the host has seen the marks it needs. So compute overlaps transfers and the host keeps
+  // MPI going while the device works. false: every device call waits for the device.
+  bool lanes = false;
   // The stream-ordered transport (--transport nccl; needs a device): every transfer and
   // collective goes through `stream` in the groups of `order` (core/graph/stream_order.hpp,
   // computed on the whole schedule for this rank), transfers on the device's lane 1 and local

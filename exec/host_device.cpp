@@ -97,23 +97,27 @@ bool HostDeviceOps::wait_mark(int id, std::string& err) {
 
 bool HostDeviceOps::mark_reached(int id) const { return id >= 0 && static_cast<size_t>(id) < reached_.size() && reached_[static_cast<size_t>(id)]; }
 
-// Both lanes run to the end, one item at a time from a lane drawn at random among those that may
-// go, as two streams interleave on a GPU.
-bool HostDeviceOps::drain(std::string& err) {
-  for (;;) {
+bool HostDeviceOps::progress(std::string& err) {
+  if (!lazy_) return true;
+  return run_items(1 + next_random() % 4, false, err);  // a few items per poll: the device lags the host by a varying amount
+}
+
+// One item at a time from a lane drawn at random among those that may go, as two streams
+// interleave on a GPU.
+bool HostDeviceOps::run_items(uint64_t budget, bool all, std::string& err) {
+  for (; budget > 0; --budget) {
     bool can[2];
     for (int k = 0; k < 2; ++k) {
       const std::deque<Item>& q = q_[k];
       can[k] = !q.empty() && (q.front().kind != Item::Wait || reached_[static_cast<size_t>(q.front().id)]);
     }
     if (!can[0] && !can[1]) {
-      if (q_[0].empty() && q_[1].empty()) return true;
+      if (!all || (q_[0].empty() && q_[1].empty())) return true;
       err = "both lanes wait for marks that are never reached";
       q_[0].clear(), q_[1].clear();
       return false;
     }
-    rng_ ^= rng_ << 13, rng_ ^= rng_ >> 7, rng_ ^= rng_ << 17;  // xorshift64
-    int k = can[0] && can[1] ? static_cast<int>(rng_ & 1) : (can[0] ? 0 : 1);
+    int k = can[0] && can[1] ? static_cast<int>(next_random() & 1) : (can[0] ? 0 : 1);
     Item it = std::move(q_[k].front());
     q_[k].pop_front();
     if (it.kind == Item::Mark) reached_[static_cast<size_t>(it.id)] = 1;
@@ -122,6 +126,7 @@ bool HostDeviceOps::drain(std::string& err) {
       return false;
     }
   }
+  return true;
 }
 
 }  // namespace sg::exec

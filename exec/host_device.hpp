@@ -3,10 +3,11 @@
 // after MPI wrote them, copies and reductions on the device side) run and checked on a machine
 // without a GPU. `exec --device host-staged` selects it; its results must equal `--device cpu`'s.
 //
-// With lanes (set_lanes, the stream-ordered transport's stand-in) it behaves like a GPU: calls on
-// a lane are queued, not done, and run when the lanes drain (select_lane(-1)) in an order drawn
-// at random among the lanes that may go (a lane stops at a wait for a mark not yet reached). A
-// missing wait between the lanes then shows as wrong numbers in --check, as it would on a GPU.
+// With lanes (set_lanes) it behaves like a GPU: calls on a lane are queued, not done, and run a
+// few at a time while the host polls (progress) and all when the lanes drain (select_lane(-1)),
+// in an order drawn at random among the lanes that may go (a lane stops at a wait for a mark not
+// yet reached). A missing wait between the lanes, or MPI touching memory before a mark was
+// polled, then shows as wrong numbers in --check, as it would on a GPU.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -40,6 +41,7 @@ class HostDeviceOps final : public DeviceOps {
   bool wait_mark(int id, std::string& err) override;
   bool mark_reached(int id) const override;
   bool run_on_lane(std::function<bool(std::string&)> fn, std::string& err) override { return defer(std::move(fn), err); }
+  bool progress(std::string& err) override;
 
  private:
   struct Item {
@@ -49,7 +51,15 @@ class HostDeviceOps final : public DeviceOps {
   };
   // Runs fn now (no lane, or lanes not deferred) or queues it on the current lane.
   bool defer(std::function<bool(std::string&)> fn, std::string& err);
-  bool drain(std::string& err);
+  // Runs up to `budget` items (all: until both lanes are empty or stopped at waits), each from a
+  // lane drawn at random among those that may go. False with err when an item failed, or when
+  // `all` and both lanes wait for marks that are never reached.
+  bool run_items(uint64_t budget, bool all, std::string& err);
+  bool drain(std::string& err) { return run_items(UINT64_MAX, true, err); }
+  uint64_t next_random() {
+    rng_ ^= rng_ << 13, rng_ ^= rng_ >> 7, rng_ ^= rng_ << 17;  // xorshift64
+    return rng_;
+  }
   bool lazy_ = false;
   int lane_ = -1;
   std::deque<Item> q_[2];

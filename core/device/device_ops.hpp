@@ -3,11 +3,13 @@
 // only core/: the MPI executor (exec/) runs its step loop on a DeviceOps, the CUDA path
 // (exec/cuda) implements it, and the command (cli/) hands one to the other.
 //
-// By default every call is synchronous (it returns when the device has done it): the executor's
-// staged transport copies a range to host memory before MPI reads it and back after MPI wrote
-// it. The stream-ordered transport (NCCL, core/device/stream_comm.hpp) selects a lane instead:
-// calls are then enqueued on that lane's stream and return at once, and marks (events) order
-// one lane after another.
+// By default every call is synchronous (it returns when the device has done it). An executor
+// that selects a lane (select_lane) gets asynchronous calls instead: they are enqueued on that
+// lane's stream and return at once, and marks (events) order one lane after another. The MPI
+// executor does so on both of its paths: the dataflow loop (staged and CUDA-aware transports)
+// puts local work on lane 0 and the copies around MPI on lane 1, and polls marks before MPI
+// touches memory; the stream-ordered transport (NCCL, core/device/stream_comm.hpp) issues
+// everything on the lanes.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -78,9 +80,16 @@ class DeviceOps {
     (void)id, (void)err;
     return true;
   }
-  // Whether mark `id` has been reached (for stall reports).
+  // Whether mark `id` has been reached (the dataflow loop polls it before MPI reads or writes
+  // memory that lane work touches; stall reports).
   virtual bool mark_reached(int id) const {
     (void)id;
+    return true;
+  }
+  // Called while the host polls marks: a device that defers its lanes (the stand-in) runs some
+  // of their work; a GPU runs on its own and reports a failure of work already enqueued.
+  virtual bool progress(std::string& err) {
+    (void)err;
     return true;
   }
   // Host code run in the current lane's order (cudaLaunchHostFunc's idea): the stand-in

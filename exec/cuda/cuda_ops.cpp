@@ -171,4 +171,14 @@ bool CudaOps::mark_reached(int id) const {
   return cudaEventQuery(static_cast<cudaEvent_t>(events_[static_cast<size_t>(id)])) == cudaSuccess;
 }
 
+// A kernel or copy that failed on a lane shows in its stream's status (sticky errors show on
+// every query): reported here, so that a poll for a mark that will never be reached ends.
+bool CudaOps::progress(std::string& err) {
+  for (int k = 0; k < 2; ++k) {
+    cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(lanes_[k].handle()));
+    if (e != cudaSuccess && e != cudaErrorNotReady) return ok(e, k == 0 ? "the local-work stream" : "the transfer stream", err);
+  }
+  return true;
+}
+
 }  // namespace sg::cuda

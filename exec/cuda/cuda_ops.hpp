@@ -1,8 +1,8 @@
 // The CUDA device behind core's DeviceOps: memory from cudaMalloc, copies with cudaMemcpy on this
 // process's stream, reductions with kernels.cu, pinned host memory (cudaHostAlloc) for the
 // executor's host mirrors and staging.
-// Every call waits for the device, except on a lane (DeviceOps::select_lane): the NCCL transport's
-// two streams, one for local work and one for transfers, ordered by events (marks).
+// Every call waits for the device, except on a lane (DeviceOps::select_lane): the executor's two
+// streams, one for local work and one for transfers, ordered by events (marks).
 #pragma once
 #include <string>
 #include <vector>
@@ -36,6 +36,7 @@ class CudaOps final : public DeviceOps {
   bool mark(int& id, std::string& err) override;
   bool wait_mark(int id, std::string& err) override;
   bool mark_reached(int id) const override;
+  bool progress(std::string& err) override;  // a failure of enqueued work, else nothing to do
 
  private:
   unsigned char* bundle_ = nullptr;  // the backward's bf16 bundle widened to fp32 (grown on demand)
