@@ -8,10 +8,12 @@
 //           doing the tile's two products (S = Q·Kᵀ, O = P·V, batched over planes) on the same
 //           shapes: fp32 (SGEMM) and bf16 inputs with fp32 accumulation (GemmEx, tensor cores);
 //           goal >= 50 %.
+//   part 3: the same for the backward tile (10·planes·rows²·dim flops) against cuBLAS doing its
+//           five products.
 //   Ring attention on several ranks sharing the GPU is `mpiexec -n 4 stepgraph exec
 //   zigzag_ring_attention --device cuda --check` (bench/README.md).
 //
-//   bench_gpu [--quick] [--part 1|2]
+//   bench_gpu [--quick] [--part 1|2|3]
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -153,6 +155,78 @@ void part_attention(bool quick) {
   cublasDestroy(h);
 }
 
+// The backward tile (10·planes·rows²·dim flops: five products) against cuBLAS doing those five
+// products alone on the same shapes: S = Q·Kᵀ, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q, dV = Pᵀ·dO.
+void part_attention_bwd(bool quick) {
+  std::printf("\n## part 3: attention backward tile throughput against cuBLAS on its five products (goal >= 50%%)\n\n");
+  std::printf("| planes x rows x dim | inputs | warp tile TFLOP/s | cuBLAS tile TFLOP/s | the five GEMMs alone TFLOP/s | ratio (faster tile / GEMMs) |\n"
+              "|---|---|---|---|---|---|\n");
+  const uint32_t planes = quick ? 2 : 32, rows = quick ? 256 : 4096, dim = quick ? 64 : 128;
+  const double flops = 10.0 * planes * rows * double(rows) * dim;
+  std::string err;
+  cuda::Stream st;
+  if (!st.create(err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+  cublasHandle_t h;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "bench_gpu: cublasCreate failed\n"), std::exit(3);
+  cublasSetStream(h, static_cast<cudaStream_t>(st.handle()));
+  auto sync = [&] { CK(cudaStreamSynchronize(static_cast<cudaStream_t>(st.handle()))); };
+  for (bool bf16 : {false, true}) {
+    const size_t es = bf16 ? 2 : 4, qn = size_t{planes} * rows * dim, rows_all = size_t{planes} * rows;
+    const size_t scores = rows_all * rows;
+    cuda::DeviceMemory wide, raw, kv, dq, dkv, sp, dps;
+    if (!wide.allocate(rows_all * (2 * dim + 2) * 4, err) || !raw.allocate(rows_all * (2 * dim * es + 8), err) || !kv.allocate(2 * qn * es, err) ||
+        !dq.allocate(qn * 4, err) || !dkv.allocate(2 * qn * 4, err) || !sp.allocate(scores * es, err) || !dps.allocate(scores * es, err))
+      std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    // Zeros (lse 0): every score visible, exp(0) = 1; the values do not change the work.
+    CK(cudaMemset(wide.data(), 0, rows_all * (2 * dim + 2) * 4));
+    CK(cudaMemset(raw.data(), 0, rows_all * (2 * dim * es + 8)));
+    CK(cudaMemset(kv.data(), 0, 2 * qn * es));
+    CK(cudaMemset(dq.data(), 0, qn * 4));
+    CK(cudaMemset(dkv.data(), 0, 2 * qn * 4));
+    double tile = fastest_ms(quick ? 2 : 3, [&] {
+      int rc = cuda::launch_attn_bwd(reinterpret_cast<const float*>(wide.data()), kv.data(), bf16, reinterpret_cast<float*>(dq.data()),
+                                     reinterpret_cast<float*>(dkv.data()), planes, rows, rows, dim, false, 0.088f, 0, st.handle());
+      if (rc) std::fprintf(stderr, "bench_gpu: the backward kernels failed (%d)\n", rc), std::exit(3);
+      sync();
+    });
+    const uint32_t slab = cuda::attn_gemm_bwd_slab(planes, rows, rows, bf16);
+    cuda::DeviceMemory ws;
+    if (!ws.allocate(cuda::attn_gemm_bwd_workspace(planes, slab, rows, bf16), err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    double gemm_tile = fastest_ms(quick ? 2 : 3, [&] {
+      int rc = cuda::launch_attn_bwd_gemm(h, ws.data(), slab, raw.data(), kv.data(), reinterpret_cast<float*>(dq.data()),
+                                          reinterpret_cast<float*>(dkv.data()), bf16, planes, rows, rows, dim, false, 0.088f, 0, st.handle());
+      if (rc) std::fprintf(stderr, "bench_gpu: the cuBLAS backward failed (%d)\n", rc), std::exit(3);
+      sync();
+    });
+    // The five products alone, column-major, contiguous operands (Q, dO, K, V all rows x dim).
+    const float one = 1, zero = 0;
+    const int R = static_cast<int>(rows), D = static_cast<int>(dim), P = static_cast<int>(planes);
+    const long long sq = static_cast<long long>(rows) * dim, ss = static_cast<long long>(rows) * rows;
+    const cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    void* K = kv.data();
+    void* Q = kv.data();  // any rows x dim operands: the values do not matter for the timing
+    auto g = [&](cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* A, int lda, long long sa, const void* B, int ldb,
+                 long long sb, void* C, cudaDataType_t ct, int ldc, long long sc) {
+      if (cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &one, A, in, lda, sa, B, in, ldb, sb, &zero, C, ct, ldc, sc, P, CUBLAS_COMPUTE_32F,
+                                     CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
+        std::fprintf(stderr, "bench_gpu: cuBLAS failed\n"), std::exit(3);
+    };
+    double gemm = fastest_ms(quick ? 2 : 3, [&] {
+      g(CUBLAS_OP_T, CUBLAS_OP_N, R, R, D, K, D, sq, Q, D, sq, sp.data(), in, R, ss);                    // S
+      g(CUBLAS_OP_T, CUBLAS_OP_N, R, R, D, K, D, sq, Q, D, sq, dps.data(), in, R, ss);                   // dP
+      g(CUBLAS_OP_N, CUBLAS_OP_N, D, R, R, K, D, sq, dps.data(), R, ss, dq.data(), CUDA_R_32F, D, sq);    // dQ
+      g(CUBLAS_OP_N, CUBLAS_OP_T, D, R, R, Q, D, sq, dps.data(), R, ss, dkv.data(), CUDA_R_32F, D, sq);   // dK
+      g(CUBLAS_OP_N, CUBLAS_OP_T, D, R, R, Q, D, sq, sp.data(), R, ss, static_cast<float*>(static_cast<void*>(dkv.data())) + qn, CUDA_R_32F, D,
+        sq);  // dV
+      sync();
+    });
+    double tt = flops / (tile * 1e-3) / 1e12, ct = flops / (gemm_tile * 1e-3) / 1e12, gt = flops / (gemm * 1e-3) / 1e12;
+    std::printf("| %u x %u x %u | %s | %.1f | %.1f | %.1f | %.0f%% |\n", planes, rows, dim, bf16 ? "bf16" : "fp32", tt, ct, gt,
+                100 * std::max(tt, ct) / gt);
+  }
+  cublasDestroy(h);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,7 +236,7 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else if (std::strcmp(argv[i], "--part") == 0 && i + 1 < argc) part = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: bench_gpu [--quick] [--part 1|2]\n");
+      std::fprintf(stderr, "usage: bench_gpu [--quick] [--part 1|2|3]\n");
       return 2;
     }
   }
@@ -176,5 +250,6 @@ int main(int argc, char** argv) {
   std::printf("# bench_gpu on %s\n", p.names[0].c_str());
   if (part == 0 || part == 1) part_reduce(quick);
   if (part == 0 || part == 2) part_attention(quick);
+  if (part == 0 || part == 3) part_attention_bwd(quick);
   return 0;
 }

@@ -205,6 +205,41 @@ TEST_CASE("the GPU attention tiles (forward, merge, backward) agree with the CPU
       back(dkv_gpu, ddkv);
       CHECK(max_diff(dq_gpu, dq) < 1e-4);
       CHECK(max_diff(dkv_gpu, dkv) < 1e-4);
+      // The cuBLAS backward (attention_gemm.cuh) on the tile's own bundle: fp32, or q and dO as
+      // bf16 (exact here: the inputs are bf16 values) with lse and D as fp32. Slabs of 70 and 16
+      // rows. bf16 rounds P and dS for their GEMMs (FlashAttention's choice): a bf16 tolerance.
+      std::vector<unsigned char> raw;
+      if (bf16) {
+        const size_t rows = nb / 82, in_row = 2 * 40 + 2, out_row = 4 * 40 + 8;
+        raw.resize(rows * out_row);
+        for (size_t r = 0; r < rows; ++r) {
+          auto* h = reinterpret_cast<uint16_t*>(raw.data() + r * out_row);
+          for (size_t d = 0; d < 80; ++d) h[d] = exec::float_to_bf16(bundle[r * in_row + d]);
+          std::memcpy(raw.data() + r * out_row + 160, &bundle[r * in_row + 80], 8);
+        }
+      } else {
+        raw.resize(nb * 4);
+        std::memcpy(raw.data(), bundle.data(), nb * 4);
+      }
+      cuda::DeviceMemory draw;
+      dev_copy(draw, raw.data(), raw.size());
+      for (uint32_t slab : {70u, 16u}) {
+        INFO("cuBLAS backward, slab " << slab);
+        void* h = nullptr;
+        REQUIRE(cuda::attn_gemm_handle(&h, err));
+        cuda::DeviceMemory ws, gq, gkv;
+        REQUIRE(ws.allocate(cuda::attn_gemm_bwd_workspace(3, slab, 70, bf16), err));
+        dev_copy(gq, zq.data(), nq * 4);
+        dev_copy(gkv, zkv.data(), nkv * 4);
+        CHECK(cuda::launch_attn_bwd_gemm(h, ws.data(), slab, draw.data(), dkv_in.data(), reinterpret_cast<float*>(gq.data()),
+                                         reinterpret_cast<float*>(gkv.data()), bf16, 3, 70, 70, 40, causal, scale, 0, st.handle()) == 0);
+        std::vector<float> gq_h(nq), gkv_h(nkv);
+        back(gq_h, gq);
+        back(gkv_h, gkv);
+        CHECK(max_diff(gq_h, dq) < (bf16 ? 2e-2 : 1e-4));
+        CHECK(max_diff(gkv_h, dkv) < (bf16 ? 2e-2 : 1e-4));
+        cuda::attn_gemm_handle_free(h);
+      }
     }
 }
 
@@ -240,16 +275,18 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
     CHECK(r.out.find("\"wrong\": 0") != std::string::npos);
     CHECK(r.out.find("\"device\": \"cuda\"") != std::string::npos);
   }
-  // The cuBLAS forward tile (STEPGRAPH_ATTN=gemm) under exec, checked against full attention.
-  for (const char* elem : {"4", "2"}) {
-    sgtest::Ran r = sgtest::run_command(
-        "STEPGRAPH_ATTN=gemm OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 120 "
-        "mpiexec -n 4 '" + std::string(STEPGRAPH_BIN) + "' exec ring_attention --set seq=4096 --set heads=8 --set dim=64 --set elem=" + elem +
-        " --device cuda --check --iters 2 --warmup 1 --json 2>&1");
-    INFO("STEPGRAPH_ATTN=gemm elem " << elem << ":\n" << r.out);
-    REQUIRE(r.rc == 0);
-    CHECK(r.out.find("\"wrong\": 0") != std::string::npos);
-  }
+  // The cuBLAS tiles (STEPGRAPH_ATTN=gemm), forward and backward, under exec, checked against
+  // full attention (and its gradients).
+  for (const char* name : {"ring_attention", "zigzag_ring_attention_bwd"})
+    for (const char* elem : {"4", "2"}) {
+      sgtest::Ran r = sgtest::run_command(
+          "STEPGRAPH_ATTN=gemm OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 120 "
+          "mpiexec -n 4 '" + std::string(STEPGRAPH_BIN) + "' exec " + name + " --set seq=4096 --set heads=8 --set dim=64 --set elem=" + elem +
+          " --device cuda --check --iters 2 --warmup 1 --json 2>&1");
+      INFO("STEPGRAPH_ATTN=gemm " << name << " elem " << elem << ":\n" << r.out);
+      REQUIRE(r.rc == 0);
+      CHECK(r.out.find("\"wrong\": 0") != std::string::npos);
+    }
 }
 
 TEST_CASE("exec --transport nccl: NCCL on a GPU per rank gives the staged transport's results; ranks sharing a GPU are refused", "[cuda][exec][nccl]") {

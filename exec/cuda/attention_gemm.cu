@@ -65,6 +65,31 @@ __global__ void merge_slab(float* __restrict__ o_lse, const float* __restrict__ 
 
 size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 
+// The backward's element-wise step, a thread per score of the slab: from s = scale·q·k and
+// dp = dO·v, p = exp(s − lse) and ds = p·(dp − D) where key u is visible from query t and the
+// row saw any key (lse finite), else 0. lse and D come from the bundle row (after q and dO, at
+// byte lse_at). With fp32 inputs P and dS overwrite S and dP (p_out = s, ds_out = dp).
+template <class TP>
+__global__ void bwd_probs(const float* s, const float* dp, TP* p_out, TP* ds_out, const unsigned char* __restrict__ bundle,
+                          size_t row_bytes, size_t lse_at, uint32_t planes, uint32_t slab, uint32_t ns, uint32_t row0,
+                          uint32_t rows_q, uint32_t rows_k, bool causal, int64_t offset) {
+  const size_t n = size_t{planes} * ns * rows_k;
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    const size_t u = i % rows_k, rr = i / rows_k, plane = rr / ns, r = rr % ns;
+    const int64_t t = static_cast<int64_t>(row0 + r);
+    const auto* ld = reinterpret_cast<const float*>(bundle + (plane * rows_q + static_cast<size_t>(t)) * row_bytes + lse_at);
+    const float lse = ld[0], D = ld[1];
+    const size_t at = (plane * slab + r) * rows_k + u;
+    float p = 0, ds = 0;
+    if ((!causal || static_cast<int64_t>(u) <= t + offset) && lse != -INFINITY) {
+      p = expf(s[at] - lse);
+      ds = p * (dp[at] - D);
+    }
+    store_p(p_out, at, p);
+    store_p(ds_out, at, ds);
+  }
+}
+
 // cuBLAS is opened at first use, not linked: its libraries (libcublas, libcublasLt) are large
 // enough that loading them made every `stepgraph` start take 0.4 s instead of 0.07 s, also for
 // the commands that never touch a GPU.
@@ -172,6 +197,85 @@ int launch_attn_fwd_gemm(void* cublas, void* workspace, uint32_t slab, const voi
     if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
     merge_slab<<<blocks, kWarps * 32, 0, st>>>(o_lse, o, ml, planes, slab, ns, row0, rows_q, dim);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
+  }
+  return 0;
+}
+
+uint32_t attn_gemm_bwd_slab(uint32_t planes, uint32_t rows_q, uint32_t rows_k, bool bf16) {
+  const size_t per_row = size_t{planes} * size_t{rows_k} * (bf16 ? 12 : 8);
+  const size_t fit = std::max<size_t>(1, kBudget / std::max<size_t>(per_row, 1));
+  return static_cast<uint32_t>(std::max<size_t>(std::min<size_t>(fit, rows_q), 1));
+}
+
+size_t attn_gemm_bwd_workspace(uint32_t planes, uint32_t slab, uint32_t rows_k, bool bf16) {
+  const size_t scores = size_t{planes} * slab * rows_k;
+  return 2 * align256(scores * 4) + (bf16 ? 2 * align256(scores * 2) : 0);
+}
+
+int launch_attn_bwd_gemm(void* cublas, void* workspace, uint32_t slab, const void* bundle, const void* kv, float* dq, float* dkv, bool bf16,
+                         uint32_t planes, uint32_t rows_q, uint32_t rows_k, uint32_t dim, bool causal, float scale, int64_t offset,
+                         void* stream) {
+  if (dim == 0 || dim > kAttnMaxDim) return static_cast<int>(cudaErrorInvalidValue);  // as launch_attn_bwd
+  if (planes == 0 || rows_q == 0 || rows_k == 0 || slab == 0) return 0;
+  const CublasApi& api = cublas_api();
+  if (!api.why.empty()) return 10000 + static_cast<int>(CUBLAS_STATUS_NOT_INITIALIZED);
+  cublasHandle_t h = static_cast<cublasHandle_t>(cublas);
+  cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (cublasStatus_t c = api.set_stream(h, st); c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
+  const size_t es = bf16 ? 2 : 4, scores = size_t{planes} * slab * rows_k;
+  auto* ws = static_cast<unsigned char*>(workspace);
+  float* s = reinterpret_cast<float*>(ws);
+  float* dp = reinterpret_cast<float*>(ws + align256(scores * 4));
+  void* p = s;
+  void* ds = dp;
+  if (bf16) {
+    p = ws + 2 * align256(scores * 4);
+    ds = ws + 2 * align256(scores * 4) + align256(scores * 2);
+  }
+  const cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+  // The bundle as matrices: a row holds q (dim), dO (dim) in the input type, then lse and D as
+  // fp32, so Q and dO are row-major with a row stride of ld elements.
+  const size_t row_bytes = 2 * size_t{dim} * es + 8;
+  const int ld = static_cast<int>(row_bytes / es);
+  const auto* B = static_cast<const unsigned char*>(bundle);
+  const auto* K = static_cast<const unsigned char*>(kv);
+  const unsigned char* V = K + size_t{planes} * rows_k * dim * es;
+  float* dK = dkv;
+  float* dV = dkv + size_t{planes} * rows_k * dim;
+  const float one = 1, zero = 0;
+  const long long s_kv = static_cast<long long>(rows_k) * dim, s_b = static_cast<long long>(rows_q) * ld;
+  const long long s_s = static_cast<long long>(slab) * rows_k, s_q = static_cast<long long>(rows_q) * dim;
+  const int m_k = static_cast<int>(rows_k), m_d = static_cast<int>(dim), planes_i = static_cast<int>(planes);
+  auto gemm = [&](cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha, const void* A, cudaDataType_t ta_t,
+                  int lda, long long sa, const void* Bm, int ldb, long long sb, const float* beta, float* C, int ldc, long long sc) {
+    return api.gemm(h, ta, tb, m, n, k, alpha, A, ta_t, lda, sa, Bm, ta_t, ldb, sb, beta, C, CUDA_R_32F, ldc, sc, planes_i, CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT);
+  };
+  for (uint32_t row0 = 0; row0 < rows_q; row0 += slab) {
+    const uint32_t ns = std::min(slab, rows_q - row0);
+    const int n = static_cast<int>(ns);
+    const unsigned char* Q = B + size_t{row0} * row_bytes;
+    const unsigned char* dO = Q + size_t{dim} * es;
+    // Column-major views of row-major data throughout. Sᵀ (rows_k × ns) = scale · K · Qᵀ.
+    cublasStatus_t c = gemm(CUBLAS_OP_T, CUBLAS_OP_N, m_k, n, m_d, &scale, K, in, m_d, s_kv, Q, ld, s_b, &zero, s, m_k, s_s);
+    // dPᵀ (rows_k × ns) = V · dOᵀ.
+    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(CUBLAS_OP_T, CUBLAS_OP_N, m_k, n, m_d, &one, V, in, m_d, s_kv, dO, ld, s_b, &zero, dp, m_k, s_s);
+    if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
+    const size_t cells = size_t{planes} * ns * rows_k;
+    const unsigned blocks = static_cast<unsigned>(std::min<size_t>((cells + 255) / 256, 8192));
+    if (bf16)
+      bwd_probs<<<blocks, 256, 0, st>>>(s, dp, static_cast<__nv_bfloat16*>(p), static_cast<__nv_bfloat16*>(ds), B, row_bytes, 2 * size_t{dim} * es,
+                                        planes, slab, ns, row0, rows_q, rows_k, causal, offset);
+    else
+      bwd_probs<<<blocks, 256, 0, st>>>(s, dp, s, dp, B, row_bytes, 2 * size_t{dim} * es, planes, slab, ns, row0, rows_q, rows_k, causal, offset);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
+    // dQᵀ (dim × ns) += scale · Kᵀ · dSᵀ, into the slab's rows of dq.
+    c = gemm(CUBLAS_OP_N, CUBLAS_OP_N, m_d, n, m_k, &scale, K, in, m_d, s_kv, ds, m_k, s_s, &one, dq + size_t{row0} * dim, m_d, s_q);
+    // dKᵀ (dim × rows_k) += scale · Qᵀ · dS.
+    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &scale, Q, in, ld, s_b, ds, m_k, s_s, &one, dK, m_d, s_kv);
+    // dVᵀ (dim × rows_k) += dOᵀ · P.
+    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &one, dO, in, ld, s_b, p, m_k, s_s, &one, dV, m_d, s_kv);
+    if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
   }
   return 0;
 }

@@ -100,6 +100,15 @@ bool CudaOps::attention_tile(const AttentionTile& t, std::string& err) {
     if (rc >= 10000) return err = "the cuBLAS attention tile: cuBLAS status " + std::to_string(rc - 10000), false;
     return ok(static_cast<cudaError_t>(rc), "the cuBLAS attention tile", err) && settle(err);
   }
+  if (t.backward && gemm_) {  // the tile's own bundle (q, dO in the input type): no widening
+    if (!cublas_ && !attn_gemm_handle(&cublas_, err)) return false;
+    const uint32_t slab = attn_gemm_bwd_slab(planes, t.rows_q, t.rows_k, t.bf16);
+    if (!grow(gemm_ws_, gemm_ws_bytes_, attn_gemm_bwd_workspace(planes, slab, t.rows_k, t.bf16), err)) return false;
+    rc = launch_attn_bwd_gemm(cublas_, gemm_ws_, slab, t.q, t.kv, reinterpret_cast<float*>(t.out0), reinterpret_cast<float*>(t.out1), t.bf16,
+                              planes, t.rows_q, t.rows_k, t.dim, t.causal, t.scale, 0, st);
+    if (rc >= 10000) return err = "the cuBLAS attention backward: cuBLAS status " + std::to_string(rc - 10000), false;
+    return ok(static_cast<cudaError_t>(rc), "the cuBLAS attention backward", err) && settle(err);
+  }
   if (!t.backward) {
     rc = launch_attn_fwd(t.q, t.kv, reinterpret_cast<float*>(t.out0), t.bf16, planes, t.rows_q, t.rows_k, t.dim, t.causal, t.scale, 0, st);
   } else {

@@ -41,7 +41,7 @@ class CudaOps final : public DeviceOps {
  private:
   unsigned char* bundle_ = nullptr;  // the backward's bf16 bundle widened to fp32 (grown on demand)
   size_t bundle_bytes_ = 0;
-  // The cuBLAS forward tile (attention_gemm.cuh), chosen with STEPGRAPH_ATTN=gemm: its handle
+  // The cuBLAS tiles (attention_gemm.cuh), chosen with STEPGRAPH_ATTN=gemm: their handle
   // (a cublasHandle_t, made at first use) and workspace (grown on demand).
   bool gemm_ = false;
   void* cublas_ = nullptr;
