@@ -228,6 +228,7 @@ struct Executor::Impl {
   struct Gate {
     StepId s;
     int m0, m1;  // the marks to be reached (-1: none) on lanes 0 and 1
+    bool prep;   // its copy down is still to be enqueued (once m0 and m1 are reached)
   };
   std::deque<Gate> gated;       // in the order entered: on-block transfers keep their start order
   std::vector<uint8_t> passed;  // per step: through its gate (its MPI part runs when issued)
@@ -859,26 +860,39 @@ struct Executor::Impl {
     }
   }
   bool prepare(StepId s) { return down(g.range(s), g.kind(s) == StepKind::Collective); }
-  // With lanes: the copy down (on lane 1, after the local work it needs), then the gate.
+  // With lanes: a transfer waits at a gate for the marks its dependencies left.
   void enter_gate(StepId s) {
     std::array<int, 2> n = needs(s);
-    if (has_prep(s)) {
-      if (!lane_after(1, n[0]) || !prepare(s)) return;
-      n[1] = std::max(n[1], new_mark());
-    }
     dm[s] = n;
-    gated.push_back(Gate{s, n[0], n[1]});
+    gated.push_back(Gate{s, n[0], n[1], has_prep(s)});
   }
-  // Lets the device run, then issues the steps whose marks are reached, in gate order (MPI
-  // matches on-block transfers in the order they start, as on the synchronous path). True when
-  // one went through.
+  bool reached(const Gate& gt) const {
+    return (gt.m0 < 0 || dev->mark_reached(gt.m0)) && (gt.m1 < 0 || dev->mark_reached(gt.m1));
+  }
+  // Lets the device run; enqueues the copies down whose steps' marks are reached; issues the
+  // steps whose marks (their copy down's included) are reached, in gate order (MPI matches
+  // on-block transfers in the order they start, as on the synchronous path). True when it did
+  // anything.
   bool open_gates() {
     std::string why;
     if (!dev->progress(why)) return dev_ok(false, "device work", nullptr, why);
     bool any = false;
+    // A copy down goes on lane 1 only once the host has seen the local work it reads finished,
+    // so lane 1 never waits on the device for lane 0: a received block's copy up is never queued
+    // behind a tile that runs meanwhile (the copies down may go in any order: they write
+    // disjoint mirrors, or the same bytes).
+    for (Gate& gt : gated) {
+      if (!gt.prep || !reached(gt)) continue;
+      gt.prep = false;
+      if (!to_lane(1) || !prepare(gt.s)) return false;
+      gt.m0 = -1;
+      gt.m1 = new_mark();
+      dm[gt.s][1] = std::max(dm[gt.s][1], gt.m1);
+      any = true;
+    }
     while (!gated.empty() && error.empty()) {
       const Gate gt = gated.front();
-      if ((gt.m0 >= 0 && !dev->mark_reached(gt.m0)) || (gt.m1 >= 0 && !dev->mark_reached(gt.m1))) break;
+      if (gt.prep || !reached(gt)) break;
       gated.pop_front();
       passed[gt.s] = 1;
       issue(gt.s);

@@ -69,7 +69,9 @@ class DeviceOps {
     (void)k;
     return nullptr;
   }
-  // A mark after everything enqueued so far on the current lane; `id` names it.
+  // A mark after everything enqueued so far on the current lane; `id` names it. Ids grow in the
+  // order marks are made (per run of lanes, from 0), so on one lane a larger id is a later mark:
+  // the executor keeps only the newest mark per lane that a step needs.
   virtual bool mark(int& id, std::string& err) {
     (void)err;
     id = 0;
