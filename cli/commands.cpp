@@ -659,7 +659,10 @@ schedule ring_shift() {
 
   std::cout << "\n17. the GPU path: `exec --device cuda` keeps the buffers on each rank's GPU (copies, reductions and attention\n"
                "    tiles in CUDA kernels; MPI staged through host memory or CUDA-aware); where there is no GPU it says why.\n"
-               "    `--device host-staged` runs that same path with host memory as the device, checked\n\n";
+               "    Device calls go on two streams, local work beside the copies around MPI, ordered by events; MPI touches\n"
+               "    memory only after the events it needs (`--device-sync` makes every call wait instead).\n"
+               "    `--device host-staged` runs that same path with host memory as the device, checked: it defers both\n"
+               "    streams and runs them in a random interleaving, so a missing wait would show as wrong elements\n\n";
   run("( " + mpi + "-n 2 '" + self + "' exec ring_allreduce --set size=64KiB --device cuda --check --iters 2; echo \"   exit code $?\" ) 2>&1 "
       "| grep -e 'stepgraph: error' -e '^   exit code' -e '# device'");
   run(mpi + "-n 4 '" + self + "' exec ring_allreduce --set size=1MiB --device host-staged --check --iters 5 --warmup 1");
