@@ -88,6 +88,27 @@ void part_reduce(bool quick) {
     }
 }
 
+// A stream and a cuBLAS handle on it, for parts 2 and 3 (exits 3 when either cannot be made).
+struct Blas {
+  cuda::Stream st;
+  cublasHandle_t h = nullptr;
+  Blas() {
+    std::string err;
+    if (!st.create(err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "bench_gpu: cublasCreate failed\n"), std::exit(3);
+    cublasSetStream(h, static_cast<cudaStream_t>(st.handle()));
+  }
+  ~Blas() { cublasDestroy(h); }
+  Blas(const Blas&) = delete;
+  Blas& operator=(const Blas&) = delete;
+};
+
+// A table row of parts 2 and 3: the two tiles' TFLOP/s, cuBLAS alone's, and the faster tile's share.
+void tile_row(uint32_t planes, uint32_t rows, uint32_t dim, bool bf16, double warp, double cublas_tile, double gemms) {
+  std::printf("| %u x %u x %u | %s | %.1f | %.1f | %.1f | %.0f%% |\n", planes, rows, dim, bf16 ? "bf16" : "fp32", warp, cublas_tile, gemms,
+              100 * std::max(warp, cublas_tile) / gemms);
+}
+
 void part_attention(bool quick) {
   std::printf("\n## part 2: attention tile throughput against cuBLAS on the tile's two products (goal >= 50%%)\n\n");
   std::printf("| planes x rows x dim | inputs | warp tile TFLOP/s | cuBLAS tile TFLOP/s | the two GEMMs alone TFLOP/s | ratio (faster tile / GEMMs) |\n"
@@ -95,11 +116,9 @@ void part_attention(bool quick) {
   const uint32_t planes = quick ? 2 : 32, rows = quick ? 256 : 4096, dim = quick ? 64 : 128;
   const double flops = 4.0 * planes * rows * double(rows) * dim;
   std::string err;
-  cuda::Stream st;
-  if (!st.create(err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
-  cublasHandle_t h;
-  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "bench_gpu: cublasCreate failed\n"), std::exit(3);
-  cublasSetStream(h, static_cast<cudaStream_t>(st.handle()));
+  Blas blas;
+  cuda::Stream& st = blas.st;
+  cublasHandle_t h = blas.h;
   for (bool bf16 : {false, true}) {
     size_t es = bf16 ? 2 : 4, qn = size_t{planes} * rows * dim;
     cuda::DeviceMemory q, kv, o, s;
@@ -149,10 +168,8 @@ void part_attention(bool quick) {
       CK(cudaStreamSynchronize(static_cast<cudaStream_t>(st.handle())));
     });
     double tt = flops / (tile * 1e-3) / 1e12, ct = flops / (gemm_tile * 1e-3) / 1e12, gt = flops / (gemm * 1e-3) / 1e12;
-    std::printf("| %u x %u x %u | %s | %.1f | %.1f | %.1f | %.0f%% |\n", planes, rows, dim, bf16 ? "bf16" : "fp32", tt, ct, gt,
-                100 * std::max(tt, ct) / gt);
+    tile_row(planes, rows, dim, bf16, tt, ct, gt);
   }
-  cublasDestroy(h);
 }
 
 // The backward tile (10·planes·rows²·dim flops: five products) against cuBLAS doing those five
@@ -164,11 +181,9 @@ void part_attention_bwd(bool quick) {
   const uint32_t planes = quick ? 2 : 32, rows = quick ? 256 : 4096, dim = quick ? 64 : 128;
   const double flops = 10.0 * planes * rows * double(rows) * dim;
   std::string err;
-  cuda::Stream st;
-  if (!st.create(err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
-  cublasHandle_t h;
-  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "bench_gpu: cublasCreate failed\n"), std::exit(3);
-  cublasSetStream(h, static_cast<cudaStream_t>(st.handle()));
+  Blas blas;
+  cuda::Stream& st = blas.st;
+  cublasHandle_t h = blas.h;
   auto sync = [&] { CK(cudaStreamSynchronize(static_cast<cudaStream_t>(st.handle()))); };
   for (bool bf16 : {false, true}) {
     const size_t es = bf16 ? 2 : 4, qn = size_t{planes} * rows * dim, rows_all = size_t{planes} * rows;
@@ -221,10 +236,8 @@ void part_attention_bwd(bool quick) {
       sync();
     });
     double tt = flops / (tile * 1e-3) / 1e12, ct = flops / (gemm_tile * 1e-3) / 1e12, gt = flops / (gemm * 1e-3) / 1e12;
-    std::printf("| %u x %u x %u | %s | %.1f | %.1f | %.1f | %.0f%% |\n", planes, rows, dim, bf16 ? "bf16" : "fp32", tt, ct, gt,
-                100 * std::max(tt, ct) / gt);
+    tile_row(planes, rows, dim, bf16, tt, ct, gt);
   }
-  cublasDestroy(h);
 }
 
 }  // namespace

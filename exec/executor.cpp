@@ -218,12 +218,13 @@ struct Executor::Impl {
   // around MPI (a range down before MPI reads it, up after MPI wrote it, a received reduction) on
   // lane 1, all asynchronous. A step is done, for the dataflow, once its device work is enqueued;
   // dm[s] says what it leaves behind: per lane the newest mark after its work and everything it
-  // needed (a lane runs in order, so its newest mark covers the older ones). Device work waits on
-  // the other lane's marks on the device; MPI, which the host drives, may touch memory only once
-  // the marks its step needs are reached: the step waits at a gate until the host has seen them.
+  // needed (a lane runs in order, so its newest mark covers the older ones). Local work waits on
+  // lane 1's marks on the device; MPI, which the host drives, may touch memory only once the
+  // marks its step needs are reached: the step waits at a gate until the host has seen them, and
+  // only then is its copy down enqueued (so lane 1 never waits on the device for lane 0).
   bool flow_lanes = false;
   int cur_lane = -1;
-  int seen[2] = {-1, -1};  // per lane: the newest mark of the other lane it has waited for
+  int lane0_waited = -1;  // the newest lane-1 mark lane 0 has waited for
   std::vector<std::array<int, 2>> dm;
   struct Gate {
     StepId s;
@@ -821,11 +822,11 @@ struct Executor::Impl {
     std::string why;
     return dev_ok(dev->select_lane(k, o.timeout_s, why), "selecting a device stream", nullptr, why);
   }
-  // Lane k from now on, after the other lane's mark m (m < 0: none).
-  bool lane_after(int k, int m) {
-    if (!to_lane(k)) return false;
-    if (m <= seen[k]) return true;
-    seen[k] = m;
+  // Lane 0 from now on, after lane 1's mark m (m < 0: none).
+  bool local_after(int m) {
+    if (!to_lane(0)) return false;
+    if (m <= lane0_waited) return true;
+    lane0_waited = m;
     std::string why;
     return dev_ok(dev->wait_mark(m, why), "a device wait", nullptr, why);
   }
@@ -960,7 +961,7 @@ struct Executor::Impl {
       case StepKind::Compute:
         if (flow_lanes) {  // on lane 0, after the transfers it needs; a mark after it
           std::array<int, 2> n = needs(s);
-          if (!lane_after(0, n[1])) return;
+          if (!local_after(n[1])) return;
           local_work(s);
           dm[s] = {new_mark(), n[1]};
         } else {
@@ -1426,7 +1427,7 @@ struct Executor::Impl {
     flow_lanes = lanes = dev && o.lanes;
     if (flow_lanes) {
       cur_lane = -1;
-      seen[0] = seen[1] = -1;
+      lane0_waited = -1;
       dm.assign(n, {-1, -1});
       passed.assign(n, 0);
       gated.clear();

@@ -125,6 +125,25 @@ const CublasApi& cublas_api() {
   return api;
 }
 
+// The handle of a launch, bound to its stream: 0, or 10000 + a cublasStatus_t (the launches'
+// return convention).
+int bind(void* cublas, void* stream, cublasHandle_t& h) {
+  const CublasApi& api = cublas_api();
+  if (!api.why.empty()) return 10000 + static_cast<int>(CUBLAS_STATUS_NOT_INITIALIZED);
+  h = static_cast<cublasHandle_t>(cublas);
+  cublasStatus_t c = api.set_stream(h, static_cast<cudaStream_t>(stream));
+  return c == CUBLAS_STATUS_SUCCESS ? 0 : 10000 + static_cast<int>(c);
+}
+
+// C = α·op(A)·op(B) + β·C, batched over `batch` planes by strides: A and B of type `in`, C fp32,
+// fp32 accumulation (no TF32). Column-major, as cuBLAS sees every matrix.
+cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha, const void* A,
+                    int lda, long long sa, const void* B, int ldb, long long sb, const float* beta, float* C, int ldc, long long sc,
+                    cudaDataType_t in, uint32_t batch) {
+  return cublas_api().gemm(h, ta, tb, m, n, k, alpha, A, in, lda, sa, B, in, ldb, sb, beta, C, CUDA_R_32F, ldc, sc, static_cast<int>(batch),
+                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+}
+
 }  // namespace
 
 bool attn_gemm_handle(void** handle, std::string& err) {
@@ -156,11 +175,9 @@ int launch_attn_fwd_gemm(void* cublas, void* workspace, uint32_t slab, const voi
                          void* stream) {
   if (dim == 0 || dim > kAttnMaxDim) return static_cast<int>(cudaErrorInvalidValue);  // as launch_attn_fwd
   if (planes == 0 || rows_q == 0 || rows_k == 0 || slab == 0) return 0;
-  const CublasApi& api = cublas_api();
-  if (!api.why.empty()) return 10000 + static_cast<int>(CUBLAS_STATUS_NOT_INITIALIZED);
-  cublasHandle_t h = static_cast<cublasHandle_t>(cublas);
+  cublasHandle_t h = nullptr;
+  if (int rc = bind(cublas, stream, h)) return rc;
   cudaStream_t st = static_cast<cudaStream_t>(stream);
-  if (cublasStatus_t c = api.set_stream(h, st); c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
   const size_t rows = size_t{planes} * slab, es = bf16 ? 2 : 4;
   auto* ws = static_cast<unsigned char*>(workspace);
   float* s = reinterpret_cast<float*>(ws);
@@ -179,21 +196,18 @@ int launch_attn_fwd_gemm(void* cublas, void* workspace, uint32_t slab, const voi
   for (uint32_t row0 = 0; row0 < rows_q; row0 += slab) {
     const uint32_t ns = std::min(slab, rows_q - row0);
     // Column-major view of row-major data: Sᵀ (rows_k × ns) = K (rows_k × dim) · Qᵀ (dim × ns).
-    cublasStatus_t c = api.gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows_k), static_cast<int>(ns),
-                                                  static_cast<int>(dim), &scale, K, in, static_cast<int>(dim), s_kv,
-                                                  static_cast<const unsigned char*>(q) + size_t{row0} * dim * es, in, static_cast<int>(dim),
-                                                  s_q, &zero, s, CUDA_R_32F, static_cast<int>(rows_k), s_s, static_cast<int>(planes),
-                                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    cublasStatus_t c = gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows_k), static_cast<int>(ns), static_cast<int>(dim), &scale, K,
+                            static_cast<int>(dim), s_kv, static_cast<const unsigned char*>(q) + size_t{row0} * dim * es, static_cast<int>(dim),
+                            s_q, &zero, s, static_cast<int>(rows_k), s_s, in, planes);
     if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
     const unsigned blocks = static_cast<unsigned>((size_t{planes} * ns + kWarps - 1) / kWarps);
     if (bf16) softmax_rows<<<blocks, kWarps * 32, 0, st>>>(s, pb, ml, planes, slab, ns, row0, rows_k, causal, offset);
     else softmax_rows<<<blocks, kWarps * 32, 0, st>>>(s, s, ml, planes, slab, ns, row0, rows_k, causal, offset);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
     // Oᵀ (dim × ns) = Vᵀ (dim × rows_k) · Pᵀ (rows_k × ns).
-    c = api.gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(dim), static_cast<int>(ns), static_cast<int>(rows_k), &one, V,
-                                   in, static_cast<int>(dim), s_kv, bf16 ? static_cast<const void*>(pb) : static_cast<const void*>(s), in,
-                                   static_cast<int>(rows_k), s_s, &zero, o, CUDA_R_32F, static_cast<int>(dim), s_o, static_cast<int>(planes),
-                                   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(dim), static_cast<int>(ns), static_cast<int>(rows_k), &one, V,
+             static_cast<int>(dim), s_kv, bf16 ? static_cast<const void*>(pb) : static_cast<const void*>(s), static_cast<int>(rows_k), s_s,
+             &zero, o, static_cast<int>(dim), s_o, in, planes);
     if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
     merge_slab<<<blocks, kWarps * 32, 0, st>>>(o_lse, o, ml, planes, slab, ns, row0, rows_q, dim);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
@@ -217,11 +231,9 @@ int launch_attn_bwd_gemm(void* cublas, void* workspace, uint32_t slab, const voi
                          void* stream) {
   if (dim == 0 || dim > kAttnMaxDim) return static_cast<int>(cudaErrorInvalidValue);  // as launch_attn_bwd
   if (planes == 0 || rows_q == 0 || rows_k == 0 || slab == 0) return 0;
-  const CublasApi& api = cublas_api();
-  if (!api.why.empty()) return 10000 + static_cast<int>(CUBLAS_STATUS_NOT_INITIALIZED);
-  cublasHandle_t h = static_cast<cublasHandle_t>(cublas);
+  cublasHandle_t h = nullptr;
+  if (int rc = bind(cublas, stream, h)) return rc;
   cudaStream_t st = static_cast<cudaStream_t>(stream);
-  if (cublasStatus_t c = api.set_stream(h, st); c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
   const size_t es = bf16 ? 2 : 4, scores = size_t{planes} * slab * rows_k;
   auto* ws = static_cast<unsigned char*>(workspace);
   float* s = reinterpret_cast<float*>(ws);
@@ -245,21 +257,16 @@ int launch_attn_bwd_gemm(void* cublas, void* workspace, uint32_t slab, const voi
   const float one = 1, zero = 0;
   const long long s_kv = static_cast<long long>(rows_k) * dim, s_b = static_cast<long long>(rows_q) * ld;
   const long long s_s = static_cast<long long>(slab) * rows_k, s_q = static_cast<long long>(rows_q) * dim;
-  const int m_k = static_cast<int>(rows_k), m_d = static_cast<int>(dim), planes_i = static_cast<int>(planes);
-  auto gemm = [&](cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float* alpha, const void* A, cudaDataType_t ta_t,
-                  int lda, long long sa, const void* Bm, int ldb, long long sb, const float* beta, float* C, int ldc, long long sc) {
-    return api.gemm(h, ta, tb, m, n, k, alpha, A, ta_t, lda, sa, Bm, ta_t, ldb, sb, beta, C, CUDA_R_32F, ldc, sc, planes_i, CUBLAS_COMPUTE_32F,
-                    CUBLAS_GEMM_DEFAULT);
-  };
+  const int m_k = static_cast<int>(rows_k), m_d = static_cast<int>(dim);
   for (uint32_t row0 = 0; row0 < rows_q; row0 += slab) {
     const uint32_t ns = std::min(slab, rows_q - row0);
     const int n = static_cast<int>(ns);
     const unsigned char* Q = B + size_t{row0} * row_bytes;
     const unsigned char* dO = Q + size_t{dim} * es;
     // Column-major views of row-major data throughout. Sᵀ (rows_k × ns) = scale · K · Qᵀ.
-    cublasStatus_t c = gemm(CUBLAS_OP_T, CUBLAS_OP_N, m_k, n, m_d, &scale, K, in, m_d, s_kv, Q, ld, s_b, &zero, s, m_k, s_s);
+    cublasStatus_t c = gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, m_k, n, m_d, &scale, K, m_d, s_kv, Q, ld, s_b, &zero, s, m_k, s_s, in, planes);
     // dPᵀ (rows_k × ns) = V · dOᵀ.
-    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(CUBLAS_OP_T, CUBLAS_OP_N, m_k, n, m_d, &one, V, in, m_d, s_kv, dO, ld, s_b, &zero, dp, m_k, s_s);
+    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, m_k, n, m_d, &one, V, m_d, s_kv, dO, ld, s_b, &zero, dp, m_k, s_s, in, planes);
     if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
     const size_t cells = size_t{planes} * ns * rows_k;
     const unsigned blocks = static_cast<unsigned>(std::min<size_t>((cells + 255) / 256, 8192));
@@ -270,11 +277,11 @@ int launch_attn_bwd_gemm(void* cublas, void* workspace, uint32_t slab, const voi
       bwd_probs<<<blocks, 256, 0, st>>>(s, dp, s, dp, B, row_bytes, 2 * size_t{dim} * es, planes, slab, ns, row0, rows_q, rows_k, causal, offset);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
     // dQᵀ (dim × ns) += scale · Kᵀ · dSᵀ, into the slab's rows of dq.
-    c = gemm(CUBLAS_OP_N, CUBLAS_OP_N, m_d, n, m_k, &scale, K, in, m_d, s_kv, ds, m_k, s_s, &one, dq + size_t{row0} * dim, m_d, s_q);
+    c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_d, n, m_k, &scale, K, m_d, s_kv, ds, m_k, s_s, &one, dq + size_t{row0} * dim, m_d, s_q, in, planes);
     // dKᵀ (dim × rows_k) += scale · Qᵀ · dS.
-    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &scale, Q, in, ld, s_b, ds, m_k, s_s, &one, dK, m_d, s_kv);
+    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &scale, Q, ld, s_b, ds, m_k, s_s, &one, dK, m_d, s_kv, in, planes);
     // dVᵀ (dim × rows_k) += dOᵀ · P.
-    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &one, dO, in, ld, s_b, p, m_k, s_s, &one, dV, m_d, s_kv);
+    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &one, dO, ld, s_b, p, m_k, s_s, &one, dV, m_d, s_kv, in, planes);
     if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
   }
   return 0;
