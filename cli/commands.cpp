@@ -623,10 +623,10 @@ schedule ring_shift() {
   std::cout << "\n12. the training step for real: `mpiexec -n 4 stepgraph exec dp_bucketed_step --check`, its gradient\n"
                "    all-reduces running while the backward pass computes (real flops)\n\n";
   run(mpi + "-n 4 '" + self + "' exec dp_bucketed_step --set size=4MiB --set flops=50M --check --iters 3 --warmup 1");
-  std::cout << "\n13. ring attention for real: `mpiexec -n 4 stepgraph exec zigzag_ring_attention_bwd --set seq=1024\n"
+  std::cout << "\n13. ring attention for real: `mpiexec -n 4 stepgraph exec zigzag_ring_attention_bwd --sweep seq=512,1024\n"
                "    --set heads=4 --set dim=64 --check`: real backward tiles on bf16 q, k, v, every gradient compared with\n"
-               "    full attention computed on one rank from the same inputs\n\n";
-  run(mpi + "-n 4 '" + self + "' exec zigzag_ring_attention_bwd --set seq=1024 --set heads=4 --set dim=64 --check --iters 3 --warmup 1");
+               "    full attention computed on one rank from the same inputs; TFLOP/s in FlashAttention's count\n\n";
+  run(mpi + "-n 4 '" + self + "' exec zigzag_ring_attention_bwd --sweep seq=512,1024 --set heads=4 --set dim=64 --check --iters 3 --warmup 1");
   std::string stall = tmp + "/stepgraph_demo_stall.sched";
   {
     std::ofstream f(stall);

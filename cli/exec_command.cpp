@@ -115,6 +115,13 @@ struct Row {
   bool attention = false, backward = false, bf16 = false;
   double err_o = 0, err_dq = 0, err_dkv = 0, max_abs_err = 0, tolerance = 0;
   uint64_t attention_checked = 0;
+  uint64_t value = 0;  // the swept parameter's value at this point
+  // Attention schedules, checked or not: the shape, and the work in the count FlashAttention's
+  // and ring attention's benchmarks report (exec/attention_exec.hpp), for TFLOP/s.
+  bool shaped = false, causal = false;
+  uint32_t seq = 0, heads = 0, dim = 0, batch = 0;
+  double model_flops = 0;
+  double tflops() const { return time_s > 0 ? model_flops / time_s / 1e12 : 0; }
 };
 
 void say(const std::string& text) {
@@ -205,10 +212,18 @@ int cmd_exec(const ExecOpts& o) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  // The stream-ordered transport (--transport nccl): NCCL on a GPU, or MPI keeping NCCL's rules
+  // on the stand-in device. Transfers then go in the stream order's groups (computed per size).
+  std::unique_ptr<StreamComm> stream_comm;
+  // Every exit finalizes through here: the transport's communicators are freed while MPI is up.
+  auto finalize = [&] {
+    stream_comm.reset();
+    MPI_Finalize();
+  };
   // Every rank decides the same way on bad input; only rank 0 says why.
   auto refuse = [&](const std::string& msg) {
     if (me == 0 && !msg.empty()) fail(msg);
-    MPI_Finalize();
+    finalize();
     return 2;
   };
   // Where the buffers live: host memory (cpu), a CUDA device (cuda), or host memory standing in
@@ -227,9 +242,6 @@ int cmd_exec(const ExecOpts& o) {
   if (o.device == "cpu" && o.device_sync) return refuse("--device-sync needs --device cuda (or host-staged)");
   if (o.transport == "nccl" && o.device_sync)
     return refuse("--device-sync does not apply to --transport nccl, whose transfers are ordered on the device's streams");
-  // The stream-ordered transport (--transport nccl): NCCL on a GPU, or MPI keeping NCCL's rules
-  // on the stand-in device. Transfers then go in the stream order's groups (computed per size).
-  std::unique_ptr<StreamComm> stream_comm;
   if (o.device == "host-staged") {
     device = &host_device;
     direct = o.transport == "cuda-aware";
@@ -268,7 +280,7 @@ int cmd_exec(const ExecOpts& o) {
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (any) {
       if (bad) say("stepgraph: error: --device cuda: rank " + std::to_string(me) + ", device " + std::to_string(d) + ": " + why + "\n");
-      MPI_Finalize();
+      finalize();
       return 2;
     }
     device = &cuda_device;
@@ -293,7 +305,7 @@ int cmd_exec(const ExecOpts& o) {
       if (!all_init) {
         if (!init_ok) say("stepgraph: error: --transport nccl: rank " + std::to_string(me) + ": " + why_init + "\n");
         nc->abort();
-        MPI_Finalize();
+        finalize();
         return 2;
       }
       stream_comm = std::move(nc);
@@ -330,17 +342,22 @@ int cmd_exec(const ExecOpts& o) {
   DType dtype = DType::F32;
   bool dtype_forced = !o.dtype.empty();
   if (dtype_forced && !parse_dtype(o.dtype, dtype)) return refuse("bad --dtype '" + o.dtype + "'");
+  // --sweep NAME=RANGE sets any parameter the schedule declares, as in sim: size for the
+  // collectives, seq (or heads, dim, batch) for attention. One point without it.
   std::vector<uint64_t> sizes;
-  std::string sweep_param = "size";
+  std::string sweep_param;
   if (!o.sweep.empty()) {
     auto eq = o.sweep.find('=');
-    if (eq == std::string::npos || o.sweep.substr(0, eq) != "size")
-      return refuse("--sweep takes size=a..b or size=a,b,c, got '" + o.sweep + "'");
+    if (eq == std::string::npos || eq == 0)
+      return refuse("--sweep needs NAME=RANGE, e.g. size=1KiB..64MiB or seq=1024,2048, got '" + o.sweep + "'");
+    sweep_param = o.sweep.substr(0, eq);
     if (!parse_geometric(o.sweep.substr(eq + 1), true, sizes, err)) return refuse("bad --sweep '" + o.sweep + "': " + err);
     for (const std::string& kv : o.sets)
-      if (kv.rfind("size=", 0) == 0) return refuse("--set " + kv + " and --sweep " + o.sweep + " both give the size: keep one");
+      if (kv.rfind(sweep_param + "=", 0) == 0)
+        return refuse("--set " + kv + " and --sweep " + o.sweep + " both give " + sweep_param + ": keep one");
   }
-  if (sizes.empty()) sizes.push_back(0);  // one point at the schedule's own size (or --set)
+  bool swept = !sizes.empty();
+  if (!swept) sizes.push_back(0);  // one point at the schedule's own values (or --set)
 
   std::vector<Row> rows;
   std::string schedule_name, redop = "sum";
@@ -352,7 +369,7 @@ int cmd_exec(const ExecOpts& o) {
     c.ranks = std::to_string(size);
     c.sets = o.sets;
     c.max_memory = o.max_memory;
-    if (sz) c.sets.push_back("size=" + std::to_string(sz));
+    if (swept) c.sets.push_back(sweep_param + "=" + std::to_string(sz));
     Prepared p;
     StreamOrder order;
     // Every rank elaborates its own program and may find errors the others do not (one rank's
@@ -390,7 +407,7 @@ int cmd_exec(const ExecOpts& o) {
     MPI_Allreduce(&failed_at, &first_failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     if ((first_failed < size && me == first_failed) || (first_failed == size && me == 0 && sz == sizes.front())) say(diag.str());
     if (first_failed < size) {
-      MPI_Finalize();
+      finalize();
       return 2;
     }
     schedule_name = g->schedule;
@@ -401,6 +418,7 @@ int cmd_exec(const ExecOpts& o) {
       }
     Row row;
     row.size = expected_size(*g, kind);
+    row.value = sz;
     exec::ExecOptions eo;
     eo.timeout_s = o.timeout_s;
     eo.device = device;
@@ -422,11 +440,21 @@ int cmd_exec(const ExecOpts& o) {
         if (me == sayer && !err.empty() && err.back() == '\n') say(err);  // a rendered diagnostic
         else if (me == sayer) fail(err);
         owned.reset();
-        MPI_Finalize();
+        finalize();
         return 2;
       }
     }
     if (ex.has_attention()) {
+      const exec::AttentionLayout& al = ex.attention_layout();
+      row.shaped = true;
+      row.backward = al.backward;
+      row.bf16 = al.bf16;
+      row.causal = al.causal;
+      row.seq = al.seq;
+      row.heads = al.heads;
+      row.dim = al.dim;
+      row.batch = al.batch;
+      row.model_flops = exec::attention_model_flops(al);
       // Attention buffers have fixed types (q, kv in elem's type, outputs fp32).
       if (dtype_forced) {
         owned.reset();  // its communicators go before MPI_Finalize
@@ -630,13 +658,25 @@ int cmd_exec(const ExecOpts& o) {
                             {"transport", transport}};
         if (device) j["device_calls"] = o.device_sync ? "sync" : "streams";
         if (r.checked) j["mpi_agrees"] = r.mpi_differs < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.mpi_differs == 0);
+        if (swept && !j.contains(sweep_param)) j[sweep_param] = r.value;
+        if (r.shaped) {
+          j["seq"] = r.seq;
+          j["heads"] = r.heads;
+          j["dim"] = r.dim;
+          j["batch"] = r.batch;
+          j["mask"] = r.causal ? "causal" : "full";
+          j["direction"] = r.backward ? "backward" : "forward";
+          j["attention_inputs"] = r.bf16 ? "bf16" : "fp32";
+          j["model_flops"] = r.model_flops;
+          j["tflops"] = r.tflops();
+          j["tflops_per_rank"] = r.tflops() / size;
+        }
         if (r.attention) {
           j["max_abs_err"] = r.max_abs_err;
           if (r.backward) {
             j["max_abs_err_dq"] = r.err_dq;
             j["max_abs_err_dkv"] = r.err_dkv;
           }
-          j["attention_inputs"] = r.bf16 ? "bf16" : "fp32";
           j["tolerance"] = r.tolerance;
           j["elements_checked"] = r.attention_checked;
         }
@@ -654,25 +694,55 @@ int cmd_exec(const ExecOpts& o) {
       }
       std::cout << out.dump(2) << "\n";
     } else {
-      std::printf("# stepgraph exec %s: %d ranks, %d iterations after %d warm-up, bus factor %s%s\n", schedule_name.c_str(), size, o.iters,
-                  o.warmup, factor_name.c_str(), o.check ? ", checked" : "");
+      bool shaped = !rows.empty() && rows[0].shaped;
+      std::printf("# stepgraph exec %s: %d ranks, %d iterations after %d warm-up%s%s\n", schedule_name.c_str(), size, o.iters, o.warmup,
+                  shaped ? "" : (", bus factor " + factor_name).c_str(), o.check ? ", checked" : "");
       if (device)
         std::printf("# device: %s; transport: %s (%s); device calls: %s\n", device_note.c_str(), transport.c_str(), transport_why.c_str(),
                     o.device_sync ? "synchronous (--device-sync)" : "two streams, local work and transfers, ordered by events");
       std::printf("#\n");
-      std::printf("# %10s %12s %8s %6s %10s %8s %8s %7s", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
       bool predict = !o.predict.empty();
+      // Attention: the shape and TFLOP/s (the model count, per job and per rank), as the
+      // ring-attention benchmarks print them; bytes and bus bandwidth say little there.
+      // Collectives: the nccl-tests table, with the swept parameter first when it is not size.
+      bool lead = swept && sweep_param != "size" && !shaped;
+      if (shaped) {
+        const Row& r0 = rows[0];
+        std::printf("# attention %s, %s mask, %s inputs; TFLOP/s counts 4·batch·heads·seq²·dim%s%s per pass\n",
+                    r0.backward ? "backward" : "forward", r0.causal ? "causal" : "full", r0.bf16 ? "bf16" : "fp32",
+                    r0.causal ? " / 2" : "", r0.backward ? " × 2.5" : "");
+        std::printf("# %8s %6s %5s %6s %12s %10s %9s %9s %7s", "seq", "heads", "dim", "batch", "model", "time", "TFLOP/s", "TFLOP/s", "#wrong");
+      } else {
+        if (lead) std::printf("# %10s", sweep_param.c_str());
+        std::printf("%s %10s %12s %8s %6s %10s %8s %8s %7s", lead ? "" : "#", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
+      }
       if (native) std::printf(" %10s %7s", "MPI time", "speed");
       if (predict) std::printf(" %10s %7s", "predicted", "error");
-      std::printf("\n# %10s %12s %8s %6s %10s %8s %8s %7s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+      if (shaped) std::printf("\n# %8s %6s %5s %6s %12s %10s %9s %9s %7s", "", "", "", "", "(GFLOP)", "(us)", "(job)", "(rank)", "");
+      else {
+        if (lead) std::printf("\n# %10s", "");
+        std::printf("%s %10s %12s %8s %6s %10s %8s %8s %7s", lead ? "" : "\n#", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
+      }
       if (native) std::printf(" %10s %7s", "(us)", "vs MPI");
       if (predict) std::printf(" %10s %7s", "(us)", "");
       std::printf("\n");
+      // How the notes below the table name a row.
+      auto point = [&](const Row& r) {
+        if (shaped) return "seq " + std::to_string(r.seq) + (lead || (swept && sweep_param != "seq") ? ", " + sweep_param + " " + std::to_string(r.value) : "");
+        return (lead ? sweep_param + " " + std::to_string(r.value) + ", " : std::string()) + std::to_string(r.size) + " B";
+      };
       for (const Row& r : rows) {
-        double alg = r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0;
-        std::printf("  %10llu %12llu %8s %6s %10.2f %8.3f %8.3f %7s", static_cast<unsigned long long>(r.size),
-                    static_cast<unsigned long long>(r.count), dtype_word(shown_type), redop.c_str(), r.time_s * 1e6, alg, alg * factor,
-                    r.checked ? std::to_string(r.wrong).c_str() : "-");
+        std::string wrong_s = r.checked ? std::to_string(r.wrong) : "-";
+        if (shaped) {
+          std::printf("  %8u %6u %5u %6u %12.3f %10.2f %9.3f %9.3f %7s", r.seq, r.heads, r.dim, r.batch, r.model_flops / 1e9, r.time_s * 1e6,
+                      r.tflops(), r.tflops() / size, wrong_s.c_str());
+        } else {
+          double alg = r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0;
+          if (lead) std::printf("  %10llu", static_cast<unsigned long long>(r.value));
+          std::printf("%s %10llu %12llu %8s %6s %10.2f %8.3f %8.3f %7s", lead ? "" : " ", static_cast<unsigned long long>(r.size),
+                      static_cast<unsigned long long>(r.count), dtype_word(shown_type), redop.c_str(), r.time_s * 1e6, alg, alg * factor,
+                      wrong_s.c_str());
+        }
         if (native) {
           if (r.native_s >= 0) std::printf(" %10.2f %6.2fx", r.native_s * 1e6, r.native_s / r.time_s);
           else std::printf(" %10s %7s", "-", "-");
@@ -685,8 +755,8 @@ int cmd_exec(const ExecOpts& o) {
       }
       for (const Row& r : rows)
         if (r.compute_s >= 0)
-          std::printf("# %llu B: compute %.2f ms + communication alone %.2f ms, together %.2f ms: %.0f%% of the communication hidden\n",
-                      static_cast<unsigned long long>(r.size), r.compute_s * 1e3, r.comm_s * 1e3, r.time_s * 1e3, r.overlap * 100);
+          std::printf("# %s: compute %.2f ms + communication alone %.2f ms, together %.2f ms: %.0f%% of the communication hidden\n",
+                      point(r).c_str(), r.compute_s * 1e3, r.comm_s * 1e3, r.time_s * 1e3, r.overlap * 100);
       if (predict) {
         std::printf("# predicted: the analytic simulator on %s; error = (measured - predicted) / predicted\n", o.predict.c_str());
         for (const Row& r : rows)
@@ -697,25 +767,24 @@ int cmd_exec(const ExecOpts& o) {
       }
       for (const Row& r : rows)
         if (r.mpi_differs > 0)
-          std::printf("# %llu B: MPI's own collective on the same inputs differs from ours in %lld elements\n",
-                      static_cast<unsigned long long>(r.size), static_cast<long long>(r.mpi_differs));
+          std::printf("# %s: MPI's own collective on the same inputs differs from ours in %lld elements\n", point(r).c_str(), static_cast<long long>(r.mpi_differs));
       bool compared = false, agreed = true;
       for (const Row& r : rows) compared |= r.mpi_differs >= 0, agreed &= r.mpi_differs <= 0;
       if (compared && agreed) std::printf("# MPI's own collective on the same inputs gives the same elements at every size\n");
       for (const Row& r : rows)
         if (r.attention) {
           if (r.backward)
-            std::printf("# attention backward against full attention on one rank (%s inputs): max |dQ - ref| = %.3g, max |dKV - ref| = %.3g over %llu elements (tolerance %.3g)\n",
-                        r.bf16 ? "bf16" : "fp32", r.err_dq, r.err_dkv, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
+            std::printf("# %s: attention backward against full attention on one rank (%s inputs): max |dQ - ref| = %.3g, max |dKV - ref| = %.3g over %llu elements (tolerance %.3g)\n",
+                        point(r).c_str(), r.bf16 ? "bf16" : "fp32", r.err_dq, r.err_dkv, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
           else
-            std::printf("# attention against full attention on one rank (%s inputs): max |O|lse - ref| = %.3g over %llu elements (tolerance %.3g)\n",
-                        r.bf16 ? "bf16" : "fp32", r.err_o, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
+            std::printf("# %s: attention against full attention on one rank (%s inputs): max |O|lse - ref| = %.3g over %llu elements (tolerance %.3g)\n",
+                        point(r).c_str(), r.bf16 ? "bf16" : "fp32", r.err_o, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
         }
       if (total_wrong) std::printf("# %llu wrong elements\n", static_cast<unsigned long long>(total_wrong));
     }
     std::fflush(stdout);
   }
-  MPI_Finalize();
+  finalize();
   return total_wrong ? 1 : 0;
 }
 

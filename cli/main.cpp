@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
   exec->add_option("-n,--ranks", eopts.ranks, "number of ranks (default: the job's size; must equal it)");
   exec->add_option("--set", eopts.sets, "set a schedule parameter, e.g. --set size=16MiB (repeatable)");
   exec->add_option("--max-memory", eopts.max_memory, "refuse instances whose estimated size exceeds this");
-  exec->add_option("--sweep", eopts.sweep, "sweep the size: size=1KiB..64MiB (doubling) or size=a,b,c");
+  exec->add_option("--sweep", eopts.sweep, "sweep a parameter: NAME=a..b (doubling) or NAME=a,b,c, e.g. size=1KiB..64MiB, or seq=1024,2048 for attention");
   exec->add_option("--dtype", eopts.dtype, "element type of every buffer: f32 (default), f64, f16, bf16, i32, i64, i8, u8")
       ->check(CLI::IsMember({"f32", "f64", "i32", "i64", "i8", "u8", "f16", "bf16"}));
   exec->add_option("--iters", eopts.iters, "timed iterations per point (default 20)")->check(CLI::PositiveNumber);

@@ -315,6 +315,12 @@ void fill_attention_item(const AttentionLayout& a, bool q_side, uint32_t rel, un
   }
 }
 
+double attention_model_flops(const AttentionLayout& a) {
+  double f = 4.0 * a.batch * a.heads * static_cast<double>(a.seq) * a.seq * a.dim;
+  if (a.causal) f /= 2;
+  return a.backward ? 2.5 * f : f;
+}
+
 void clear_merge_rows(const AttentionLayout& a, unsigned char* p, uint64_t bytes) {
   size_t w = a.dim + size_t{1}, rows = bytes / (w * 4);
   auto* f = reinterpret_cast<float*>(p);

@@ -49,6 +49,13 @@ struct AttentionLayout {
   uint64_t q_bytes = 0, kv_bytes = 0, o_bytes = 0, dq_bytes = 0, dkv_bytes = 0;
 };
 
+// The attention's work in the count the FlashAttention and ring-attention benchmarks report, so
+// that throughputs compare across schedules and with those tools: 4·batch·heads·seq²·dim for
+// the forward (the two GEMMs), halved with the causal mask, and 2.5 times that for the backward
+// (five GEMMs, the FlashAttention-2 convention). A schedule that recomputes or idles does not
+// change it: it is the work of attention itself, not of the tiles the schedule runs.
+double attention_model_flops(const AttentionLayout& a);
+
 // Reads the layout off g (one rank's graph) and checks that every attention tile's operands
 // and outputs have the item sizes the parameters give. Not active (and true) when g has no
 // attention at all. False with a message (naming the tile's source line) when the schedule

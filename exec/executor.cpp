@@ -226,6 +226,9 @@ struct Executor::Impl {
   int cur_lane = -1;
   int lane0_waited = -1;  // the newest lane-1 mark lane 0 has waited for
   std::vector<std::array<int, 2>> dm;
+  // Marks not yet seen reached, per lane in order: the stall timer counts the device finishing
+  // queued work as progress (a long run of tiles ahead of a gate is not a hang).
+  std::array<std::deque<int>, 2> unseen;
   struct Gate {
     StepId s;
     int m0, m1;  // the marks to be reached (-1: none) on lanes 0 and 1
@@ -833,8 +836,16 @@ struct Executor::Impl {
   int new_mark() {
     int id = -1;
     std::string why;
-    dev_ok(dev->mark(id, why), "a device mark", nullptr, why);
+    if (dev_ok(dev->mark(id, why), "a device mark", nullptr, why) && id >= 0 && (cur_lane == 0 || cur_lane == 1))
+      unseen[static_cast<size_t>(cur_lane)].push_back(id);
     return id;
+  }
+  // Whether the device reached a mark since the last call (a lane reaches its marks in order).
+  bool device_moved() {
+    bool moved = false;
+    for (std::deque<int>& q : unseen)
+      while (!q.empty() && dev->mark_reached(q.front())) q.pop_front(), moved = true;
+    return moved;
   }
   // The newest marks per lane that s's dependencies (and a wait's handles) left behind.
   std::array<int, 2> needs(StepId s) const {
@@ -1428,6 +1439,7 @@ struct Executor::Impl {
     if (flow_lanes) {
       cur_lane = -1;
       lane0_waited = -1;
+      for (std::deque<int>& q : unseen) q.clear();
       dm.assign(n, {-1, -1});
       passed.assign(n, 0);
       gated.clear();
@@ -1452,10 +1464,14 @@ struct Executor::Impl {
     std::vector<MPI_Status> stats;
     uint64_t idle = 0;
     while (error.empty()) {
-      while (!ready.empty() && error.empty()) {
-        StepId s = ready.front();
-        ready.pop_front();
-        issue(s);
+      // Issuing is progress: a long synchronous compute must not count as waiting.
+      if (!ready.empty()) {
+        while (!ready.empty() && error.empty()) {
+          StepId s = ready.front();
+          ready.pop_front();
+          issue(s);
+        }
+        last = Clock::now();
       }
       if (!error.empty() || completed == n) break;
       if (flow_lanes && !gated.empty()) {
@@ -1493,6 +1509,7 @@ struct Executor::Impl {
         // cores Open MPI's progress engine yields already, and a second yield per poll made
         // small messages 1.4x slower (measured, 4 processes on 2 cores).
         if ((++idle & 1023) == 0) {
+          if (flow_lanes && device_moved()) last = Clock::now();
           double waited = std::chrono::duration<double>(Clock::now() - last).count();
           if (o.timeout_s > 0 && waited > o.timeout_s) {
             res.stalled = true;
@@ -1563,6 +1580,7 @@ CheckResult Executor::check() const {
   return r;
 }
 bool Executor::has_attention() const { return impl_->att.active; }
+const AttentionLayout& Executor::attention_layout() const { return impl_->att; }
 AttentionCheck Executor::check_attention() const {
   impl_->down_all();  // device mode: the outputs are read from the host mirrors
   return sg::exec::check_attention(impl_->att, impl_->attention_outputs(), impl_->world);

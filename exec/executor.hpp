@@ -117,6 +117,8 @@ class Executor {
   // Whether the schedule computes attention (then check() leaves the attention outputs unchecked
   // and check_attention compares them with the one-rank reference).
   bool has_attention() const;
+  // Its shapes (seq, heads, dim, batch, mask, direction), read off the schedule by setup().
+  const AttentionLayout& attention_layout() const;
   // Collective over `world`: the attention outputs against full attention computed on rank 0;
   // complete on rank 0.
   AttentionCheck check_attention() const;

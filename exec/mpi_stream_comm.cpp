@@ -15,7 +15,7 @@ MpiStreamComm::MpiStreamComm(MPI_Comm world, DeviceOps* dev) : dev_(dev) {
 MpiStreamComm::~MpiStreamComm() {
   int done = 0;
   MPI_Finalized(&done);
-  if (done) return;  // the command's early exits finalize MPI first; the communicators went with it
+  if (done) return;  // exec frees it before MPI_Finalize; a caller that did not lost its communicators with MPI
   for (MPI_Comm& c : comms_)
     if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
   if (p2p_ != MPI_COMM_NULL) MPI_Comm_free(&p2p_);

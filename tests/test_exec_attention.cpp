@@ -102,6 +102,54 @@ TEST_CASE("bf16 inputs: the ring's outputs and gradients stay far inside Transfo
   CHECK(t.out.find("attention backward against full attention on one rank (fp32 inputs): max |dQ - ref| = ") != std::string::npos);
 }
 
+TEST_CASE("attention rows give the shape and TFLOP/s in the model count, and --sweep seq gives a row per length", "[exec][mpi][attention]") {
+  if (!have_mpiexec()) return;
+  Ran r = exec(2, "ring_attention --set heads=12 --set dim=16 --set elem=4 --set causal=1 --sweep seq=240,480 --check --iters 1 --warmup 0 --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  size_t a = r.out.find("[\n"), b = r.out.rfind("\n]");
+  REQUIRE(a != std::string::npos);
+  auto rows = nlohmann::json::parse(r.out.substr(a, b + 2 - a));
+  REQUIRE(rows.size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    const nlohmann::json& j = rows[i];
+    double seq = i ? 480 : 240;
+    CHECK(j["seq"] == static_cast<int>(seq));
+    CHECK(j["heads"] == 12);
+    CHECK(j["dim"] == 16);
+    CHECK(j["batch"] == 1);
+    CHECK(j["mask"] == "causal");
+    CHECK(j["direction"] == "forward");
+    CHECK(j["wrong"] == 0);
+    // 4·batch·heads·seq²·dim, halved for the causal mask.
+    CHECK(j["model_flops"].get<double>() == Approx(4.0 * 12 * seq * seq * 16 / 2));
+    double t = j["time_us"].get<double>() * 1e-6;
+    REQUIRE(t > 0);
+    CHECK(j["tflops"].get<double>() == Approx(j["model_flops"].get<double>() / t / 1e12));
+    CHECK(j["tflops_per_rank"].get<double>() == Approx(j["tflops"].get<double>() / 2));
+  }
+  // The backward counts 2.5 times the forward's work; a full mask twice the causal one.
+  Ran bwd = exec(2, "ring_attention_bwd " + kSmall + " --set causal=0 --iters 1 --warmup 0 --json");
+  REQUIRE(bwd.rc == 0);
+  nlohmann::json jb = row_of(bwd);
+  CHECK(jb["direction"] == "backward");
+  CHECK(jb["mask"] == "full");
+  CHECK(jb["model_flops"].get<double>() == Approx(2.5 * 4.0 * 12 * 480.0 * 480 * 16));
+  // The text table: the shape columns, no bus factor, the notes named by length.
+  Ran t = exec(2, "ring_attention --set heads=12 --set dim=16 --set elem=4 --set causal=1 --sweep seq=240,480 --check --iters 1 --warmup 0");
+  INFO(t.out);
+  REQUIRE(t.rc == 0);
+  CHECK(t.out.find("bus factor") == std::string::npos);
+  CHECK(t.out.find("# attention forward, causal mask, fp32 inputs") != std::string::npos);
+  CHECK(t.out.find("TFLOP/s") != std::string::npos);
+  CHECK(t.out.find("\n       240     12    16      1 ") != std::string::npos);
+  CHECK(t.out.find("# seq 480: attention against full attention on one rank") != std::string::npos);
+  // A parameter the schedule does not declare is refused with its location.
+  Ran bad = exec(2, "ring_allreduce --sweep seq=1,2 --iters 1");
+  CHECK(bad.rc != 0);
+  CHECK(bad.out.find("error: unknown parameter 'seq'") != std::string::npos);
+}
+
 TEST_CASE("a causal ring that also computes the upper tiles runs, and --check finds its outputs wrong", "[exec][mpi][attention][fail]") {
   if (!have_mpiexec()) return;
   // ring_attention with the mask test dropped: every rank computes every tile, the upper ones too.
