@@ -134,6 +134,14 @@ bool CudaOps::attention_merge(unsigned char* acc, const unsigned char* part, siz
 
 bool CudaOps::select_lane(int k, double timeout_s, std::string& err) {
   if (k >= 0) {
+    if (lane_ < 0 && undrained_) {
+      // The last drain timed out: reusing its events while their work is queued would let a
+      // new run see an old mark as its own. Only once both lanes are idle.
+      for (const Stream& l : lanes_)
+        if (cudaStreamQuery(static_cast<cudaStream_t>(l.handle())) != cudaSuccess)
+          return err = "the device's streams still hold the work of a run that did not finish", false;
+      undrained_ = false;
+    }
     if (lane_ < 0) marks_ = 0;  // a new run of lanes: the events are free again
     lane_ = k > 0 ? 1 : 0;
     return true;
@@ -151,6 +159,7 @@ bool CudaOps::select_lane(int k, double timeout_s, std::string& err) {
     if (a == cudaSuccess && b == cudaSuccess) break;
     if (timeout_s > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() > timeout_s) {
       err = "the device's streams did not finish in " + std::to_string(static_cast<int>(timeout_s)) + " s";
+      undrained_ = true;
       return false;
     }
     std::this_thread::sleep_for(std::chrono::microseconds(20));

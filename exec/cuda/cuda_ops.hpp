@@ -57,6 +57,7 @@ class CudaOps final : public DeviceOps {
   int lane_ = -1;
   std::vector<void*> events_;  // cudaEvent_t, reused run after run (marks count from 0 per run)
   size_t marks_ = 0;
+  bool undrained_ = false;  // a drain timed out: the lanes may still hold work whose events are pending
   std::string name_;
 };
 
