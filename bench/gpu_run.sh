@@ -86,10 +86,11 @@ run 120 mpiexec -n 1 build/stepgraph exec ring_allreduce --device cuda --transpo
 run 120 mpiexec -n 1 build/stepgraph exec zigzag_ring_attention --device cuda --transport nccl --set seq=4096 --set heads=8 --set dim=128 --check --iters 2
 
 [ "${1:-}" = quick ] && { step "done (quick)"; exit 0; }
-step "4. ring attention timed, 4 ranks sharing the GPU (streams, --device-sync, cuBLAS tile)"
+step "4. ring attention timed, 4 ranks sharing the GPU (streams, --device-sync, cuBLAS tiles): TFLOP/s in the model count"
 T="--set seq=32768 --set heads=32 --set dim=128 --iters 5 --warmup 2"
 $E zigzag_ring_attention --device cuda $T
 $E zigzag_ring_attention --device cuda $T --device-sync
 STEPGRAPH_ATTN=gemm $E zigzag_ring_attention --device cuda $T
 $E zigzag_ring_attention_bwd --device cuda $T
+STEPGRAPH_ATTN=gemm $E zigzag_ring_attention_bwd --device cuda $T
 step "done"
