@@ -212,20 +212,6 @@ int cmd_exec(const ExecOpts& o) {
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-  // The stream-ordered transport (--transport nccl): NCCL on a GPU, or MPI keeping NCCL's rules
-  // on the stand-in device. Transfers then go in the stream order's groups (computed per size).
-  std::unique_ptr<StreamComm> stream_comm;
-  // Every exit finalizes through here: the transport's communicators are freed while MPI is up.
-  auto finalize = [&] {
-    stream_comm.reset();
-    MPI_Finalize();
-  };
-  // Every rank decides the same way on bad input; only rank 0 says why.
-  auto refuse = [&](const std::string& msg) {
-    if (me == 0 && !msg.empty()) fail(msg);
-    finalize();
-    return 2;
-  };
   // Where the buffers live: host memory (cpu), a CUDA device (cuda), or host memory standing in
   // for a device (host-staged: the GPU path's staged transport, testable without a GPU).
   exec::HostDeviceOps host_device;
@@ -238,6 +224,21 @@ int cmd_exec(const ExecOpts& o) {
   // memory itself when the MPI is CUDA-aware (or the "device" is host memory).
   bool direct = false;
   std::string transport = "host", transport_why;
+  // The stream-ordered transport (--transport nccl): NCCL on a GPU, or MPI keeping NCCL's rules
+  // on the stand-in device. Transfers then go in the stream order's groups (computed per size).
+  // Declared after the devices, so that it goes first even if an exception unwinds.
+  std::unique_ptr<StreamComm> stream_comm;
+  // Every exit finalizes through here: the transport's communicators are freed while MPI is up.
+  auto finalize = [&] {
+    stream_comm.reset();
+    MPI_Finalize();
+  };
+  // Every rank decides the same way on bad input; only rank 0 says why.
+  auto refuse = [&](const std::string& msg) {
+    if (me == 0 && !msg.empty()) fail(msg);
+    finalize();
+    return 2;
+  };
   if (o.device == "cpu" && o.transport != "auto") return refuse("--transport " + o.transport + " needs --device cuda (or host-staged)");
   if (o.device == "cpu" && o.device_sync) return refuse("--device-sync needs --device cuda (or host-staged)");
   if (o.transport == "nccl" && o.device_sync)
@@ -658,7 +659,6 @@ int cmd_exec(const ExecOpts& o) {
                             {"transport", transport}};
         if (device) j["device_calls"] = o.device_sync ? "sync" : "streams";
         if (r.checked) j["mpi_agrees"] = r.mpi_differs < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.mpi_differs == 0);
-        if (swept && !j.contains(sweep_param)) j[sweep_param] = r.value;
         if (r.shaped) {
           j["seq"] = r.seq;
           j["heads"] = r.heads;
@@ -690,6 +690,11 @@ int cmd_exec(const ExecOpts& o) {
           j["comm_alone_us"] = r.comm_s * 1e6;
           j["overlap"] = r.overlap;
         }
+        if (swept) {
+          // Under the parameter's own name (as sim) unless that is a key already, and always here.
+          if (!j.contains(sweep_param)) j[sweep_param] = r.value;
+          j["sweep"] = {{"param", sweep_param}, {"value", r.value}};
+        }
         out.push_back(j);
       }
       std::cout << out.dump(2) << "\n";
@@ -705,40 +710,51 @@ int cmd_exec(const ExecOpts& o) {
       // Attention: the shape and TFLOP/s (the model count, per job and per rank), as the
       // ring-attention benchmarks print them; bytes and bus bandwidth say little there.
       // Collectives: the nccl-tests table, with the swept parameter first when it is not size.
-      bool lead = swept && sweep_param != "size" && !shaped;
+      // The swept parameter gets a column of its own unless one shows it already (size; an
+      // attention table's seq, heads, dim and batch), e.g. --sweep causal=0,1 or elem=2,4.
+      bool own_column = shaped ? (sweep_param == "seq" || sweep_param == "heads" || sweep_param == "dim" || sweep_param == "batch")
+                               : sweep_param == "size";
+      bool lead = swept && !own_column;
+      const char* pre = lead ? "" : "#";
       if (shaped) {
+        // What every row shares goes in the header; what the sweep varies, in the column.
+        bool same_mask = true, same_type = true, same_dir = true;
+        for (const Row& r : rows)
+          same_mask &= r.causal == rows[0].causal, same_type &= r.bf16 == rows[0].bf16, same_dir &= r.backward == rows[0].backward;
         const Row& r0 = rows[0];
-        std::printf("# attention %s, %s mask, %s inputs; TFLOP/s counts 4·batch·heads·seq²·dim%s%s per pass\n",
-                    r0.backward ? "backward" : "forward", r0.causal ? "causal" : "full", r0.bf16 ? "bf16" : "fp32",
-                    r0.causal ? " / 2" : "", r0.backward ? " × 2.5" : "");
-        std::printf("# %8s %6s %5s %6s %12s %10s %9s %9s %7s", "seq", "heads", "dim", "batch", "model", "time", "TFLOP/s", "TFLOP/s", "#wrong");
+        std::string what = std::string(same_dir ? (r0.backward ? "backward" : "forward") : "forward or backward") + ", " +
+                           (same_mask ? (r0.causal ? "causal mask" : "full mask") : "mask by " + sweep_param) + ", " +
+                           (same_type ? (r0.bf16 ? "bf16 inputs" : "fp32 inputs") : "inputs by " + sweep_param);
+        std::printf("# attention %s; TFLOP/s counts 4·batch·heads·seq²·dim, halved for a causal mask, × 2.5 for the backward\n",
+                    what.c_str());
+        if (lead) std::printf("# %10s", sweep_param.c_str());
+        std::printf("%s %8s %6s %5s %6s %12s %10s %9s %9s %7s", pre, "seq", "heads", "dim", "batch", "model", "time", "TFLOP/s", "TFLOP/s", "#wrong");
       } else {
         if (lead) std::printf("# %10s", sweep_param.c_str());
-        std::printf("%s %10s %12s %8s %6s %10s %8s %8s %7s", lead ? "" : "#", "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
+        std::printf("%s %10s %12s %8s %6s %10s %8s %8s %7s", pre, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
       }
       if (native) std::printf(" %10s %7s", "MPI time", "speed");
       if (predict) std::printf(" %10s %7s", "predicted", "error");
-      if (shaped) std::printf("\n# %8s %6s %5s %6s %12s %10s %9s %9s %7s", "", "", "", "", "(GFLOP)", "(us)", "(job)", "(rank)", "");
-      else {
-        if (lead) std::printf("\n# %10s", "");
-        std::printf("%s %10s %12s %8s %6s %10s %8s %8s %7s", lead ? "" : "\n#", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
-      }
+      if (lead) std::printf("\n# %10s", "");
+      else std::printf("\n#");
+      if (shaped) std::printf(" %8s %6s %5s %6s %12s %10s %9s %9s %7s", "", "", "", "", "(GFLOP)", "(us)", "(job)", "(rank)", "");
+      else std::printf(" %10s %12s %8s %6s %10s %8s %8s %7s", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)", "");
       if (native) std::printf(" %10s %7s", "(us)", "vs MPI");
       if (predict) std::printf(" %10s %7s", "(us)", "");
       std::printf("\n");
       // How the notes below the table name a row.
       auto point = [&](const Row& r) {
-        if (shaped) return "seq " + std::to_string(r.seq) + (lead || (swept && sweep_param != "seq") ? ", " + sweep_param + " " + std::to_string(r.value) : "");
+        if (shaped) return "seq " + std::to_string(r.seq) + (swept && sweep_param != "seq" ? ", " + sweep_param + " " + std::to_string(r.value) : "");
         return (lead ? sweep_param + " " + std::to_string(r.value) + ", " : std::string()) + std::to_string(r.size) + " B";
       };
       for (const Row& r : rows) {
         std::string wrong_s = r.checked ? std::to_string(r.wrong) : "-";
+        if (lead) std::printf("  %10llu", static_cast<unsigned long long>(r.value));
         if (shaped) {
-          std::printf("  %8u %6u %5u %6u %12.3f %10.2f %9.3f %9.3f %7s", r.seq, r.heads, r.dim, r.batch, r.model_flops / 1e9, r.time_s * 1e6,
+          std::printf("%s %8u %6u %5u %6u %12.3f %10.2f %9.3f %9.3f %7s", lead ? "" : " ", r.seq, r.heads, r.dim, r.batch, r.model_flops / 1e9, r.time_s * 1e6,
                       r.tflops(), r.tflops() / size, wrong_s.c_str());
         } else {
           double alg = r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0;
-          if (lead) std::printf("  %10llu", static_cast<unsigned long long>(r.value));
           std::printf("%s %10llu %12llu %8s %6s %10.2f %8.3f %8.3f %7s", lead ? "" : " ", static_cast<unsigned long long>(r.size),
                       static_cast<unsigned long long>(r.count), dtype_word(shown_type), redop.c_str(), r.time_s * 1e6, alg, alg * factor,
                       wrong_s.c_str());

@@ -1448,7 +1448,8 @@ struct Executor::Impl {
     }
     for (StepId s = 0; s < n; ++s) {
       pending[s] = g.dep_count(s);
-      if (!probe && g.kind(s) == StepKind::Recv && !g.local(s)) {
+      // Not after a failed start (a refused lane): nothing may be left posted into the staging.
+      if (!probe && error.empty() && g.kind(s) == StepKind::Recv && !g.local(s)) {
         Range r = g.range(s);
         MPI_Request q;
         if (!check_rc(MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q),

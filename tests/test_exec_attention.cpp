@@ -144,6 +144,25 @@ TEST_CASE("attention rows give the shape and TFLOP/s in the model count, and --s
   CHECK(t.out.find("TFLOP/s") != std::string::npos);
   CHECK(t.out.find("\n       240     12    16      1 ") != std::string::npos);
   CHECK(t.out.find("# seq 480: attention against full attention on one rank") != std::string::npos);
+  // A swept parameter the shape columns do not show gets a column, and the header says it varies.
+  Ran m = exec(2, "ring_attention --set seq=240 --set heads=12 --set dim=16 --set elem=4 --sweep causal=0,1 --iters 1 --warmup 0");
+  INFO(m.out);
+  REQUIRE(m.rc == 0);
+  CHECK(m.out.find("# attention forward, mask by causal, fp32 inputs") != std::string::npos);
+  CHECK(m.out.find("#     causal      seq  heads") != std::string::npos);
+  CHECK(m.out.find("\n           0      240     12    16      1 ") != std::string::npos);
+  CHECK(m.out.find("\n           1      240     12    16      1 ") != std::string::npos);
+  Ran mj = exec(2, "ring_attention --set seq=240 --set heads=12 --set dim=16 --set elem=4 --sweep causal=0,1 --iters 1 --warmup 0 --json");
+  REQUIRE(mj.rc == 0);
+  size_t ma = mj.out.find("[\n"), mb = mj.out.rfind("\n]");
+  REQUIRE(ma != std::string::npos);
+  auto mrows = nlohmann::json::parse(mj.out.substr(ma, mb + 2 - ma));
+  REQUIRE(mrows.size() == 2);
+  CHECK(mrows[0]["mask"] == "full");
+  CHECK(mrows[1]["mask"] == "causal");
+  CHECK(mrows[1]["sweep"]["param"] == "causal");
+  CHECK(mrows[1]["sweep"]["value"] == 1);
+  CHECK(mrows[0]["model_flops"].get<double>() == Approx(2 * mrows[1]["model_flops"].get<double>()));
   // A parameter the schedule does not declare is refused with its location.
   Ran bad = exec(2, "ring_allreduce --sweep seq=1,2 --iters 1");
   CHECK(bad.rc != 0);

@@ -137,9 +137,11 @@ bool CudaOps::select_lane(int k, double timeout_s, std::string& err) {
     if (lane_ < 0 && undrained_) {
       // The last drain timed out: reusing its events while their work is queued would let a
       // new run see an old mark as its own. Only once both lanes are idle.
-      for (const Stream& l : lanes_)
-        if (cudaStreamQuery(static_cast<cudaStream_t>(l.handle())) != cudaSuccess)
-          return err = "the device's streams still hold the work of a run that did not finish", false;
+      for (const Stream& l : lanes_) {
+        cudaError_t e = cudaStreamQuery(static_cast<cudaStream_t>(l.handle()));
+        if (e == cudaErrorNotReady) return err = "the device's streams still hold the work of a run that did not finish", false;
+        if (!ok(e, "a device stream", err)) return false;
+      }
       undrained_ = false;
     }
     if (lane_ < 0) marks_ = 0;  // a new run of lanes: the events are free again
