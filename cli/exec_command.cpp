@@ -112,16 +112,16 @@ struct Row {
   double predicted_s = -1;  // --predict: the analytic simulator's time on that platform
   std::string predict_error;
   // Attention schedules under --check: the outputs against full attention on one rank.
-  bool attention = false, backward = false, bf16 = false;
+  bool attention = false;
   double err_o = 0, err_dq = 0, err_dkv = 0, max_abs_err = 0, tolerance = 0;
   uint64_t attention_checked = 0;
   uint64_t value = 0;  // the swept parameter's value at this point
-  // Attention schedules, checked or not: the shape, and the work in the count FlashAttention's
-  // and ring attention's benchmarks report (exec/attention_exec.hpp), for TFLOP/s.
-  bool shaped = false, causal = false;
-  uint32_t seq = 0, heads = 0, dim = 0, batch = 0;
-  double model_flops = 0;
-  double tflops() const { return time_s > 0 ? model_flops / time_s / 1e12 : 0; }
+  // Attention schedules, checked or not: the layout (its shape), and the work in the count
+  // FlashAttention's and ring attention's benchmarks report (exec/attention_exec.hpp), for TFLOP/s.
+  exec::AttentionLayout shape;
+  bool shaped() const { return shape.active; }
+  double model_flops() const { return shaped() ? exec::attention_model_flops(shape) : 0; }
+  double tflops() const { return time_s > 0 ? model_flops() / time_s / 1e12 : 0; }
 };
 
 void say(const std::string& text) {
@@ -446,16 +446,7 @@ int cmd_exec(const ExecOpts& o) {
       }
     }
     if (ex.has_attention()) {
-      const exec::AttentionLayout& al = ex.attention_layout();
-      row.shaped = true;
-      row.backward = al.backward;
-      row.bf16 = al.bf16;
-      row.causal = al.causal;
-      row.seq = al.seq;
-      row.heads = al.heads;
-      row.dim = al.dim;
-      row.batch = al.batch;
-      row.model_flops = exec::attention_model_flops(al);
+      row.shape = ex.attention_layout();
       // Attention buffers have fixed types (q, kv in elem's type, outputs fp32).
       if (dtype_forced) {
         owned.reset();  // its communicators go before MPI_Finalize
@@ -554,7 +545,6 @@ int cmd_exec(const ExecOpts& o) {
         if (me == 0) {
           if (ac.wrong) say("stepgraph exec: " + ac.first + " (" + std::to_string(ac.wrong) + " attention elements outside the tolerance)\n");
           row.attention = true;
-          row.backward = ac.backward;
           row.wrong += ac.wrong;
           row.err_o = ac.err_o;
           row.err_dq = ac.err_dq;
@@ -562,7 +552,6 @@ int cmd_exec(const ExecOpts& o) {
           row.max_abs_err = ac.max_abs_err();
           row.tolerance = ac.tolerance;
           row.attention_checked = ac.checked;
-          row.bf16 = ac.bf16;
         }
       }
       if (compare_mpi) {
@@ -659,21 +648,21 @@ int cmd_exec(const ExecOpts& o) {
                             {"transport", transport}};
         if (device) j["device_calls"] = o.device_sync ? "sync" : "streams";
         if (r.checked) j["mpi_agrees"] = r.mpi_differs < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.mpi_differs == 0);
-        if (r.shaped) {
-          j["seq"] = r.seq;
-          j["heads"] = r.heads;
-          j["dim"] = r.dim;
-          j["batch"] = r.batch;
-          j["mask"] = r.causal ? "causal" : "full";
-          j["direction"] = r.backward ? "backward" : "forward";
-          j["attention_inputs"] = r.bf16 ? "bf16" : "fp32";
-          j["model_flops"] = r.model_flops;
+        if (r.shaped()) {
+          j["seq"] = r.shape.seq;
+          j["heads"] = r.shape.heads;
+          j["dim"] = r.shape.dim;
+          j["batch"] = r.shape.batch;
+          j["mask"] = r.shape.causal ? "causal" : "full";
+          j["direction"] = r.shape.backward ? "backward" : "forward";
+          j["attention_inputs"] = r.shape.bf16 ? "bf16" : "fp32";
+          j["model_flops"] = r.model_flops();
           j["tflops"] = r.tflops();
           j["tflops_per_rank"] = r.tflops() / size;
         }
         if (r.attention) {
           j["max_abs_err"] = r.max_abs_err;
-          if (r.backward) {
+          if (r.shape.backward) {
             j["max_abs_err_dq"] = r.err_dq;
             j["max_abs_err_dkv"] = r.err_dkv;
           }
@@ -699,7 +688,7 @@ int cmd_exec(const ExecOpts& o) {
       }
       std::cout << out.dump(2) << "\n";
     } else {
-      bool shaped = !rows.empty() && rows[0].shaped;
+      bool shaped = !rows.empty() && rows[0].shaped();
       std::printf("# stepgraph exec %s: %d ranks, %d iterations after %d warm-up%s%s\n", schedule_name.c_str(), size, o.iters, o.warmup,
                   shaped ? "" : (", bus factor " + factor_name).c_str(), o.check ? ", checked" : "");
       if (device)
@@ -720,8 +709,9 @@ int cmd_exec(const ExecOpts& o) {
         // What every row shares goes in the header; what the sweep varies, in the column.
         bool same_mask = true, same_type = true, same_dir = true;
         for (const Row& r : rows)
-          same_mask &= r.causal == rows[0].causal, same_type &= r.bf16 == rows[0].bf16, same_dir &= r.backward == rows[0].backward;
-        const Row& r0 = rows[0];
+          same_mask &= r.shape.causal == rows[0].shape.causal, same_type &= r.shape.bf16 == rows[0].shape.bf16,
+              same_dir &= r.shape.backward == rows[0].shape.backward;
+        const exec::AttentionLayout& r0 = rows[0].shape;
         std::string what = std::string(same_dir ? (r0.backward ? "backward" : "forward") : "forward or backward") + ", " +
                            (same_mask ? (r0.causal ? "causal mask" : "full mask") : "mask by " + sweep_param) + ", " +
                            (same_type ? (r0.bf16 ? "bf16 inputs" : "fp32 inputs") : "inputs by " + sweep_param);
@@ -744,14 +734,14 @@ int cmd_exec(const ExecOpts& o) {
       std::printf("\n");
       // How the notes below the table name a row.
       auto point = [&](const Row& r) {
-        if (shaped) return "seq " + std::to_string(r.seq) + (swept && sweep_param != "seq" ? ", " + sweep_param + " " + std::to_string(r.value) : "");
+        if (shaped) return "seq " + std::to_string(r.shape.seq) + (swept && sweep_param != "seq" ? ", " + sweep_param + " " + std::to_string(r.value) : "");
         return (lead ? sweep_param + " " + std::to_string(r.value) + ", " : std::string()) + std::to_string(r.size) + " B";
       };
       for (const Row& r : rows) {
         std::string wrong_s = r.checked ? std::to_string(r.wrong) : "-";
         if (lead) std::printf("  %10llu", static_cast<unsigned long long>(r.value));
         if (shaped) {
-          std::printf("%s %8u %6u %5u %6u %12.3f %10.2f %9.3f %9.3f %7s", lead ? "" : " ", r.seq, r.heads, r.dim, r.batch, r.model_flops / 1e9, r.time_s * 1e6,
+          std::printf("%s %8u %6u %5u %6u %12.3f %10.2f %9.3f %9.3f %7s", lead ? "" : " ", r.shape.seq, r.shape.heads, r.shape.dim, r.shape.batch, r.model_flops() / 1e9, r.time_s * 1e6,
                       r.tflops(), r.tflops() / size, wrong_s.c_str());
         } else {
           double alg = r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0;
@@ -789,12 +779,12 @@ int cmd_exec(const ExecOpts& o) {
       if (compared && agreed) std::printf("# MPI's own collective on the same inputs gives the same elements at every size\n");
       for (const Row& r : rows)
         if (r.attention) {
-          if (r.backward)
+          if (r.shape.backward)
             std::printf("# %s: attention backward against full attention on one rank (%s inputs): max |dQ - ref| = %.3g, max |dKV - ref| = %.3g over %llu elements (tolerance %.3g)\n",
-                        point(r).c_str(), r.bf16 ? "bf16" : "fp32", r.err_dq, r.err_dkv, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
+                        point(r).c_str(), r.shape.bf16 ? "bf16" : "fp32", r.err_dq, r.err_dkv, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
           else
             std::printf("# %s: attention against full attention on one rank (%s inputs): max |O|lse - ref| = %.3g over %llu elements (tolerance %.3g)\n",
-                        point(r).c_str(), r.bf16 ? "bf16" : "fp32", r.err_o, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
+                        point(r).c_str(), r.shape.bf16 ? "bf16" : "fp32", r.err_o, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
         }
       if (total_wrong) std::printf("# %llu wrong elements\n", static_cast<unsigned long long>(total_wrong));
     }
