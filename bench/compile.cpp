@@ -16,8 +16,7 @@
 #include <vector>
 
 #include "core/dsl/session.hpp"
-#include "core/graph/elaborate.hpp"
-#include "core/graph/passes.hpp"
+#include "core/pipeline.hpp"
 #include "bench/child_process.hpp"
 
 using namespace sg;
@@ -37,19 +36,20 @@ double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 Result run_stepgraph(uint32_t n) {
   Result r;
   Session s;
-  Target t = s.resolve("ring_allreduce");
+  Target t = open_target(s, "ring_allreduce");
   ElabOptions o;
   o.nranks = n;
   auto t0 = Clock::now();
   SizeEstimate est = estimate_size(s, t, o);
   r.estimate_s = since(t0);
-  auto t1 = Clock::now();
-  auto g = elaborate(s, t, o);  // runs the estimate again (to refuse what is too big), then builds
-  r.build_s = since(t1);
-  if (!g) return r;
-  auto t2 = Clock::now();
-  bool ok = run_passes(*g, s.diags, {}, nullptr);
-  r.passes_s = since(t2);
+  BuildOptions bo;
+  bo.elab = o;
+  Built b = build(s, t, bo);  // runs the estimate again (to refuse what is too big), then builds
+  r.build_s = b.elaborate_s;
+  r.passes_s = b.passes_s;
+  if (!b.ok()) return r;
+  const std::unique_ptr<StepGraph>& g = b.graph;
+  bool ok = true;
   r.steps = g->size();
   r.deps = g->dep_total();
   r.transfers = est.transfers;

@@ -35,8 +35,7 @@
 #include <vector>
 
 #include "core/dsl/session.hpp"
-#include "core/graph/elaborate.hpp"
-#include "core/graph/passes.hpp"
+#include "core/pipeline.hpp"
 #include "sim/platform.hpp"
 #include "sim/sim.hpp"
 #include "bench/child_process.hpp"
@@ -114,13 +113,14 @@ Row best_of(Fn fn, unsigned limit_s, int reps) {
 // Elaborates a library schedule (and runs the passes) into g; false with r.error set.
 bool build(const char* schedule, uint32_t n, const char* size, std::unique_ptr<StepGraph>& g, Row& r) {
   Session s;
-  Target t = s.resolve(schedule);
-  ElabOptions o;
-  o.nranks = n;
-  if (size) o.sets.emplace_back("size", size);
+  Target t = open_target(s, schedule);
+  BuildOptions bo;
+  bo.elab.nranks = n;
+  if (size) bo.elab.sets.emplace_back("size", size);
   SizeEstimate est;
-  g = t.schedule ? elaborate(s, t, o, &est) : nullptr;
-  if (!g || !run_passes(*g, s.diags, {}, nullptr)) {
+  bo.estimate = &est;
+  g = build(s, t, bo).graph;
+  if (!g) {
     std::string d = s.diags.render(s.sources);
     set_error(r, d.empty() ? std::string("cannot elaborate ") + schedule : d);
     return false;

@@ -23,8 +23,7 @@
 
 #include "core/dsl/library.hpp"
 #include "core/dsl/session.hpp"
-#include "core/graph/elaborate.hpp"
-#include "core/graph/passes.hpp"
+#include "core/pipeline.hpp"
 #include "core/interp/interpret.hpp"
 #include "verify/verify.hpp"
 #include "bench/child_process.hpp"
@@ -63,11 +62,11 @@ struct Row {
 };
 
 Target resolve(Session& s, const std::string& family) {
-  if (family == "ring") return s.resolve("ring_allreduce");
-  if (family == "alltoall") return s.resolve("pairwise_alltoall");
-  if (family == "ringtag") return s.resolve("parity_ring_allgather");
+  if (family == "ring") return open_target(s, "ring_allreduce");
+  if (family == "alltoall") return open_target(s, "pairwise_alltoall");
+  if (family == "ringtag") return open_target(s, "parity_ring_allgather");
   const char* text = family == "gather" ? kGather : family == "wildsum" ? kWildSum : nullptr;
-  if (!text) return s.resolve(family);  // a library schedule
+  if (!text) return open_target(s, family);  // a library schedule
   const Program* p = s.load_text(family + ".sched", text);
   return Target{p, p->schedules.back().get()};
 }
@@ -79,11 +78,11 @@ Row run_default(const std::string& family, uint32_t n) {
   auto t0 = Clock::now();
   Session s;
   Target t = resolve(s, family);
-  ElabOptions o;
-  o.nranks = n;
-  o.lifecycle_as_findings = true;
-  auto g = t.schedule ? elaborate(s, t, o) : nullptr;
-  if (!g || !run_passes(*g, s.diags, {}, nullptr)) {
+  BuildOptions bo;
+  bo.elab.nranks = n;
+  bo.elab.lifecycle_as_findings = true;
+  auto g = build(s, t, bo).graph;
+  if (!g) {
     std::snprintf(row.verdict, sizeof row.verdict, "refused");
     row.ok = true;
     return row;
@@ -104,11 +103,11 @@ Row run_one(const std::string& family, uint32_t n, bool z3) {
   Row row;
   Session s;
   Target t = resolve(s, family);
-  ElabOptions o;
-  o.nranks = n;
-  o.lifecycle_as_findings = true;
-  auto g = elaborate(s, t, o);
-  if (!g || !run_passes(*g, s.diags, {}, nullptr)) return row;
+  BuildOptions bo;
+  bo.elab.nranks = n;
+  bo.elab.lifecycle_as_findings = true;
+  auto g = build(s, t, bo).graph;
+  if (!g) return row;
   row.steps = g->size();
   auto t0 = Clock::now();
   InterpResult ir = interpret(*g);

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/shared.hpp"
+#include "core/base/sizes.hpp"
 #include "core/graph/analysis.hpp"
 #include "core/graph/expand_collectives.hpp"
 #include "core/graph/passes.hpp"
@@ -55,26 +56,29 @@ int cmd_analyze(const AnalyzeOpts& o) {
   nlohmann::json out = nlohmann::json::array();
   int rc = 0;
   for (uint32_t n : p.ns) {
-    p.opts.nranks = n;
     p.s.diags.clear();
-    auto g = elaborate(p.s, p.t, p.opts);
-    bool ok = g && run_passes(*g, p.s.diags, o.c.dump_after, nullptr);
-    std::vector<std::string> expansions;
     // Memory is read off the graph as written: a collective step writes the user's buffer in
     // place (an all-gather fills every block of it), while its expansion works on buffers of its
     // own. Traffic is read off the expansion.
-    std::unique_ptr<StepGraph> as_written;
+    BuildOptions bo = build_options(o.c, p, n, std::cout, true);
+    bo.dump.sink = nullptr;  // (analyze accepts --dump-after but has never printed it)
+    bo.expand = Expansion::ForCost;
+    bo.algo = choice;
+    bo.keep_as_written = true;
+    Built built = build(p.s, p.t, bo);
+    bool ok = built.ok();
+    std::unique_ptr<StepGraph>& g = built.graph;
+    std::unique_ptr<StepGraph>& as_written = built.as_written;
+    std::vector<std::string> expansions;
     if (ok) {
-      ExpandReport rep;
-      ok = expand_for_cost(g, p.s, choice, p.opts.max_memory, rep, &as_written);
       std::map<std::string, int> lines;
-      for (const auto& e : rep.instances)
+      for (const auto& e : built.expansion.instances)
         if (e.expanded && !e.schedule.empty()) ++lines[expansion_line(e)];
       for (const auto& [l, k] : lines) expansions.push_back(l + (k > 1 ? "; " + std::to_string(k) + " instances" : ""));
     }
     if (!ok) {
-      if (const Diagnostic* why = p.s.diags.unsupported_since(0)) {
-        std::cout << "analyze " << p.t.schedule->name << " N = " << n << ": unsupported (" << unsupported_reason(*why) << ")\n";
+      if (built.unsupported) {
+        std::cout << "analyze " << p.t.schedule->name << " N = " << n << ": unsupported (" << built.unsupported_reason << ")\n";
         if (rc == 0) rc = 2;
         continue;
       }

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base/errors.hpp"
+#include "core/base/sizes.hpp"  // parse_size, for the flags
 #include "core/io/writers.hpp"
 
 namespace sg::cli {
@@ -109,12 +111,11 @@ int cmd_check(const CheckOpts& o);
 int cmd_analyze(const AnalyzeOpts& o);
 int cmd_demo(const std::string& ranks);
 
-// 80% of MemAvailable: the default --max-memory.
-uint64_t default_memory_limit();
+// "stepgraph bug: …, please report it" on stderr; returns kInternalErrorExit (70).
+int report_internal_error(const InternalError& e);
+
 
 // "8" | "2..17" (inclusive) | "4,8,16" | mixtures "2..5,8". Returns false with a message.
 bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err);
-// "3GiB", "512M", "1000": bytes. Returns false on a malformed size.
-bool parse_size(const std::string& s, uint64_t& out);
 
 }  // namespace sg::cli

@@ -5,6 +5,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/env_command.hpp"
+#include "core/base/errors.hpp"
 
 namespace {
 
@@ -24,7 +25,7 @@ int main(int argc, char** argv) {
   CLI::App app{"stepgraph: write a collective schedule once; compile, check, simulate, verify and execute it", "stepgraph"};
   app.set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
   app.require_subcommand(0, 1);
-  app.footer("Run `stepgraph SUBCOMMAND --help` for the options of each. Exit codes: 0 ok, 1 defect found, 2 bad input.");
+  app.footer("Run `stepgraph SUBCOMMAND --help` for the options of each. Exit codes: 0 ok, 1 defect found, 2 bad input, 70 a bug in stepgraph.");
 
   bool list_json = false;
   auto* list = app.add_subcommand("list", "list the schedule library with a one-line description each");
@@ -175,16 +176,21 @@ int main(int argc, char** argv) {
     std::cerr << "stepgraph: error: " << e.what() << "\n(run with --help for usage)\n";
     return 2;
   }
-  if (*list) return sg::cli::cmd_list(list_json);
-  if (*compile) return sg::cli::cmd_compile(copts);
-  if (*check) return sg::cli::cmd_check(kopts);
-  if (*analyze) return sg::cli::cmd_analyze(aopts);
-  if (*verify) return sg::cli::cmd_verify(vopts);
-  if (*sim) return sg::cli::cmd_sim(sopts);
-  if (*exec) return sg::cli::cmd_exec(eopts);
-  if (*calibrate) return sg::cli::cmd_calibrate(calopts);
-  if (*env) return sg::cli::cmd_env(envopts);
-  if (*demo) return sg::cli::cmd_demo(demo_ranks);
+  // A broken invariant of stepgraph itself is not the user's error: its own words and exit code.
+  try {
+    if (*list) return sg::cli::cmd_list(list_json);
+    if (*compile) return sg::cli::cmd_compile(copts);
+    if (*check) return sg::cli::cmd_check(kopts);
+    if (*analyze) return sg::cli::cmd_analyze(aopts);
+    if (*verify) return sg::cli::cmd_verify(vopts);
+    if (*sim) return sg::cli::cmd_sim(sopts);
+    if (*exec) return sg::cli::cmd_exec(eopts);
+    if (*calibrate) return sg::cli::cmd_calibrate(calopts);
+    if (*env) return sg::cli::cmd_env(envopts);
+    if (*demo) return sg::cli::cmd_demo(demo_ranks);
+  } catch (const sg::InternalError& e) {
+    return sg::cli::report_internal_error(e);
+  }
   std::cout << app.help();
   return 0;
 }

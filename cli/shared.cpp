@@ -1,17 +1,24 @@
 #include "cli/shared.hpp"
 
 #include <algorithm>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 
-#include "core/dsl/printer.hpp"
-#include "core/graph/passes.hpp"
+#include "core/base/sizes.hpp"
 
 namespace sg::cli {
 
 int fail(const std::string& msg) {
   std::cerr << "stepgraph: error: " << msg << "\n";
   return 2;
+}
+
+int report_internal_error(const InternalError& e) {
+  std::cerr << "stepgraph bug: " << e.message() << " (detected at " << e.origin();
+  if (e.input().valid()) std::cerr << "; input line " << e.input().line;
+  std::cerr << "), please report it with the command line and the schedule\n";
+  return kInternalErrorExit;
 }
 
 int prepare(const Common& c, Prepared& p, bool many) {
@@ -29,7 +36,7 @@ int prepare(const Common& c, Prepared& p, bool many) {
   } else if (!parse_size(c.max_memory, p.opts.max_memory)) {
     return fail("bad --max-memory '" + c.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
   }
-  auto points = dump_points();
+  auto points = dump_point_names();
   for (const auto& d : c.dump_after) {
     if (d != "all" && std::find(points.begin(), points.end(), d) == points.end()) {
       std::string names;
@@ -37,36 +44,27 @@ int prepare(const Common& c, Prepared& p, bool many) {
       return fail("unknown pass '" + d + "' for --dump-after (passes: " + names + ", all)");
     }
   }
-  p.t = p.s.resolve(c.target);
+  DumpRequest parse_dump{c.dump_after, [](const std::string& point, const std::string& text) {
+                           std::cout << "=== after " << point << " ===\n" << text;
+                         }};
+  p.t = open_target(p.s, c.target, &parse_dump);
   if (p.s.diags.has_errors() || !p.t.schedule) {
     p.s.diags.print(std::cerr, p.s.sources);
     return 2;
   }
-  bool want_parse = std::find(c.dump_after.begin(), c.dump_after.end(), "parse") != c.dump_after.end() ||
-                    std::find(c.dump_after.begin(), c.dump_after.end(), "all") != c.dump_after.end();
-  if (want_parse) std::cout << "=== after parse ===\n" << print_program(*p.t.program);
   return 0;
 }
 
-bool expand_for_cost(std::unique_ptr<StepGraph>& g, Session& s, const AlgoChoice& algo, uint64_t max_memory,
-                     ExpandReport& rep, std::unique_ptr<StepGraph>* as_written) {
-  if (std::none_of(g->instances.begin(), g->instances.end(), [](const Instance& in) { return in.complete && in.consistent; }))
-    return true;
-  auto x = expand_collectives(*g, s, algo, s.diags, &rep, max_memory);
-  if (!x) return false;
-  if (as_written) *as_written = std::move(g);
-  g = std::move(x);
-  return true;
-}
-
-std::string expansion_line(const ExpandedInstance& e) {
-  std::string l = coll_name(e.kind);
-  l += " over " + std::to_string(e.members) + " rank" + (e.members == 1 ? "" : "s");
-  if (e.kind != CollKind::Barrier) l += ", " + human_bytes(e.bytes);
-  l += ": ";
-  l += !e.schedule.empty() ? e.schedule : e.expanded ? std::string("one no-op step") : std::string("not expanded");
-  if (!e.why.empty()) l += " (" + e.why + ")";
-  return l;
+BuildOptions build_options(const Common& c, const Prepared& p, uint32_t n, std::ostream& out, bool label_n) {
+  BuildOptions bo;
+  bo.elab = p.opts;
+  bo.elab.nranks = n;
+  bo.dump.after = c.dump_after;
+  if (!c.dump_after.empty())
+    bo.dump.sink = [&out, n, label_n](const std::string& point, const std::string& text) {
+      out << "=== after " << point << (label_n ? " (N = " + std::to_string(n) + ")" : std::string()) << " ===\n" << text;
+    };
+  return bo;
 }
 
 void print_warnings(const Session& s) {
@@ -123,36 +121,39 @@ bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>&
   return true;
 }
 
-// nccl-tests' bus bandwidth factor for a postcondition, and its name.
-double bus_factor(ExpectKind k, uint32_t n, std::string& name) {
-  double nn = n;
-  const char* label = "1";  // assigned once below: GCC 12 warns (-Wrestrict, falsely) on short literals per case
-  double f = 1;
-  switch (k) {
-    case ExpectKind::Allreduce: label = "2(N-1)/N", f = n > 1 ? 2 * (nn - 1) / nn : 0; break;
-    case ExpectKind::ReduceScatter:
-    case ExpectKind::Allgather:
-    case ExpectKind::Alltoall:
-    case ExpectKind::Gather:
-    case ExpectKind::Scatter: label = "(N-1)/N", f = n > 1 ? (nn - 1) / nn : 0; break;
-    default: break;
+bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err) {
+  out.clear();
+  if (s.empty()) return err = "empty", false;
+  std::stringstream ss(s);
+  std::string part;
+  auto num = [&](const std::string& t, uint32_t& v) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) {
+      err = "'" + t + "' is not a rank count";
+      return false;
+    }
+    v = static_cast<uint32_t>(std::stoul(t));
+    if (v < 1) {
+      err = "the number of ranks must be at least 1";
+      return false;
+    }
+    return true;
+  };
+  while (std::getline(ss, part, ',')) {
+    auto dots = part.find("..");
+    if (dots == std::string::npos) {
+      uint32_t v;
+      if (!num(part, v)) return false;
+      out.push_back(v);
+    } else {
+      uint32_t a, b;
+      if (!num(part.substr(0, dots), a) || !num(part.substr(dots + 2), b)) return false;
+      if (a > b) return err = "empty range " + part, false;
+      if (b - a > 100000) return err = "range " + part + " is too long", false;
+      for (uint32_t v = a; v <= b; ++v) out.push_back(v);
+    }
   }
-  name.assign(label);
-  return f;
-}
-
-// The "size" nccl-tests would print: the bytes per rank of the buffer the postcondition is about
-// (the whole gathered buffer for an all-gather, the send buffer for an all-to-all).
-uint64_t expected_size(const StepGraph& g, ExpectKind& kind) {
-  kind = ExpectKind::Nothing;
-  for (const Expectation& e : g.expects) {
-    if (e.bufs.empty()) continue;
-    kind = e.kind;
-    uint64_t b = 0;
-    b += g.range_bytes(e.bufs.front());
-    return b;
-  }
-  return 0;
+  if (out.empty()) return err = "no rank count", false;
+  return true;
 }
 
 }  // namespace sg::cli

@@ -11,8 +11,7 @@
 #include "cli/commands.hpp"
 #include "core/dsl/diagnostics.hpp"
 #include "core/dsl/session.hpp"
-#include "core/graph/elaborate.hpp"
-#include "core/graph/expand_collectives.hpp"
+#include "core/pipeline.hpp"
 
 namespace sg::cli {
 
@@ -26,17 +25,14 @@ struct Prepared {
 // Prints "stepgraph: error: MSG" on stderr; returns 2 (bad input).
 int fail(const std::string& msg);
 
-// Parses the shared flags and resolves the target. Returns 0, or the exit code to stop with.
+// Parses the shared flags and opens the target (core/pipeline.hpp; --dump-after parse prints
+// the program here). Returns 0, or the exit code to stop with.
 int prepare(const Common& c, Prepared& p, bool many);
 
-// Collective steps replaced by the point-to-point steps of library algorithms (`algo`, or Open
-// MPI's choice), as `sim` times them and `analyze` counts them. Returns false after an error in
-// s.diags. A graph with no complete, consistent collective is left as it is; otherwise `g`
-// becomes the expansion and, when `as_written` is given, the graph before it goes there.
-bool expand_for_cost(std::unique_ptr<StepGraph>& g, Session& s, const AlgoChoice& algo, uint64_t max_memory,
-                     ExpandReport& rep, std::unique_ptr<StepGraph>* as_written = nullptr);
-// "allreduce over 8 ranks, 1.0 MiB: ring_allreduce (why)": what became of one instance.
-std::string expansion_line(const ExpandedInstance& e);
+// The build options for one N of a prepared command: its elaboration options with N set, and
+// --dump-after's points printed to `out` under "=== after POINT ===" (with " (N = n)" when
+// `label_n`).
+BuildOptions build_options(const Common& c, const Prepared& p, uint32_t n, std::ostream& out, bool label_n);
 
 // Prints the session's warnings and notes (not its errors) on stderr.
 void print_warnings(const Session& s);
@@ -87,12 +83,5 @@ class FoldedWarnings {
 // "1KiB..1GiB" (doubling from a to b, b included) or "a,b,c" (sizes when `sizes`, else plain
 // integers). Returns false with a message.
 bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>& out, std::string& err);
-
-// nccl-tests' bus bandwidth factor for a postcondition, and its name ("2(N-1)/N").
-double bus_factor(ExpectKind k, uint32_t n, std::string& name);
-
-// The "size" nccl-tests would print: the bytes per rank of the buffer the first postcondition is
-// about (the whole gathered buffer for an all-gather, the send buffer for an all-to-all).
-uint64_t expected_size(const StepGraph& g, ExpectKind& kind);
 
 }  // namespace sg::cli

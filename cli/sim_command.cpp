@@ -14,16 +14,10 @@
 #include <sstream>
 
 #include "cli/shared.hpp"
-#include "core/dsl/session.hpp"
-#include "core/graph/elaborate.hpp"
-#include "core/graph/expand_collectives.hpp"
-#include "core/graph/passes.hpp"
-#include "core/io/trace.hpp"
-#include "core/io/writers.hpp"
+#include "core/base/format.hpp"
+#include "core/base/sizes.hpp"
+#include "core/pipeline.hpp"
 #include "sim/sim.hpp"
-#ifdef STEPGRAPH_HAVE_SIMGRID
-#include "sim/simgrid_platform.hpp"
-#endif
 
 namespace sg::cli {
 
@@ -31,105 +25,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string fmt(const char* f, double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, x);
-  return buf;
-}
+// Sizes in sim's printouts carry two decimals.
+std::string human_bytes2(double b) { return human_bytes(b, 2); }
 
-std::string human_time(double s) {
-  if (s >= 1) return fmt("%.3f s", s);
-  if (s >= 1e-3) return fmt("%.3f ms", s * 1e3);
-  if (s >= 1e-6) return fmt("%.3f us", s * 1e6);
-  return fmt("%.1f ns", s * 1e9);
-}
-
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (b >= 1024 && u < 5) b /= 1024, ++u;
-  std::string s = u == 0 ? fmt("%.0f", b) : fmt("%.2f", b);
-  return s + " " + units[u];
-}
-
-
-
-
-void to_json(nlohmann::json& j, const PointResult& r) {
-  j = {{"schedule", r.schedule},
-       {"ranks", r.n},
-       {"platform", r.platform},
-       {"model", r.model},
-       {"time_s", r.time_s},
-       {"algbw_GBps", r.algbw},
-       {"busbw_GBps", r.busbw},
-       {"messages", r.messages},
-       {"bytes", r.bytes},
-       {"wall_s", r.wall_s},
-       {"size_bytes", r.size_bytes},
-       {"completed", r.completed}};
-  if (!r.param.empty()) j[r.param] = r.param_value;
-  if (!r.error.empty()) j["error"] = r.error;
-  if (!r.expansions.empty()) j["collectives"] = r.expansions;
-  if (r.compute_s > 0) j["overlap"] = {{"compute_s", r.compute_s}, {"comm_s", r.comm_s}, {"hidden_s", r.overlap_s}};
-  if (r.completed) {
-    j["slowest_rank"] = r.slowest_rank;
-    j["critical_path"] = r.critical_json;
-    j["links"] = r.links_json;
-  }
-}
 
 }  // namespace
-
-nlohmann::json point_to_json(const PointResult& r) {
-  nlohmann::json j;
-  to_json(j, r);
-  j["_text"] = r.text;
-  j["_diag"] = r.diag;
-  j["_status"] = r.status;
-  j["_param"] = r.param;
-  j["_factor"] = r.factor_name;
-  j["_events"] = r.events;
-  j["_slowest_s"] = r.slowest_s;
-  return j;
-}
-
-PointResult point_from_json(const nlohmann::json& j) {
-  PointResult r;
-  r.schedule = j.at("schedule");
-  r.n = j.at("ranks");
-  r.platform = j.at("platform");
-  r.model = j.at("model");
-  r.time_s = j.at("time_s");
-  r.algbw = j.at("algbw_GBps");
-  r.busbw = j.at("busbw_GBps");
-  r.messages = j.at("messages");
-  r.bytes = j.at("bytes");
-  r.wall_s = j.at("wall_s");
-  r.size_bytes = j.at("size_bytes");
-  r.completed = j.at("completed");
-  r.param = j.at("_param");
-  if (!r.param.empty()) r.param_value = j.at(r.param);
-  if (j.contains("error")) r.error = j.at("error");
-  if (r.completed) {
-    r.slowest_rank = j.at("slowest_rank");
-    r.critical_json = j.at("critical_path");
-    r.links_json = j.at("links");
-  }
-  r.text = j.at("_text");
-  r.diag = j.at("_diag");
-  r.status = j.at("_status");
-  r.factor_name = j.at("_factor");
-  r.events = j.at("_events");
-  r.slowest_s = j.at("_slowest_s");
-  if (j.contains("overlap")) {
-    r.compute_s = j.at("overlap").at("compute_s");
-    r.comm_s = j.at("overlap").at("comm_s");
-    r.overlap_s = j.at("overlap").at("hidden_s");
-  }
-  if (j.contains("collectives")) r.expansions = j.at("collectives").get<std::vector<std::string>>();
-  return r;
-}
 
 namespace {
 
@@ -248,12 +148,13 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
     while (std::getline(ss, one, ',')) {
       if (one.empty()) continue;
       Session s;
-      Target tt = s.resolve(one);
+      Target tt = open_target(s, one);
       if (s.diags.has_errors() || !tt.schedule) {
         s.diags.print(std::cerr, s.sources);
         return 2;
       }
       plan.targets.push_back(one);
+      plan.names.push_back(tt.schedule->name);
     }
   }
   if (plan.targets.empty()) return fail("sim needs a schedule (a file, FILE:SCHEDULE or a library name)");
@@ -268,156 +169,33 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
 
 PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
   const Point& pt = plan.points[index];
-  PointResult r;
-  r.n = pt.n;
+  sim::PointSpec spec;
+  spec.target = plan.targets[pt.target];
+  spec.n = pt.n;
+  spec.sets = plan.sets;
+  if (pt.has_value) spec.sets.emplace_back(plan.param, std::to_string(pt.value));
+  spec.max_memory = plan.max_memory;
+  spec.algo = plan.algo;
+  spec.platform = o.platform;
+  spec.options = plan.sim;
+  spec.quiet = o.quiet;
+  if (!o.trace.empty()) {
+    // One file per point when there are several: NAME.SCHEDULE.nN[.VALUE].json
+    spec.trace_file = o.trace;
+    if (plan.points.size() > 1) {
+      auto dot = o.trace.rfind('.');
+      std::string stem = dot == std::string::npos ? o.trace : o.trace.substr(0, dot);
+      std::string ext = dot == std::string::npos ? ".json" : o.trace.substr(dot);
+      // Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on "." + std::to_string(…).
+      spec.trace_file = stem;
+      spec.trace_file.append(".").append(plan.names[pt.target]).append(".n").append(std::to_string(pt.n));
+      if (pt.has_value) spec.trace_file.append(".").append(std::to_string(pt.value));
+      spec.trace_file.append(ext);
+    }
+  }
+  PointResult r = sim::run_point(spec);
   r.param = pt.has_value ? plan.param : "";
   r.param_value = pt.value;
-  Session s;
-  Target t = s.resolve(plan.targets[pt.target]);
-  r.schedule = t.schedule ? t.schedule->name : plan.targets[pt.target];
-  ElabOptions eo;
-  eo.nranks = pt.n;
-  eo.sets = plan.sets;
-  eo.max_memory = plan.max_memory;
-  if (pt.has_value) eo.sets.emplace_back(plan.param, std::to_string(pt.value));
-  auto g = t.schedule ? elaborate(s, t, eo) : nullptr;
-  bool built = g && run_passes(*g, s.diags, {}, nullptr);
-  // Collective steps become the point-to-point traffic of a library algorithm.
-  if (built) {
-    ExpandReport rep;
-    built = expand_for_cost(g, s, plan.algo, plan.max_memory, rep);
-    for (const auto& e : rep.instances)
-      if (e.expanded) r.expansions.push_back(expansion_line(e));
-  }
-  if (!built) {
-    const Diagnostic* why = s.diags.unsupported_since(0);
-    r.status = why ? 2 : 2;
-    r.error = why ? "unsupported (" + unsupported_reason(*why) + ")" : "bad input";
-    r.diag = why && o.quiet ? "" : s.diags.render(s.sources);
-    r.unsupported = why != nullptr;
-    return r;
-  }
-  std::ostringstream warn;
-  for (const auto& d : s.diags.all())
-    if (d.severity == Severity::Warning) warn << render_diagnostic(d, s.sources);
-  r.warnings = warn.str();
-  sim::Platform platform;
-  std::string perr;
-  std::string spec = o.platform.empty() ? sim::default_platform_spec() : o.platform;
-  if (!sim::parse_platform(spec, pt.n, platform, perr)) {
-    r.status = 2;
-    r.error = "bad --platform '" + spec + "': " + perr;
-    return r;
-  }
-#ifdef STEPGRAPH_HAVE_SIMGRID
-  if (platform.kind == sim::PlatformKind::Xml && !sim::resolve_xml_platform(platform, perr)) {
-    r.status = 2;
-    r.error = "bad --platform '" + spec + "': " + perr;
-    return r;
-  }
-#endif
-  if (o.platform.empty()) platform.spec += " (the default; --platform to choose)";
-  sim::SimOptions so = plan.sim;
-  so.trace = !o.trace.empty();
-  if (!so.map.empty() && so.map.size() < pt.n) {
-    r.status = 2;
-    r.error = "--map gives hosts for " + std::to_string(so.map.size()) + " ranks; N = " + std::to_string(pt.n);
-    return r;
-  }
-  for (uint32_t k = 0; k < pt.n && !so.map.empty(); ++k)
-    if (so.map[k] >= platform.hosts) {
-      r.status = 2;
-      r.error = "--map puts rank " + std::to_string(k) + " on host " + std::to_string(so.map[k]) + ", but the platform has " +
-                std::to_string(platform.hosts) + " hosts";
-      return r;
-    }
-  if (so.map.empty() && platform.hosts < pt.n) {
-    r.status = 2;
-    r.error = "the platform has " + std::to_string(platform.hosts) + " hosts for " + std::to_string(pt.n) + " ranks";
-    return r;
-  }
-  sim::SimResult res = sim::simulate(*g, platform, so);
-  r.platform = res.platform;
-  r.model = res.model;
-  r.time_s = res.time_s;
-  r.messages = res.messages;
-  r.bytes = res.bytes;
-  r.wall_s = res.wall_s;
-  r.events = res.events;
-  r.completed = res.completed && res.error.empty();
-  r.slowest_rank = res.slowest_rank;
-  r.slowest_s = res.slowest_rank_s;
-  r.compute_s = res.compute_s;
-  r.comm_s = res.comm_s;
-  r.overlap_s = res.overlap_s;
-  ExpectKind kind;
-  r.size_bytes = expected_size(*g, kind);
-  double factor = bus_factor(kind, pt.n, r.factor_name);
-  if (r.time_s > 0 && r.size_bytes) {
-    r.algbw = static_cast<double>(r.size_bytes) / r.time_s / 1e9;
-    r.busbw = r.algbw * factor;
-  }
-  if (!res.error.empty()) {
-    r.status = 3;
-    r.error = res.error;
-    return r;
-  }
-  // Critical path and links, rendered here: the source lines are this process's.
-  std::ostringstream text;
-  r.critical_json = nlohmann::json::array();
-  for (const auto& c : res.critical) {
-    std::string where = c.loc.valid() ? s.sources.file(c.loc.file).name() + ":" + std::to_string(c.loc.line) + ":" +
-                                            std::to_string(c.loc.col)
-                                      : "?";
-    r.critical_json.push_back({{"seconds", c.seconds}, {"source", where}, {"what", c.what}, {"steps", c.steps}});
-    text << "    " << human_time(c.seconds) << "  " << where << "  " << c.what << " (" << with_commas(c.steps) << " step"
-         << (c.steps == 1 ? "" : "s") << ")\n";
-    if (c.loc.valid()) {
-      std::string line(s.sources.file(c.loc.file).line(c.loc.line));
-      line.erase(0, line.find_first_not_of(" \t"));
-      if (line.size() > 90) line = line.substr(0, 87) + "...";
-      text << "        " << line << "\n";
-    }
-  }
-  r.text = text.str();
-  r.links_json = nlohmann::json::array();
-  for (const auto& l : res.links) r.links_json.push_back({{"link", l.name}, {"bytes", l.bytes}, {"busy", l.busy}});
-  if (!r.completed) {
-    r.status = 1;
-    std::ostringstream st;
-    st << "    deadlock: " << res.stuck.ranks.size() << " rank" << (res.stuck.ranks.size() == 1 ? "" : "s")
-       << " can never go on\n";
-    for (const auto& sr : res.stuck.ranks) {
-      if (sr.step == kNoStep) continue;
-      Loc loc = g->loc(sr.step);
-      st << "    rank " << sr.rank << " at " << describe_step(*g, sr.step) << " ("
-         << (loc.valid() ? s.sources.file(loc.file).name() + ":" + std::to_string(loc.line) : std::string("?")) << "): it "
-         << sr.why << "\n";
-    }
-    if (!res.stuck.cycle.empty()) {
-      st << "    wait-for cycle:";
-      for (size_t i = 0; i < res.stuck.cycle.size(); ++i) st << (i ? " -> " : " ") << "rank " << res.stuck.cycle[i];
-      st << "\n";
-    }
-    r.text = st.str();
-  }
-  if (!o.trace.empty()) {
-    std::string file = o.trace;
-    if (plan.points.size() > 1) {
-      auto dot = file.rfind('.');
-      std::string stem = dot == std::string::npos ? file : file.substr(0, dot);
-      std::string ext = dot == std::string::npos ? ".json" : file.substr(dot);
-      file = stem + "." + r.schedule + ".n" + std::to_string(pt.n) + (pt.has_value ? "." + std::to_string(pt.value) : "") + ext;
-    }
-    std::ofstream out(file);
-    if (!out) {
-      r.status = 2;
-      r.error = "cannot write the trace '" + file + "'";
-      return r;
-    }
-    write_chrome_trace(out, *g, s.sources, res.starts, res.ends, res.partners);
-    r.trace_file = file;
-  }
   return r;
 }
 
@@ -432,7 +210,7 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     for (const auto& r : results) {
       if (r.unsupported && o.quiet) continue;
       nlohmann::json j;
-      to_json(j, r);
+      sim::to_json(j, r);
       all.push_back(j);
     }
     std::cout << (all.size() == 1 ? all[0].dump(2) : all.dump(2)) << "\n";
@@ -481,8 +259,8 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     std::cout << "  time " << human_time(r.time_s);
     if (r.size_bytes)
       std::cout << "   algbw " << fmt("%.2f", r.algbw) << " GB/s   busbw " << fmt("%.2f", r.busbw) << " GB/s   (size "
-                << human_bytes(static_cast<double>(r.size_bytes)) << ", bus factor " << r.factor_name << ")";
-    std::cout << "\n  " << with_commas(r.messages) << " messages, " << human_bytes(static_cast<double>(r.bytes))
+                << human_bytes2(static_cast<double>(r.size_bytes)) << ", bus factor " << r.factor_name << ")";
+    std::cout << "\n  " << with_commas(r.messages) << " messages, " << human_bytes2(static_cast<double>(r.bytes))
               << "; slowest rank " << r.slowest_rank << " (done at " << human_time(r.slowest_s) << ")\n";
     if (r.compute_s > 0)
       std::cout << "  rank " << r.slowest_rank << " computes " << human_time(r.compute_s) << " and communicates "
@@ -496,7 +274,7 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
         std::cout << "  busiest links:";
         for (const auto& l : r.links_json)
           std::cout << "  " << l.at("link").get<std::string>() << " "
-                    << human_bytes(static_cast<double>(l.at("bytes").get<uint64_t>())) << " ("
+                    << human_bytes2(static_cast<double>(l.at("bytes").get<uint64_t>())) << " ("
                     << fmt("%.0f", 100 * l.at("busy").get<double>()) << "% busy)";
         std::cout << "\n";
       }
@@ -511,8 +289,8 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
               "time", "algbw GB/s", "busbw GB/s", "messages", "wall s");
   for (const auto& r : results) {
     if (r.unsupported && o.quiet) continue;
-    std::string v = plan.param.empty() ? human_bytes(static_cast<double>(r.size_bytes))
-                    : plan.param == "size" ? human_bytes(static_cast<double>(r.param_value))
+    std::string v = plan.param.empty() ? human_bytes2(static_cast<double>(r.size_bytes))
+                    : plan.param == "size" ? human_bytes2(static_cast<double>(r.param_value))
                                            : std::to_string(r.param_value);
     if (r.status == 2 || (!r.error.empty() && r.platform.empty())) {
       std::printf("%-28s %7u %12s  %s\n", r.schedule.c_str(), r.n, v.c_str(), r.error.c_str());

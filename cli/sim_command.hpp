@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "core/graph/algorithm_choice.hpp"
+#include "sim/point.hpp"
 #include "sim/sim.hpp"
 
 namespace sg::cli {
@@ -22,6 +23,7 @@ struct Point {
 
 struct PointPlan {
   std::vector<std::string> targets;
+  std::vector<std::string> names;  // the schedule each target names (for trace file names)
   std::vector<std::pair<std::string, std::string>> sets;
   std::string param;     // the swept parameter ("" if none)
   uint64_t max_memory = 0;
@@ -30,19 +32,8 @@ struct PointPlan {
   AlgoChoice algo;       // --algo: collective steps' algorithms (empty: Open MPI's choice)
 };
 
-// One point's outcome, everything a report needs (serialisable: MPI processes send these).
-struct PointResult {
-  std::string schedule, platform, model, param, error, diag, warnings, text, factor_name, trace_file;
-  uint32_t n = 0;
-  uint64_t param_value = 0, size_bytes = 0, messages = 0, bytes = 0, events = 0;
-  double time_s = 0, algbw = 0, busbw = 0, wall_s = 0, slowest_s = 0;
-  double compute_s = 0, comm_s = 0, overlap_s = 0;
-  uint32_t slowest_rank = 0;
-  bool completed = false, unsupported = false;
-  int status = 0;  // exit code this point asks for: 0 ok, 1 deadlock, 2 bad input, 3 engine failure
-  nlohmann::json critical_json, links_json;
-  std::vector<std::string> expansions;  // "allreduce over 8 ranks, 1 MiB: ring_allreduce (why)"
-};
+// One point's outcome (sim/point.hpp).
+using sim::PointResult;
 
 int plan_points(const SimOpts& o, PointPlan& plan);
 // --model, --protocol, --eager-limit, --gamma, --loggp, --map, --top into SimOptions.
@@ -53,8 +44,5 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index);
 int run_points_distributed(const SimOpts& o, const PointPlan& plan, std::vector<PointResult>& results, bool& root);
 int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results);
 bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results, std::string& err);
-
-nlohmann::json point_to_json(const PointResult& r);
-PointResult point_from_json(const nlohmann::json& j);
 
 }  // namespace sg::cli

@@ -74,7 +74,7 @@ int run_points_distributed(const SimOpts& o, const PointPlan& plan, std::vector<
       // Rank 0 collects point i from its owner, in order (so the progress bar moves).
       if (owner != 0) {
         if (rank == owner) {
-          std::string msg = point_to_json(results[i]).dump();
+          std::string msg = sim::point_to_json(results[i]).dump();
           MPI_Send(msg.data(), static_cast<int>(msg.size()), MPI_CHAR, 0, static_cast<int>(i % 30000), MPI_COMM_WORLD);
         } else if (rank == 0) {
           MPI_Status st;
@@ -83,7 +83,7 @@ int run_points_distributed(const SimOpts& o, const PointPlan& plan, std::vector<
           MPI_Get_count(&st, MPI_CHAR, &len);
           std::string msg(static_cast<size_t>(len), '\0');
           MPI_Recv(msg.data(), len, MPI_CHAR, owner, static_cast<int>(i % 30000), MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-          results[i] = point_from_json(nlohmann::json::parse(msg));
+          results[i] = sim::point_from_json(nlohmann::json::parse(msg));
         }
       }
       if (root) bar.update(++done);

@@ -13,10 +13,8 @@
 
 #include "cli/commands.hpp"
 #include "cli/shared.hpp"
-#include "core/dsl/printer.hpp"
-#include "core/dsl/session.hpp"
-#include "core/graph/elaborate.hpp"
-#include "core/graph/passes.hpp"
+#include "core/base/sizes.hpp"
+#include "core/pipeline.hpp"
 #include "core/interp/check.hpp"
 #include "core/io/writers.hpp"
 #include "verify/verify.hpp"
@@ -134,7 +132,6 @@ int cmd_verify(const VerifyOpts& o) {
   Session& s = p.s;
   const Target& t = p.t;
   const std::vector<uint32_t>& ns = p.ns;
-  ElabOptions eo = p.opts;
   verify::VerifyOptions vo;
   if (o.semantics == "rendezvous") vo.modes = {SendMode::Rendezvous};
   else if (o.semantics == "eager") vo.modes = {SendMode::Eager};
@@ -184,19 +181,14 @@ int cmd_verify(const VerifyOpts& o) {
     }
     set_phase(n, "elaborating");
     s.diags.clear();
-    eo.nranks = n;
-    ElabOptions one = eo;
-    one.lifecycle_as_findings = true;
-    auto g = elaborate(s, t, one);
-    std::string dumps;
-    bool built = g && run_passes(*g, s.diags, o.c.dump_after, [&](const std::string& pass) {
-                   std::ostringstream d;
-                   d << "=== after " << pass << " (N = " << n << ") ===\n";
-                   write_text(d, *g, s.sources);
-                   dumps += d.str();
-                 });
+    std::ostringstream dumped;
+    BuildOptions bo = build_options(o.c, p, n, dumped, true);
+    bo.elab.lifecycle_as_findings = true;
+    std::unique_ptr<StepGraph> g = build(s, t, bo).graph;
+    bool built = g != nullptr;
+    std::string dumps = dumped.str();
     // The explicit engine runs the interpreter: refuse what it could not hold.
-    if (built && vo.engine != verify::Engine::Z3) built = interpreter_fits(*g, *t.schedule, eo, s.diags);
+    if (built && vo.engine != verify::Engine::Z3) built = interpreter_fits(*g, *t.schedule, bo.elab, s.diags);
     std::string head = "verify " + t.schedule->name + " N = " + std::to_string(n) + ": ";
     if (!built) {
       rc = std::max(rc, 2);

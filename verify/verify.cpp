@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/base/sizes.hpp"
 #include "core/graph/elaborate.hpp"
 
 namespace sg::verify {

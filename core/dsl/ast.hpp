@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/kinds.hpp"
 #include "core/dsl/source.hpp"
 
 namespace sg {
@@ -48,20 +49,7 @@ struct Ref {
   bool present() const { return !buf.empty(); }
 };
 
-enum class ReduceOp : uint8_t { Sum, Max, Min, Prod };
-enum class Mask : uint8_t { None, Causal, Full };
-enum class CollKind : uint8_t { Allreduce, Bcast, Reduce, Allgather, ReduceScatter, Alltoall, Barrier };
-enum class ExpectKind : uint8_t {
-  Nothing, Allreduce, Reduce, ReduceScatter, Allgather, Broadcast, Gather, Scatter, Alltoall, Attention,
-  AttentionBackward
-};
-enum class InitKind : uint8_t { Contrib, Owned, OnRank };
-enum class ComputeKind : uint8_t { Attn, AttnBwd, Generic };
-
-const char* op_name(ReduceOp op);
-const char* mask_name(Mask m);
-const char* coll_name(CollKind k);
-const char* expect_name(ExpectKind k);
+// ReduceOp, Mask, CollKind, ExpectKind, InitKind, ComputeKind: core/base/kinds.hpp.
 
 enum class StmtKind : uint8_t {
   Let, For, If, Require, Buffer, Init, Expect, Send, P2P, Wait, Copy, Compute, Coll, On, Call

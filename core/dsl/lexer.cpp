@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "core/base/sizes.hpp"
+
 namespace sg {
 
 const char* tok_spelling(Tok t) {
@@ -41,19 +43,6 @@ const char* tok_spelling(Tok t) {
   }
   return "token";
 }
-
-namespace {
-
-struct Suffix {
-  const char* name;
-  int64_t mult;
-};
-constexpr Suffix kSuffixes[] = {
-    {"KiB", int64_t{1} << 10}, {"MiB", int64_t{1} << 20}, {"GiB", int64_t{1} << 30}, {"TiB", int64_t{1} << 40},
-    {"K", 1000}, {"M", 1000000}, {"G", 1000000000}, {"T", 1000000000000},
-};
-
-}  // namespace
 
 std::vector<Token> lex(const SourceManager& sm, uint32_t file, Diagnostics& diags) {
   const std::string& s = sm.file(file).text();
@@ -101,14 +90,10 @@ std::vector<Token> lex(const SourceManager& sm, uint32_t file, Diagnostics& diag
         if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, d - '0', &v)) overflow = true;
       }
       if (!suffix.empty()) {
-        bool found = false;
-        for (const auto& x : kSuffixes) {
-          if (suffix == x.name) {
-            found = true;
-            if (__builtin_mul_overflow(v, x.mult, &v)) overflow = true;
-          }
-        }
-        if (!found) {
+        // The size suffixes are the command line's (core/base/sizes.hpp): one table.
+        uint64_t mult = size_suffix_factor(suffix);
+        if (mult && __builtin_mul_overflow(v, static_cast<int64_t>(mult), &v)) overflow = true;
+        if (!mult) {
           diags.error(t.loc, "unknown size suffix '" + suffix + "' (use KiB MiB GiB TiB or K M G T)",
                       static_cast<uint32_t>(i - start));
           t.kind = Tok::Error;

@@ -43,4 +43,20 @@ const LibraryEntry* find_library(const std::string& name) {
   return nullptr;
 }
 
+std::string one_line_description(const std::string& header, const std::string& name) {
+  std::istringstream in(header);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    // "name — what it does" or "name.sched — what it does"
+    for (const char* sep : {" — ", " - ", ": "}) {
+      auto k = line.find(sep);
+      if (k != std::string::npos && line.compare(0, name.size(), name) == 0) return line.substr(k + std::string(sep).size());
+    }
+    return line;
+  }
+  return "";
+}
+
+
 }  // namespace sg

@@ -16,4 +16,8 @@ struct LibraryEntry {
 const std::vector<LibraryEntry>& library();
 const LibraryEntry* find_library(const std::string& name);
 
+// The one-line description of a schedule from its header comment: the text after
+// "NAME — " (or " - ", ": ") on the first non-empty line, else that line.
+std::string one_line_description(const std::string& header, const std::string& name);
+
 }  // namespace sg

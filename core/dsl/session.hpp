@@ -14,6 +14,7 @@ namespace sg {
 struct Target {
   const Program* program = nullptr;
   const Schedule* schedule = nullptr;
+  uint8_t front_end = 0;  // the front end that opened it (core/pipeline.cpp's table)
 };
 
 // The library name closest to `name` (a likely misspelling), or "".

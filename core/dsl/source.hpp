@@ -6,15 +6,9 @@
 #include <string_view>
 #include <vector>
 
-namespace sg {
+#include "core/base/loc.hpp"
 
-// A position in a source file; line and col are 1-based, col counts bytes.
-struct Loc {
-  uint32_t file = 0;  // index into SourceManager; 0 is "<unknown>"
-  uint32_t line = 0;
-  uint32_t col = 0;
-  bool valid() const { return line != 0; }
-};
+namespace sg {
 
 class SourceFile {
  public:

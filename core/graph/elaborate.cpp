@@ -5,30 +5,12 @@
 #include <fstream>
 #include <unordered_map>
 
+#include "core/base/sizes.hpp"
 #include "core/dsl/parser.hpp"
 #include "core/dsl/printer.hpp"
 #include "core/dsl/resolve.hpp"
 
 namespace sg {
-
-std::string with_commas(uint64_t v) {
-  std::string digits = std::to_string(v), s;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i && (digits.size() - i) % 3 == 0) s += ',';
-    s += digits[i];
-  }
-  return s;
-}
-
-std::string human_bytes(uint64_t b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(b);
-  int u = 0;
-  while (v >= 1024 && u < 5) v /= 1024, ++u;
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-  return buf;
-}
 
 namespace {
 
@@ -148,7 +130,7 @@ class Elaborator {
     if (mode_ == Mode::Build) {
       g_->stmt_locs = ses_.stmt_locs;
       check_inits();
-      g_->dep_off_.shrink_to_fit();
+      g_->shrink_dep_offsets();
     }
     return !errors();
   }
@@ -499,7 +481,7 @@ class Elaborator {
       deps_.erase(std::unique(deps_.begin(), deps_.end()), deps_.end());
     }
     for (StepId d : deps_) g_->add_dep(d);
-    if (g_->deps_.size() >= 0xfffffff0u) throw_too_big(st);
+    if (g_->dep_total() >= 0xfffffff0u) throw_too_big(st);
     g_->finish_step();
     register_access(id, rank, rd, wr);
     if (rs) {

@@ -52,7 +52,4 @@ std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, con
 // diagnostic): "check NAME N = 6: unsupported (REASON)".
 std::string unsupported_reason(const Diagnostic& d);
 
-std::string human_bytes(uint64_t b);
-std::string with_commas(uint64_t v);
-
 }  // namespace sg

@@ -7,12 +7,14 @@
 // order, so that printed graphs read round by round. Either way every dependency points to an
 // earlier step of the same rank, as the graph requires. References between ranks (matched
 // choreographic sends and receives) can point forward, so they are patched at the end.
+#include "core/base/sizes.hpp"
 #include "core/graph/expand_collectives.hpp"
 
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "core/base/errors.hpp"
 #include "core/graph/elaborate.hpp"
 #include "core/graph/passes.hpp"
 
@@ -58,8 +60,7 @@ class Expander {
     }
     for (StepId s = 0; s < g_.size(); ++s)
       if (g_.kind(s) == StepKind::Collective && g_.coll(s).instance >= g_.instances.size()) {
-        diags_.error(g_.loc(s), "internal error: a collective step without an instance (the collectives pass has not run)");
-        return nullptr;
+        internal_error("expansion of a collective step without an instance (the collectives pass has not run)", g_.loc(s));
       }
     ExpandReport rep;
     plans_.resize(g_.instances.size());
@@ -174,9 +175,7 @@ class Expander {
     const Program* prog = s_.load_library(sched);
     const Schedule* sc = prog ? prog->find(sched) : nullptr;
     if (!sc) {
-      diags_.error(at, "internal error: the library has no schedule '" + sched + "'");
-      failed_ = true;
-      return nullptr;
+      internal_error("the library has no schedule '" + sched + "' for an expansion", at);
     }
     ElabOptions o;
     o.nranks = n;
@@ -219,9 +218,7 @@ class Expander {
     }
     for (StepId s = 0; s < ag->size(); ++s)
       if (ag->kind(s) == StepKind::Collective) {
-        diags_.error(at, "internal error: library algorithm " + sched + " itself holds collective steps");
-        failed_ = true;
-        return nullptr;
+        internal_error("library algorithm " + sched + " itself holds collective steps", at);
       }
     auto a = std::make_unique<Algo>();
     a->schedule = sched;
@@ -272,9 +269,9 @@ class Expander {
       copy_step(s);
     }
     // Matched pairs, now that both ends have their new ids.
-    for (auto [id, old_ref] : user_chor_) o.ref_[id] = old_new_[old_ref];
+    for (auto [id, old_ref] : user_chor_) o.set_ref(id, old_new_[old_ref]);
     for (Plan& p : plans_) {
-      for (auto [id, alg_ref] : p.chor_fix) o.ref_[id] = p.alg_new[alg_ref];
+      for (auto [id, alg_ref] : p.chor_fix) o.set_ref(id, p.alg_new[alg_ref]);
       p = Plan{};  // free the maps
     }
     for (const BadWait& b : g_.bad_waits) {

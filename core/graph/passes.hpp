@@ -21,7 +21,7 @@ void prune_deps(StepGraph& g, Diagnostics& diags);
 // (expand_collectives.hpp, run on request after these: a new graph with every collective
 // replaced by a library algorithm, which goes through these passes again.)
 // validate.cpp: checks the graph's internal invariants (ids in range, dependencies backward and
-// on the same rank, matches symmetric). Failures are internal errors.
+// on the same rank, matches symmetric). Failures throw InternalError (core/base/errors.hpp).
 void validate(StepGraph& g, Diagnostics& diags);
 
 struct Pass {

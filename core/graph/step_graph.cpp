@@ -4,50 +4,6 @@
 
 namespace sg {
 
-const char* step_kind_name(StepKind k) {
-  switch (k) {
-    case StepKind::Send: return "send";
-    case StepKind::Recv: return "recv";
-    case StepKind::Copy: return "copy";
-    case StepKind::Reduce: return "reduce";
-    case StepKind::Compute: return "compute";
-    case StepKind::Collective: return "collective";
-    case StepKind::Wait: return "wait";
-  }
-  return "?";
-}
-
-namespace {
-struct DTypeInfo {
-  DType t;
-  const char* name;
-  uint32_t size;
-};
-constexpr DTypeInfo kDTypes[] = {
-    {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}, {DType::F32, "f32", 4}, {DType::F64, "f64", 8},
-    {DType::I8, "i8", 1},   {DType::I32, "i32", 4},   {DType::I64, "i64", 8}, {DType::U8, "u8", 1},
-};
-}  // namespace
-
-const char* dtype_name(DType t) {
-  for (const auto& d : kDTypes)
-    if (d.t == t) return d.name;
-  return "?";
-}
-uint32_t dtype_size(DType t) {
-  for (const auto& d : kDTypes)
-    if (d.t == t) return d.size;
-  return 1;
-}
-bool parse_dtype(const std::string& s, DType& out) {
-  for (const auto& d : kDTypes)
-    if (s == d.name) {
-      out = d.t;
-      return true;
-    }
-  return false;
-}
-
 uint32_t StepGraph::peer(StepId s) const {
   if (local(s)) return p2p[ref_[s]].peer;
   if (only_rank >= 0) return ref_[s];
@@ -165,6 +121,22 @@ std::string StepGraph::range_name(const Range& r) const {
   if (r.lo == 0 && r.cnt == b.chunks) return b.name;
   if (b.dims.size() <= 1) return b.name + "[" + std::to_string(r.lo) + " .. " + std::to_string(r.lo + r.cnt) + "]";
   return chunk_name(r.buf, r.lo) + " +" + std::to_string(r.cnt);
+}
+
+const StepGraph::Successors& StepGraph::successor_view() const {
+  if (succ_) return *succ_;
+  auto v = std::make_unique<Successors>();
+  size_t n = size();
+  v->off.assign(n + 1, 0);
+  for (StepId s = 0; s < n; ++s)
+    for (StepId d : deps(s)) ++v->off[d + 1];
+  for (size_t i = 0; i < n; ++i) v->off[i + 1] += v->off[i];
+  v->succ.resize(v->off[n]);
+  std::vector<uint32_t> pos(v->off.begin(), v->off.end() - 1);
+  for (StepId s = 0; s < n; ++s)
+    for (StepId d : deps(s)) v->succ[pos[d]++] = s;
+  succ_ = std::move(v);
+  return *succ_;
 }
 
 StepGraph::RankIndex StepGraph::rank_index() const {

@@ -2,15 +2,34 @@
 //
 // Layout: struct-of-arrays indexed by StepId, in emission (textual) order, so a rank's program
 // is the subsequence of its steps. Per step: kind, flags, rank, statement, one primary chunk
-// range and one kind-dependent reference `ref` (the matched step, or an index into a side
-// table). Dependencies are CSR. About 26 bytes per step plus 4 per dependency: ring all-reduce
-// at N = 4096 (67 M steps) fits in about 2 GB.
+// range and one kind-dependent reference `ref`. Dependencies are CSR. About 26 bytes per step
+// plus 4 per dependency: ring all-reduce at N = 4096 (67 M steps) fits in about 2 GB.
+//
+// What `ref(s)` holds, by kind and flags (use the typed accessors beside it where there is one):
+//
+//   | step                                   | ref(s)                                  | read it with        |
+//   |----------------------------------------|-----------------------------------------|---------------------|
+//   | send / recv, choreographic, whole graph| the matched step (the other end)        | match(s), peer(s)   |
+//   | send / recv, choreographic, only_rank  | the peer rank (the other end is absent) | peer(s)             |
+//   | send / recv with kFlagLocal (`on` MPI) | an index into p2p (peer, tag, comm, …)  | p2p_info(s)         |
+//   | copy / reduce                          | an index into ranges: the source range  | copy_source(s)      |
+//   | compute                                | an index into computes                  | compute(s)          |
+//   | collective                             | an index into colls                     | coll(s)             |
+//   | wait                                   | an offset into wait_handles: [ref] is   | handles_begin/end   |
+//   |                                        | the count, the handle steps follow      |                     |
+//
+// The per-step arrays are private: elaboration, the passes and the expansion write them through
+// the building section below (add_step, add_dep, finish_step, set_ref, edit_deps), which keeps
+// the cached successor view honest.
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "core/dsl/ast.hpp"
+#include "core/base/kinds.hpp"
+#include "core/base/loc.hpp"
 
 namespace sg {
 
@@ -19,8 +38,6 @@ constexpr StepId kNoStep = 0xffffffffu;
 constexpr uint32_t kAnyRank = 0xffffffffu;
 constexpr int32_t kAnyTag = -1;
 
-enum class StepKind : uint8_t { Send, Recv, Copy, Reduce, Compute, Collective, Wait };
-const char* step_kind_name(StepKind k);
 
 // Step flags (8 bits; the reduction op lives in the top two).
 enum : uint8_t {
@@ -34,10 +51,6 @@ enum : uint8_t {
 inline ReduceOp flag_op(uint8_t f) { return static_cast<ReduceOp>(f >> 6); }
 inline uint8_t op_flag(ReduceOp op) { return static_cast<uint8_t>(static_cast<uint8_t>(op) << 6); }
 
-enum class DType : uint8_t { F16, BF16, F32, F64, I8, I32, I64, U8 };
-const char* dtype_name(DType t);
-uint32_t dtype_size(DType t);
-bool parse_dtype(const std::string& s, DType& out);
 
 // A contiguous range of one buffer's flattened chunks.
 struct Range {
@@ -155,16 +168,6 @@ class StepGraph {
   std::vector<std::pair<std::string, int64_t>> params;
   bool p2p_matched = false;  // the match pass has run
 
-  // ---- per-step arrays ----
-  std::vector<uint8_t> kind_;
-  std::vector<uint8_t> flags_;
-  std::vector<uint32_t> rank_;
-  std::vector<uint32_t> stmt_;
-  std::vector<uint64_t> range_;  // packed Range, or an index into wide_ranges (kFlagWide)
-  std::vector<uint32_t> ref_;
-  std::vector<uint32_t> dep_off_ = {0};  // size steps + 1
-  std::vector<uint32_t> deps_;
-
   // ---- side tables ----
   std::vector<BufferInfo> buffers;
   std::vector<GroupInfo> groups;
@@ -192,6 +195,7 @@ class StepGraph {
   uint32_t rank(StepId s) const { return rank_[s]; }
   uint32_t stmt(StepId s) const { return stmt_[s]; }
   Loc loc(StepId s) const { return stmt_[s] < stmt_locs.size() ? stmt_locs[stmt_[s]] : Loc{}; }
+  // The kind-dependent reference: see the table at the top of this file.
   uint32_t ref(StepId s) const { return ref_[s]; }
   Range range(StepId s) const {
     uint64_t p = range_[s];
@@ -199,10 +203,26 @@ class StepGraph {
     return Range{static_cast<uint32_t>(p >> 52), static_cast<uint32_t>(p & 0xffffffffu),
                  static_cast<uint32_t>((p >> 32) & 0xfffffu)};
   }
-  const uint32_t* deps_begin(StepId s) const { return deps_.data() + dep_off_[s]; }
-  const uint32_t* deps_end(StepId s) const { return deps_.data() + dep_off_[s + 1]; }
+  // The steps s depends on (all earlier, of the same rank), sorted.
+  std::span<const StepId> deps(StepId s) const { return {deps_.data() + dep_off_[s], deps_.data() + dep_off_[s + 1]}; }
   uint32_t dep_count(StepId s) const { return dep_off_[s + 1] - dep_off_[s]; }
   size_t dep_total() const { return deps_.size(); }
+  // (Raw pointers into the same list; deps(s) says the same.)
+  const uint32_t* deps_begin(StepId s) const { return deps_.data() + dep_off_[s]; }
+  const uint32_t* deps_end(StepId s) const { return deps_.data() + dep_off_[s + 1]; }
+
+  // The steps that depend on s: the reverse of deps(), in step order. Built on first use and
+  // kept until the dependencies change (interpreter, simulators and executor share it). The
+  // first call is not thread-safe: make it before handing the graph to threads.
+  std::span<const StepId> successors(StepId s) const {
+    const Successors& v = successor_view();
+    return {v.succ.data() + v.off[s], v.succ.data() + v.off[s + 1]};
+  }
+  struct Successors {
+    std::vector<uint32_t> off;  // size() + 1
+    std::vector<StepId> succ;
+  };
+  const Successors& successor_view() const;
 
   // The peer of a send or receive (kAnyRank for a wildcard receive).
   uint32_t peer(StepId s) const;
@@ -232,20 +252,72 @@ class StepGraph {
   };
   RankIndex rank_index() const;
 
-  // ---- building ----
+  // ---- building (the only writers of the per-step arrays) ----
   StepId add_step(StepKind k, uint8_t flags, uint32_t rank, uint32_t stmt, const Range& r, uint32_t ref);
   void set_range(StepId s, const Range& r);
+  // The expansion renumbers steps: a choreographic end's ref is set once its partner has an id.
+  void set_ref(StepId s, uint32_t ref) { ref_[s] = ref; }
   // Dependencies are appended for the most recently added step only.
   void add_dep(StepId on) { deps_.push_back(on); }
-  void finish_step() { dep_off_.push_back(static_cast<uint32_t>(deps_.size())); }
+  void finish_step() {
+    dep_off_.push_back(static_cast<uint32_t>(deps_.size()));
+    succ_.reset();
+  }
+  // Rewrites every step's dependency list in step order, in place: edit(s, list) gets a copy of
+  // s's list to shrink (only removals: the storage is compacted as it goes). While it runs,
+  // deps(t) of an earlier step t already returns t's rewritten list.
+  template <class Edit>
+  void edit_deps(Edit&& edit) {
+    std::vector<StepId> list;
+    uint32_t out = 0;
+    for (StepId s = 0; s < size(); ++s) {
+      list.assign(deps_.begin() + dep_off_[s], deps_.begin() + dep_off_[s + 1]);
+      dep_off_[s] = out;  // s's list is read from `list` now; earlier lists end at `out`
+      edit(s, list);
+      for (StepId d : list) deps_[out++] = d;
+    }
+    dep_off_[size()] = out;
+    deps_.resize(out);
+    succ_.reset();
+  }
   uint32_t intern_group(const GroupInfo& g);
   uint32_t intern_name(const std::string& n);
   void reserve(size_t steps, size_t deps);
+  // Gives back the spare capacity of the dependency offsets (after building).
+  void shrink_dep_offsets() { dep_off_.shrink_to_fit(); }
+  // The invariant validate() checks first: one offset per step, plus the end.
+  bool dep_offsets_cover_steps() const { return dep_off_.size() == size() + 1; }
 
   // Memory held by the graph, in bytes (capacity, not size).
   uint64_t memory_bytes() const;
   // The bytes per step the estimate uses (per-step arrays plus one dependency).
   static constexpr uint64_t kBytesPerStep = 1 + 1 + 4 + 4 + 8 + 4 + 4 + 4;
+
+ private:
+  std::vector<uint8_t> kind_;
+  std::vector<uint8_t> flags_;
+  std::vector<uint32_t> rank_;
+  std::vector<uint32_t> stmt_;
+  std::vector<uint64_t> range_;  // packed Range, or an index into wide_ranges (kFlagWide)
+  std::vector<uint32_t> ref_;
+  std::vector<uint32_t> dep_off_ = {0};  // size steps + 1
+  std::vector<uint32_t> deps_;
+  // successor_view()'s cache; a copy of the graph starts without one.
+  struct SuccCache : std::unique_ptr<Successors> {
+    SuccCache() = default;
+    SuccCache(const SuccCache&) : std::unique_ptr<Successors>() {}
+    SuccCache(SuccCache&&) = default;
+    SuccCache& operator=(const SuccCache&) {
+      reset();
+      return *this;
+    }
+    SuccCache& operator=(SuccCache&&) = default;
+    SuccCache& operator=(std::unique_ptr<Successors>&& p) {
+      std::unique_ptr<Successors>::operator=(std::move(p));
+      return *this;
+    }
+  };
+  mutable SuccCache succ_;
 };
 
 }  // namespace sg

@@ -1,22 +1,25 @@
 // Internal invariants of a step graph. A failure here is a bug in stepgraph, not in the
-// schedule, and is reported as such.
+// schedule: it is thrown as an InternalError (core/base/errors.hpp), never added to the user's
+// diagnostics, and names the first few broken invariants.
 #include <algorithm>
 
+#include "core/base/errors.hpp"
 #include "core/graph/passes.hpp"
 
 namespace sg {
 
 void validate(StepGraph& g, Diagnostics& diags) {
+  (void)diags;  // nothing here is the user's to fix
+  std::string found;
+  Loc first;
+  uint32_t bugs = 0;
   auto bug = [&](StepId s, const std::string& what) {
-    diags.error(s < g.size() ? g.loc(s) : Loc{}, "internal error: step #" + std::to_string(s) + ": " + what +
-                                                  " (please report this with the schedule)");
+    if (bugs++ == 0) first = s < g.size() ? g.loc(s) : Loc{};
+    if (bugs <= 5) found += (found.empty() ? "" : "; ") + std::string("step #") + std::to_string(s) + ": " + what;
   };
-  if (g.dep_off_.size() != g.size() + 1) {
-    bug(0, "dependency offsets do not cover every step");
-    return;
-  }
+  if (!g.dep_offsets_cover_steps()) internal_error("step graph invalid: dependency offsets do not cover every step");
   uint32_t nbuf = static_cast<uint32_t>(g.buffers.size());
-  for (StepId s = 0; s < g.size() && !diags.too_many(); ++s) {
+  for (StepId s = 0; s < g.size() && bugs < 1000; ++s) {
     if (g.rank(s) >= g.nranks) bug(s, "rank out of range");
     Range r = g.range(s);
     if (r.cnt && (r.buf >= nbuf || uint64_t{r.lo} + r.cnt > g.buffers[r.buf].chunks)) bug(s, "chunk range out of bounds");
@@ -42,6 +45,9 @@ void validate(StepGraph& g, Diagnostics& diags) {
     if (k == StepKind::Collective && g.ref(s) >= g.colls.size()) bug(s, "collective info out of range");
     if (k == StepKind::Compute && g.ref(s) >= g.computes.size()) bug(s, "compute info out of range");
   }
+  if (bugs)
+    internal_error("step graph invalid after the passes: " + found + (bugs > 5 ? "; and " + std::to_string(bugs - 5) + " more" : ""),
+                   first);
 }
 
 }  // namespace sg

@@ -1,6 +1,7 @@
 #include "core/interp/check.hpp"
 
-#include "core/graph/passes.hpp"
+#include "core/base/sizes.hpp"
+#include "core/pipeline.hpp"
 
 namespace sg {
 
@@ -52,11 +53,25 @@ bool interpreter_fits(const StepGraph& g, const Schedule& sched, const ElabOptio
   return false;
 }
 
+const char* check_verdict(const InterpResult& r, bool ok) {
+  auto has = [&](IssueKind k) {
+    for (const auto& is : r.issues)
+      if (is.kind == k) return true;
+    return false;
+  };
+  if (!r.completed) return "stuck";
+  if (has(IssueKind::Unmatched)) return "unmatched";
+  if (has(IssueKind::UndefinedRead)) return "undefined-data";
+  if (!ok) return "wrong-result";
+  return "ok";
+}
+
 CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts) {
   CheckOutcome o;
-  o.graph = elaborate(s, t, opts);
+  BuildOptions bo;
+  bo.elab = opts;
+  o.graph = build(s, t, bo).graph;
   if (!o.graph) return o;
-  if (!run_passes(*o.graph, s.diags, {}, nullptr)) return o;
   if (!interpreter_fits(*o.graph, *t.schedule, opts, s.diags)) return o;
   o.built = true;
   o.interp = interpret(*o.graph);

@@ -24,6 +24,10 @@ CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts);
 // Reports an error and returns false when interpreting g would exceed opts.max_memory.
 bool interpreter_fits(const StepGraph& g, const Schedule& sched, const ElabOptions& opts, Diagnostics& diags);
 
+// The verdict of a check, the first kind of defect found in the design's order: "stuck",
+// "unmatched", "undefined-data", "wrong-result", or "ok". `ok`: CheckOutcome::ok.
+const char* check_verdict(const InterpResult& r, bool ok);
+
 // Appends one diagnostic per interpreter issue and postcondition failure.
 void render_findings(const StepGraph& g, const InterpResult& r, const PostconditionReport& p, Diagnostics& out);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <ostream>
 
+#include "core/base/sizes.hpp"
 #include "core/graph/elaborate.hpp"
 #include "core/io/writers.hpp"
 

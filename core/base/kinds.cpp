@@ -1,4 +1,4 @@
-#include "core/dsl/ast.hpp"
+#include "core/base/kinds.hpp"
 
 namespace sg {
 
@@ -49,6 +49,50 @@ const char* expect_name(ExpectKind k) {
     case ExpectKind::AttentionBackward: return "attention_backward";
   }
   return "nothing";
+}
+
+const char* step_kind_name(StepKind k) {
+  switch (k) {
+    case StepKind::Send: return "send";
+    case StepKind::Recv: return "recv";
+    case StepKind::Copy: return "copy";
+    case StepKind::Reduce: return "reduce";
+    case StepKind::Compute: return "compute";
+    case StepKind::Collective: return "collective";
+    case StepKind::Wait: return "wait";
+  }
+  return "?";
+}
+
+namespace {
+struct DTypeInfo {
+  DType t;
+  const char* name;
+  uint32_t size;
+};
+constexpr DTypeInfo kDTypes[] = {
+    {DType::F16, "f16", 2}, {DType::BF16, "bf16", 2}, {DType::F32, "f32", 4}, {DType::F64, "f64", 8},
+    {DType::I8, "i8", 1},   {DType::I32, "i32", 4},   {DType::I64, "i64", 8}, {DType::U8, "u8", 1},
+};
+}  // namespace
+
+const char* dtype_name(DType t) {
+  for (const auto& d : kDTypes)
+    if (d.t == t) return d.name;
+  return "?";
+}
+uint32_t dtype_size(DType t) {
+  for (const auto& d : kDTypes)
+    if (d.t == t) return d.size;
+  return 1;
+}
+bool parse_dtype(const std::string& s, DType& out) {
+  for (const auto& d : kDTypes)
+    if (s == d.name) {
+      out = d.t;
+      return true;
+    }
+  return false;
 }
 
 }  // namespace sg

@@ -1,0 +1,96 @@
+// `stepgraph compile`: build one instance and print its step graph (text, JSON, DOT, stats,
+// LogGOPSim's GOAL, or the stream order), optionally with collectives expanded.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "cli/shared.hpp"
+#include "core/graph/stream_order.hpp"
+#include "core/io/writers.hpp"
+#include "core/pipeline.hpp"
+
+namespace sg::cli {
+
+namespace {
+
+// One line per kind of expansion on stderr (stdout is the graph's): which algorithm replaced
+// which collectives, and why.
+void print_expansion(const ExpandReport& rep) {
+  std::map<std::string, uint64_t> lines;  // ordered: the same input prints the same lines
+  for (const ExpandedInstance& e : rep.instances) ++lines["expand: " + expansion_line(e)];
+  for (const auto& [l, n] : lines) std::cerr << l << (n > 1 ? "; " + std::to_string(n) + " instances" : "") << "\n";
+}
+
+}  // namespace
+
+int cmd_compile(const CompileOpts& o) {
+  AlgoChoice choice;
+  std::string err;
+  if (!o.algo.empty() && !parse_algo_choice(o.algo, choice, err)) return fail(err);
+  bool expand = o.expand || !o.algo.empty();
+  if (expand && o.rank >= 0) return fail("--expand needs the whole graph: it cannot be combined with --rank");
+  Prepared p;
+  if (int rc = prepare(o.c, p, false)) return rc;
+  p.opts.only_rank = o.format == "stream" ? -1 : o.rank;  // the stream order needs every rank's program
+  if (o.format == "goal" && o.rank >= 0) return fail("--format goal needs every rank's program: LogGOPSim simulates them all (drop --rank)");
+  if (o.rank >= 0 && o.rank >= static_cast<int64_t>(p.ns[0]))
+    return fail("--rank " + std::to_string(o.rank) + " is out of range for -n " + std::to_string(p.ns[0]));
+  auto t0 = std::chrono::steady_clock::now();
+  BuildOptions bo = build_options(o.c, p, p.ns[0], std::cout, false);
+  bo.expand = expand ? Expansion::Always : Expansion::None;
+  bo.algo = choice;
+  Built b = build(p.s, p.t, bo);
+  if (!b.ok()) {
+    // On stderr: stdout is the graph's (it may be redirected into a file or a pipe).
+    if (b.unsupported)
+      std::cerr << "compile " << p.t.schedule->name << " N = " << p.ns[0] << ": unsupported (" << b.unsupported_reason << ")\n";
+    p.s.diags.print(std::cerr, p.s.sources);
+    return 2;
+  }
+  std::unique_ptr<StepGraph>& g = b.graph;
+  if (expand) print_expansion(b.expansion);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  GoalPlan goal;
+  std::string stream_text;
+  for (uint32_t r = 0; o.format == "stream" && r < g->nranks; ++r) {
+    if (o.rank >= 0 && r != static_cast<uint32_t>(o.rank)) continue;
+    StreamOrder so;
+    if (!stream_order(*g, r, so, p.s.diags)) {
+      p.s.diags.print(std::cerr, p.s.sources);
+      return 2;
+    }
+    stream_text += stream_order_text(*g, r, so);
+  }
+  if (o.format == "goal" && !plan_goal(*g, goal, p.s.diags)) {
+    p.s.diags.print(std::cerr, p.s.sources);  // the warnings too
+    return 2;
+  }
+  print_warnings(p.s);
+  std::ofstream file;
+  std::ostream* os = &std::cout;
+  if (!o.output.empty()) {
+    file.open(o.output);
+    if (!file) return fail("cannot write '" + o.output + "'");
+    os = &file;
+  }
+  if (o.format == "stream") *os << stream_text;
+  else if (o.format == "text") write_text(*os, *g, p.s.sources, o.max_steps);
+  else if (o.format == "json") write_json(*os, *g, p.s.sources);
+  else if (o.format == "dot") write_dot(*os, *g, p.s.sources);
+  else if (o.format == "goal") write_goal(*os, *g, goal, o.goal);
+  else {
+    GraphStats st = compute_stats(*g);
+    write_stats(*os, *g, st);
+    if (o.timing) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.3f s", secs);
+      *os << "build time    " << buf << "\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace sg::cli

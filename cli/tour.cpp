@@ -1,0 +1,322 @@
+// `stepgraph demo`: the built-in tour. Every capability on small sizes, in under a minute after
+// the build: compile, check and verify the library, a deadlock found and fixed, a time limit,
+// simulations, ring attention analysed and ranked, then real runs under mpiexec (a child
+// process per step: the tour is one process and mpiexec starts its own).
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "cli/shared.hpp"
+#include "cli/sim_command.hpp"
+#include "core/base/sizes.hpp"
+#include "core/dsl/library.hpp"
+#include "core/interp/check.hpp"
+#include "core/io/writers.hpp"
+#include "core/pipeline.hpp"
+#include "verify/verify.hpp"
+
+namespace sg::cli {
+
+// Steps 11 on: real runs under mpiexec (cli/tour_exec.cpp). Returns the tour's exit code.
+int tour_exec(int rc);
+
+namespace {
+
+// One instance through the pipeline, no dumps, no expansion; null after errors in s.diags.
+std::unique_ptr<StepGraph> graph_of(Session& s, const Target& t, const ElabOptions& o) {
+  BuildOptions bo;
+  bo.elab = o;
+  return build(s, t, bo).graph;
+}
+
+}  // namespace
+
+int cmd_demo(const std::string& ranks) {
+  std::vector<uint32_t> ns;
+  std::string err;
+  if (!parse_rank_list(ranks, ns, err)) return fail("bad -n '" + ranks + "': " + err);
+  int rc = 0;
+  std::cout << "stepgraph " << STEPGRAPH_VERSION << " — the built-in tour\n\n";
+  std::cout << "1. compile ring_allreduce -n 8 --format stats\n\n";
+  {
+    Session s;
+    Target t = open_target(s, "ring_allreduce");
+    ElabOptions o;
+    o.nranks = 8;
+    auto g = graph_of(s, t, o);
+    if (!g) {
+      s.diags.print(std::cerr, s.sources);
+      return 2;
+    }
+    write_stats(std::cout, *g, compute_stats(*g));
+    std::cout << "\n   the first steps:\n";
+    std::ostringstream text;
+    write_text(text, *g, s.sources, 6);
+    std::istringstream in(text.str());
+    std::string line;
+    bool steps = false;
+    while (std::getline(in, line)) {
+      if (line.rfind("steps ", 0) == 0) steps = true;
+      else if (steps) std::cout << "   " << line << "\n";
+    }
+  }
+  std::cout << "\n2. check every library schedule (interpreter + postcondition) at N = " << ranks
+            << ",\n   and verify it (explicit and Z3 engines, rendezvous and eager sends) at N = 8\n\n";
+  size_t width = 4;
+  for (const auto& e : library()) width = std::max(width, e.name.size());
+  std::printf("%-*s  %8s  %8s  %10s  %7s  %9s  %s\n", static_cast<int>(width), "schedule", "ok", "refused", "steps@16", "rounds",
+              "verify@8", "what it does");
+  int total_ok = 0, total_bad = 0;
+  uint64_t instances = 0, warned = 0;  // the tour prints no warnings, but counts them
+  for (const auto& e : library()) {
+    Session s;
+    const Program* prog = s.load_library(e.name);
+    Target t = open_target(s, e.name);
+    if (!t.schedule) {
+      s.diags.print(std::cerr, s.sources);
+      rc = 2;
+      continue;
+    }
+    int ok = 0, refused = 0, bad = 0;
+    std::string first_bad;
+    for (uint32_t n : ns) {
+      Session one;
+      Target tt = open_target(one, e.name);
+      ElabOptions o;
+      o.nranks = n;
+      CheckOutcome c = run_check(one, tt, o);
+      ++instances;
+      warned += std::any_of(one.diags.all().begin(), one.diags.all().end(),
+                            [](const Diagnostic& d) { return d.severity == Severity::Warning; });
+      if (!c.built) {
+        // Refused: an N the algorithm does not support (a failed `require`). Any other error
+        // is a broken library schedule, and a failure.
+        if (one.diags.unsupported_since(0)) {
+          ++refused;
+        } else {
+          ++bad;
+          if (first_bad.empty()) first_bad = "N = " + std::to_string(n) + ": " + one.diags.render(one.sources);
+        }
+        continue;
+      }
+      if (c.ok) ++ok;
+      else {
+        ++bad;
+        if (first_bad.empty()) first_bad = "N = " + std::to_string(n) + ": " + c.findings.render(one.sources);
+      }
+    }
+    std::string steps = "-", rounds = "-";
+    {
+      Session one;
+      Target tt = open_target(one, e.name);
+      ElabOptions o;
+      o.nranks = 16;
+      auto g = graph_of(one, tt, o);
+      if (g) {
+        GraphStats st = compute_stats(*g);
+        steps = with_commas(st.steps);
+        rounds = std::to_string(st.rounds);
+      }
+    }
+    // Both engines, both send semantics, at N = 8 (or the first N the schedule accepts).
+    std::string verdict = "-";
+    for (uint32_t n : {8u, 12u, 16u}) {
+      Session one;
+      Target tt = open_target(one, e.name);
+      ElabOptions o;
+      o.nranks = n;
+      o.lifecycle_as_findings = true;
+      auto g = graph_of(one, tt, o);
+      if (!g) continue;
+      verify::VerifyReport rep = verify::verify_graph(*g, verify::VerifyOptions{});
+      verdict = verify::verdict_name(rep.worst());
+      if (rep.worst() != verify::Verdict::Ok) {
+        rc = 1;
+        bad += 1;
+      }
+      break;
+    }
+    std::string desc = prog ? one_line_description(prog->header, e.name) : "";
+    if (desc.size() > 52) desc = desc.substr(0, 49) + "...";
+    std::printf("%-*s  %8s  %8d  %10s  %7s  %9s  %s\n", static_cast<int>(width), e.name.c_str(),
+                (std::to_string(ok) + "/" + std::to_string(ns.size())).c_str(), refused, steps.c_str(), rounds.c_str(),
+                verdict.c_str(), desc.c_str());
+    total_ok += ok;
+    total_bad += bad;
+    if (bad) {
+      rc = 1;
+      std::cout << "   FAILED " << first_bad;
+    }
+  }
+  std::cout << "\n" << total_ok << " checks passed, " << total_bad << " failed"
+            << " (a refused N is one the algorithm does not support and says so)\n";
+  if (warned)
+    std::cout << warned << " of the " << instances << " instances warn that a chunk size rounds down (size / N where N does not\n"
+              << "divide size); the tour does not print them: `stepgraph check NAME -n N` does\n";
+  std::cout << "\n3. what verify finds in a broken schedule: the naive ring shift (every rank sends first)\n\n";
+  {
+    Session one;
+    const Program* p = one.load_text("ring_shift.sched", R"(# Every rank sends to its right neighbour, then receives from its left.
+schedule ring_shift() {
+  buffer a[N] bytes 8;
+  init a owned;
+  on r in 0 .. N {
+    send a[r] to (r + 1) % N;
+    recv a[(r - 1) % N] from (r - 1) % N;
+  }
+}
+)");
+    ElabOptions o;
+    o.nranks = 4;
+    o.lifecycle_as_findings = true;
+    auto g = graph_of(one, Target{p, p->schedules.back().get()}, o);
+    if (g) {
+      verify::VerifyReport rep = verify::verify_graph(*g, verify::VerifyOptions{});
+      for (const auto& m : rep.modes)
+        std::cout << "   " << verify::mode_name(m.mode) << ": " << verify::verdict_name(m.verdict) << "\n";
+      if (const verify::Counterexample* cx = rep.counterexample()) std::cout << verify::render_text(*cx, one.sources);
+    }
+  }
+  std::cout << "\n4. the fix, from the library: parity_ring_allgather (even ranks send first, odd ranks receive\n"
+               "   first, every message on tag 0, so MPI's matching order decides where each block lands),\n"
+               "   as `stepgraph verify parity_ring_allgather -n 4,16,64 --time` prints it: each N as it is\n"
+               "   decided, which engines decided, their time and the total\n\n";
+  std::cout.flush();
+  {
+    VerifyOpts vo;
+    vo.c.target = "parity_ring_allgather";
+    vo.c.ranks = "4,16,64";
+    vo.timing = true;
+    if (int r = cmd_verify(vo)) rc = std::max(rc, r);
+  }
+  std::cout << "\n5. a search too large to finish, bounded by a time limit: a reduction that receives from\n"
+               "   any source in arrival order, 15 senders (2^15 states to cover), with --timeout 1\n\n";
+  {
+    Session one;
+    const Program* p = one.load_text("any_source_sum.sched", R"(schedule any_source_sum() {
+  buffer s[1] bytes 8;
+  init s contrib;
+  expect reduce(s, 0);
+  on 0 { for k in 1 .. N { recv s[0] from any reduce; } }
+  on r in 1 .. N { send s[0] to 0; }
+}
+)");
+    ElabOptions o;
+    o.nranks = 16;
+    o.lifecycle_as_findings = true;
+    auto g = graph_of(one, Target{p, p->schedules.back().get()}, o);
+    if (g) {
+      verify::VerifyOptions vopt;
+      vopt.explicit_opts.max_executions = 1u << 30;
+      auto t0 = std::chrono::steady_clock::now();
+      vopt.deadline = t0 + std::chrono::seconds(1);
+      verify::VerifyReport rep = verify::verify_graph(*g, vopt);
+      double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      for (const auto& m : rep.modes) {
+        std::cout << "   " << verify::mode_name(m.mode) << ": "
+                  << (m.timed_out ? "undecided (time limit)" : verify::verdict_name(m.verdict));
+        if (m.ran_explicit && !m.explicit_result.note.empty()) std::cout << "; explicit " << m.explicit_result.note;
+        std::cout << "\n";
+      }
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "   stopped after %.2f s (exit 3); at N = 6 the same search finishes: ", took);
+      std::cout << buf;
+      o.nranks = 6;
+      auto g6 = graph_of(one, Target{p, p->schedules.back().get()}, o);
+      if (g6) {
+        verify::VerifyReport r6 = verify::verify_graph(*g6, verify::VerifyOptions{});
+        std::cout << verify::verdict_name(r6.worst()) << " (" << r6.modes.front().explicit_result.note << ")\n";
+      }
+    }
+  }
+  // Simulation: the same graphs, timed.
+  namespace fs = std::filesystem;
+  std::string tmp = fs::temp_directory_path().string();
+  auto sim = [&](const char* title, SimOpts so) {
+    std::cout << title;
+    std::cout.flush();
+    if (int r = cmd_sim(so); r != 0 && r != 1) rc = std::max(rc, r);
+  };
+  {
+    SimOpts so;
+    so.targets = {"ring_allreduce"};
+    so.ranks = "16";
+    so.trace = tmp + "/stepgraph_demo_trace.json";
+    sim("\n6. simulate: `stepgraph sim ring_allreduce -n 16 --trace …` on the default platform with SimGrid\n"
+        "   (time, algbw and busbw as nccl-tests counts them, the critical path by source line, the busiest\n"
+        "   links, and a Chrome trace with a track per rank and an arrow per message)\n\n",
+        so);
+  }
+  {
+    SimOpts so;
+    so.targets = {"ring_allreduce,rabenseifner_allreduce,recursive_doubling_allreduce"};
+    so.ranks = "64";
+    so.sweep = "size=16KiB,1MiB,64MiB";
+    so.plot = tmp + "/stepgraph_demo_sweep.svg";
+    sim("\n7. which all-reduce wins at which size: three algorithms at N = 64, SimGrid, with a gnuplot plot\n"
+        "   (`--sweep size=16KiB,1MiB,64MiB --plot …`)\n\n",
+        so);
+    if (fs::exists(so.plot)) std::cout << "   plot: " << so.plot << " (time and bus bandwidth against size, log axes)\n";
+  }
+  {
+    SimOpts so;
+    so.targets = {"dp_bucketed_step"};
+    so.ranks = "8";
+    so.sets = {"buckets=4"};
+    so.model = "analytic";
+    sim("\n8. a data-parallel training step with its compute: how much of the gradient all-reduce hides\n"
+        "   behind the backward pass (`sim dp_bucketed_step -n 8 --set buckets=4 --model analytic`)\n\n",
+        so);
+  }
+  {
+    std::cout << "\n9. contention: an all-to-all of 16 MiB per rank on a fat tree whose leaves have one uplink for\n"
+                 "   four hosts, in SimGrid (links shared) and in the analytic model (no contention)\n\n";
+    double t[2] = {0, 0};
+    int k = 0;
+    for (const char* model : {"simgrid", "analytic"}) {
+      SimOpts so;
+      so.targets = {"linear_alltoall"};
+      so.ranks = "16";
+      so.sets = {"size=16MiB"};
+      so.model = model;
+      so.platform = "fat-tree:leaves=4,per_leaf=4,oversub=4,bw=100Gbps,lat=1us,model=ideal";
+      PointPlan plan;
+      if (plan_points(so, plan) || sim_options(so, plan.sim)) return 2;
+      PointResult r = run_point(so, plan, 0);
+      t[k++] = r.time_s;
+      std::cout << "   " << model << ": " << (r.error.empty() ? std::to_string(r.time_s * 1e3) + " ms" : r.error) << "\n";
+    }
+    if (t[1] > 0) std::cout << "   SimGrid is " << std::to_string(t[0] / t[1]).substr(0, 4) << "x slower: the shared uplinks\n";
+  }
+  {
+    // Context-parallel attention: the same step graphs, analysed and simulated with their tiles.
+    std::cout << "\n10. ring attention variants at N = 8, causal, 64K tokens: `stepgraph analyze` reads each rank's traffic,\n"
+                 "    extra memory and compute off the step graph (bytes in Q blocks: --unit Q; the contiguous ring\n"
+                 "    is 2 - 1/N out of balance, zigzag even), then `sim` ranks them with their tiles' flops\n\n";
+    std::cout.flush();
+    for (const char* v : {"ring_attention", "zigzag_ring_attention"}) {
+      AnalyzeOpts ao;
+      ao.c.target = v;
+      ao.c.ranks = "8";
+      ao.c.sets = {"seq=64K"};
+      ao.unit = "Q";
+      if (int r = cmd_analyze(ao)) rc = std::max(rc, r);
+    }
+    SimOpts so;
+    so.targets = {"ring_attention,zigzag_ring_attention,allgather_attention,ringx4_attention,ulysses_ring_attention"};
+    so.ranks = "8";
+    so.sets = {"seq=64K"};
+    so.model = "analytic";
+    so.platform = "nodes:count=1,gpus=8,nvlink=900GBps,nic=400Gbps,speed=400Tf";
+    sim("\n    `sim ring_attention,zigzag_ring_attention,… -n 8 --model analytic --platform nodes:…,speed=400Tf`\n\n", so);
+  }
+  return tour_exec(rc);
+}
+
+}  // namespace sg::cli

@@ -1,0 +1,122 @@
+#include "core/pipeline.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "core/base/sizes.hpp"
+#include "core/dsl/printer.hpp"
+#include "core/graph/passes.hpp"
+#include "core/io/writers.hpp"
+
+namespace sg {
+
+namespace {
+
+// A front end: which targets it reads, how it opens one, how it elaborates an instance. The
+// first entry whose `claims` accepts a spec reads it; the schedule language claims everything
+// left, so it comes last.
+struct FrontEnd {
+  const char* name;
+  bool (*claims)(const std::string& spec);
+  Target (*open)(Session& s, const std::string& spec);
+  std::unique_ptr<StepGraph> (*elaborate)(Session& s, const Target& t, const ElabOptions& o, SizeEstimate* est);
+};
+
+const std::vector<FrontEnd>& front_ends() {
+  static const std::vector<FrontEnd> table = {
+      {"the schedule language", [](const std::string&) { return true; },
+       [](Session& s, const std::string& spec) { return s.resolve(spec); },
+       [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate* est) { return elaborate(s, t, o, est); }},
+  };
+  return table;
+}
+
+}  // namespace
+
+bool DumpRequest::wants(const std::string& point) const {
+  return std::find(after.begin(), after.end(), point) != after.end() || std::find(after.begin(), after.end(), "all") != after.end();
+}
+
+std::vector<std::string> dump_point_names() { return dump_points(); }
+
+uint64_t default_memory_limit() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  uint64_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit)
+    if (key == "MemAvailable:") return kb * 1024 / 10 * 8;
+  return uint64_t{8} << 30;
+}
+
+
+Target open_target(Session& s, const std::string& spec, const DumpRequest* dump) {
+  const auto& fe = front_ends();
+  for (size_t i = 0; i < fe.size(); ++i) {
+    if (!fe[i].claims(spec)) continue;
+    Target t = fe[i].open(s, spec);
+    t.front_end = static_cast<uint8_t>(i);
+    if (t.schedule && !s.diags.has_errors() && dump && dump->sink && dump->wants("parse")) dump->sink("parse", print_program(*t.program));
+    return t;
+  }
+  s.diags.error(Loc{}, "no front end reads '" + spec + "'");
+  return {};
+}
+
+Built build(Session& s, const Target& t, const BuildOptions& o) {
+  Built b;
+  size_t first = s.diags.all().size();
+  auto finish_failed = [&]() -> Built {
+    b.graph.reset();
+    b.as_written.reset();
+    if (const Diagnostic* why = s.diags.unsupported_since(first)) {
+      b.unsupported = true;
+      b.unsupported_reason = unsupported_reason(*why);
+    }
+    return std::move(b);
+  };
+  if (!t.schedule) return finish_failed();
+  using Clock = std::chrono::steady_clock;
+  auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
+  auto t0 = Clock::now();
+  b.graph = front_ends()[t.front_end].elaborate(s, t, o.elab, o.estimate);
+  b.elaborate_s = since(t0);
+  if (!b.graph) return finish_failed();
+  std::function<void(const std::string&)> dump;
+  if (o.dump.sink)
+    dump = [&](const std::string& point) {
+      std::ostringstream text;
+      write_text(text, *b.graph, s.sources);
+      o.dump.sink(point, text.str());
+    };
+  auto t1 = Clock::now();
+  bool passed = run_passes(*b.graph, s.diags, o.dump.after, dump);
+  b.passes_s = since(t1);
+  if (!passed) return finish_failed();
+  bool expand = o.expand == Expansion::Always ||
+                (o.expand == Expansion::ForCost && std::any_of(b.graph->instances.begin(), b.graph->instances.end(),
+                                                               [](const Instance& in) { return in.complete && in.consistent; }));
+  if (expand) {
+    auto t2 = Clock::now();
+    auto x = expand_collectives(*b.graph, s, o.algo, s.diags, &b.expansion, o.elab.max_memory);
+    b.expand_s = since(t2);
+    if (!x) return finish_failed();
+    if (o.keep_as_written) b.as_written = std::move(b.graph);
+    b.graph = std::move(x);
+  }
+  return b;
+}
+
+std::string expansion_line(const ExpandedInstance& e) {
+  std::string l = coll_name(e.kind);
+  l += " over " + std::to_string(e.members) + " rank" + (e.members == 1 ? "" : "s");
+  if (e.kind != CollKind::Barrier) l += ", " + human_bytes(static_cast<double>(e.bytes));
+  l += ": ";
+  l += !e.schedule.empty() ? e.schedule : e.expanded ? std::string("one no-op step") : std::string("not expanded");
+  if (!e.why.empty()) l += " (" + e.why + ")";
+  return l;
+}
+
+}  // namespace sg

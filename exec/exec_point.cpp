@@ -1,0 +1,318 @@
+#include "exec/exec_point.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "core/base/sizes.hpp"
+#include "core/graph/stream_order.hpp"
+#include "core/interp/bus_bandwidth.hpp"
+#include "core/pipeline.hpp"
+#include "exec/executor.hpp"
+#include "exec/native.hpp"
+
+namespace sg::exec {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The slowest rank's mean time of f(true) over `iters` calls, after `warmup` untimed f(false)
+// and a barrier.
+template <class Fn>
+double slowest_mean(MPI_Comm world, int warmup, int iters, Fn&& f) {
+  for (int k = 0; k < warmup; ++k) f(false);
+  MPI_Barrier(world);
+  auto t0 = Clock::now();
+  for (int k = 0; k < iters; ++k) f(true);
+  double mine = std::chrono::duration<double>(Clock::now() - t0).count() / iters, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_DOUBLE, MPI_MAX, world);
+  return all;
+}
+
+}  // namespace
+
+void say(const std::string& text) {
+  ssize_t w = write(2, text.data(), text.size());
+  (void)w;
+}
+
+namespace {
+
+[[noreturn]] void abort_job(int code) {
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let other stuck ranks print too
+  MPI_Abort(MPI_COMM_WORLD, code);  // the whole job, whatever communicator the point ran on
+  std::_Exit(code);
+}
+
+}  // namespace
+
+int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
+  int me = 0, size = 1;
+  MPI_Comm_rank(world, &me);
+  MPI_Comm_size(world, &size);
+  DeviceOps* device = req.device;
+  StreamComm* stream = req.stream;
+// Every rank elaborates its own program and may find errors the others do not (one rank's
+// program skips the statements of other ranks): the diagnostics are captured, the ranks
+// agree on the outcome, and the lowest rank that failed prints them (rank 0 its warnings).
+std::ostringstream diag;
+Session ses;
+StreamOrder order;
+std::unique_ptr<StepGraph> g;
+int rc = 0;
+auto bad = [&](const std::string& msg) {
+  diag << "stepgraph: error: " << msg << "\n";
+  rc = 2;
+};
+BuildOptions bo;
+bo.elab.nranks = static_cast<uint32_t>(size);
+bo.elab.only_rank = me;
+for (const auto& kv : req.sets) {
+  auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+    bad("--set needs NAME=VALUE, got '" + kv + "'");
+    break;
+  }
+  bo.elab.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+}
+if (rc == 0 && req.max_memory.empty()) bo.elab.max_memory = default_memory_limit();
+else if (rc == 0 && !parse_size(req.max_memory, bo.elab.max_memory))
+  bad("bad --max-memory '" + req.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
+Target t;
+if (rc == 0) {
+  t = open_target(ses, req.target);
+  if (ses.diags.has_errors() || !t.schedule) {
+    ses.diags.print(diag, ses.sources);
+    rc = 2;
+  }
+}
+if (rc == 0) {
+  g = build(ses, t, bo).graph;
+  if (g && stream) {
+    // The stream order needs every rank's program: the whole schedule, elaborated here too.
+    BuildOptions whole = bo;
+    whole.elab.only_rank = -1;
+    size_t seen = ses.diags.all().size();
+    std::unique_ptr<StepGraph> full = build(ses, t, whole).graph;
+    if (!full || !stream_order(*full, static_cast<uint32_t>(me), order, ses.diags)) g.reset();
+    ses.diags.drop_warnings_from(seen);  // its warnings repeat the rank program's
+  }
+  if (!g) {
+    if (const Diagnostic* why = ses.diags.unsupported_since(0))
+      diag << "exec " << t.schedule->name << " N = " << size << ": unsupported (" << unsupported_reason(*why) << ")\n";
+    ses.diags.print(diag, ses.sources);
+    rc = 2;
+  } else {
+    for (const auto& d : ses.diags.all())
+      if (d.severity != Severity::Error) diag << render_diagnostic(d, ses.sources);
+  }
+}
+int failed_at = rc ? me : size, first_failed = size;
+MPI_Allreduce(&failed_at, &first_failed, 1, MPI_INT, MPI_MIN, world);
+if ((first_failed < size && me == first_failed) || (first_failed == size && me == 0 && req.print_warnings)) say(diag.str());
+if (first_failed < size) return 2;
+  row.schedule = g->schedule;
+  if (req.dtype_forced)
+    for (BufferInfo& b : g->buffers) {
+      b.dtype = req.dtype;
+      b.chunk_elems = b.chunk_bytes / dtype_size(req.dtype);
+    }
+  row.size = expected_size(*g, row.kind);
+  row.value = req.value;
+  ExecOptions eo;
+  eo.timeout_s = req.timeout_s;
+  eo.device = device;
+  eo.device_direct = req.direct;
+  eo.lanes = device && !stream && !req.device_sync;
+  eo.stream = stream;
+  eo.order = stream ? &order : nullptr;
+
+  // Owned so that a refused setup frees its communicators before MPI_Finalize.
+  auto owned = std::make_unique<Executor>(*g, ses.sources, world, eo);
+  Executor& ex = *owned;
+  {
+    // The lowest rank that refused with a reason of its own says why; every rank exits 2.
+    std::string err;
+    bool ok = ex.setup(err);
+    int failed = ok ? 0 : 1, any = 0, says = ok || err.empty() ? size : me, sayer = size;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, world);
+    MPI_Allreduce(&says, &sayer, 1, MPI_INT, MPI_MIN, world);
+    if (any) {
+      if (me == sayer && !err.empty() && err.back() == '\n') say(err);  // a rendered diagnostic
+      else if (me == sayer) say("stepgraph: error: " + err + "\n");
+      return 2;
+    }
+  }
+  if (ex.has_attention()) {
+    row.shape = ex.attention_layout();
+    // Attention buffers have fixed types (q, kv in elem's type, outputs fp32).
+    if (req.dtype_forced) {
+      if (me == 0)
+        say("stepgraph: error: --dtype does not apply to attention schedules: their inputs' type is the parameter elem (--set elem=4 for fp32, 2 for "
+                    "bf16) and their outputs are fp32\n");
+      return 2;
+    }
+    // Real tiles on CPUs: about 25 GFLOP/s per core (exec/attention_kernels); --check's
+    // reference on rank 0 does all ranks' tiles at once in double precision. Say so before a run
+    // of the library's default sizes (128K tokens) takes hours.
+    double mine = 0, most = 0, total = 0;
+    for (StepId s = 0; s < g->size(); ++s)
+      if (g->kind(s) == StepKind::Compute && g->compute(s).kind != ComputeKind::Generic) mine += g->compute(s).flops;
+    MPI_Allreduce(&mine, &most, 1, MPI_DOUBLE, MPI_MAX, world);
+    MPI_Allreduce(&mine, &total, 1, MPI_DOUBLE, MPI_SUM, world);
+    double est_s = most * (req.iters + req.warmup + (req.check ? 1 : 0)) / 25e9 + (req.check ? total / 5e9 : 0);
+    if (me == 0 && est_s > 60)
+      say("stepgraph exec: warning: the busiest rank's attention tiles come to " + std::to_string(static_cast<long long>(most / 1e9)) +
+          " GFLOP per iteration" +
+          (req.check ? " and the check's reference to " + std::to_string(static_cast<long long>(total / 1e9)) + " GFLOP" : std::string()) +
+          ": about " + std::to_string(static_cast<long long>(est_s)) + " s on CPU cores; choose a smaller --set seq (and heads, dim) for a CPU run\n");
+  }
+  row.redop = op_name(ex.reduce_op());
+  for (const BufferInfo& b : g->buffers) row.shown_type = b.dtype;
+  if (!g->expects.empty() && !g->expects[0].bufs.empty()) row.shown_type = g->buffers[g->expects[0].bufs[0].buf].dtype;
+  const DType shown_type = row.shown_type;
+  row.count = row.size / dtype_size(shown_type);
+
+  auto one = [&](double* compute, bool flops = true, bool values = false) {
+    RunResult r = ex.run(flops, values);
+    // Each report in one write: the ranks print at the same moment.
+    if (r.stalled) {
+      say("stepgraph exec: " + r.report + "\n");
+      abort_job(3);
+    }
+    if (!r.completed) {
+      say("stepgraph exec: rank " + std::to_string(me) + ": " + (r.error.empty() ? "the run did not complete" : r.error) + "\n" +
+          (r.report.empty() ? "" : r.report + "\n"));
+      abort_job(3);
+    }
+    if (compute) *compute += r.compute_s;
+  };
+  // Fault injection for the tests: STEPGRAPH_EXEC_DIE=R makes rank R die (SIGKILL) before it
+  // runs, as a crashed or killed process would; the launcher must take the job down.
+  if (const char* die = std::getenv("STEPGRAPH_EXEC_DIE"); die && std::atoi(die) == me) raise(SIGKILL);
+  auto fill = [&] {
+    std::string why;
+    if (!ex.fill_inputs(why)) {
+      say("stepgraph exec: rank " + std::to_string(me) + ": " + why + "\n");
+      abort_job(3);
+    }
+  };
+  fill();
+  // MPI's own collective on the same inputs, for --check: the postcondition's range before the
+  // run (an all-to-all's input buffer), compared afterwards with ours, element for element.
+  const Expectation* x = g->expects.empty() || g->expects[0].bufs.empty() ? nullptr : &g->expects[0];
+  bool world_group = x && g->groups[x->group].start == 0 && g->groups[x->group].stride == 1 &&
+                     g->groups[x->group].count == static_cast<uint32_t>(size);
+  Native ref;  // set up once the inputs are known
+  ref.kind = x ? x->kind : ExpectKind::Nothing;
+  // Only where the postcondition's buffer holds inputs: initialised by `init`, written by no
+  // compute step (a training step's gradients are computed: MPI would get other inputs).
+  int inputs = 0;
+  if (x) {
+    const Range& in = x->bufs[0];
+    for (const InitRule& ir : g->inits)
+      if (ir.range.buf == in.buf && ir.range.lo <= in.lo && ir.range.lo + ir.range.cnt >= in.lo + in.cnt) inputs = 1;
+    std::vector<Range> w;
+    for (StepId s = 0; s < g->size() && inputs; ++s)
+      if (g->kind(s) == StepKind::Compute) {
+        w.clear();
+        g->writes(s, w);
+        for (const Range& r : w)
+          if (r.buf == in.buf) inputs = 0;
+      }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &inputs, 1, MPI_INT, MPI_LAND, world);
+  bool compare_mpi = req.check && inputs && world_group && ref.available() && dtype_supported(shown_type);
+  std::vector<unsigned char> input;
+  if (compare_mpi) {
+    const Range& in = x->bufs[0];
+    input.assign(ex.data(in), ex.data(in) + g->range_bytes(in));
+  }
+  if (req.check) {
+    one(nullptr, true, true);
+    CheckResult cr = ex.check();
+    if (!cr.error.empty()) {
+      say("stepgraph exec: rank " + std::to_string(me) + ": " + cr.error + "\n");
+      abort_job(3);
+    }
+    unsigned long long w = cr.wrong, all = 0;
+    MPI_Reduce(&w, &all, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, world);
+    if (cr.wrong) say("stepgraph exec: " + cr.first + " (" + std::to_string(cr.wrong) + " wrong on rank " + std::to_string(me) + ")\n");
+    row.wrong = all;
+    row.checked = true;
+    if (ex.has_attention()) {
+      AttentionCheck ac = ex.check_attention();
+      if (me == 0) {
+        if (ac.wrong) say("stepgraph exec: " + ac.first + " (" + std::to_string(ac.wrong) + " attention elements outside the tolerance)\n");
+        row.attention = true;
+        row.wrong += ac.wrong;
+        row.err_o = ac.err_o;
+        row.err_dq = ac.err_dq;
+        row.err_dkv = ac.err_dkv;
+        row.max_abs_err = ac.max_abs_err();
+        row.tolerance = ac.tolerance;
+        row.attention_checked = ac.checked;
+      }
+    }
+    if (compare_mpi) {
+      uint64_t esize = dtype_size(shown_type);
+      ref = native_for(x->kind, shown_type, ex.reduce_op(), static_cast<int>(x->root), input.size(), size);
+      ref.a = input;
+      ref.run(world);
+      // Where MPI's result is, and the part of ours it must equal.
+      const unsigned char* theirs = ref.a.data();
+      const unsigned char* ours = ex.data(x->bufs[0]);
+      uint64_t n = input.size();
+      switch (ref.kind) {
+        case ExpectKind::Reduce:
+          if (me != ref.root) n = 0;
+          break;
+        case ExpectKind::ReduceScatter:
+          theirs = ref.b.data();
+          ours += static_cast<uint64_t>(me) * static_cast<uint64_t>(ref.per) * esize;
+          n = static_cast<uint64_t>(ref.per) * esize;
+          break;
+        case ExpectKind::Alltoall:
+          theirs = ref.b.data();
+          if (x->bufs.size() > 1) ours = ex.data(x->bufs[1]);
+          break;
+        default: break;
+      }
+      unsigned long long differ = 0, total = 0;
+      for (uint64_t e = 0; e + esize <= n; e += esize) differ += std::memcmp(theirs + e, ours + e, esize) != 0;
+      MPI_Reduce(&differ, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, world);
+      row.mpi_differs = static_cast<int64_t>(total);
+    }
+    fill();
+  }
+  double compute = 0;
+  row.time_s = slowest_mean(world, req.warmup, req.iters, [&](bool timed) { one(timed ? &compute : nullptr); });
+  compute /= req.iters;
+  double any_compute = 0;
+  MPI_Allreduce(&compute, &any_compute, 1, MPI_DOUBLE, MPI_MAX, world);
+  if (any_compute > 0) {
+    row.compute_s = any_compute;
+    row.comm_s = slowest_mean(world, std::min(req.warmup, 1), req.iters, [&](bool) { one(nullptr, false); });
+    if (row.comm_s > 0) row.overlap = std::clamp((row.compute_s + row.comm_s - row.time_s) / row.comm_s, 0.0, 1.0);
+  }
+  if (req.compare_native) {
+    Native nat = native_for(row.kind, shown_type, ex.reduce_op(), g->expects.empty() ? 0 : static_cast<int>(g->expects[0].root),
+                            row.size, size);
+    if (nat.available()) row.native_s = slowest_mean(world, req.warmup, req.iters, [&](bool) { nat.run(world); });
+  }
+  return 0;
+}
+
+}  // namespace sg::exec

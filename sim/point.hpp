@@ -1,0 +1,51 @@
+// One simulation point: a schedule at N ranks with its parameters, built through the pipeline
+// (collectives expanded into the algorithms MPI would run), placed on a platform and simulated;
+// the result holds everything a report needs, rendered with this process's source lines, and
+// travels as JSON between the processes of `mpiexec … stepgraph sim` (cli/sim_mpi.cpp).
+#pragma once
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/graph/algorithm_choice.hpp"
+#include "sim/sim.hpp"
+
+namespace sg::sim {
+
+struct PointSpec {
+  std::string target;  // FILE, FILE:SCHEDULE or a library name
+  uint32_t n = 0;
+  std::vector<std::pair<std::string, std::string>> sets;  // --set and the swept value, unparsed
+  uint64_t max_memory = 0;
+  AlgoChoice algo;        // --algo (empty: Open MPI's choice)
+  std::string platform;   // a spec or an XML file; "" = the default platform (said so in the result)
+  SimOptions options;
+  std::string trace_file; // "" = no trace
+  bool quiet = false;     // an unsupported point keeps its diagnostics out of `diag`
+};
+
+// One point's outcome (serialisable: MPI processes send these).
+struct PointResult {
+  std::string schedule, platform, model, param, error, diag, warnings, text, factor_name, trace_file;
+  uint32_t n = 0;
+  uint64_t param_value = 0, size_bytes = 0, messages = 0, bytes = 0, events = 0;
+  double time_s = 0, algbw = 0, busbw = 0, wall_s = 0, slowest_s = 0;
+  double compute_s = 0, comm_s = 0, overlap_s = 0;
+  uint32_t slowest_rank = 0;
+  bool completed = false, unsupported = false;
+  int status = 0;  // exit code this point asks for: 0 ok, 1 deadlock, 2 bad input, 3 engine failure
+  nlohmann::json critical_json, links_json;
+  std::vector<std::string> expansions;  // "allreduce over 8 ranks, 1 MiB: ring_allreduce (why)"
+};
+
+PointResult run_point(const PointSpec& p);
+
+// The public JSON of a point (`sim --json`).
+void to_json(nlohmann::json& j, const PointResult& r);
+// Everything, for the trip between processes, and back.
+nlohmann::json point_to_json(const PointResult& r);
+PointResult point_from_json(const nlohmann::json& j);
+
+}  // namespace sg::sim
