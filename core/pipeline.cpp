@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
+#include "core/base/errors.hpp"
 #include "core/base/sizes.hpp"
 #include "core/dsl/printer.hpp"
 #include "core/graph/passes.hpp"
@@ -95,6 +97,9 @@ Built build(Session& s, const Target& t, const BuildOptions& o) {
   bool passed = run_passes(*b.graph, s.diags, o.dump.after, dump);
   b.passes_s = since(t1);
   if (!passed) return finish_failed();
+  // Fault injection for the tests: an internal error where a broken invariant would surface.
+  if (const char* f = std::getenv("STEPGRAPH_FAULT"); f && std::string(f) == "internal")
+    internal_error("fault injected after the passes (STEPGRAPH_FAULT=internal)", b.graph->size() ? b.graph->loc(0) : Loc{});
   bool expand = o.expand == Expansion::Always ||
                 (o.expand == Expansion::ForCost && std::any_of(b.graph->instances.begin(), b.graph->instances.end(),
                                                                [](const Instance& in) { return in.complete && in.consistent; }));

@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/dsl/ast.hpp"
+#include "core/base/kinds.hpp"
 #include "core/graph/step_graph.hpp"
 
 namespace sg::exec {

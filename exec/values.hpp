@@ -7,7 +7,7 @@
 #pragma once
 #include <cstdint>
 
-#include "core/dsl/ast.hpp"
+#include "core/base/kinds.hpp"
 #include "core/interp/input_values.hpp"
 #include "core/interp/value.hpp"
 

@@ -30,21 +30,12 @@ Runtime::Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer) : g_
   rank_end_.assign(g_.nranks, 0.0);
   open_.assign(g_.nranks, Open{});
   busy_.assign(g_.nranks, Busy{});
-  // Successors (CSR): the reverse of the dependencies, built by counting.
-  succ_off_.assign(n_ + 1, 0);
   for (StepId s = 0; s < n_; ++s) {
     uint32_t count = g_.dep_count(s);
     if (count >= kBigPending) big_pending_[s] = count;
     pending_[s] = static_cast<uint16_t>(std::min<uint32_t>(count, kBigPending));
-    for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) ++succ_off_[*d + 1];
   }
-  for (size_t i = 0; i < n_; ++i) succ_off_[i + 1] += succ_off_[i];
-  succ_.resize(succ_off_[n_]);
-  {
-    std::vector<uint32_t> pos(succ_off_.begin(), succ_off_.end() - 1);
-    for (StepId s = 0; s < n_; ++s)
-      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) succ_[pos[*d]++] = s;
-  }
+  succ_ = &g_.successor_view();  // the graph's shared view, built once
   coll_issued_.assign(g_.instances.size(), 0);
 }
 
@@ -147,8 +138,8 @@ void Runtime::drain() {
 }
 
 void Runtime::satisfy_successors(StepId s) {
-  for (uint32_t i = succ_off_[s]; i < succ_off_[s + 1]; ++i) {
-    StepId u = succ_[i];
+  for (uint32_t i = succ_->off[s]; i < succ_->off[s + 1]; ++i) {
+    StepId u = succ_->succ[i];
     if (pending_[u] == kBigPending) {
       auto it = big_pending_.find(u);
       if (--it->second > 0) continue;

@@ -140,8 +140,7 @@ class Runtime {
   std::unordered_map<StepId, uint8_t> computing_;  // compute steps in progress
   void busy_begin(uint32_t rank, int kind);
   void busy_end(uint32_t rank, int kind);
-  std::vector<uint32_t> succ_off_;  // successors (CSR)
-  std::vector<StepId> succ_;
+  const StepGraph::Successors* succ_ = nullptr;  // the graph's successor view
   std::vector<StepId> work_, batch_;  // steps ready now, to issue
   std::vector<uint32_t> initial_off_; // steps with no dependency, by rank (CSR, built by start)
   std::vector<StepId> initial_;

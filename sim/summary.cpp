@@ -34,7 +34,7 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, SimResul
     auto consider = [&](StepId p) {
       if (p != kNoStep && rt.ran(p) && end(p) <= end(s) && end(p) > best) best = end(p), pred = p;
     };
-    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) consider(*d);
+    for (StepId d : g.deps(s)) consider(d);
     if (g.kind(s) == StepKind::Recv) consider(rt.partner(s));
     double since = pred == kNoStep ? end(s) : end(s) - end(pred);
     CriticalEntry& e = by_stmt[g.stmt(s)];

@@ -11,7 +11,7 @@ using namespace sg;
 
 namespace {
 
-std::vector<StepId> deps(const StepGraph& g, StepId s) { return {g.deps_begin(s), g.deps_end(s)}; }
+std::vector<StepId> deps(const StepGraph& g, StepId s) { return {g.deps(s).begin(), g.deps(s).end()}; }
 
 }  // namespace
 

@@ -111,8 +111,8 @@ std::set<StepId> ancestors(const StepGraph& g, StepId s) {
   while (!todo.empty()) {
     StepId x = todo.back();
     todo.pop_back();
-    for (const uint32_t* d = g.deps_begin(x); d != g.deps_end(x); ++d)
-      if (seen.insert(*d).second) todo.push_back(*d);
+    for (StepId d : g.deps(x))
+      if (seen.insert(d).second) todo.push_back(d);
   }
   return seen;
 }

@@ -19,7 +19,7 @@ bool same_steps(const StepGraph& a, const StepGraph& b) {
   if (a.size() != b.size() || a.dep_total() != b.dep_total()) return false;
   for (StepId s = 0; s < a.size(); ++s) {
     if (a.kind(s) != b.kind(s) || a.rank(s) != b.rank(s) || !(a.range(s) == b.range(s)) || a.flags(s) != b.flags(s)) return false;
-    if (std::vector<StepId>(a.deps_begin(s), a.deps_end(s)) != std::vector<StepId>(b.deps_begin(s), b.deps_end(s))) return false;
+    if (!std::ranges::equal(a.deps(s), b.deps(s))) return false;
   }
   return true;
 }
@@ -84,7 +84,7 @@ TEST_CASE("prune keeps every dependency as a path", "[property][passes]") {
     StepGraph pruned = *raw.graph;
     prune_deps(pruned, raw.session->diags);
     for (StepId s = 0; s < raw.graph->size(); ++s) {
-      for (const uint32_t* d = raw.graph->deps_begin(s); d != raw.graph->deps_end(s); ++d) {
+      for (StepId d : raw.graph->deps(s)) {
         // d must still reach s: search backwards from s in the pruned graph.
         std::vector<StepId> stack{s};
         std::set<StepId> seen;
@@ -92,12 +92,12 @@ TEST_CASE("prune keeps every dependency as a path", "[property][passes]") {
         while (!stack.empty() && !found) {
           StepId x = stack.back();
           stack.pop_back();
-          for (const uint32_t* e = pruned.deps_begin(x); e != pruned.deps_end(x); ++e) {
-            if (*e == *d) found = true;
-            if (*e > *d && seen.insert(*e).second) stack.push_back(*e);
+          for (StepId e : pruned.deps(x)) {
+            if (e == d) found = true;
+            if (e > d && seen.insert(e).second) stack.push_back(e);
           }
         }
-        INFO("step " << s << " lost its dependency on " << *d);
+        INFO("step " << s << " lost its dependency on " << d);
         CHECK(found);
       }
     }

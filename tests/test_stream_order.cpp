@@ -37,14 +37,14 @@ void check_rules(const StepGraph& g, const std::vector<uint32_t>& lv) {
     bool xfer = stream_transfer(k);
     if (k == StepKind::Send || k == StepKind::Recv) CHECK(lv[s] == lv[g.match(s)]);
     if (xfer) CHECK(lv[s] >= 1);
-    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) {
-      bool dx = stream_transfer(g.kind(*d));
-      if (dx && g.nonblocking(*d)) {
-        if (xfer) CHECK(lv[s] >= lv[*d]);
+    for (StepId d : g.deps(s)) {
+      bool dx = stream_transfer(g.kind(d));
+      if (dx && g.nonblocking(d)) {
+        if (xfer) CHECK(lv[s] >= lv[d]);
       } else if (xfer) {
-        CHECK(lv[s] >= lv[*d] + 1);
+        CHECK(lv[s] >= lv[d] + 1);
       } else {
-        CHECK(lv[s] >= lv[*d]);
+        CHECK(lv[s] >= lv[d]);
       }
     }
     if (k == StepKind::Wait)

@@ -10,8 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dsl/session.hpp"
-#include "core/graph/elaborate.hpp"
+#include "core/graph/step_graph.hpp"
 #include "verify/explicit_engine.hpp"
 #include "verify/verdict.hpp"
 #include "verify/z3_engine.hpp"

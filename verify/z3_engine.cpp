@@ -135,7 +135,7 @@ class Encoder {
   // Enabled: every dependency allows the step to start.
   z3::expr enabled(StepId s) {
     std::vector<z3::expr> v;
-    for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) v.push_back(g_.nonblocking(*d) ? I_[*d] : D_[*d]);
+    for (StepId d : g_.deps(s)) v.push_back(g_.nonblocking(d) ? I_[d] : D_[d]);
     return conj(v);
   }
 
@@ -195,9 +195,9 @@ class Encoder {
     for (StepId s = 0; s < n_; ++s) {
       tick();
       std::vector<z3::expr> pre;
-      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) {
-        if (g_.nonblocking(*d)) pre.push_back(I_[*d] && t_[*d] < t_[s]);
-        else pre.push_back(D_[*d] && c_[*d] < t_[s]);
+      for (StepId d : g_.deps(s)) {
+        if (g_.nonblocking(d)) pre.push_back(I_[d] && t_[d] < t_[s]);
+        else pre.push_back(D_[d] && c_[d] < t_[s]);
       }
       base.push_back(z3::implies(I_[s], conj(pre)));
       base.push_back(z3::implies(D_[s], I_[s] && t_[s] <= c_[s]));
@@ -559,11 +559,11 @@ class Encoder {
     while (!stack.empty()) {
       StepId s = stack.back();
       stack.pop_back();
-      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) {
-        if (*d == from) return true;
-        if (*d < from || !seen.insert(*d).second) continue;
+      for (StepId d : g_.deps(s)) {
+        if (d == from) return true;
+        if (d < from || !seen.insert(d).second) continue;
         if (seen.size() > 4096) return false;
-        stack.push_back(*d);
+        stack.push_back(d);
       }
     }
     return false;

@@ -16,7 +16,7 @@
 #include <functional>
 #include <string>
 
-#include "core/dsl/ast.hpp"
+#include "core/base/kinds.hpp"
 #include "core/graph/step_graph.hpp"
 
 namespace sg {

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-#include "core/dsl/ast.hpp"
+#include "core/base/kinds.hpp"
 #include "core/graph/step_graph.hpp"
 
 namespace sg {

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/dsl/ast.hpp"
+#include "core/base/kinds.hpp"
 
 namespace sg {
 

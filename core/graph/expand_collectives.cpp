@@ -225,7 +225,7 @@ class Expander {
     a->by_rank = ag->rank_index();
     a->has_successor.assign(ag->size(), 0);
     for (StepId s = 0; s < ag->size(); ++s)
-      for (const uint32_t* d = ag->deps_begin(s); d != ag->deps_end(s); ++d) a->has_successor[*d] = 1;
+      for (StepId d : ag->deps(s)) a->has_successor[d] = 1;
     a->g = std::move(ag);
     en.algo = std::move(a);
     return en.algo.get();
@@ -363,7 +363,7 @@ class Expander {
   // The entry step of member k: it takes over the collective step's dependencies.
   void emit_entry(Plan& p, uint32_t k) {
     StepId old = p.old_steps[k];
-    for (const uint32_t* d = g_.deps_begin(old); d != g_.deps_end(old); ++d) deps_.push_back(old_new_[*d]);
+    for (StepId d : g_.deps(old)) deps_.push_back(old_new_[d]);
     StepId id = marker(g_.rank(old), g_.stmt(old), g_.flags(old) & kFlagLocal);
     if (p.algo) p.entry[k] = id;
     else old_new_[old] = id;  // one member: the entry is the whole expansion
@@ -441,7 +441,7 @@ class Expander {
     StepId id = o.add_step(k, a.flags(x), p.group.member(ar), g_.stmt(p.old_steps[ar]), map(p, a.range(x)), ref);
     if ((k == StepKind::Send || k == StepKind::Recv) && !a.local(x)) p.chor_fix.emplace_back(id, a.ref(x));
     if (a.dep_count(x) == 0) deps_.push_back(p.entry[ar]);  // the algorithm starts where the collective did
-    for (const uint32_t* d = a.deps_begin(x); d != a.deps_end(x); ++d) deps_.push_back(p.alg_new[*d]);
+    for (StepId d : a.deps(x)) deps_.push_back(p.alg_new[d]);
     add_deps();
     p.alg_new[x] = id;
   }
@@ -500,7 +500,7 @@ class Expander {
     }
     StepId id = o.add_step(k, g_.flags(s), g_.rank(s), g_.stmt(s), g_.range(s), ref);
     if ((k == StepKind::Send || k == StepKind::Recv) && !g_.local(s)) user_chor_.emplace_back(id, g_.ref(s));
-    for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) deps_.push_back(old_new_[*d]);
+    for (StepId d : g_.deps(s)) deps_.push_back(old_new_[d]);
     add_deps();
     old_new_[s] = id;
   }

@@ -38,9 +38,9 @@ const std::vector<StepId>& nonblocking_deps_through(const StepGraph& g, StepId h
   while (!todo.empty()) {
     StepId x = todo.back();
     todo.pop_back();
-    for (const uint32_t* d = g.deps_begin(x); d != g.deps_end(x); ++d) {
-      if (stream_transfer(g.kind(*d)) && g.nonblocking(*d)) todo.push_back(*d);
-      else out.push_back(*d);
+    for (StepId d : g.deps(x)) {
+      if (stream_transfer(g.kind(d)) && g.nonblocking(d)) todo.push_back(d);
+      else out.push_back(d);
     }
   }
   return out;
@@ -84,19 +84,19 @@ bool stream_order(const StepGraph& g, uint32_t rank, StreamOrder& out, Diagnosti
   std::vector<StepId> through;
   for (StepId s = 0; s < n; ++s) {
     bool to_transfer = stream_transfer(g.kind(s));
-    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) {
-      bool from_transfer = stream_transfer(g.kind(*d));
-      if (from_transfer && g.nonblocking(*d)) {
+    for (StepId d : g.deps(s)) {
+      bool from_transfer = stream_transfer(g.kind(d));
+      if (from_transfer && g.nonblocking(d)) {
         // Only its start is needed: a transfer may share its group. Local work needs what the
         // nonblocking transfer itself waited for, which the prune pass may have taken out of the
         // step's own dependencies (a -> s dropped because s -> h -> a): inherited here.
-        if (to_transfer) edges.push_back({*d, s, 0});
+        if (to_transfer) edges.push_back({d, s, 0});
         else
-          for (StepId e : nonblocking_deps_through(g, *d, through))
+          for (StepId e : nonblocking_deps_through(g, d, through))
             edges.push_back({e, s, static_cast<uint8_t>(0)});
         continue;
       }
-      edges.push_back({*d, s, static_cast<uint8_t>(to_transfer ? 1 : 0)});
+      edges.push_back({d, s, static_cast<uint8_t>(to_transfer ? 1 : 0)});
     }
     if (g.kind(s) == StepKind::Wait)
       for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h) edges.push_back({*h, s, 0});

@@ -23,11 +23,11 @@ void validate(StepGraph& g, Diagnostics& diags) {
     if (g.rank(s) >= g.nranks) bug(s, "rank out of range");
     Range r = g.range(s);
     if (r.cnt && (r.buf >= nbuf || uint64_t{r.lo} + r.cnt > g.buffers[r.buf].chunks)) bug(s, "chunk range out of bounds");
-    const uint32_t* prev = nullptr;
-    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) {
-      if (*d >= s) bug(s, "a dependency on a later step");
-      else if (g.rank(*d) != g.rank(s)) bug(s, "a dependency on another rank's step");
-      if (prev && *prev >= *d) bug(s, "dependencies not sorted");
+    StepId prev = kNoStep;
+    for (StepId d : g.deps(s)) {
+      if (d >= s) bug(s, "a dependency on a later step");
+      else if (g.rank(d) != g.rank(s)) bug(s, "a dependency on another rank's step");
+      if (prev != kNoStep && prev >= d) bug(s, "dependencies not sorted");
       prev = d;
     }
     StepKind k = g.kind(s);

@@ -83,19 +83,8 @@ class Interp {
     state_ = res.initial;
     pending_.resize(n_);
     st_.assign(n_, 0);
-    // Successors (CSR).
-    succ_off_.assign(n_ + 1, 0);
-    for (StepId s = 0; s < n_; ++s) {
-      pending_[s] = g_.dep_count(s);
-      for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) ++succ_off_[*d + 1];
-    }
-    for (size_t i = 0; i < n_; ++i) succ_off_[i + 1] += succ_off_[i];
-    succ_.resize(succ_off_[n_]);
-    {
-      std::vector<uint64_t> pos(succ_off_.begin(), succ_off_.end() - 1);
-      for (StepId s = 0; s < n_; ++s)
-        for (const uint32_t* d = g_.deps_begin(s); d != g_.deps_end(s); ++d) succ_[pos[*d]++] = s;
-    }
+    for (StepId s = 0; s < n_; ++s) pending_[s] = g_.dep_count(s);
+    succ_ = &g_.successor_view();  // the graph's shared view, built once
     arrived_.assign(g_.instances.size(), 0);
     posted_.resize(g_.nranks);
     unexpected_.resize(g_.nranks);
@@ -177,8 +166,8 @@ class Interp {
   void release(StepId s) {
     if (st_[s] & kReleased) return;
     st_[s] |= kReleased;
-    for (uint64_t i = succ_off_[s]; i < succ_off_[s + 1]; ++i) {
-      StepId t = succ_[i];
+    for (uint32_t i = succ_->off[s]; i < succ_->off[s + 1]; ++i) {
+      StepId t = succ_->succ[i];
       if (--pending_[t] == 0) heap_.push(t);
     }
   }
@@ -630,8 +619,7 @@ class Interp {
   std::vector<StepId> partner_;
   std::vector<uint32_t> pending_;
   std::vector<uint8_t> st_;
-  std::vector<uint64_t> succ_off_;
-  std::vector<StepId> succ_;
+  const StepGraph::Successors* succ_ = nullptr;
   std::priority_queue<StepId, std::vector<StepId>, std::greater<StepId>> heap_;
   std::unordered_map<StepId, std::vector<Value>> inbox_;
   std::vector<std::deque<StepId>> posted_;

@@ -30,7 +30,7 @@ void write_dot(std::ostream& os, const StepGraph& g, const SourceManager& sm) {
     os << "  }\n";
   }
   for (StepId s = 0; s < g.size(); ++s)
-    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) os << "  s" << *d << " -> s" << s << ";\n";
+    for (StepId d : g.deps(s)) os << "  s" << d << " -> s" << s << ";\n";
   for (StepId s = 0; s < g.size(); ++s) {
     if (g.kind(s) != StepKind::Send) continue;
     StepId m = g.match(s);

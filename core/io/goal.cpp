@@ -229,13 +229,13 @@ void write_goal(std::ostream& os, const StepGraph& g, const GoalPlan& plan, cons
     os << line;
   };
   auto deps = [&](const std::string& who, StepId s) {
-    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) {
-      bool start_only = g.nonblocking(*d);
-      if (start_only && g.kind(s) == StepKind::Wait && std::find(g.handles_begin(s), g.handles_end(s), *d) != g.handles_end(s))
+    for (StepId d : g.deps(s)) {
+      bool start_only = g.nonblocking(d);
+      if (start_only && g.kind(s) == StepKind::Wait && std::find(g.handles_begin(s), g.handles_end(s), d) != g.handles_end(s))
         continue;  // the wait requires its completion below
       std::string on = "s";
-      on += std::to_string(*d);
-      dep_line(who, start_only, start_only ? on : end_label(*d));
+      on += std::to_string(d);
+      dep_line(who, start_only, start_only ? on : end_label(d));
     }
   };
   auto peer_tag = [&](uint32_t peer, uint32_t tag) {

@@ -118,7 +118,11 @@ void write_json(std::ostream& os, const StepGraph& g, const SourceManager& sm) {
       }
     }
     os << ",\"deps\":[";
-    for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) os << (d == g.deps_begin(s) ? "" : ",") << *d;
+    bool first = true;
+    for (StepId d : g.deps(s)) {
+      os << (first ? "" : ",") << d;
+      first = false;
+    }
     Loc l = g.loc(s);
     os << "],\"file\":" << q(l.valid() ? sm.file(l.file).name() : "") << ",\"line\":" << l.line << ",\"col\":" << l.col << "}";
   }

@@ -37,7 +37,7 @@ GraphStats compute_stats(const StepGraph& g) {
     changed = false;
     for (StepId x = 0; x < g.size(); ++x) {
       uint32_t st = start[x];
-      for (const uint32_t* p = g.deps_begin(x); p != g.deps_end(x); ++p) st = std::max(st, g.nonblocking(*p) ? start[*p] : done[*p]);
+      for (StepId p : g.deps(x)) st = std::max(st, g.nonblocking(p) ? start[p] : done[p]);
       uint32_t d = std::max(st, done[x]);
       switch (g.kind(x)) {
         case StepKind::Recv: {

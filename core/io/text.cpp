@@ -150,7 +150,7 @@ void write_text(std::ostream& os, const StepGraph& g, const SourceManager& sm, u
     line += what;
     if (g.dep_count(s)) {
       line += "  after";
-      for (const uint32_t* d = g.deps_begin(s); d != g.deps_end(s); ++d) line += " #" + std::to_string(*d);
+      for (StepId d : g.deps(s)) line += " #" + std::to_string(d);
     }
     Loc l = g.loc(s);
     line.resize(std::max<size_t>(line.size() + 2, 64), ' ');

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dsl/ast.hpp"
+#include "core/base/kinds.hpp"
 #include "core/graph/step_graph.hpp"
 
 namespace sg::cuda {

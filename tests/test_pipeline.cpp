@@ -1,0 +1,162 @@
+// The pipeline (core/pipeline.hpp) every command builds through: open a target, build an
+// instance (elaboration, passes, optional expansion, the --dump-after text), the shared successor
+// view, and internal errors kept apart from the user's diagnostics (core/base/errors.hpp).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "core/base/errors.hpp"
+#include "core/base/sizes.hpp"
+#include "core/graph/passes.hpp"
+#include "core/pipeline.hpp"
+#include "run_command.hpp"
+
+using namespace sg;
+
+namespace {
+
+Built build_library(Session& s, const std::string& name, uint32_t n, Expansion x = Expansion::None) {
+  Target t = open_target(s, name);
+  REQUIRE(t.schedule);
+  BuildOptions bo;
+  bo.elab.nranks = n;
+  bo.expand = x;
+  bo.keep_as_written = true;
+  return build(s, t, bo);
+}
+
+}  // namespace
+
+TEST_CASE("build: a library schedule through elaboration and every pass", "[pipeline]") {
+  Session s;
+  Built b = build_library(s, "ring_allreduce", 4);
+  REQUIRE(b.ok());
+  CHECK(b.graph->size() == 2u * 2 * 4 * 3);  // 2(N-1) rounds of N transfers, a send and a receive each
+  CHECK(b.graph->p2p_matched);
+  CHECK_FALSE(b.unsupported);
+  CHECK(b.elaborate_s >= 0);
+  CHECK_FALSE(s.diags.has_errors());
+}
+
+TEST_CASE("open_target: a misspelt name is the user's error, with a suggestion", "[pipeline]") {
+  Session s;
+  Target t = open_target(s, "ring_allreduc");
+  CHECK_FALSE(t.schedule);
+  REQUIRE(s.diags.has_errors());
+  CHECK(s.diags.all()[0].message.find("did you mean 'ring_allreduce'") != std::string::npos);
+}
+
+TEST_CASE("build: a failed require is reported as unsupported, with its reason", "[pipeline]") {
+  Session s;
+  Built b = build_library(s, "recursive_doubling_allgather", 6);
+  CHECK_FALSE(b.ok());
+  CHECK(b.unsupported);
+  CHECK_FALSE(b.unsupported_reason.empty());
+}
+
+TEST_CASE("build: the dump text at the points asked for, parse included", "[pipeline]") {
+  Session s;
+  std::vector<std::string> points;
+  std::string text;
+  DumpRequest d{{"parse", "prune"}, [&](const std::string& p, const std::string& t) {
+                  points.push_back(p);
+                  text += t;
+                }};
+  Target t = open_target(s, "ring_allreduce", &d);
+  BuildOptions bo;
+  bo.elab.nranks = 2;
+  bo.dump = d;
+  REQUIRE(build(s, t, bo).ok());
+  CHECK(points == std::vector<std::string>{"parse", "prune"});
+  CHECK(text.find("schedule ring_allreduce") != std::string::npos);  // the program, printed back
+  CHECK(text.find("send") != std::string::npos);                      // the graph's steps
+}
+
+TEST_CASE("build: collectives expanded for cost keep the graph as written", "[pipeline]") {
+  Session s;
+  Built b = build_library(s, "ringx2_attention", 4, Expansion::ForCost);
+  REQUIRE(b.ok());
+  REQUIRE(b.as_written);
+  CHECK_FALSE(b.expansion.instances.empty());
+  auto collectives = [](const StepGraph& g) {
+    uint64_t k = 0;
+    for (StepId x = 0; x < g.size(); ++x) k += g.kind(x) == StepKind::Collective;
+    return k;
+  };
+  CHECK(collectives(*b.as_written) > 0);
+  CHECK(collectives(*b.graph) == 0);
+  std::string line = expansion_line(b.expansion.instances[0]);
+  CHECK(line.find(" over ") != std::string::npos);
+  CHECK(line.find("(Open MPI 4.1 tuned picks") != std::string::npos);
+}
+
+TEST_CASE("the successor view is the reverse of the dependencies and follows their edits", "[pipeline][ir]") {
+  Session s;
+  Built b = build_library(s, "binomial_bcast", 8);
+  REQUIRE(b.ok());
+  StepGraph& g = *b.graph;
+  uint64_t edges = 0;
+  for (StepId x = 0; x < g.size(); ++x)
+    for (StepId d : g.deps(x)) {
+      auto su = g.successors(d);
+      CHECK(std::find(su.begin(), su.end(), x) != su.end());
+      ++edges;
+    }
+  uint64_t back = 0;
+  for (StepId x = 0; x < g.size(); ++x) back += g.successors(x).size();
+  CHECK(back == edges);
+  // Dropping every dependency empties every successor list (the cache is rebuilt).
+  g.edit_deps([](StepId, std::vector<StepId>& list) { list.clear(); });
+  for (StepId x = 0; x < g.size(); ++x) CHECK(g.successors(x).empty());
+}
+
+TEST_CASE("a broken invariant is an internal error, never a user diagnostic", "[pipeline][errors]") {
+  Session s;
+  Built b = build_library(s, "ring_allreduce", 2);
+  REQUIRE(b.ok());
+  StepGraph& g = *b.graph;
+  StepId last = static_cast<StepId>(g.size() - 1);
+  g.add_step(StepKind::Copy, 0, 0, g.stmt(last), g.range(last), 0);
+  g.add_dep(last + 7);  // a dependency on a step that does not exist yet
+  g.finish_step();
+  Diagnostics diags;
+  try {
+    validate(g, diags);
+    FAIL("validate accepted a dependency on a later step");
+  } catch (const InternalError& e) {
+    CHECK(std::string(e.what()).find("a dependency on a later step") != std::string::npos);
+    CHECK(e.origin().rfind("core/graph/validate.cpp:", 0) == 0);
+  }
+  CHECK(diags.all().empty());
+}
+
+TEST_CASE("the command line reports an internal error as a bug, with exit code 70", "[pipeline][errors][cli]") {
+  auto r = sgtest::run_command("STEPGRAPH_FAULT=internal '" STEPGRAPH_BIN "' check ring_allreduce -n 4 2>&1");
+  CHECK(r.rc == kInternalErrorExit);
+  CHECK(r.out.find("stepgraph bug: fault injected") == 0);
+  CHECK(r.out.find("please report it") != std::string::npos);
+  CHECK(r.out.find("error:") == std::string::npos);  // not dressed as a user error
+  auto ok = sgtest::run_command("'" STEPGRAPH_BIN "' check ring_allreduce -n 4 2>&1");
+  CHECK(ok.rc == 0);
+}
+
+TEST_CASE("one size-suffix table for the language and the flags", "[base]") {
+  uint64_t v = 0;
+  CHECK((parse_size("3GiB", v) && v == (uint64_t{3} << 30)));
+  CHECK((parse_size("2GB", v) && v == 2000000000u));
+  CHECK((parse_size("5TB", v) && v == 5000000000000u));
+  CHECK_FALSE(parse_size("3Q", v));
+  CHECK_FALSE(parse_size("99999999999TiB", v));  // overflows 64 bits
+  CHECK(size_suffix_factor("KiB") == 1024);
+  CHECK(size_suffix_factor("") == 1);
+  CHECK(size_suffix_factor("Q") == 0);
+  Session s;
+  const Program* p = s.load_text("sizes.sched", "schedule sizes(a = 2GB, b = 1MiB) { buffer x[1] bytes a / 1000 + b; expect nothing; }");
+  CHECK(p);
+  CHECK_FALSE(s.diags.has_errors());
+  CHECK(human_bytes(1536) == "1.5 KiB");
+  CHECK(human_bytes(1536, 2) == "1.50 KiB");
+  CHECK(human_bytes(100) == "100 B");
+  CHECK(with_commas(1234567) == "1,234,567");
+}
