@@ -30,6 +30,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -117,8 +118,8 @@ class Executor {
   const unsigned char* data(const Range& r) const;
 
  private:
-  struct Impl;
-  Impl* impl_;
+  struct Impl;  // exec/executor_impl.hpp
+  std::unique_ptr<Impl> impl_;
   ReduceOp op_ = ReduceOp::Sum;
 };
 
