@@ -30,6 +30,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -39,17 +40,9 @@
 #include "core/graph/stream_order.hpp"
 #include "core/graph/step_graph.hpp"
 #include "exec/attention_exec.hpp"
+#include "exec/mpi_types.hpp"  // dtype_supported, mpi_type, mpi_op, mpi_error_string, mpi_cuda_aware
 
 namespace sg::exec {
-
-bool dtype_supported(DType t);
-// MPI's datatype for t; f16 and bf16, which MPI lacks, are a 2-byte contiguous type of our own
-// (created at first use, after MPI_Init).
-MPI_Datatype mpi_type(DType t);
-// MPI's operator for op on t; on f16 and bf16 a user-defined operator that computes in float.
-MPI_Op mpi_op(ReduceOp op, DType t);
-// MPI's words for an error code.
-std::string mpi_error_string(int rc);
 
 struct ExecOptions {
   double timeout_s = 60;  // no progress for this long: the run stops (RunResult::stalled)
@@ -72,10 +65,6 @@ struct ExecOptions {
   StreamComm* stream = nullptr;
   const StreamOrder* order = nullptr;
 };
-
-// Whether this MPI can take device pointers (Open MPI's MPIX_CUDA_AWARE_SUPPORT at build time and
-// MPIX_Query_cuda_support() at run time); false with the reason otherwise.
-bool mpi_cuda_aware(std::string& why);
 
 struct RunResult {
   bool completed = false;
@@ -129,8 +118,8 @@ class Executor {
   const unsigned char* data(const Range& r) const;
 
  private:
-  struct Impl;
-  Impl* impl_;
+  struct Impl;  // exec/executor_impl.hpp
+  std::unique_ptr<Impl> impl_;
   ReduceOp op_ = ReduceOp::Sum;
 };
 

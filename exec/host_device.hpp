@@ -1,5 +1,5 @@
 // A DeviceOps whose "device" memory is ordinary host memory: the GPU path's staged transport
-// (exec/executor.cpp in device mode: ranges copied to host mirrors before MPI reads them and back
+// (exec/executor_*.cpp in device mode: ranges copied to host mirrors before MPI reads them and back
 // after MPI wrote them, copies and reductions on the device side) run and checked on a machine
 // without a GPU. `exec --device host-staged` selects it; its results must equal `--device cpu`'s.
 //

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "exec/executor.hpp"
+#include "exec/mpi_types.hpp"
 
 namespace sg::exec {
 

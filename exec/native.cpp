@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "exec/executor.hpp"  // mpi_type, mpi_op
+#include "exec/mpi_types.hpp"
 
 namespace sg::exec {
 

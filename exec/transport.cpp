@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "exec/executor.hpp"  // mpi_cuda_aware
+#include "exec/mpi_types.hpp"
 #include "exec/host_device.hpp"
 #include "exec/mpi_stream_comm.hpp"
 #ifdef STEPGRAPH_HAVE_CUDA

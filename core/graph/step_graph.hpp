@@ -207,9 +207,6 @@ class StepGraph {
   std::span<const StepId> deps(StepId s) const { return {deps_.data() + dep_off_[s], deps_.data() + dep_off_[s + 1]}; }
   uint32_t dep_count(StepId s) const { return dep_off_[s + 1] - dep_off_[s]; }
   size_t dep_total() const { return deps_.size(); }
-  // (Raw pointers into the same list; deps(s) says the same.)
-  const uint32_t* deps_begin(StepId s) const { return deps_.data() + dep_off_[s]; }
-  const uint32_t* deps_end(StepId s) const { return deps_.data() + dep_off_[s + 1]; }
 
   // The steps that depend on s: the reverse of deps(), in step order. Built on first use and
   // kept until the dependencies change (interpreter, simulators and executor share it). The

@@ -1,0 +1,310 @@
+// The dataflow run (Executor::run without a stream-ordered transport): the progress loop that
+// starts ready steps, tests the requests in flight (MPI_Testsome) and completes steps, and what
+// issuing and completing a step does. The messages and collectives it starts are in
+// executor_transfers.cpp, the local work in executor_local_work.cpp, the gates a transfer waits
+// at with lanes in executor_lanes.cpp. The semantics are exec/executor.hpp's.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "exec/executor_impl.hpp"
+
+namespace sg::exec {
+
+RunResult Executor::Impl::run(bool compute, bool values) {
+  do_compute = compute;
+  write_values = values;
+  if (o.stream) {
+    error.clear();
+    compute_s = 0;
+    return run_streamed();
+  }
+  RunResult res;
+  auto t0 = Clock::now();
+  size_t n = g.size();
+  pending.assign(n, 0);
+  st.assign(n, 0);
+  ready.clear();
+  reqs.clear();
+  req_step.clear();
+  req_kind.clear();
+  waits.clear();
+  completed = 0;
+  compute_s = 0;
+  error.clear();
+  direct.assign(n, 0);
+  taken.assign(srcs.size(), 0);
+  unissued.resize(srcs.size());
+  for (size_t i = 0; i < srcs.size(); ++i) unissued[i] = static_cast<uint32_t>(from_src[i].size());
+  flow_lanes = lanes = dev && o.lanes;
+  if (flow_lanes) {
+    cur_lane = -1;
+    lane0_waited = -1;
+    for (std::deque<int>& q : unseen) q.clear();
+    dm.assign(n, {-1, -1});
+    passed.assign(n, 0);
+    gated.clear();
+    lane_values.clear();
+    to_lane(0);
+  }
+  for (StepId s = 0; s < n; ++s) {
+    pending[s] = g.dep_count(s);
+    // Not after a failed start (a refused lane): nothing may be left posted into the staging.
+    if (!probe && error.empty() && g.kind(s) == StepKind::Recv && !g.local(s)) {
+      Range r = g.range(s);
+      MPI_Request q;
+      if (!check_rc(MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q),
+                    "MPI_Irecv", s))
+        break;
+      track(q, s, Req::ChoreoData);
+    }
+  }
+  for (StepId s = 0; s < n; ++s)
+    if (pending[s] == 0) ready.push_back(s);
+  auto last = Clock::now();
+  std::vector<int> idx;
+  std::vector<MPI_Status> stats;
+  uint64_t idle = 0;
+  while (error.empty()) {
+    // Issuing is progress: a long synchronous compute must not count as waiting.
+    if (!ready.empty()) {
+      while (!ready.empty() && error.empty()) {
+        StepId s = ready.front();
+        ready.pop_front();
+        issue(s);
+      }
+      last = Clock::now();
+    }
+    if (!error.empty() || completed == n) break;
+    if (flow_lanes && !gated.empty()) {
+      if (open_gates()) {
+        last = Clock::now();
+        continue;
+      }
+      if (!error.empty()) break;
+    }
+    bool expecting = false;
+    if (probe && take_messages(expecting)) {
+      last = Clock::now();
+      continue;
+    }
+    if (!error.empty()) break;
+    if (reqs.empty() && !expecting && gated.empty()) {
+      error = "nothing can run and nothing is in flight: the schedule is stuck";
+      res.report = stall_report(0);
+      break;
+    }
+    int outcount = 0;
+    if (reqs.empty()) outcount = MPI_UNDEFINED;  // waiting only for messages to probe
+    idx.resize(reqs.size());
+    stats.resize(reqs.size());
+    int rc = reqs.empty() ? MPI_SUCCESS : MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &outcount, idx.data(), stats.data());
+    if (rc != MPI_SUCCESS) {
+      for (int k = 0; k < static_cast<int>(reqs.size()) && error.empty(); ++k)
+        if (stats[static_cast<size_t>(k)].MPI_ERROR != MPI_SUCCESS && stats[static_cast<size_t>(k)].MPI_ERROR != MPI_ERR_PENDING)
+          check_rc(stats[static_cast<size_t>(k)].MPI_ERROR, "an MPI operation", req_step[static_cast<size_t>(k)]);
+      if (error.empty()) check_rc(rc, "MPI_Testsome", kNoStep);
+      break;
+    }
+    if (outcount == MPI_UNDEFINED || outcount == 0) {
+      // Nothing finished: poll again. No sched_yield of our own: with more processes than
+      // cores Open MPI's progress engine yields already, and a second yield per poll made
+      // small messages 1.4x slower (measured, 4 processes on 2 cores).
+      if ((++idle & 1023) == 0) {
+        if (flow_lanes && device_moved()) last = Clock::now();
+        double waited = std::chrono::duration<double>(Clock::now() - last).count();
+        if (o.timeout_s > 0 && waited > o.timeout_s) {
+          res.stalled = true;
+          res.report = stall_report(waited);
+          break;
+        }
+      }
+      continue;
+    }
+    last = Clock::now();
+    // Handle completions, then drop the finished requests (indices from high to low).
+    std::vector<int> done(idx.begin(), idx.begin() + outcount);
+    std::sort(done.begin(), done.end());
+    std::vector<std::pair<StepId, Req>> finished;
+    for (int k : done) finished.emplace_back(req_step[static_cast<size_t>(k)], req_kind[static_cast<size_t>(k)]);
+    for (auto it = done.rbegin(); it != done.rend(); ++it) {
+      auto k = static_cast<size_t>(*it);
+      reqs[k] = reqs.back();
+      reqs.pop_back();
+      req_step[k] = req_step.back();
+      req_step.pop_back();
+      req_kind[k] = req_kind.back();
+      req_kind.pop_back();
+    }
+    for (auto& [s, kind] : finished) on_request_done(s, kind);
+  }
+  if (flow_lanes) {
+    // The drain: both lanes done (at most the timeout; after a failure, briefly), then back to
+    // synchronous calls.
+    std::string why;
+    bool fine = error.empty() && !res.stalled;
+    if (!dev->select_lane(-1, fine ? o.timeout_s : 1, why) && fine) {
+      error = "the device's work did not finish: " + why;
+      res.report = "rank " + std::to_string(me) + ": " + error;
+    }
+    flow_lanes = lanes = false;
+    cur_lane = -1;
+    // The host only enqueued the compute: its time is on the device, which the host does not
+    // see, so none is reported (and exec prints no overlap figure; --device-sync does).
+    compute_s = 0;
+  }
+  res.completed = error.empty() && !res.stalled && completed == n;
+  res.error = error;
+  res.compute_s = compute_s;
+  res.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  return res;
+}
+
+void Executor::Impl::issue(StepId s) {
+  if (g.kind(s) == StepKind::Collective && coll_prev[s] != kNoStep && !(st[coll_prev[s]] & kIssued)) {
+    st[s] |= kDeferred;  // started right after its predecessor on the communicator
+    return;
+  }
+  StepKind k = g.kind(s);
+  bool transfer = k == StepKind::Send || k == StepKind::Recv || k == StepKind::Collective;
+  if (flow_lanes && transfer && !passed[s]) {
+    enter_gate(s);
+    return;
+  }
+  st[s] |= kIssued;
+  Range r = k == StepKind::Wait ? Range{} : g.range(s);
+  if (!flow_lanes && has_prep(s) && !prepare(s)) return;  // (with lanes done before the gate)
+  switch (k) {
+    case StepKind::Send: {
+      MPI_Request q;
+      int rc;
+      if (!g.local(s)) {
+        rc = MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+      } else {
+        MPI_Comm c;
+        int peer = 0;
+        if (!p2p_target(s, c, peer)) {
+          error = "no communicator for " + describe(s);
+          return;
+        }
+        rc = MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
+      }
+      if (!check_rc(rc, "MPI_Isend", s)) return;
+      track(q, s, Req::Send);
+      if (g.nonblocking(s)) satisfy(s);
+      return;
+    }
+    case StepKind::Recv: {
+      if (!g.local(s)) {
+        --unissued[src_index[s]];
+        if (st[s] & kArrived) finish_choreo_recv(s);
+        return;  // finished when its data arrives
+      }
+      MPI_Comm c;
+      int peer = 0;
+      if (!p2p_target(s, c, peer)) {
+        error = "no communicator for " + describe(s);
+        return;
+      }
+      unsigned char* dst = (g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(r);
+      int32_t t = g.p2p_info(s).tag;
+      MPI_Request q;
+      if (!check_rc(MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, t == kAnyTag ? MPI_ANY_TAG : t, c, &q), "MPI_Irecv", s)) return;
+      track(q, s, Req::LocalRecv);
+      if (g.nonblocking(s)) satisfy(s);
+      return;
+    }
+    case StepKind::Copy:
+    case StepKind::Reduce:
+    case StepKind::Compute:
+      if (flow_lanes) {  // on lane 0, after the transfers it needs; a mark after it
+        std::array<int, 2> n = needs(s);
+        if (!local_after(n[1])) return;
+        local_work(s);
+        dm[s] = {new_mark(), n[1]};
+      } else {
+        local_work(s);
+      }
+      complete(s);
+      return;
+    case StepKind::Collective: {
+      start_collective(s, r);
+      StepId n = coll_next[s];
+      if (n != kNoStep && (st[n] & kDeferred)) {
+        st[n] &= static_cast<uint8_t>(~kDeferred);
+        ready.push_front(n);
+      }
+      return;
+    }
+    case StepKind::Wait: {
+      if (handles_done(s)) complete(s);
+      else waits.push_back(s);
+      return;
+    }
+  }
+}
+
+void Executor::Impl::complete(StepId s) {
+  if (flow_lanes) {
+    StepKind k = g.kind(s);
+    // A receive's or collective's device work after MPI (on lane 1, on_request_done) is marked.
+    if (k == StepKind::Recv || (k == StepKind::Collective && g.coll(s).kind != CollKind::Barrier)) {
+      to_lane(1);
+      dm[s][1] = std::max(dm[s][1], new_mark());
+    } else if (k == StepKind::Wait) {
+      dm[s] = needs(s);
+    }
+  }
+  st[s] |= kCompleted;
+  ++completed;
+  if (!g.nonblocking(s)) satisfy(s);
+  else recheck_waits();
+}
+
+void Executor::Impl::recheck_waits() {
+  for (size_t i = 0; i < waits.size();) {
+    StepId w = waits[i];
+    if (handles_done(w)) {
+      waits[i] = waits.back();
+      waits.pop_back();
+      complete(w);
+      i = 0;  // complete() may have changed the list
+    } else {
+      ++i;
+    }
+  }
+}
+
+bool Executor::Impl::handles_done(StepId w) const {
+  for (const StepId* h = g.handles_begin(w); h != g.handles_end(w); ++h)
+    if (!(st[*h] & kCompleted)) return false;
+  return true;
+}
+
+// Completions only make steps ready (the loop starts them): no request is added here.
+void Executor::Impl::on_request_done(StepId s, Req kind) {
+  if (flow_lanes && !to_lane(1)) return;  // what MPI wrote goes up on lane 1
+  switch (kind) {
+    case Req::ChoreoData:
+      st[s] |= kArrived;
+      if (direct[s]) up(g.range(s)), complete(s);  // device mode: from the host mirror it landed in
+      else if (st[s] & kIssued) finish_choreo_recv(s);
+      break;
+    case Req::Send: complete(s); break;
+    case Req::LocalRecv: {
+      Range r = g.range(s);
+      if (dev && (g.flags(s) & kFlagReduce)) finish_staged_on_device(s, r, staging.p + stage_off[s]);
+      else if (dev) up(r);  // (nothing to do when MPI wrote the device buffer itself)
+      else if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), ptr(r), staging.p + stage_off[s], UINT64_MAX);
+      complete(s);
+      break;
+    }
+    case Req::Coll: finish_collective(s); break;
+  }
+}
+
+}  // namespace sg::exec

@@ -1,0 +1,137 @@
+// The executor's setup (Executor::setup): this rank's buffers (host, pinned, device), the
+// reduction operator, the tags of choreographic transfers, the staging layout, the sources
+// messages come from, the successors, the order of collectives per communicator; then the
+// communicators (executor_comms.cpp), the attention plan and the stream-ordered plan
+// (executor_streamed.cpp). The agreement steps make every rank fail together.
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "exec/executor_impl.hpp"
+
+namespace sg::exec {
+
+// Setup is collective (communicators, the attention plan): a rank that refuses in its local
+// part still takes part in the agreement that follows, so no rank waits in a collective the
+// others never enter. Every rank returns false when one does (err empty where it found nothing).
+bool Executor::Impl::setup(std::string& err) {
+  bool local = setup_local(err) && setup_device(err);
+  int bad = local ? 0 : 1, any = 0;
+  MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, world);
+  if (any) return false;
+  if (!build_communicators(err)) return false;
+  coll_prev.assign(g.size(), kNoStep);
+  coll_next.assign(g.size(), kNoStep);
+  std::map<MPI_Comm, StepId> last;
+  for (StepId s = 0; s < g.size(); ++s) {
+    if (g.kind(s) != StepKind::Collective) continue;
+    MPI_Comm c = group_comm[g.coll(s).group];
+    auto it = last.find(c);
+    if (it != last.end()) coll_prev[s] = it->second, coll_next[it->second] = s;
+    last[c] = s;
+  }
+  if (!plan_attention(g, sources, world, att, err)) return false;
+  bool ok = !o.stream || plan_streams(err);
+  int bad_plan = ok ? 0 : 1, any_plan = 0;
+  MPI_Allreduce(&bad_plan, &any_plan, 1, MPI_INT, MPI_MAX, world);
+  return !any_plan;
+}
+
+// Device mode: one device allocation per buffer and a device staging area.
+bool Executor::Impl::setup_device(std::string& err) {
+  dev = o.device;
+  dev_direct = dev && o.device_direct;
+  if (!dev) return true;
+  std::string why;
+  for (const BufferInfo& b : g.buffers) {
+    unsigned char* p = dev->allocate(uint64_t{b.chunks} * b.chunk_bytes, why);
+    if (!p) return err = "device memory for buffer " + b.name + " on " + dev->name() + ": " + why, false;
+    dbufs.push_back(p);
+  }
+  dstage = dev->allocate(staging.size, why);
+  if (!dstage) return err = "device memory for the staging area on " + dev->name() + ": " + why, false;
+  for (auto& b : bufs)
+    if (!b->pin(dev, why)) return err = "pinned host memory on " + dev->name() + ": " + why, false;
+  if (!staging.pin(dev, why)) return err = "pinned host memory on " + dev->name() + ": " + why, false;
+  return true;
+}
+
+bool Executor::Impl::setup_local(std::string& err) {
+  me = static_cast<uint32_t>(g.only_rank);
+  for (const BufferInfo& b : g.buffers) {
+    if (!dtype_supported(b.dtype)) return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed", false;
+    auto blk = std::make_unique<Block>();
+    blk->allocate(uint64_t{b.chunks} * b.chunk_bytes);
+    bufs.push_back(std::move(blk));
+  }
+  // The reduction operator the postcondition's numbers are computed with.
+  bool op_found = false;
+  for (StepId s = 0; s < g.size() && !op_found; ++s) {
+    StepKind k = g.kind(s);
+    if (k == StepKind::Reduce || (k == StepKind::Recv && (g.flags(s) & kFlagReduce))) op = flag_op(g.flags(s)), op_found = true;
+    else if (k == StepKind::Collective) {
+      CollKind ck = g.coll(s).kind;
+      if (ck == CollKind::Allreduce || ck == CollKind::Reduce || ck == CollKind::ReduceScatter) op = g.coll(s).op, op_found = true;
+    }
+  }
+  // Tags of choreographic transfers, staging offsets, successors.
+  std::vector<uint32_t> sent(g.nranks, 0), recvd(g.nranks, 0);
+  tag.assign(g.size(), 0);
+  stage_off.assign(g.size(), UINT64_MAX);
+  uint64_t stage = 0;
+  int flag = 0;
+  void* ub_ptr = nullptr;
+  MPI_Comm_get_attr(world, MPI_TAG_UB, &ub_ptr, &flag);
+  uint32_t tag_ub = flag && ub_ptr ? static_cast<uint32_t>(*static_cast<int*>(ub_ptr)) : 32767u;
+  auto stage_for = [&](StepId s, uint64_t n) {
+    stage_off[s] = stage;
+    stage += (n + 63) / 64 * 64;
+  };
+  for (StepId s = 0; s < g.size(); ++s) {
+    StepKind k = g.kind(s);
+    if ((k == StepKind::Send || k == StepKind::Recv) && !g.local(s)) {
+      uint32_t peer = g.peer(s);
+      uint32_t seq = k == StepKind::Send ? sent[peer]++ : recvd[peer]++;
+      tag[s] = static_cast<int>(seq % (tag_ub + 1));
+      if (k == StepKind::Recv) stage_for(s, bytes(g.range(s)));
+    } else if (k == StepKind::Recv && (g.flags(s) & kFlagReduce)) {
+      stage_for(s, bytes(g.range(s)));
+    } else if (k == StepKind::Collective) {
+      const CollInfo& c = g.coll(s);
+      const BufferInfo& bi = g.buffers[g.range(s).buf];
+      if (bi.chunk_bytes % dtype_size(bi.dtype) != 0)
+        return err = "buffer " + bi.name + ": a chunk of " + std::to_string(bi.chunk_bytes) + " bytes is not a whole number of " +
+                     dtype_name(bi.dtype) + " elements, and " + describe(s) +
+                     " hands MPI a count of elements: choose a size that divides evenly", false;
+      if (c.kind == CollKind::ReduceScatter || (c.kind == CollKind::Alltoall && c.into.cnt == 0)) stage_for(s, bytes(g.range(s)));
+    }
+  }
+  staging.allocate(stage);
+  {
+    std::vector<int64_t> index(g.nranks, -1);
+    for (StepId s = 0; s < g.size(); ++s) {
+      if (g.kind(s) != StepKind::Recv || g.local(s)) continue;
+      uint32_t src = g.peer(s);
+      if (index[src] < 0) {
+        index[src] = static_cast<int64_t>(srcs.size());
+        srcs.push_back(src);
+        from_src.emplace_back();
+      }
+      from_src[static_cast<size_t>(index[src])].push_back(s);
+      if (src_index.empty()) src_index.assign(g.size(), 0);
+      src_index[s] = static_cast<uint32_t>(index[src]);
+    }
+    // A probe per source per poll: worth it for the few sources of rings, trees and
+    // recursive doubling; an all-to-all from thousands of sources keeps pre-posted receives.
+    // Tags must not wrap, since a tag names the step.
+    probe = srcs.size() <= 64;
+    for (const auto& v : from_src)
+      if (v.size() > uint64_t{tag_ub} + 1) probe = false;
+  }
+  succ = &g.successor_view();  // the graph's shared view, built once (before any thread could ask)
+  return true;
+}
+
+}  // namespace sg::exec
