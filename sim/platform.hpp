@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/base/units.hpp"
+
 namespace sg::sim {
 
 struct LinkInfo {
@@ -115,13 +117,12 @@ bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, std
 // The built-in default, used when --platform is not given (say which in output).
 const char* default_platform_spec();
 
-// Unit parsers the spec uses (exposed for the CLI and the tests). Each returns false with the
-// reason in `why` (the caller names the key). Bandwidth: bps Kbps Mbps Gbps Tbps (bits) and Bps
-// KBps MBps GBps TBps (bytes), binary KiBps MiBps GiBps TiBps, to bytes/s. Time: ns us ms s to
-// seconds. Flops: f Kf Mf Gf Tf Pf to flops/s.
-bool parse_bandwidth(const std::string& text, double& bytes_per_s, std::string& why);
-bool parse_time(const std::string& text, double& seconds, std::string& why);
-bool parse_flops(const std::string& text, double& flops, std::string& why);
+// Unit parsers the spec uses: bandwidth to bytes/s, time to seconds, flop rate to flops/s. They
+// live in core/base/units.hpp (the units each takes are listed there) and are named here too,
+// sg::sim::parse_bandwidth and so on, for the CLI and the tests.
+using sg::parse_bandwidth;
+using sg::parse_flops;
+using sg::parse_time;
 
 // Sets an Xml platform's links, hosts and route tables from SimGrid's answers, routes[a][b] for
 // every ordered host pair (build_simgrid and resolve_xml_platform call it).
