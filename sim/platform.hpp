@@ -3,7 +3,8 @@
 // `fat-tree:…`, `torus:4x4x4,…`, `dragonfly:…`, `nodes:count=16,gpus=8,…`) or a SimGrid platform
 // XML file; the grammar, every key, its unit and default are in docs/sim.md, "Platforms".
 //
-// For the generated kinds the routes are computed here, without SimGrid, and they are the routes
+// For the generated kinds the routes are computed by stepgraph (sim/platform/<kind>.cpp, one file
+// per kind; the table of kinds is sim/platform/kinds.cpp), without SimGrid, and they are the routes
 // SimGrid's zones use (same links, same order, same names: tests/test_platform.cpp holds every
 // host pair of small instances against Host::route_to). For an XML file the hosts and routes come
 // from SimGrid: build_simgrid or resolve_xml_platform (sim/simgrid_platform.hpp) fills them.
@@ -24,6 +25,8 @@ struct LinkInfo {
   bool shared = true;  // false: FATPIPE (every flow gets the whole bandwidth; the loopbacks)
 };
 
+// The kinds, in the order of their table (sim/platform/kinds.cpp), which is where their names and
+// parts are.
 enum class PlatformKind : uint8_t { Star, FatTree, Torus, Dragonfly, Nodes, Xml };
 const char* kind_name(PlatformKind k);  // "star", "fat-tree", "torus", "dragonfly", "nodes", "xml"
 
@@ -57,7 +60,7 @@ struct NodesParams {
 };
 
 namespace detail {
-struct Routing;  // the route tables of one platform (platform.cpp)
+struct Routing;  // the route tables of one platform (sim/platform/kind.hpp)
 }
 
 struct Platform {
