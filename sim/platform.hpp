@@ -5,8 +5,8 @@
 //
 // For the generated kinds the routes are computed by stepgraph (sim/platform/<kind>.cpp, one file
 // per kind; the table of kinds is sim/platform/kinds.cpp), without SimGrid, and they are the routes
-// SimGrid's zones use (same links, same order, same names: tests/test_platform.cpp holds every
-// host pair of small instances against Host::route_to). For an XML file the hosts and routes come
+// SimGrid's zones use (same links, same order, same names: tests/platform/test_kinds.cpp holds
+// every host pair of small instances against Host::route_to). For an XML file the hosts and routes come
 // from SimGrid: build_simgrid or resolve_xml_platform (sim/simgrid_platform.hpp) fills them.
 #pragma once
 #include <cstdint>
