@@ -3,15 +3,18 @@
 // `fat-tree:…`, `torus:4x4x4,…`, `dragonfly:…`, `nodes:count=16,gpus=8,…`) or a SimGrid platform
 // XML file; the grammar, every key, its unit and default are in docs/sim.md, "Platforms".
 //
-// For the generated kinds the routes are computed here, without SimGrid, and they are the routes
-// SimGrid's zones use (same links, same order, same names: tests/test_platform.cpp holds every
-// host pair of small instances against Host::route_to). For an XML file the hosts and routes come
+// For the generated kinds the routes are computed by stepgraph (sim/platform/<kind>.cpp, one file
+// per kind; the table of kinds is sim/platform/kinds.cpp), without SimGrid, and they are the routes
+// SimGrid's zones use (same links, same order, same names: tests/platform/test_kinds.cpp holds
+// every host pair of small instances against Host::route_to). For an XML file the hosts and routes come
 // from SimGrid: build_simgrid or resolve_xml_platform (sim/simgrid_platform.hpp) fills them.
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "core/base/units.hpp"
 
 namespace sg::sim {
 
@@ -22,6 +25,8 @@ struct LinkInfo {
   bool shared = true;  // false: FATPIPE (every flow gets the whole bandwidth; the loopbacks)
 };
 
+// The kinds, in the order of their table (sim/platform/kinds.cpp), which is where their names and
+// parts are.
 enum class PlatformKind : uint8_t { Star, FatTree, Torus, Dragonfly, Nodes, Xml };
 const char* kind_name(PlatformKind k);  // "star", "fat-tree", "torus", "dragonfly", "nodes", "xml"
 
@@ -55,7 +60,7 @@ struct NodesParams {
 };
 
 namespace detail {
-struct Routing;  // the route tables of one platform (platform.cpp)
+struct Routing;  // the route tables of one platform (sim/platform/kind.hpp)
 }
 
 struct Platform {
@@ -115,13 +120,12 @@ bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, std
 // The built-in default, used when --platform is not given (say which in output).
 const char* default_platform_spec();
 
-// Unit parsers the spec uses (exposed for the CLI and the tests). Each returns false with the
-// reason in `why` (the caller names the key). Bandwidth: bps Kbps Mbps Gbps Tbps (bits) and Bps
-// KBps MBps GBps TBps (bytes), binary KiBps MiBps GiBps TiBps, to bytes/s. Time: ns us ms s to
-// seconds. Flops: f Kf Mf Gf Tf Pf to flops/s.
-bool parse_bandwidth(const std::string& text, double& bytes_per_s, std::string& why);
-bool parse_time(const std::string& text, double& seconds, std::string& why);
-bool parse_flops(const std::string& text, double& flops, std::string& why);
+// Unit parsers the spec uses: bandwidth to bytes/s, time to seconds, flop rate to flops/s. They
+// live in core/base/units.hpp (the units each takes are listed there) and are named here too,
+// sg::sim::parse_bandwidth and so on, for the CLI and the tests.
+using sg::parse_bandwidth;
+using sg::parse_flops;
+using sg::parse_time;
 
 // Sets an Xml platform's links, hosts and route tables from SimGrid's answers, routes[a][b] for
 // every ordered host pair (build_simgrid and resolve_xml_platform call it).

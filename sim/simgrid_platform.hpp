@@ -17,7 +17,8 @@ void configure_simgrid(const Platform& p);
 // Builds the platform into the engine (before actors are created, and before any zone exists);
 // hosts[i] = host i, in the order route() numbers them. Generated kinds: SimGrid's zone for the
 // kind (StarZone, TorusZone, FatTreeZone, DragonflyZone; `nodes` is a StarZone over the NICs
-// with bypass routes over NVLink inside each node), each host with its own FATPIPE loopback.
+// with bypass routes over NVLink inside each node), each host with its own FATPIPE loopback;
+// each kind's builder is sim/platform/<kind>_simgrid.cpp, found in the table of kinds.
 // Xml: loads the file, takes its hosts in file order and fills p.hosts, p.links, the routes,
 // host_names, host_speeds and speed by asking SimGrid (Host::route_to for every host pair, so
 // O(hosts²)). Throws std::runtime_error when the file cannot be loaded, when it has fewer hosts

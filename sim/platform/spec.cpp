@@ -1,0 +1,156 @@
+// The spec grammar the platform kinds share: counts and AxBxC lists, splitting KEY=VALUE items,
+// the network models' constants, and the number formats of describe() (sim/platform/kind.hpp).
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/platform/kind.hpp"
+
+namespace sg::sim::detail {
+
+std::string fmt_num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string fmt_bw(double bytes_per_s) {
+  double bits = bytes_per_s * 8;
+  const char* units[] = {"bps", "Kbps", "Mbps", "Gbps", "Tbps", "Pbps"};
+  int u = 0;
+  while (u < 5 && bits >= 1000) {
+    bits /= 1000;
+    u++;
+  }
+  std::string s = fmt_num(bits);
+  s += units[u];
+  return s;
+}
+
+std::string fmt_time(double s) {
+  if (s == 0) return "0s";
+  if (s < 1e-6) return fmt_num(s * 1e9) + "ns";
+  if (s < 1e-3) return fmt_num(s * 1e6) + "us";
+  if (s < 1) return fmt_num(s * 1e3) + "ms";
+  return fmt_num(s) + "s";
+}
+
+void describe_hops(std::string& s, double bw, double lat) {
+  s += " hosts";
+  s += ", links of ";
+  s += fmt_bw(bw);
+  s += " and ";
+  s += fmt_time(lat);
+  s += " per hop";
+}
+
+bool parse_count(const std::string& text, uint64_t& out, std::string& why) {
+  std::string t = trim(text);
+  if (t.empty() || !std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    why = "'" + t + "' is not a whole number";
+    return false;
+  }
+  auto r = std::from_chars(t.data(), t.data() + t.size(), out);
+  if (r.ec != std::errc() || out > kMaxHosts) {
+    why = "'" + t + "' is too large";
+    return false;
+  }
+  return true;
+}
+
+bool parse_list(const std::string& text, std::vector<uint32_t>& out, std::string& why) {
+  out.clear();
+  std::string t = trim(text);
+  size_t start = 0;
+  while (true) {
+    size_t x = t.find('x', start);
+    std::string part = t.substr(start, x == std::string::npos ? std::string::npos : x - start);
+    uint64_t v = 0;
+    if (!parse_count(part, v, why)) {
+      why = "'" + t + "': " + why + " (a list is written AxBxC)";
+      return false;
+    }
+    if (v == 0) {
+      why = "'" + t + "': every entry must be at least 1";
+      return false;
+    }
+    out.push_back(static_cast<uint32_t>(v));
+    if (x == std::string::npos) break;
+    start = x + 1;
+  }
+  return true;
+}
+
+std::string join_list(const std::vector<uint32_t>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); i++) {
+    if (i) s += 'x';
+    s += std::to_string(v[i]);
+  }
+  return s;
+}
+
+uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+void set_model_constants(Platform& p) {
+  p.ideal = p.model == NetModel::Ideal;
+  switch (p.model) {
+    case NetModel::Lv08:  // SimGrid 3.32 surf_network_model_init_LegrandVelho and its flags' defaults
+      p.lat_factor = 13.01;
+      p.bw_factor = 0.97;
+      p.weight_s = 20537;
+      p.tcp_gamma = 4194304;
+      p.crosstraffic = true;
+      break;
+    case NetModel::Cm02:
+      p.lat_factor = 1;
+      p.bw_factor = 1;
+      p.weight_s = 0;
+      p.tcp_gamma = 4194304;
+      p.crosstraffic = true;
+      break;
+    case NetModel::Ideal:
+      p.lat_factor = 1;
+      p.bw_factor = 1;
+      p.weight_s = 0;
+      p.tcp_gamma = 0;
+      p.crosstraffic = false;
+      break;
+  }
+}
+
+bool split_items(const std::string& body, Spec& s, const std::string& kind, std::string& err) {
+  size_t start = 0;
+  while (start <= body.size()) {
+    size_t comma = body.find(',', start);
+    std::string item = trim(body.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (!item.empty()) {
+      size_t eq = item.find('=');
+      if (eq == std::string::npos) {
+        s.items.emplace_back(item, "");
+      } else {
+        std::string k = trim(item.substr(0, eq)), v = trim(item.substr(eq + 1));
+        if (k.empty()) {
+          err = kind + ": '" + item + "' has no key";
+          return false;
+        }
+        if (v.empty()) {
+          err = kind + ": " + k + "= has no value";
+          return false;
+        }
+        if (s.given.count(k)) {
+          err = kind + ": " + k + "= is given twice";
+          return false;
+        }
+        s.items.emplace_back(k, v);
+        s.given[k] = v;
+      }
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return true;
+}
+
+}  // namespace sg::sim::detail
