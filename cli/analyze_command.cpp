@@ -78,7 +78,7 @@ int cmd_analyze(const AnalyzeOpts& o) {
     }
     if (!ok) {
       if (built.unsupported) {
-        std::cout << "analyze " << p.t.schedule->name << " N = " << n << ": unsupported (" << built.unsupported_reason << ")\n";
+        std::cout << "analyze " << p.t.name() << " N = " << n << ": unsupported (" << built.unsupported_reason << ")\n";
         if (rc == 0) rc = 2;
         continue;
       }
@@ -132,7 +132,7 @@ int cmd_analyze(const AnalyzeOpts& o) {
     }
     if (o.json) {
       nlohmann::json j;
-      j["schedule"] = p.t.schedule->name;
+      j["schedule"] = p.t.name();
       j["ranks"] = n;
       nlohmann::json pj = nlohmann::json::object();
       for (const auto& [k, v] : g->params) pj[k] = v;
@@ -163,7 +163,7 @@ int cmd_analyze(const AnalyzeOpts& o) {
       out.push_back(j);
       continue;
     }
-    std::cout << "analyze " << p.t.schedule->name << " N = " << n << (params.empty() ? "" : "  (" + params + ")") << "\n";
+    std::cout << "analyze " << p.t.name() << " N = " << n << (params.empty() ? "" : "  (" + params + ")") << "\n";
     char line[256];
     std::snprintf(line, sizeof line, "  %-6s", "");
     std::cout << line;

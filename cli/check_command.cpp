@@ -27,8 +27,8 @@ int cmd_check(const CheckOpts& o) {
     BuildOptions bo = build_options(o.c, p, n, std::cout, true);
     std::unique_ptr<StepGraph> g = build(p.s, p.t, bo).graph;
     bool dumped_ok = g != nullptr;
-    if (dumped_ok) dumped_ok = interpreter_fits(*g, *p.t.schedule, bo.elab, p.s.diags);
-    std::string head = "check " + p.t.schedule->name + " N = " + std::to_string(n) + ": ";
+    if (dumped_ok) dumped_ok = interpreter_fits(*g, p.t, bo.elab, p.s.diags);
+    std::string head = "check " + p.t.name() + " N = " + std::to_string(n) + ": ";
     if (!g || !dumped_ok || p.s.diags.error_count() > errors_before) {
       rc = 2;
       std::string text;
@@ -37,7 +37,7 @@ int cmd_check(const CheckOpts& o) {
       // with the reason; -q leaves it out (the exit code still tells).
       if (const Diagnostic* why = p.s.diags.unsupported_since(diags_before)) {
         if (o.json) {
-          out.push_back({{"schedule", p.t.schedule->name},
+          out.push_back({{"schedule", p.t.name()},
                          {"ranks", n},
                          {"result", "unsupported"},
                          {"message", unsupported_reason(*why)},
@@ -49,7 +49,7 @@ int cmd_check(const CheckOpts& o) {
         continue;
       }
       if (o.json) {
-        out.push_back({{"schedule", p.t.schedule->name}, {"ranks", n}, {"result", "bad-input"}, {"diagnostics", text}});
+        out.push_back({{"schedule", p.t.name()}, {"ranks", n}, {"result", "bad-input"}, {"diagnostics", text}});
       } else {
         std::cout << head << "bad input\n";
         std::cerr << text;
@@ -77,7 +77,7 @@ int cmd_check(const CheckOpts& o) {
                      {"line", d.loc.line},
                      {"col", d.loc.col},
                      {"message", d.message}});
-      out.push_back({{"schedule", p.t.schedule->name},
+      out.push_back({{"schedule", p.t.name()},
                      {"ranks", n},
                      {"result", verdict},
                      {"steps", g->size()},

@@ -46,7 +46,7 @@ int cmd_compile(const CompileOpts& o) {
   if (!b.ok()) {
     // On stderr: stdout is the graph's (it may be redirected into a file or a pipe).
     if (b.unsupported)
-      std::cerr << "compile " << p.t.schedule->name << " N = " << p.ns[0] << ": unsupported (" << b.unsupported_reason << ")\n";
+      std::cerr << "compile " << p.t.name() << " N = " << p.ns[0] << ": unsupported (" << b.unsupported_reason << ")\n";
     p.s.diags.print(std::cerr, p.s.sources);
     return 2;
   }

@@ -1,11 +1,13 @@
-// stepgraph: compile, check (and later simulate, verify, execute) collective schedules.
-// This file only declares the command line; commands.cpp does the work.
+// stepgraph: compile, check, analyze, verify, simulate and execute collective schedules.
+// This file only declares the command line (CLI11 stays in this one translation unit); each
+// subcommand's cli/<name>_command.cpp does the work through the libraries.
 #include <CLI/CLI.hpp>
 #include <iostream>
 
 #include "cli/commands.hpp"
 #include "cli/env_command.hpp"
 #include "core/base/errors.hpp"
+#include "core/pipeline.hpp"
 
 namespace {
 
@@ -14,8 +16,9 @@ void add_common(CLI::App* app, sg::cli::Common& c, bool many_ranks) {
   app->add_option("-n,--ranks", c.ranks, many_ranks ? "number of ranks: N, a..b (inclusive), or a,b,c" : "number of ranks")
       ->required();
   app->add_option("--set", c.sets, "set a schedule parameter, e.g. --set size=1GiB (repeatable)");
-  app->add_option("--dump-after", c.dump_after,
-                  "print the graph after a pass: parse, elaborate, match, collectives, prune, validate, all (repeatable)");
+  std::string points;  // from the pass table, so that a new pass is listed here too
+  for (const auto& p : sg::dump_point_names()) points += p + ", ";
+  app->add_option("--dump-after", c.dump_after, "print the graph after a pass: " + points + "all (repeatable)");
   app->add_option("--max-memory", c.max_memory, "refuse instances whose estimated size exceeds this (default: 80% of free memory)");
 }
 
@@ -162,7 +165,7 @@ int main(int argc, char** argv) {
   auto* demo = app.add_subcommand("demo", "the main job: compile, check and summarise a ring all-reduce and the whole library");
   demo->add_option("-n,--ranks", demo_ranks, "rank counts to check the library at");
 
-  for (auto* sub : {list, compile, check, verify, sim, exec, calibrate, env, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
+  for (auto* sub : {list, compile, check, analyze, verify, sim, exec, calibrate, env, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
 
   try {
     app.parse(argc, argv);

@@ -48,7 +48,7 @@ int prepare(const Common& c, Prepared& p, bool many) {
                            std::cout << "=== after " << point << " ===\n" << text;
                          }};
   p.t = open_target(p.s, c.target, &parse_dump);
-  if (p.s.diags.has_errors() || !p.t.schedule) {
+  if (p.s.diags.has_errors() || !p.t.opened()) {
     p.s.diags.print(std::cerr, p.s.sources);
     return 2;
   }

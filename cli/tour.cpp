@@ -78,7 +78,7 @@ int cmd_demo(const std::string& ranks) {
     Session s;
     const Program* prog = s.load_library(e.name);
     Target t = open_target(s, e.name);
-    if (!t.schedule) {
+    if (!t.opened()) {
       s.diags.print(std::cerr, s.sources);
       rc = 2;
       continue;

@@ -143,7 +143,7 @@ int cmd_verify(const VerifyOpts& o) {
   if (o.timeout_s > 0) vo.deadline = t_start + std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
 
   Progress prog;
-  prog.schedule = t.schedule->name;
+  prog.schedule = t.name();
   prog.json = o.json;
   prog.json_list = ns.size() > 1;
   Watchdog dog(vo.deadline, o.timeout_s, prog);
@@ -188,14 +188,14 @@ int cmd_verify(const VerifyOpts& o) {
     bool built = g != nullptr;
     std::string dumps = dumped.str();
     // The explicit engine runs the interpreter: refuse what it could not hold.
-    if (built && vo.engine != verify::Engine::Z3) built = interpreter_fits(*g, *t.schedule, bo.elab, s.diags);
-    std::string head = "verify " + t.schedule->name + " N = " + std::to_string(n) + ": ";
+    if (built && vo.engine != verify::Engine::Z3) built = interpreter_fits(*g, t, bo.elab, s.diags);
+    std::string head = "verify " + t.name() + " N = " + std::to_string(n) + ": ";
     if (!built) {
       rc = std::max(rc, 2);
       // A `require` that refuses this N: the schedule does not apply, the input is not wrong.
       const Diagnostic* why = s.diags.unsupported_since(0);
       if (o.json) {
-        nlohmann::json obj = {{"schedule", t.schedule->name}, {"ranks", n}, {"verdicts", nlohmann::json::array()}};
+        nlohmann::json obj = {{"schedule", t.name()}, {"ranks", n}, {"verdicts", nlohmann::json::array()}};
         if (why) obj["unsupported"] = unsupported_reason(*why);
         else obj["error"] = s.diags.render(s.sources);
         emit_json(obj);

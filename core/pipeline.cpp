@@ -60,7 +60,7 @@ Target open_target(Session& s, const std::string& spec, const DumpRequest* dump)
     if (!fe[i].claims(spec)) continue;
     Target t = fe[i].open(s, spec);
     t.front_end = static_cast<uint8_t>(i);
-    if (t.schedule && !s.diags.has_errors() && dump && dump->sink && dump->wants("parse")) dump->sink("parse", print_program(*t.program));
+    if (t.opened() && !s.diags.has_errors() && dump && dump->sink && dump->wants("parse")) dump->sink("parse", print_program(*t.program));
     return t;
   }
   s.diags.error(Loc{}, "no front end reads '" + spec + "'");
@@ -79,7 +79,7 @@ Built build(Session& s, const Target& t, const BuildOptions& o) {
     }
     return std::move(b);
   };
-  if (!t.schedule) return finish_failed();
+  if (!t.opened()) return finish_failed();
   using Clock = std::chrono::steady_clock;
   auto since = [](Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   auto t0 = Clock::now();

@@ -93,7 +93,7 @@ else if (rc == 0 && !parse_size(req.max_memory, bo.elab.max_memory))
 Target t;
 if (rc == 0) {
   t = open_target(ses, req.target);
-  if (ses.diags.has_errors() || !t.schedule) {
+  if (ses.diags.has_errors() || !t.opened()) {
     ses.diags.print(diag, ses.sources);
     rc = 2;
   }
@@ -111,7 +111,7 @@ if (rc == 0) {
   }
   if (!g) {
     if (const Diagnostic* why = ses.diags.unsupported_since(0))
-      diag << "exec " << t.schedule->name << " N = " << size << ": unsupported (" << unsupported_reason(*why) << ")\n";
+      diag << "exec " << t.name() << " N = " << size << ": unsupported (" << unsupported_reason(*why) << ")\n";
     ses.diags.print(diag, ses.sources);
     rc = 2;
   } else {

@@ -94,7 +94,7 @@ PointResult run_point(const PointSpec& p) {
   r.n = p.n;
   Session s;
   Target t = open_target(s, p.target);
-  r.schedule = t.schedule ? t.schedule->name : p.target;
+  r.schedule = t.opened() ? t.name() : p.target;
   // Collective steps become the point-to-point traffic of a library algorithm.
   BuildOptions bo;
   bo.elab.nranks = p.n;

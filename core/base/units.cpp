@@ -4,6 +4,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 
 namespace sg {
@@ -106,6 +107,16 @@ bool parse_time(const std::string& text, double& out, std::string& why) {
   }
   out = v / it->second;
   return true;
+}
+
+bool parse_seconds(const std::string& text, double& out, std::string& why) {
+  char* end = nullptr;
+  double x = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() && *end == '\0' && x >= 0 && std::isfinite(x)) {
+    out = x;
+    return true;
+  }
+  return parse_time(text, out, why);
 }
 
 bool parse_flops(const std::string& text, double& out, std::string& why) {

@@ -11,6 +11,9 @@ namespace sg {
 bool parse_bandwidth(const std::string& text, double& bytes_per_s, std::string& why);
 bool parse_time(const std::string& text, double& seconds, std::string& why);
 bool parse_flops(const std::string& text, double& flops, std::string& why);
+// A duration on the command line (--gamma, --loggp): a time with its unit as parse_time reads
+// it, or a bare non-negative number of seconds ("2e-6").
+bool parse_seconds(const std::string& text, double& seconds, std::string& why);
 
 // The helpers the three use, for a grammar that reads numbers the same way (the platform spec):
 // `text` without leading and trailing blanks (space, tab, newline, carriage return) ...

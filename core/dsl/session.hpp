@@ -11,10 +11,17 @@
 
 namespace sg {
 
+// An opened target. The schedule language's front end fills program and schedule; a front end
+// without an AST adds its own field here, and name(), loc() and opened() learn to read it:
+// commands use only those three (and pass the Target on to build()).
 struct Target {
   const Program* program = nullptr;
   const Schedule* schedule = nullptr;
   uint8_t front_end = 0;  // the front end that opened it (core/pipeline.cpp's table)
+  bool opened() const { return schedule != nullptr; }
+  // The schedule's name, and where it is declared (diagnostics about the whole instance point there).
+  const std::string& name() const { return schedule->name; }
+  Loc loc() const { return schedule->loc; }
 };
 
 // The library name closest to `name` (a likely misspelling), or "".

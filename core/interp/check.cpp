@@ -42,13 +42,13 @@ void render_findings(const StepGraph& g, const InterpResult& r, const Postcondit
                          std::to_string(p.chunks_wrong - p.issues.size()) + " more not shown)");
 }
 
-bool interpreter_fits(const StepGraph& g, const Schedule& sched, const ElabOptions& opts, Diagnostics& diags) {
+bool interpreter_fits(const StepGraph& g, const Target& t, const ElabOptions& opts, Diagnostics& diags) {
   uint64_t need = interpreter_bytes(g);
   if (!opts.max_memory || need <= opts.max_memory) return true;
-  auto& d = diags.error(sched.loc,
+  auto& d = diags.error(t.loc(),
                         "the interpreter would need about " + human_bytes(need) + " for N = " + std::to_string(g.nranks) +
                             " (every chunk of every rank holds a symbolic value)",
-                        static_cast<uint32_t>(sched.name.size()));
+                        static_cast<uint32_t>(t.name().size()));
   d.notes.push_back({Loc{}, "the memory limit is " + human_bytes(opts.max_memory) + " (--max-memory); check fewer ranks"});
   return false;
 }
@@ -72,7 +72,7 @@ CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts) {
   bo.elab = opts;
   o.graph = build(s, t, bo).graph;
   if (!o.graph) return o;
-  if (!interpreter_fits(*o.graph, *t.schedule, opts, s.diags)) return o;
+  if (!interpreter_fits(*o.graph, t, opts, s.diags)) return o;
   o.built = true;
   o.interp = interpret(*o.graph);
   if (o.interp.completed) o.post = check_postconditions(*o.graph, o.interp.initial, o.interp.final);

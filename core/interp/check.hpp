@@ -22,7 +22,7 @@ struct CheckOutcome {
 CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts);
 
 // Reports an error and returns false when interpreting g would exceed opts.max_memory.
-bool interpreter_fits(const StepGraph& g, const Schedule& sched, const ElabOptions& opts, Diagnostics& diags);
+bool interpreter_fits(const StepGraph& g, const Target& t, const ElabOptions& opts, Diagnostics& diags);
 
 // The verdict of a check, the first kind of defect found in the design's order: "stuck",
 // "unmatched", "undefined-data", "wrong-result", or "ok". `ok`: CheckOutcome::ok.

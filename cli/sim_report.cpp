@@ -1,0 +1,136 @@
+// `stepgraph sim`'s report of its points: JSON, CSV, a gnuplot plot (cli/plot.cpp), one point
+// in full (time, bandwidths, overlap, critical path by statement, busiest links, a deadlock's
+// waiting ranks) or many as a table.
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "cli/shared.hpp"
+#include "cli/sim_command.hpp"
+#include "core/base/format.hpp"
+#include "core/base/sizes.hpp"
+
+namespace sg::cli {
+
+namespace {
+
+// Sizes in sim's printouts carry two decimals.
+std::string human_bytes2(double b) { return human_bytes(b, 2); }
+
+}  // namespace
+
+int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results) {
+  int rc = 0;
+  for (const auto& r : results) {
+    if (r.unsupported) rc = std::max(rc, 2);
+    else rc = std::max(rc, r.status);
+  }
+  if (o.json) {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& r : results) {
+      if (r.unsupported && o.quiet) continue;
+      nlohmann::json j;
+      sim::to_json(j, r);
+      all.push_back(j);
+    }
+    std::cout << (all.size() == 1 ? all[0].dump(2) : all.dump(2)) << "\n";
+  }
+  if (!o.csv.empty()) {
+    std::ofstream file;
+    std::ostream* os = &std::cout;
+    if (o.csv != "-") {
+      file.open(o.csv);
+      if (!file) return fail("cannot write '" + o.csv + "'");
+      os = &file;
+    }
+    *os << "schedule,ranks," << (plan.param.empty() ? "" : plan.param + ",")
+        << "size_bytes,time_s,algbw_GBps,busbw_GBps,messages,bytes,completed,wall_s\n";
+    for (const auto& r : results) {
+      *os << r.schedule << "," << r.n << "," << (plan.param.empty() ? "" : std::to_string(r.param_value) + ",") << r.size_bytes
+          << "," << fmt("%.9g", r.time_s) << "," << fmt("%.6g", r.algbw) << "," << fmt("%.6g", r.busbw) << "," << r.messages << ","
+          << r.bytes << "," << (r.completed ? 1 : 0) << "," << fmt("%.3f", r.wall_s) << "\n";
+    }
+  }
+  if (!o.plot.empty()) {
+    std::string err;
+    if (!plot_points(o, plan, results, err)) return std::max(rc, fail(err));
+  }
+  if (o.json || o.csv == "-") {
+    for (const auto& r : results)
+      if (!r.diag.empty()) std::cerr << r.diag;
+    return rc;
+  }
+  // Text: one point in full, many as a table.
+  std::string folded_warnings;
+  if (results.size() == 1) {
+    const PointResult& r = results[0];
+    std::cerr << r.warnings << r.diag;
+    std::string head = "sim " + r.schedule + " N = " + std::to_string(r.n);
+    if (!r.param.empty()) head += ", " + r.param + " = " + std::to_string(r.param_value);
+    if (r.status == 2 || (!r.error.empty() && r.platform.empty())) {
+      std::cout << head << ": " << r.error << "\n";
+      return rc;
+    }
+    std::cout << head << " on " << r.platform << ", " << r.model << "\n";
+    if (!r.error.empty()) {
+      std::cout << "  error: " << r.error << "\n";
+      return rc;
+    }
+    std::cout << "  time " << human_time(r.time_s);
+    if (r.size_bytes)
+      std::cout << "   algbw " << fmt("%.2f", r.algbw) << " GB/s   busbw " << fmt("%.2f", r.busbw) << " GB/s   (size "
+                << human_bytes2(static_cast<double>(r.size_bytes)) << ", bus factor " << r.factor_name << ")";
+    std::cout << "\n  " << with_commas(r.messages) << " messages, " << human_bytes2(static_cast<double>(r.bytes))
+              << "; slowest rank " << r.slowest_rank << " (done at " << human_time(r.slowest_s) << ")\n";
+    if (r.compute_s > 0)
+      std::cout << "  rank " << r.slowest_rank << " computes " << human_time(r.compute_s) << " and communicates "
+                << human_time(r.comm_s) << "; " << human_time(r.overlap_s) << " of it ("
+                << fmt("%.0f", r.comm_s > 0 ? 100 * r.overlap_s / r.comm_s : 0) << "%) hides behind the computation\n";
+    if (!r.completed) {
+      std::cout << "  did not finish:\n" << r.text;
+    } else {
+      std::cout << "  critical path, by statement:\n" << r.text;
+      if (!r.links_json.empty()) {
+        std::cout << "  busiest links:";
+        for (const auto& l : r.links_json)
+          std::cout << "  " << l.at("link").get<std::string>() << " "
+                    << human_bytes2(static_cast<double>(l.at("bytes").get<uint64_t>())) << " ("
+                    << fmt("%.0f", 100 * l.at("busy").get<double>()) << "% busy)";
+        std::cout << "\n";
+      }
+    }
+    for (const auto& e : r.expansions) std::cout << "  collective: " << e << "\n";
+    std::cout << "  simulated in " << fmt("%.3f", r.wall_s) << " s (" << with_commas(r.events) << " events)";
+    if (!r.trace_file.empty()) std::cout << "; trace: " << r.trace_file << " (open it in https://ui.perfetto.dev)";
+    std::cout << "\n";
+    return rc;
+  }
+  std::printf("%-28s %7s %12s %12s %11s %11s %12s %9s\n", "schedule", "N", plan.param.empty() ? "size" : plan.param.c_str(),
+              "time", "algbw GB/s", "busbw GB/s", "messages", "wall s");
+  for (const auto& r : results) {
+    if (r.unsupported && o.quiet) continue;
+    std::string v = plan.param.empty() ? human_bytes2(static_cast<double>(r.size_bytes))
+                    : plan.param == "size" ? human_bytes2(static_cast<double>(r.param_value))
+                                           : std::to_string(r.param_value);
+    if (r.status == 2 || (!r.error.empty() && r.platform.empty())) {
+      std::printf("%-28s %7u %12s  %s\n", r.schedule.c_str(), r.n, v.c_str(), r.error.c_str());
+      continue;
+    }
+    std::printf("%-28s %7u %12s %12s %11.2f %11.2f %12s %9.3f%s\n", r.schedule.c_str(), r.n, v.c_str(), human_time(r.time_s).c_str(),
+                r.algbw, r.busbw, with_commas(r.messages).c_str(), r.wall_s,
+                !r.error.empty() ? ("  " + r.error).c_str() : r.completed ? "" : "  deadlock");
+  }
+  if (!results.empty())
+    std::cout << "platform: " << (o.platform.empty() ? std::string(sim::default_platform_spec()) + " (the default)" : o.platform)
+              << "; model: " << o.model << "\n";
+  for (const auto& r : results)
+    if (!r.completed && r.error.empty()) std::cout << r.schedule << " N = " << r.n << " did not finish:\n" << r.text;
+  for (const auto& r : results) {
+    if (r.unsupported && o.quiet) continue;
+    std::cerr << r.diag;
+  }
+  return rc;
+}
+
+}  // namespace sg::cli
