@@ -7,17 +7,17 @@
 // It prints transfers per second, bytes per step, peak memory, the ratio to the baseline, and the
 // ratio of time per transfer between sizes (1.0 = cost linear in transfers). Times are the
 // fastest of --reps runs (default 3): on a virtual machine, touching fresh memory is noisy.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "bench/child_process.hpp"
 #include "core/dsl/session.hpp"
 #include "core/pipeline.hpp"
-#include "bench/child_process.hpp"
 
 using namespace sg;
 using Clock = std::chrono::steady_clock;
@@ -126,8 +126,8 @@ int main(int argc, char** argv) {
     return r;
   };
   std::printf("bench/compile: ring_allreduce, stepgraph front end vs a hand-written generator of the same graph\n\n");
-  std::printf("%6s %12s %12s %9s %9s %9s %12s %10s %10s %10s %10s %8s\n", "N", "transfers", "steps", "estimate", "elaborate",
-              "passes", "transfers/s", "bytes/step", "peak MiB", "base s", "base MiB", "ratio");
+  std::printf("%6s %12s %12s %9s %9s %9s %12s %10s %10s %10s %10s %8s\n", "N", "transfers", "steps", "estimate", "elaborate", "passes",
+              "transfers/s", "bytes/step", "peak MiB", "base s", "base MiB", "ratio");
   std::vector<Result> sg_res, base_res;
   for (uint32_t n : ns) {
     Result b = best([&] { return run_baseline(n); });
@@ -137,15 +137,15 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (s.steps != b.steps || s.deps != b.deps) {
-      std::printf("%6u  graphs differ: %llu/%llu steps, %llu/%llu deps\n", n, (unsigned long long)s.steps,
-                  (unsigned long long)b.steps, (unsigned long long)s.deps, (unsigned long long)b.deps);
+      std::printf("%6u  graphs differ: %llu/%llu steps, %llu/%llu deps\n", n, (unsigned long long)s.steps, (unsigned long long)b.steps,
+                  (unsigned long long)s.deps, (unsigned long long)b.deps);
       return 1;
     }
     double total = s.build_s;
-    std::printf("%6u %12llu %12llu %8.3fs %8.3fs %8.3fs %12.3g %10.1f %10.1f %9.3fs %10.1f %7.2fx\n", n,
-                (unsigned long long)s.transfers, (unsigned long long)s.steps, s.estimate_s, s.build_s, s.passes_s,
-                static_cast<double>(s.transfers) / total, static_cast<double>(s.graph_bytes) / static_cast<double>(s.steps),
-                static_cast<double>(s.peak_kb) / 1024.0, b.build_s, static_cast<double>(b.peak_kb) / 1024.0, total / b.build_s);
+    std::printf("%6u %12llu %12llu %8.3fs %8.3fs %8.3fs %12.3g %10.1f %10.1f %9.3fs %10.1f %7.2fx\n", n, (unsigned long long)s.transfers,
+                (unsigned long long)s.steps, s.estimate_s, s.build_s, s.passes_s, static_cast<double>(s.transfers) / total,
+                static_cast<double>(s.graph_bytes) / static_cast<double>(s.steps), static_cast<double>(s.peak_kb) / 1024.0, b.build_s,
+                static_cast<double>(b.peak_kb) / 1024.0, total / b.build_s);
     sg_res.push_back(s);
     base_res.push_back(b);
   }

@@ -60,19 +60,19 @@ int main(int argc, char** argv) {
     std::printf("bench/exec: mpiexec is not installed; nothing to measure\n");
     return 0;
   }
-  const std::vector<std::string> allreduce = quick ? std::vector<std::string>{"ring_allreduce"}
-                                                   : std::vector<std::string>{"ring_allreduce", "rabenseifner_allreduce",
-                                                                              "recursive_doubling_allreduce", "binomial_allreduce",
-                                                                              "reduce_bcast_allreduce"};
-  const std::vector<std::string> allgather = quick ? std::vector<std::string>{"ring_allgather"}
-                                                   : std::vector<std::string>{"ring_allgather", "bruck_allgather",
-                                                                              "recursive_doubling_allgather"};
+  const std::vector<std::string> allreduce =
+      quick ? std::vector<std::string>{"ring_allreduce"}
+            : std::vector<std::string>{"ring_allreduce", "rabenseifner_allreduce", "recursive_doubling_allreduce", "binomial_allreduce",
+                                       "reduce_bcast_allreduce"};
+  const std::vector<std::string> allgather =
+      quick ? std::vector<std::string>{"ring_allgather"}
+            : std::vector<std::string>{"ring_allgather", "bruck_allgather", "recursive_doubling_allgather"};
   const std::string sweep = quick ? "1KiB..16KiB" : "1KiB..64MiB";
   const std::string mpi =
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 900 mpiexec -n " +
       std::to_string(procs) + " " + STEPGRAPH_BIN;
-  std::printf("bench/exec: library schedules against MPI's own collective, %d processes on this machine, %d iterations per size\n",
-              procs, iters);
+  std::printf("bench/exec: library schedules against MPI's own collective, %d processes on this machine, %d iterations per size\n", procs,
+              iters);
   std::printf("speed = MPI's time / ours (above 1: the schedule is faster than MPI's own); every point checked\n\n");
   int status = 0;
   std::vector<std::string> wins;

@@ -32,13 +32,13 @@ namespace {
 
 using namespace sg;
 
-#define CK(x)                                                                                  \
-  do {                                                                                         \
-    cudaError_t e_ = (x);                                                                      \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "bench_gpu: %s: %s\n", #x, cudaGetErrorString(e_));                \
-      std::exit(3);                                                                            \
-    }                                                                                          \
+#define CK(x)                                                                  \
+  do {                                                                         \
+    cudaError_t e_ = (x);                                                      \
+    if (e_ != cudaSuccess) {                                                   \
+      std::fprintf(stderr, "bench_gpu: %s: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(3);                                                            \
+    }                                                                          \
   } while (0)
 
 // The fastest of `reps` timings (CUDA events) of f, after one warm-up call.
@@ -67,14 +67,16 @@ double fastest_ms(int reps, F&& f) {
 void part_reduce(bool quick) {
   std::printf("\n## part 1: reduction kernel bandwidth against cudaMemcpy D2D (goal >= 80%%)\n\n");
   std::printf("| size | type | reduce GB/s | copy GB/s | ratio |\n|---|---|---|---|---|\n");
-  std::vector<size_t> sizes = quick ? std::vector<size_t>{size_t{1} << 20} : std::vector<size_t>{size_t{64} << 20, size_t{256} << 20, size_t{1} << 30};
+  std::vector<size_t> sizes =
+      quick ? std::vector<size_t>{size_t{1} << 20} : std::vector<size_t>{size_t{64} << 20, size_t{256} << 20, size_t{1} << 30};
   std::string err;
   cuda::Stream st;
   if (!st.create(err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
   for (size_t bytes : sizes)
     for (DType t : {DType::F32, DType::BF16}) {
       cuda::DeviceMemory a, b, c;
-      if (!a.allocate(bytes, err) || !b.allocate(bytes, err) || !c.allocate(bytes, err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+      if (!a.allocate(bytes, err) || !b.allocate(bytes, err) || !c.allocate(bytes, err))
+        std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
       CK(cudaMemset(a.data(), 0, bytes));
       CK(cudaMemset(b.data(), 0, bytes));
       size_t n = bytes / dtype_size(t);
@@ -111,8 +113,10 @@ void tile_row(uint32_t planes, uint32_t rows, uint32_t dim, bool bf16, double wa
 
 void part_attention(bool quick) {
   std::printf("\n## part 2: attention tile throughput against cuBLAS on the tile's two products (goal >= 50%%)\n\n");
-  std::printf("| planes x rows x dim | inputs | warp tile TFLOP/s | cuBLAS tile TFLOP/s | the two GEMMs alone TFLOP/s | ratio (faster tile / GEMMs) |\n"
-              "|---|---|---|---|---|---|\n");
+  std::printf(
+      "| planes x rows x dim | inputs | warp tile TFLOP/s | cuBLAS tile TFLOP/s | the two GEMMs alone TFLOP/s | ratio (faster tile / "
+      "GEMMs) |\n"
+      "|---|---|---|---|---|---|\n");
   const uint32_t planes = quick ? 2 : 32, rows = quick ? 256 : 4096, dim = quick ? 64 : 128;
   const double flops = 4.0 * planes * rows * double(rows) * dim;
   std::string err;
@@ -129,15 +133,16 @@ void part_attention(bool quick) {
     CK(cudaMemset(kv.data(), 0, 2 * qn * es));
     CK(cudaMemset(o.data(), 0, size_t{planes} * rows * (dim + 1) * 4));
     double tile = fastest_ms(quick ? 2 : 5, [&] {
-      int rc = cuda::launch_attn_fwd(q.data(), kv.data(), reinterpret_cast<float*>(o.data()), bf16, planes, rows, rows, dim, false,
-                                     0.088f, 0, st.handle());
+      int rc = cuda::launch_attn_fwd(q.data(), kv.data(), reinterpret_cast<float*>(o.data()), bf16, planes, rows, rows, dim, false, 0.088f,
+                                     0, st.handle());
       if (rc) std::fprintf(stderr, "bench_gpu: the attention kernel failed (%d)\n", rc), std::exit(3);
       CK(cudaStreamSynchronize(static_cast<cudaStream_t>(st.handle())));
     });
     // The cuBLAS tile (attention_gemm.cuh): its GEMMs plus the softmax and merge kernels.
     const uint32_t slab = cuda::attn_gemm_slab(planes, rows, rows, dim, bf16);
     cuda::DeviceMemory ws;
-    if (!ws.allocate(cuda::attn_gemm_workspace(planes, slab, rows, dim, bf16), err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    if (!ws.allocate(cuda::attn_gemm_workspace(planes, slab, rows, dim, bf16), err))
+      std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
     double gemm_tile = fastest_ms(quick ? 2 : 5, [&] {
       int rc = cuda::launch_attn_fwd_gemm(h, ws.data(), slab, q.data(), kv.data(), reinterpret_cast<float*>(o.data()), bf16, planes, rows,
                                           rows, dim, false, 0.088f, 0, st.handle());
@@ -176,8 +181,10 @@ void part_attention(bool quick) {
 // products alone on the same shapes: S = Q·Kᵀ, dP = dO·Vᵀ, dQ = dS·K, dK = dSᵀ·Q, dV = Pᵀ·dO.
 void part_attention_bwd(bool quick) {
   std::printf("\n## part 3: attention backward tile throughput against cuBLAS on its five products (goal >= 50%%)\n\n");
-  std::printf("| planes x rows x dim | inputs | warp tile TFLOP/s | cuBLAS tile TFLOP/s | the five GEMMs alone TFLOP/s | ratio (faster tile / GEMMs) |\n"
-              "|---|---|---|---|---|---|\n");
+  std::printf(
+      "| planes x rows x dim | inputs | warp tile TFLOP/s | cuBLAS tile TFLOP/s | the five GEMMs alone TFLOP/s | ratio (faster tile / "
+      "GEMMs) |\n"
+      "|---|---|---|---|---|---|\n");
   const uint32_t planes = quick ? 2 : 32, rows = quick ? 256 : 4096, dim = quick ? 64 : 128;
   const double flops = 10.0 * planes * rows * double(rows) * dim;
   std::string err;
@@ -189,8 +196,9 @@ void part_attention_bwd(bool quick) {
     const size_t es = bf16 ? 2 : 4, qn = size_t{planes} * rows * dim, rows_all = size_t{planes} * rows;
     const size_t scores = rows_all * rows;
     cuda::DeviceMemory wide, raw, kv, dq, dkv, sp, dps;
-    if (!wide.allocate(rows_all * (2 * dim + 2) * 4, err) || !raw.allocate(rows_all * (2 * dim * es + 8), err) || !kv.allocate(2 * qn * es, err) ||
-        !dq.allocate(qn * 4, err) || !dkv.allocate(2 * qn * 4, err) || !sp.allocate(scores * es, err) || !dps.allocate(scores * es, err))
+    if (!wide.allocate(rows_all * (2 * dim + 2) * 4, err) || !raw.allocate(rows_all * (2 * dim * es + 8), err) ||
+        !kv.allocate(2 * qn * es, err) || !dq.allocate(qn * 4, err) || !dkv.allocate(2 * qn * 4, err) || !sp.allocate(scores * es, err) ||
+        !dps.allocate(scores * es, err))
       std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
     // Zeros (lse 0): every score visible, exp(0) = 1; the values do not change the work.
     CK(cudaMemset(wide.data(), 0, rows_all * (2 * dim + 2) * 4));
@@ -208,8 +216,9 @@ void part_attention_bwd(bool quick) {
     cuda::DeviceMemory ws;
     if (!ws.allocate(cuda::attn_gemm_bwd_workspace(planes, slab, rows, bf16), err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
     double gemm_tile = fastest_ms(quick ? 2 : 3, [&] {
-      int rc = cuda::launch_attn_bwd_gemm(h, ws.data(), slab, raw.data(), kv.data(), reinterpret_cast<float*>(dq.data()),
-                                          reinterpret_cast<float*>(dkv.data()), bf16, planes, rows, rows, dim, false, 0.088f, 0, st.handle());
+      int rc =
+          cuda::launch_attn_bwd_gemm(h, ws.data(), slab, raw.data(), kv.data(), reinterpret_cast<float*>(dq.data()),
+                                     reinterpret_cast<float*>(dkv.data()), bf16, planes, rows, rows, dim, false, 0.088f, 0, st.handle());
       if (rc) std::fprintf(stderr, "bench_gpu: the cuBLAS backward failed (%d)\n", rc), std::exit(3);
       sync();
     });
@@ -220,8 +229,8 @@ void part_attention_bwd(bool quick) {
     const cudaDataType_t in = bf16 ? CUDA_R_16BF : CUDA_R_32F;
     void* K = kv.data();
     void* Q = kv.data();  // any rows x dim operands: the values do not matter for the timing
-    auto g = [&](cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* A, int lda, long long sa, const void* B, int ldb,
-                 long long sb, void* C, cudaDataType_t ct, int ldc, long long sc) {
+    auto g = [&](cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const void* A, int lda, long long sa, const void* B,
+                 int ldb, long long sb, void* C, cudaDataType_t ct, int ldc, long long sc) {
       if (cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, &one, A, in, lda, sa, B, in, ldb, sb, &zero, C, ct, ldc, sc, P, CUBLAS_COMPUTE_32F,
                                      CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
         std::fprintf(stderr, "bench_gpu: cuBLAS failed\n"), std::exit(3);
@@ -229,9 +238,10 @@ void part_attention_bwd(bool quick) {
     double gemm = fastest_ms(quick ? 2 : 3, [&] {
       g(CUBLAS_OP_T, CUBLAS_OP_N, R, R, D, K, D, sq, Q, D, sq, sp.data(), in, R, ss);                    // S
       g(CUBLAS_OP_T, CUBLAS_OP_N, R, R, D, K, D, sq, Q, D, sq, dps.data(), in, R, ss);                   // dP
-      g(CUBLAS_OP_N, CUBLAS_OP_N, D, R, R, K, D, sq, dps.data(), R, ss, dq.data(), CUDA_R_32F, D, sq);    // dQ
-      g(CUBLAS_OP_N, CUBLAS_OP_T, D, R, R, Q, D, sq, dps.data(), R, ss, dkv.data(), CUDA_R_32F, D, sq);   // dK
-      g(CUBLAS_OP_N, CUBLAS_OP_T, D, R, R, Q, D, sq, sp.data(), R, ss, static_cast<float*>(static_cast<void*>(dkv.data())) + qn, CUDA_R_32F, D,
+      g(CUBLAS_OP_N, CUBLAS_OP_N, D, R, R, K, D, sq, dps.data(), R, ss, dq.data(), CUDA_R_32F, D, sq);   // dQ
+      g(CUBLAS_OP_N, CUBLAS_OP_T, D, R, R, Q, D, sq, dps.data(), R, ss, dkv.data(), CUDA_R_32F, D, sq);  // dK
+      g(CUBLAS_OP_N, CUBLAS_OP_T, D, R, R, Q, D, sq, sp.data(), R, ss, static_cast<float*>(static_cast<void*>(dkv.data())) + qn, CUDA_R_32F,
+        D,
         sq);  // dV
       sync();
     });

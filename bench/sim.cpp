@@ -34,11 +34,11 @@
 #include <string>
 #include <vector>
 
+#include "bench/child_process.hpp"
 #include "core/dsl/session.hpp"
 #include "core/pipeline.hpp"
 #include "sim/platform.hpp"
 #include "sim/sim.hpp"
-#include "bench/child_process.hpp"
 
 #ifdef STEPGRAPH_HAVE_SIMGRID
 #include <simgrid/s4u.hpp>
@@ -52,9 +52,9 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 const char* kPlatform = "star:bw=100Gbps,lat=1us,model=ideal";
-constexpr double kAlpha = 1e-6;           // the star's end-to-end latency
-constexpr double kBeta = 8.0 / 100e9;     // seconds per byte at 100 Gbps
-constexpr uint64_t kRingSize = 64u << 20; // ring_allreduce's default size
+constexpr double kAlpha = 1e-6;            // the star's end-to-end latency
+constexpr double kBeta = 8.0 / 100e9;      // seconds per byte at 100 Gbps
+constexpr uint64_t kRingSize = 64u << 20;  // ring_allreduce's default size
 
 struct Row {
   bool ok = false;
@@ -270,7 +270,8 @@ int main(int argc, char** argv) {
     }
   }
   const std::vector<uint32_t> ring_ns = quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{256, 1024};
-  [[maybe_unused]] const std::vector<uint32_t> driver_ns = quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{256, 512};  // 1,024 passes 120 s
+  [[maybe_unused]] const std::vector<uint32_t> driver_ns =
+      quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{256, 512};  // 1,024 passes 120 s
   const std::vector<uint32_t> analytic_ns = quick ? std::vector<uint32_t>{16, 64} : std::vector<uint32_t>{1024, 4096};
   const uint32_t big_n = quick ? 1024 : 1u << 20;
   const unsigned limit = quick ? 60 : 300, big_limit = 600;
@@ -279,8 +280,8 @@ int main(int argc, char** argv) {
   int status = 0;
 
   std::printf("bench/sim: stepgraph's simulators against hand-written programs of the same traffic, measured in this run\n");
-  std::printf("platform %s; ring all-reduce of %llu MiB (size/N bytes per message); each run in its own process\n",
-              kPlatform, static_cast<unsigned long long>(kRingSize >> 20));
+  std::printf("platform %s; ring all-reduce of %llu MiB (size/N bytes per message); each run in its own process\n", kPlatform,
+              static_cast<unsigned long long>(kRingSize >> 20));
   std::printf("times: the fastest of %d runs; peak: the largest resident set%s\n\n", reps,
               quick ? " (--quick: tiny sizes; the goals are for the full run)" : "");
 
@@ -289,55 +290,57 @@ int main(int argc, char** argv) {
   uint32_t hand_ref_n = ring_ns.back();
 #ifdef STEPGRAPH_HAVE_SIMGRID
   if (part == 0 || part == 1) {
-  std::printf("1. SimGrid mode vs a hand-written S4U ring (an actor per rank: put_async right, get_async own, wait both)\n");
-  std::printf("   hand s: engine + platform + actors + run; sim s: SimResult::wall_s (the same); total s: our process end to end\n\n");
-  std::printf("%6s %10s %13s %13s %13s %9s %9s %9s %9s %9s %9s %9s %8s %8s\n", "N", "messages", "hand sim t", "our sim t",
-              "closed form", "hand s", "hand MiB", "elab s", "sim s", "total s", "our MiB", "events", "sim/hand", "tot/hand");
-  bool goal1 = true;
-  for (uint32_t n : ring_ns) {
-    Row h = best_of([n] { return run_handwritten(n, false); }, limit, reps);
-    Row s = best_of([n, ring] { return run_stepgraph(ring, n, nullptr, sim::Model::SimGrid); }, limit, reps);
-    if (!h.ok || !s.ok) {
-      if (!h.ok) print_failure("hand-written", n, h, limit);
-      if (!s.ok) print_failure("stepgraph simgrid", n, s, limit);
-      status = 1;
-      goal1 = false;
-      continue;
+    std::printf("1. SimGrid mode vs a hand-written S4U ring (an actor per rank: put_async right, get_async own, wait both)\n");
+    std::printf("   hand s: engine + platform + actors + run; sim s: SimResult::wall_s (the same); total s: our process end to end\n\n");
+    std::printf("%6s %10s %13s %13s %13s %9s %9s %9s %9s %9s %9s %9s %8s %8s\n", "N", "messages", "hand sim t", "our sim t", "closed form",
+                "hand s", "hand MiB", "elab s", "sim s", "total s", "our MiB", "events", "sim/hand", "tot/hand");
+    bool goal1 = true;
+    for (uint32_t n : ring_ns) {
+      Row h = best_of([n] { return run_handwritten(n, false); }, limit, reps);
+      Row s = best_of([n, ring] { return run_stepgraph(ring, n, nullptr, sim::Model::SimGrid); }, limit, reps);
+      if (!h.ok || !s.ok) {
+        if (!h.ok) print_failure("hand-written", n, h, limit);
+        if (!s.ok) print_failure("stepgraph simgrid", n, s, limit);
+        status = 1;
+        goal1 = false;
+        continue;
+      }
+      double cf = ring_closed_form(n);
+      std::printf("%6u %10llu %11.6fms %11.6fms %11.6fms %9.3f %9.1f %9.3f %9.3f %9.3f %9.1f %9llu %7.2fx %7.2fx\n", n,
+                  static_cast<unsigned long long>(s.messages), h.sim_time * 1e3, s.sim_time * 1e3, cf * 1e3, h.sim_s, mib(h.peak_kb),
+                  s.elab_s, s.sim_s, s.total_s, mib(s.peak_kb), static_cast<unsigned long long>(s.events), s.sim_s / h.sim_s,
+                  s.total_s / h.sim_s);
+      std::fflush(stdout);
+      if (rel(h.sim_time, cf) > 1e-9 || rel(s.sim_time, cf) > 1e-9) {
+        std::printf("       simulated times differ from the closed form: hand %.3g, ours %.3g (relative)\n", rel(h.sim_time, cf),
+                    rel(s.sim_time, cf));
+        status = 1;
+      }
+      if (s.sim_s > 1.5 * h.sim_s) goal1 = false;
+      hand_1024 = h.sim_s;
+      hand_1024_msgs = static_cast<double>(h.messages);
     }
-    double cf = ring_closed_form(n);
-    std::printf("%6u %10llu %11.6fms %11.6fms %11.6fms %9.3f %9.1f %9.3f %9.3f %9.3f %9.1f %9llu %7.2fx %7.2fx\n", n,
-                static_cast<unsigned long long>(s.messages), h.sim_time * 1e3, s.sim_time * 1e3, cf * 1e3, h.sim_s, mib(h.peak_kb),
-                s.elab_s, s.sim_s, s.total_s, mib(s.peak_kb), static_cast<unsigned long long>(s.events), s.sim_s / h.sim_s,
-                s.total_s / h.sim_s);
-    std::fflush(stdout);
-    if (rel(h.sim_time, cf) > 1e-9 || rel(s.sim_time, cf) > 1e-9) {
-      std::printf("       simulated times differ from the closed form: hand %.3g, ours %.3g (relative)\n", rel(h.sim_time, cf),
-                  rel(s.sim_time, cf));
-      status = 1;
-    }
-    if (s.sim_s > 1.5 * h.sim_s) goal1 = false;
-    hand_1024 = h.sim_s;
-    hand_1024_msgs = static_cast<double>(h.messages);
-  }
-  std::printf("\n   goal: SimGrid mode within 1.5x the hand-written wall time at N = %u and %u: %s\n\n", ring_ns[0], ring_ns[1],
-              quick ? "(not judged in --quick)" : goal1 ? "met" : "NOT met");
+    std::printf("\n   goal: SimGrid mode within 1.5x the hand-written wall time at N = %u and %u: %s\n\n", ring_ns[0], ring_ns[1],
+                quick   ? "(not judged in --quick)"
+                : goal1 ? "met"
+                        : "NOT met");
 
-  std::printf("   the rejected structure: one driver actor, Comm::sendto_async host to host, Activity::wait_any over all in flight\n\n");
-  std::printf("%6s %10s %13s %11s %9s %12s\n", "N", "messages", "sim t", "driver s", "MiB", "vs actors");
-  double actors_s = 0;
-  for (uint32_t n : driver_ns) {
-    Row a = best_of([n] { return run_handwritten(n, false); }, limit, 1);
-    actors_s = a.ok ? a.sim_s : 0;
-    Row d = in_child([n] { return run_handwritten(n, true); }, driver_limit);
-    if (!d.ok) {
-      print_failure("driver", n, d, driver_limit);
-      break;  // larger N only take longer
+    std::printf("   the rejected structure: one driver actor, Comm::sendto_async host to host, Activity::wait_any over all in flight\n\n");
+    std::printf("%6s %10s %13s %11s %9s %12s\n", "N", "messages", "sim t", "driver s", "MiB", "vs actors");
+    double actors_s = 0;
+    for (uint32_t n : driver_ns) {
+      Row a = best_of([n] { return run_handwritten(n, false); }, limit, 1);
+      actors_s = a.ok ? a.sim_s : 0;
+      Row d = in_child([n] { return run_handwritten(n, true); }, driver_limit);
+      if (!d.ok) {
+        print_failure("driver", n, d, driver_limit);
+        break;  // larger N only take longer
+      }
+      std::printf("%6u %10llu %11.6fms %10.3fs %9.1f %11.1fx\n", n, static_cast<unsigned long long>(d.messages), d.sim_time * 1e3, d.sim_s,
+                  mib(d.peak_kb), actors_s > 0 ? d.sim_s / actors_s : 0.0);
+      std::fflush(stdout);
     }
-    std::printf("%6u %10llu %11.6fms %10.3fs %9.1f %11.1fx\n", n, static_cast<unsigned long long>(d.messages), d.sim_time * 1e3, d.sim_s,
-                mib(d.peak_kb), actors_s > 0 ? d.sim_s / actors_s : 0.0);
-    std::fflush(stdout);
-  }
-  std::printf("   (vs actors: against the one-actor-per-rank program's time measured just before it)\n\n");
+    std::printf("   (vs actors: against the one-actor-per-rank program's time measured just before it)\n\n");
   }
 #else
   std::printf("1. skipped: built without SimGrid (STEPGRAPH_WITH_SIMGRID=OFF)\n\n");
@@ -345,51 +348,53 @@ int main(int argc, char** argv) {
 
   // ---- 2. the analytic backend ---------------------------------------------------------------
   if (part == 0 || part == 2) {
-  std::printf("2. the analytic backend (sim::simulate_analytic) on ring_allreduce, elaboration included in total s\n\n");
-  std::printf("%6s %12s %13s %13s %9s %9s %12s %12s %9s %9s\n", "N", "messages", "sim t", "closed form", "elab s", "sim s", "events",
-              "events/s", "total s", "peak MiB");
-  Row at_ref, at_big;
-  for (uint32_t n : analytic_ns) {
-    Row a = best_of([n, ring] { return run_stepgraph(ring, n, nullptr, sim::Model::Analytic); }, limit, reps);
-    if (!a.ok) {
-      print_failure("analytic", n, a, limit);
-      status = 1;
-      continue;
+    std::printf("2. the analytic backend (sim::simulate_analytic) on ring_allreduce, elaboration included in total s\n\n");
+    std::printf("%6s %12s %13s %13s %9s %9s %12s %12s %9s %9s\n", "N", "messages", "sim t", "closed form", "elab s", "sim s", "events",
+                "events/s", "total s", "peak MiB");
+    Row at_ref, at_big;
+    for (uint32_t n : analytic_ns) {
+      Row a = best_of([n, ring] { return run_stepgraph(ring, n, nullptr, sim::Model::Analytic); }, limit, reps);
+      if (!a.ok) {
+        print_failure("analytic", n, a, limit);
+        status = 1;
+        continue;
+      }
+      double cf = ring_closed_form(n);
+      std::printf("%6u %12llu %11.6fms %11.6fms %9.3f %9.3f %12llu %12.4g %9.3f %9.1f\n", n, static_cast<unsigned long long>(a.messages),
+                  a.sim_time * 1e3, cf * 1e3, a.elab_s, a.sim_s, static_cast<unsigned long long>(a.events),
+                  static_cast<double>(a.events) / a.sim_s, a.total_s, mib(a.peak_kb));
+      std::fflush(stdout);
+      if (rel(a.sim_time, cf) > 1e-6) {
+        std::printf("       simulated time differs from the closed form by %.3g (relative)\n", rel(a.sim_time, cf));
+        status = 1;
+      }
+      if (n == hand_ref_n) at_ref = a;
+      if (n == analytic_ns.back()) at_big = a;
     }
-    double cf = ring_closed_form(n);
-    std::printf("%6u %12llu %11.6fms %11.6fms %9.3f %9.3f %12llu %12.4g %9.3f %9.1f\n", n, static_cast<unsigned long long>(a.messages),
-                a.sim_time * 1e3, cf * 1e3, a.elab_s, a.sim_s, static_cast<unsigned long long>(a.events),
-                static_cast<double>(a.events) / a.sim_s, a.total_s, mib(a.peak_kb));
-    std::fflush(stdout);
-    if (rel(a.sim_time, cf) > 1e-6) {
-      std::printf("       simulated time differs from the closed form by %.3g (relative)\n", rel(a.sim_time, cf));
-      status = 1;
+    std::printf("\n");
+    if (hand_1024 > 0 && at_ref.ok) {
+      std::printf("   speed against the hand-written SimGrid ring at N = %u (%.3f s, %.3g messages/s):\n", hand_ref_n, hand_1024,
+                  hand_1024_msgs / hand_1024);
+      std::printf("     simulation alone   %.3f s, %.3g messages/s: %.1fx faster\n", at_ref.sim_s,
+                  static_cast<double>(at_ref.messages) / at_ref.sim_s, hand_1024 / at_ref.sim_s);
+      std::printf("     end to end         %.3f s (elaboration included): %.1fx faster\n", at_ref.total_s, hand_1024 / at_ref.total_s);
+      std::printf("     goal: at least 10x: %s\n", quick ? "(not judged in --quick)" : hand_1024 / at_ref.sim_s >= 10 ? "met" : "NOT met");
     }
-    if (n == hand_ref_n) at_ref = a;
-    if (n == analytic_ns.back()) at_big = a;
-  }
-  std::printf("\n");
-  if (hand_1024 > 0 && at_ref.ok) {
-    std::printf("   speed against the hand-written SimGrid ring at N = %u (%.3f s, %.3g messages/s):\n", hand_ref_n, hand_1024,
-                hand_1024_msgs / hand_1024);
-    std::printf("     simulation alone   %.3f s, %.3g messages/s: %.1fx faster\n", at_ref.sim_s,
-                static_cast<double>(at_ref.messages) / at_ref.sim_s, hand_1024 / at_ref.sim_s);
-    std::printf("     end to end         %.3f s (elaboration included): %.1fx faster\n", at_ref.total_s, hand_1024 / at_ref.total_s);
-    std::printf("     goal: at least 10x: %s\n", quick ? "(not judged in --quick)" : hand_1024 / at_ref.sim_s >= 10 ? "met" : "NOT met");
-  }
-  if (at_big.ok) {
-    bool met = at_big.total_s <= 30 && gib(at_big.peak_kb) <= 3.0;
-    std::printf("   ring all-reduce at N = %u end to end: %.1f s, %.2f GiB peak (%llu messages, %llu steps); goal 30 s and 3 GiB: %s\n",
-                analytic_ns.back(), at_big.total_s, gib(at_big.peak_kb), static_cast<unsigned long long>(at_big.messages),
-                static_cast<unsigned long long>(at_big.steps), quick ? "(not judged in --quick)" : met ? "met" : "NOT met");
-    std::printf("   reference: LogGOPSim needed 304 s and 9.4 GB for it on a machine like this one (issue 7; not run here)\n");
-  }
-  std::printf("\n");
+    if (at_big.ok) {
+      bool met = at_big.total_s <= 30 && gib(at_big.peak_kb) <= 3.0;
+      std::printf("   ring all-reduce at N = %u end to end: %.1f s, %.2f GiB peak (%llu messages, %llu steps); goal 30 s and 3 GiB: %s\n",
+                  analytic_ns.back(), at_big.total_s, gib(at_big.peak_kb), static_cast<unsigned long long>(at_big.messages),
+                  static_cast<unsigned long long>(at_big.steps),
+                  quick ? "(not judged in --quick)"
+                  : met ? "met"
+                        : "NOT met");
+      std::printf("   reference: LogGOPSim needed 304 s and 9.4 GB for it on a machine like this one (issue 7; not run here)\n");
+    }
+    std::printf("\n");
   }
 
   // ---- 3. a million ranks ----------------------------------------------------------------------
-  if (part == 0 || part == 3)
-    std::printf("3. recursive_doubling_allreduce, size 1 MiB, simulated analytically end to end (one run)\n\n");
+  if (part == 0 || part == 3) std::printf("3. recursive_doubling_allreduce, size 1 MiB, simulated analytically end to end (one run)\n\n");
   const char* rd = "recursive_doubling_allreduce";
   bool fitted = part != 0 && part != 3;
   for (uint32_t n = big_n; n >= 2 && !fitted; n /= 2) {

@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
+#include "bench/child_process.hpp"
 #include "core/dsl/library.hpp"
 #include "core/dsl/session.hpp"
-#include "core/pipeline.hpp"
 #include "core/interp/interpret.hpp"
+#include "core/pipeline.hpp"
 #include "verify/verify.hpp"
-#include "bench/child_process.hpp"
 
 using namespace sg;
 using namespace sg::verify;
@@ -93,8 +93,7 @@ Row run_default(const std::string& family, uint32_t n) {
   auto t1 = Clock::now();
   InterpResult ir = interpret(*g);
   row.interp_s = std::chrono::duration<double>(Clock::now() - t1).count();
-  std::snprintf(row.verdict, sizeof row.verdict, "%s%s", verdict_name(rep.worst()),
-                rep.modes.front().ran_z3 ? "" : " (no z3)");
+  std::snprintf(row.verdict, sizeof row.verdict, "%s%s", verdict_name(rep.worst()), rep.modes.front().ran_z3 ? "" : " (no z3)");
   row.ok = true;
   return row;
 }
@@ -156,8 +155,8 @@ int main(int argc, char** argv) {
   }
   std::printf("bench/verify: eager semantics; time of the engine vs one run of the reference interpreter (same graph)\n");
   std::printf("runs in their own process, killed after %d s\n\n", limit);
-  std::printf("%-8s %-8s %6s %10s %15s %11s %10s %10s %11s %10s\n", "family", "engine", "N", "steps", "verdict", "engine s",
-              "interp s", "ratio", "executions", "peak MiB");
+  std::printf("%-8s %-8s %6s %10s %15s %11s %10s %10s %11s %10s\n", "family", "engine", "N", "steps", "verdict", "engine s", "interp s",
+              "ratio", "executions", "peak MiB");
   std::vector<std::string> crossing;
   if (only_default) families.clear();
   for (const auto& f : families) {
@@ -170,7 +169,9 @@ int main(int argc, char** argv) {
           char killed_at[32];  // not (">" + std::to_string(limit) + " s"): GCC 12's false -Wrestrict
           std::snprintf(killed_at, sizeof killed_at, ">%d s", limit);
           std::printf("%-8s %-8s %6u %10s %15s %11s\n", f.name.c_str(), z3 ? "z3" : "explicit", n, "-", "killed", killed_at);
-          if (z3 && !crossed) crossing.push_back(f.name + ": z3 takes more than 60 s at N = " + std::to_string(n) + " (killed at " + std::to_string(limit) + " s)");
+          if (z3 && !crossed)
+            crossing.push_back(f.name + ": z3 takes more than 60 s at N = " + std::to_string(n) + " (killed at " + std::to_string(limit) +
+                               " s)");
           crossed = true;
           break;
         }

@@ -44,8 +44,12 @@ int cmd_calibrate(const CalibrateOpts& o) {
         for (const auto& k : c.classes) {
           nlohmann::json pts = nlohmann::json::array();
           for (const auto& p : k.points) pts.push_back({{"bytes", p.bytes}, {"one_way_us", p.one_way_s * 1e6}});
-          j["classes"].push_back({{"class", k.name}, {"ranks", {k.a, k.b}}, {"alpha_us", k.alpha_s * 1e6}, {"bw_GBps", k.bw_Bps / 1e9},
-                                  {"max_rel_err", k.max_rel_err}, {"points", pts}});
+          j["classes"].push_back({{"class", k.name},
+                                  {"ranks", {k.a, k.b}},
+                                  {"alpha_us", k.alpha_s * 1e6},
+                                  {"bw_GBps", k.bw_Bps / 1e9},
+                                  {"max_rel_err", k.max_rel_err},
+                                  {"points", pts}});
         }
         std::cout << j.dump(2) << "\n";
       } else {
@@ -54,8 +58,8 @@ int cmd_calibrate(const CalibrateOpts& o) {
         std::printf("  reduction (float sum) on rank 0's core: %.4f ns per byte (%.2f GB/s)\n", c.gamma_s_per_byte * 1e9,
                     c.gamma_s_per_byte > 0 ? 1e-9 / c.gamma_s_per_byte : 0.0);
         for (const auto& k : c.classes) {
-          std::printf("\n  %s (ranks %d and %d): alpha %.3f us, bandwidth %.3f GB/s (fit within %.0f%% at every size)\n", k.name.c_str(), k.a,
-                      k.b, k.alpha_s * 1e6, k.bw_Bps / 1e9, k.max_rel_err * 100);
+          std::printf("\n  %s (ranks %d and %d): alpha %.3f us, bandwidth %.3f GB/s (fit within %.0f%% at every size)\n", k.name.c_str(),
+                      k.a, k.b, k.alpha_s * 1e6, k.bw_Bps / 1e9, k.max_rel_err * 100);
           std::printf("  %12s %12s %12s\n", "bytes", "measured us", "fit us");
           for (const auto& p : k.points)
             std::printf("  %12llu %12.3f %12.3f\n", static_cast<unsigned long long>(p.bytes), p.one_way_s * 1e6,

@@ -26,16 +26,16 @@ struct CompileOpts {
   std::string output;
   uint64_t max_steps = 0;
   bool timing = false;
-  GoalOptions goal;  // --format goal: --ns-per-flop, --ns-per-byte
+  GoalOptions goal;     // --format goal: --ns-per-flop, --ns-per-byte
   bool expand = false;  // --expand: collectives replaced by library algorithms
   std::string algo;     // --algo SPEC (implies --expand)
 };
 
 struct AnalyzeOpts {
   Common c;
-  std::string algo;      // --algo for the collectives' expansion
-  bool per_rank = false; // --per-rank: one row per rank
-  std::string unit;      // --unit BUF: bytes in multiples of one chunk of BUF
+  std::string algo;       // --algo for the collectives' expansion
+  bool per_rank = false;  // --per-rank: one row per rank
+  std::string unit;       // --unit BUF: bytes in multiples of one chunk of BUF
   bool json = false;
 };
 
@@ -61,15 +61,15 @@ struct SimOpts {
   std::string ranks;                 // -n: "64", "8..4096" (doubling), "8,12,16"
   std::vector<std::string> sets;
   std::string max_memory;
-  std::string platform;              // "" = the default platform
+  std::string platform;  // "" = the default platform
   std::string model = "simgrid";
-  std::string algo;                  // --algo allreduce=ring,…
+  std::string algo;  // --algo allreduce=ring,…
   std::string protocol = "auto";
   std::string eager_limit = "64KiB";
-  std::string loggp;                 // "o=1us,g=100ns,O=0"
-  std::string gamma;                 // seconds per reduced byte, e.g. "0.1ns"
-  std::string map;                   // "0,2,1,3" or "@file"
-  std::string sweep;                 // "size=1KiB..1GiB"
+  std::string loggp;  // "o=1us,g=100ns,O=0"
+  std::string gamma;  // seconds per reduced byte, e.g. "0.1ns"
+  std::string map;    // "0,2,1,3" or "@file"
+  std::string sweep;  // "size=1KiB..1GiB"
   std::string trace, csv, plot;
   unsigned top = 5;
   bool json = false, quiet = false;
@@ -77,20 +77,20 @@ struct SimOpts {
 
 struct ExecOpts {
   std::string target;
-  std::string ranks;                 // -n: must equal the job's size when given
+  std::string ranks;  // -n: must equal the job's size when given
   std::vector<std::string> sets;
   std::string max_memory;
-  std::string sweep;                 // "size=1KiB..64MiB"
-  std::string dtype;                 // f32 (default), f64, i32, i64
-  std::string compare;               // "native"
-  std::string native_algo;           // Open MPI tuned algorithm: a name (ring, …) or a number
+  std::string sweep;        // "size=1KiB..64MiB"
+  std::string dtype;        // f32 (default), f64, i32, i64
+  std::string compare;      // "native"
+  std::string native_algo;  // Open MPI tuned algorithm: a name (ring, …) or a number
   int iters = 20, warmup = 5;
   double timeout_s = 60;
   bool check = false, json = false;
-  std::string predict;               // a platform: print the analytic simulator's time next to the measured one
-  std::string device = "cpu";        // cpu, cuda or host-staged
-  std::string transport = "auto";    // with a device: auto, staged, cuda-aware or nccl
-  bool device_sync = false;          // with a device: every device call waits (no streams)
+  std::string predict;             // a platform: print the analytic simulator's time next to the measured one
+  std::string device = "cpu";      // cpu, cuda or host-staged
+  std::string transport = "auto";  // with a device: auto, staged, cuda-aware or nccl
+  bool device_sync = false;        // with a device: every device call waits (no streams)
 };
 
 struct CalibrateOpts {
@@ -113,7 +113,6 @@ int cmd_demo(const std::string& ranks);
 
 // "stepgraph bug: …, please report it" on stderr; returns kInternalErrorExit (70).
 int report_internal_error(const InternalError& e);
-
 
 // "8" | "2..17" (inclusive) | "4,8,16" | mixtures "2..5,8". Returns false with a message.
 bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err);

@@ -35,7 +35,8 @@ int cmd_compile(const CompileOpts& o) {
   Prepared p;
   if (int rc = prepare(o.c, p, false)) return rc;
   p.opts.only_rank = o.format == "stream" ? -1 : o.rank;  // the stream order needs every rank's program
-  if (o.format == "goal" && o.rank >= 0) return fail("--format goal needs every rank's program: LogGOPSim simulates them all (drop --rank)");
+  if (o.format == "goal" && o.rank >= 0)
+    return fail("--format goal needs every rank's program: LogGOPSim simulates them all (drop --rank)");
   if (o.rank >= 0 && o.rank >= static_cast<int64_t>(p.ns[0]))
     return fail("--rank " + std::to_string(o.rank) + " is out of range for -n " + std::to_string(p.ns[0]));
   auto t0 = std::chrono::steady_clock::now();
@@ -45,8 +46,7 @@ int cmd_compile(const CompileOpts& o) {
   Built b = build(p.s, p.t, bo);
   if (!b.ok()) {
     // On stderr: stdout is the graph's (it may be redirected into a file or a pipe).
-    if (b.unsupported)
-      std::cerr << "compile " << p.t.name() << " N = " << p.ns[0] << ": unsupported (" << b.unsupported_reason << ")\n";
+    if (b.unsupported) std::cerr << "compile " << p.t.name() << " N = " << p.ns[0] << ": unsupported (" << b.unsupported_reason << ")\n";
     p.s.diags.print(std::cerr, p.s.sources);
     return 2;
   }

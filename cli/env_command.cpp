@@ -128,8 +128,9 @@ int cmd_env(const EnvOpts& o) {
 #ifdef STEPGRAPH_HAVE_MPI
     std::string why;
     if (exec::process_manager_contact(get, names).empty()) {
-      info.notes.push_back("MPI not asked: no process manager to reach (no PMIX_SERVER_URI*, OMPI_MCA_orte_hnp_uri, PMI_FD, PMI_PORT, "
-                           "MPIRUN_HOST or SLURM_STEP_ID), so MPI_Init would start a singleton");
+      info.notes.push_back(
+          "MPI not asked: no process manager to reach (no PMIX_SERVER_URI*, OMPI_MCA_orte_hnp_uri, PMI_FD, PMI_PORT, "
+          "MPIRUN_HOST or SLURM_STEP_ID), so MPI_Init would start a singleton");
     } else if (can_join(linked_mpi(), info.mpi, why)) {
       exec::complete_from_mpi(info, ask_mpi(), device_count);
       info.backend_reason += probing;

@@ -5,9 +5,9 @@
 namespace sg::cli {
 
 struct EnvOpts {
-  bool json = false;      // --json: one JSON object
-  bool export_ = false;   // --export: one `export RANK=… …` line for eval
-  bool no_mpi = false;    // --no-mpi: never call MPI_Init
+  bool json = false;     // --json: one JSON object
+  bool export_ = false;  // --export: one `export RANK=… …` line for eval
+  bool no_mpi = false;   // --no-mpi: never call MPI_Init
 };
 
 int cmd_env(const EnvOpts& o);

@@ -124,8 +124,8 @@ void print_exec_text(const ExecTable& x, const std::vector<PointRow>& rows, uint
   // Collectives: the nccl-tests table, with the swept parameter first when it is not size.
   // The swept parameter gets a column of its own unless one shows it already (size; an
   // attention table's seq, heads, dim and batch), e.g. --sweep causal=0,1 or elem=2,4.
-  bool own_column = shaped ? (sweep_param == "seq" || sweep_param == "heads" || sweep_param == "dim" || sweep_param == "batch")
-                           : sweep_param == "size";
+  bool own_column =
+      shaped ? (sweep_param == "seq" || sweep_param == "heads" || sweep_param == "dim" || sweep_param == "batch") : sweep_param == "size";
   bool lead = swept && !own_column;
   const char* pre = lead ? "" : "#";
   if (shaped) {
@@ -138,10 +138,10 @@ void print_exec_text(const ExecTable& x, const std::vector<PointRow>& rows, uint
     std::string what = std::string(same_dir ? (r0.backward ? "backward" : "forward") : "forward or backward") + ", " +
                        (same_mask ? (r0.causal ? "causal mask" : "full mask") : "mask by " + sweep_param) + ", " +
                        (same_type ? (r0.bf16 ? "bf16 inputs" : "fp32 inputs") : "inputs by " + sweep_param);
-    std::printf("# attention %s; TFLOP/s counts 4·batch·heads·seq²·dim, halved for a causal mask, × 2.5 for the backward\n",
-                what.c_str());
+    std::printf("# attention %s; TFLOP/s counts 4·batch·heads·seq²·dim, halved for a causal mask, × 2.5 for the backward\n", what.c_str());
     if (lead) std::printf("# %10s", sweep_param.c_str());
-    std::printf("%s %8s %6s %5s %6s %12s %10s %9s %9s %7s", pre, "seq", "heads", "dim", "batch", "model", "time", "TFLOP/s", "TFLOP/s", "#wrong");
+    std::printf("%s %8s %6s %5s %6s %12s %10s %9s %9s %7s", pre, "seq", "heads", "dim", "batch", "model", "time", "TFLOP/s", "TFLOP/s",
+                "#wrong");
   } else {
     if (lead) std::printf("# %10s", sweep_param.c_str());
     std::printf("%s %10s %12s %8s %6s %10s %8s %8s %7s", pre, "size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong");
@@ -157,15 +157,17 @@ void print_exec_text(const ExecTable& x, const std::vector<PointRow>& rows, uint
   std::printf("\n");
   // How the notes below the table name a row.
   auto point = [&](const PointRow& r) {
-    if (shaped) return "seq " + std::to_string(r.shape.seq) + (swept && sweep_param != "seq" ? ", " + sweep_param + " " + std::to_string(r.value) : "");
+    if (shaped)
+      return "seq " + std::to_string(r.shape.seq) +
+             (swept && sweep_param != "seq" ? ", " + sweep_param + " " + std::to_string(r.value) : "");
     return (lead ? sweep_param + " " + std::to_string(r.value) + ", " : std::string()) + std::to_string(r.size) + " B";
   };
   for (const PointRow& r : rows) {
     std::string wrong_s = r.checked ? std::to_string(r.wrong) : "-";
     if (lead) std::printf("  %10llu", static_cast<unsigned long long>(r.value));
     if (shaped) {
-      std::printf("%s %8u %6u %5u %6u %12.3f %10.2f %9.3f %9.3f %7s", lead ? "" : " ", r.shape.seq, r.shape.heads, r.shape.dim, r.shape.batch, r.model_flops() / 1e9, r.time_s * 1e6,
-                  r.tflops(), r.tflops() / size, wrong_s.c_str());
+      std::printf("%s %8u %6u %5u %6u %12.3f %10.2f %9.3f %9.3f %7s", lead ? "" : " ", r.shape.seq, r.shape.heads, r.shape.dim,
+                  r.shape.batch, r.model_flops() / 1e9, r.time_s * 1e6, r.tflops(), r.tflops() / size, wrong_s.c_str());
     } else {
       double alg = r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0;
       std::printf("%s %10llu %12llu %8s %6s %10.2f %8.3f %8.3f %7s", lead ? "" : " ", static_cast<unsigned long long>(r.size),
@@ -196,18 +198,24 @@ void print_exec_text(const ExecTable& x, const std::vector<PointRow>& rows, uint
   }
   for (const PointRow& r : rows)
     if (r.mpi_differs > 0)
-      std::printf("# %s: MPI's own collective on the same inputs differs from ours in %lld elements\n", point(r).c_str(), static_cast<long long>(r.mpi_differs));
+      std::printf("# %s: MPI's own collective on the same inputs differs from ours in %lld elements\n", point(r).c_str(),
+                  static_cast<long long>(r.mpi_differs));
   bool compared = false, agreed = true;
   for (const PointRow& r : rows) compared |= r.mpi_differs >= 0, agreed &= r.mpi_differs <= 0;
   if (compared && agreed) std::printf("# MPI's own collective on the same inputs gives the same elements at every size\n");
   for (const PointRow& r : rows)
     if (r.attention) {
       if (r.shape.backward)
-        std::printf("# %s: attention backward against full attention on one rank (%s inputs): max |dQ - ref| = %.3g, max |dKV - ref| = %.3g over %llu elements (tolerance %.3g)\n",
-                    point(r).c_str(), r.shape.bf16 ? "bf16" : "fp32", r.err_dq, r.err_dkv, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
+        std::printf(
+            "# %s: attention backward against full attention on one rank (%s inputs): max |dQ - ref| = %.3g, max |dKV - ref| = %.3g over "
+            "%llu elements (tolerance %.3g)\n",
+            point(r).c_str(), r.shape.bf16 ? "bf16" : "fp32", r.err_dq, r.err_dkv, static_cast<unsigned long long>(r.attention_checked),
+            r.tolerance);
       else
-        std::printf("# %s: attention against full attention on one rank (%s inputs): max |O|lse - ref| = %.3g over %llu elements (tolerance %.3g)\n",
-                    point(r).c_str(), r.shape.bf16 ? "bf16" : "fp32", r.err_o, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
+        std::printf(
+            "# %s: attention against full attention on one rank (%s inputs): max |O|lse - ref| = %.3g over %llu elements (tolerance "
+            "%.3g)\n",
+            point(r).c_str(), r.shape.bf16 ? "bf16" : "fp32", r.err_o, static_cast<unsigned long long>(r.attention_checked), r.tolerance);
     }
   if (total_wrong) std::printf("# %llu wrong elements\n", static_cast<unsigned long long>(total_wrong));
 }

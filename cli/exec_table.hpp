@@ -11,10 +11,10 @@ namespace sg::cli {
 
 struct ExecTable {
   const ExecOpts& o;
-  int size = 1;                 // ranks in the job
-  bool device = false;          // buffers on a device (the header says which, and how)
+  int size = 1;         // ranks in the job
+  bool device = false;  // buffers on a device (the header says which, and how)
   std::string transport, transport_why, device_note;
-  std::string sweep_param;      // "" when nothing is swept
+  std::string sweep_param;  // "" when nothing is swept
 };
 
 void print_exec_json(const ExecTable& x, const std::vector<exec::PointRow>& rows);

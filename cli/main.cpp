@@ -13,8 +13,7 @@ namespace {
 
 void add_common(CLI::App* app, sg::cli::Common& c, bool many_ranks) {
   app->add_option("target", c.target, "schedule file (FILE or FILE:SCHEDULE) or a library name")->required();
-  app->add_option("-n,--ranks", c.ranks, many_ranks ? "number of ranks: N, a..b (inclusive), or a,b,c" : "number of ranks")
-      ->required();
+  app->add_option("-n,--ranks", c.ranks, many_ranks ? "number of ranks: N, a..b (inclusive), or a,b,c" : "number of ranks")->required();
   app->add_option("--set", c.sets, "set a schedule parameter, e.g. --set size=1GiB (repeatable)");
   std::string points;  // from the pass table, so that a new pass is listed here too
   for (const auto& p : sg::dump_point_names()) points += p + ", ";
@@ -28,7 +27,8 @@ int main(int argc, char** argv) {
   CLI::App app{"stepgraph: write a collective schedule once; compile, check, simulate, verify and execute it", "stepgraph"};
   app.set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
   app.require_subcommand(0, 1);
-  app.footer("Run `stepgraph SUBCOMMAND --help` for the options of each. Exit codes: 0 ok, 1 defect found, 2 bad input, 70 a bug in stepgraph.");
+  app.footer(
+      "Run `stepgraph SUBCOMMAND --help` for the options of each. Exit codes: 0 ok, 1 defect found, 2 bad input, 70 a bug in stepgraph.");
 
   bool list_json = false;
   auto* list = app.add_subcommand("list", "list the schedule library with a one-line description each");
@@ -37,18 +37,23 @@ int main(int argc, char** argv) {
   sg::cli::CompileOpts copts;
   auto* compile = app.add_subcommand("compile", "elaborate a schedule for N ranks and print its step graph");
   add_common(compile, copts.c, false);
-  compile->add_option("--format", copts.format,
-                      "text, json, dot, stats, goal (LogGOPSim's schedule format) or stream (the order exec --transport nccl issues "
-                      "each rank's transfers in: groups in one global order on a transfer lane, local work between them)")
+  compile
+      ->add_option("--format", copts.format,
+                   "text, json, dot, stats, goal (LogGOPSim's schedule format) or stream (the order exec --transport nccl issues "
+                   "each rank's transfers in: groups in one global order on a transfer lane, local work between them)")
       ->check(CLI::IsMember({"text", "json", "dot", "stats", "goal", "stream"}));
-  compile->add_option("--rank", copts.rank, "elaborate only this rank's program (what an executor needs); with --format stream: print only this rank's order");
+  compile->add_option("--rank", copts.rank,
+                      "elaborate only this rank's program (what an executor needs); with --format stream: print only this rank's order");
   compile->add_option("-o,--output", copts.output, "write to this file instead of standard output");
   compile->add_option("--max-steps", copts.max_steps, "text format: print at most this many steps");
   compile->add_flag("--time", copts.timing, "stats format: also print the build time");
-  compile->add_option("--ns-per-flop", copts.goal.ns_per_flop, "goal format: a compute step takes ceil(flops × this) ns (default 0.001: 1 TFLOP/s)")
+  compile
+      ->add_option("--ns-per-flop", copts.goal.ns_per_flop,
+                   "goal format: a compute step takes ceil(flops × this) ns (default 0.001: 1 TFLOP/s)")
       ->check(CLI::NonNegativeNumber);
-  compile->add_option("--ns-per-byte", copts.goal.ns_per_byte,
-                      "goal format: copy, reduce and reducing receives take ceil(bytes × this) ns (default 0.1: 10 GB/s)")
+  compile
+      ->add_option("--ns-per-byte", copts.goal.ns_per_byte,
+                   "goal format: copy, reduce and reducing receives take ceil(bytes × this) ns (default 0.1: 10 GB/s)")
       ->check(CLI::NonNegativeNumber);
   compile->add_flag("--expand", copts.expand,
                     "replace every collective by the point-to-point steps of a library algorithm (by default the one "
@@ -64,7 +69,8 @@ int main(int argc, char** argv) {
   check->add_flag("-q,--quiet", kopts.quiet, "print only failures");
 
   sg::cli::AnalyzeOpts aopts;
-  auto* analyze = app.add_subcommand("analyze", "per-rank bytes, messages, compute, peak extra memory and load imbalance, from the step graph alone");
+  auto* analyze =
+      app.add_subcommand("analyze", "per-rank bytes, messages, compute, peak extra memory and load imbalance, from the step graph alone");
   add_common(analyze, aopts.c, true);
   analyze->add_option("--algo", aopts.algo, "algorithms for the collectives' expansion, e.g. allgather=ring (default: Open MPI's choice)");
   analyze->add_option("--unit", aopts.unit, "show bytes in chunks of this buffer, e.g. --unit Q");
@@ -72,11 +78,14 @@ int main(int argc, char** argv) {
   analyze->add_flag("--json", aopts.json, "print JSON: one object (a list for several N), with per_rank, min, mean, max and imbalance");
 
   sg::cli::VerifyOpts vopts;
-  auto* verify = app.add_subcommand("verify", "decide deadlock, races, undefined data, lifecycle and wrong results under rendezvous and eager sends");
+  auto* verify =
+      app.add_subcommand("verify", "decide deadlock, races, undefined data, lifecycle and wrong results under rendezvous and eager sends");
   add_common(verify, vopts.c, true);
-  verify->add_option("--semantics", vopts.semantics, "rendezvous, eager or both")
-      ->check(CLI::IsMember({"rendezvous", "eager", "both"}));
-  verify->add_option("--engine", vopts.engine, "explicit, z3, both (they must agree), or auto (explicit decides; z3 decides what its search cannot finish and cross-checks small graphs)")
+  verify->add_option("--semantics", vopts.semantics, "rendezvous, eager or both")->check(CLI::IsMember({"rendezvous", "eager", "both"}));
+  verify
+      ->add_option("--engine", vopts.engine,
+                   "explicit, z3, both (they must agree), or auto (explicit decides; z3 decides what its search cannot finish and "
+                   "cross-checks small graphs)")
       ->check(CLI::IsMember({"auto", "explicit", "z3", "both"}));
   verify->add_flag("--json", vopts.json, "print JSON: one object (a list for several N)");
   verify->add_option("--timeout", vopts.timeout_s,
@@ -87,12 +96,16 @@ int main(int argc, char** argv) {
   verify->footer("Exit codes: 0 ok under every semantics asked, 1 a defect, 2 bad input, 3 undecided or the engines disagree.");
 
   sg::cli::SimOpts sopts;
-  auto* sim = app.add_subcommand("sim", "simulate schedules on a platform (SimGrid or the analytic LogGP model): time, bandwidth, critical path, traces, sweeps, plots");
-  sim->add_option("target", sopts.targets, "schedules: files (FILE or FILE:SCHEDULE) or library names, several for a comparison")->required();
+  auto* sim = app.add_subcommand(
+      "sim",
+      "simulate schedules on a platform (SimGrid or the analytic LogGP model): time, bandwidth, critical path, traces, sweeps, plots");
+  sim->add_option("target", sopts.targets, "schedules: files (FILE or FILE:SCHEDULE) or library names, several for a comparison")
+      ->required();
   sim->add_option("-n,--ranks", sopts.ranks, "rank counts: N, a..b (doubling: a, 2a, 4a, … b) or a,b,c")->required();
   sim->add_option("--set", sopts.sets, "set a schedule parameter, e.g. --set size=1GiB (repeatable)");
   sim->add_option("--max-memory", sopts.max_memory, "refuse instances whose estimated size exceeds this");
-  sim->add_option("--platform", sopts.platform, "a generator string (star:…, fat-tree:…, torus:…, dragonfly:…, nodes:…) or a SimGrid .xml file");
+  sim->add_option("--platform", sopts.platform,
+                  "a generator string (star:…, fat-tree:…, torus:…, dragonfly:…, nodes:…) or a SimGrid .xml file");
   sim->add_option("--model", sopts.model, "simgrid (contention) or analytic (LogGP / α-β, no contention)")
       ->check(CLI::IsMember({"simgrid", "analytic"}));
   sim->add_option("--algo", sopts.algo, "algorithms for collective steps, e.g. allreduce=ring,bcast=binomial (default: Open MPI's choice)");
@@ -109,24 +122,30 @@ int main(int argc, char** argv) {
   sim->add_option("--top", sopts.top, "critical-path statements and links to show (default 5)");
   sim->add_flag("--json", sopts.json, "print JSON: one object, or a list for several points");
   sim->add_flag("-q,--quiet", sopts.quiet, "leave out unsupported points");
-  sim->footer("Exit codes: 0 ok, 1 a simulated deadlock, 2 bad input, 3 the simulator failed. Under `mpiexec -n K` the points are split over the K processes.");
+  sim->footer(
+      "Exit codes: 0 ok, 1 a simulated deadlock, 2 bad input, 3 the simulator failed. Under `mpiexec -n K` the points are split over the K "
+      "processes.");
 
   sg::cli::ExecOpts eopts;
-  auto* exec = app.add_subcommand("exec", "run a schedule for real under mpiexec / srun: check the result and time it next to MPI's own collective");
+  auto* exec =
+      app.add_subcommand("exec", "run a schedule for real under mpiexec / srun: check the result and time it next to MPI's own collective");
   exec->add_option("target", eopts.target, "schedule file (FILE or FILE:SCHEDULE) or a library name")->required();
   exec->add_option("-n,--ranks", eopts.ranks, "number of ranks (default: the job's size; must equal it)");
   exec->add_option("--set", eopts.sets, "set a schedule parameter, e.g. --set size=16MiB (repeatable)");
   exec->add_option("--max-memory", eopts.max_memory, "refuse instances whose estimated size exceeds this");
-  exec->add_option("--sweep", eopts.sweep, "sweep a parameter: NAME=a..b (doubling) or NAME=a,b,c, e.g. size=1KiB..64MiB, or seq=1024,2048 for attention");
+  exec->add_option("--sweep", eopts.sweep,
+                   "sweep a parameter: NAME=a..b (doubling) or NAME=a,b,c, e.g. size=1KiB..64MiB, or seq=1024,2048 for attention");
   exec->add_option("--dtype", eopts.dtype, "element type of every buffer: f32 (default), f64, f16, bf16, i32, i64, i8, u8")
       ->check(CLI::IsMember({"f32", "f64", "i32", "i64", "i8", "u8", "f16", "bf16"}));
   exec->add_option("--iters", eopts.iters, "timed iterations per point (default 20)")->check(CLI::PositiveNumber);
   exec->add_option("--warmup", eopts.warmup, "untimed iterations first (default 5)")->check(CLI::NonNegativeNumber);
   exec->add_flag("--check", eopts.check, "compare every buffer a postcondition covers with its expected values; count wrong elements");
   exec->add_option("--compare", eopts.compare, "native: also time MPI's own collective on the same data")->check(CLI::IsMember({"native"}));
-  exec->add_option("--native-algo", eopts.native_algo,
-                   "force an Open MPI tuned algorithm for --compare native: allreduce ring, recursive_doubling, rabenseifner, … or its number");
-  exec->add_option("--timeout", eopts.timeout_s, "a run that makes no progress this many seconds stops and says what each rank waits on (exit 3)")
+  exec->add_option(
+      "--native-algo", eopts.native_algo,
+      "force an Open MPI tuned algorithm for --compare native: allreduce ring, recursive_doubling, rabenseifner, … or its number");
+  exec->add_option("--timeout", eopts.timeout_s,
+                   "a run that makes no progress this many seconds stops and says what each rank waits on (exit 3)")
       ->check(CLI::NonNegativeNumber);
   exec->add_flag("--json", eopts.json, "print JSON: a list of objects, one per size");
   exec->add_option("--device", eopts.device,
@@ -141,10 +160,14 @@ int main(int argc, char** argv) {
   exec->add_flag("--device-sync", eopts.device_sync,
                  "with a device, staged or cuda-aware: every device call waits for the device (default: two streams, local work "
                  "overlapping transfers, ordered by events); for comparison and debugging");
-  exec->add_option("--predict", eopts.predict, "a platform (a spec, an .xml file or @FILE from calibrate): the analytic simulator's time next to the measured one, with the error");
+  exec->add_option(
+      "--predict", eopts.predict,
+      "a platform (a spec, an .xml file or @FILE from calibrate): the analytic simulator's time next to the measured one, with the error");
 
   sg::cli::CalibrateOpts calopts;
-  auto* calibrate = app.add_subcommand("calibrate", "under mpiexec: ping-pong per pair class (same node, other node), an alpha-beta fit, and a platform file for sim and exec --predict");
+  auto* calibrate = app.add_subcommand(
+      "calibrate",
+      "under mpiexec: ping-pong per pair class (same node, other node), an alpha-beta fit, and a platform file for sim and exec --predict");
   calibrate->add_option("-o,--output", calopts.output, "the platform file to write (default calibration.platform)");
   calibrate->add_option("--sizes", calopts.sizes, "message sizes: a..b (doubling) or a,b,c (default 8..16MiB)");
   calibrate->add_option("--iters", calopts.iters, "round trips per size; the fastest counts (default 20)")->check(CLI::PositiveNumber);
@@ -152,20 +175,24 @@ int main(int argc, char** argv) {
   exec->footer("Exit codes: 0 ok, 1 wrong elements, 2 bad input (every rank refuses), 3 no progress or an MPI error (the job is aborted).");
 
   sg::cli::EnvOpts envopts;
-  auto* env = app.add_subcommand("env", "what launcher, MPI, rank, local rank, node, device and backend this process sees, and the master address for PyTorch");
+  auto* env = app.add_subcommand(
+      "env", "what launcher, MPI, rank, local rank, node, device and backend this process sees, and the master address for PyTorch");
   auto* env_json = env->add_flag("--json", envopts.json, "print one JSON object");
-  env->add_flag("--export", envopts.export_, "print one line `export RANK=… WORLD_SIZE=… LOCAL_RANK=… LOCAL_WORLD_SIZE=… MASTER_ADDR=… MASTER_PORT=…` for eval")
+  env->add_flag("--export", envopts.export_,
+                "print one line `export RANK=… WORLD_SIZE=… LOCAL_RANK=… LOCAL_WORLD_SIZE=… MASTER_ADDR=… MASTER_PORT=…` for eval")
       ->excludes(env_json);
   env->add_flag("--no-mpi", envopts.no_mpi,
                 "never call MPI_Init (by default, built with MPI and started by mpiexec or srun, it asks MPI what the environment "
                 "leaves unknown: the local rank, rank 0's host)");
-  env->footer("Run it under the launcher: mpiexec -n 4 stepgraph env; in a job script: eval \"$(stepgraph env --export)\"; python train.py");
+  env->footer(
+      "Run it under the launcher: mpiexec -n 4 stepgraph env; in a job script: eval \"$(stepgraph env --export)\"; python train.py");
 
   std::string demo_ranks = "2..17,32,64";
   auto* demo = app.add_subcommand("demo", "the main job: compile, check and summarise a ring all-reduce and the whole library");
   demo->add_option("-n,--ranks", demo_ranks, "rank counts to check the library at");
 
-  for (auto* sub : {list, compile, check, analyze, verify, sim, exec, calibrate, env, demo}) sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
+  for (auto* sub : {list, compile, check, analyze, verify, sim, exec, calibrate, env, demo})
+    sub->set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
 
   try {
     app.parse(argc, argv);

@@ -27,8 +27,7 @@ int prepare(const Common& c, Prepared& p, bool many) {
   if (!many && p.ns.size() != 1) return fail("this command takes one rank count (-n N), got '" + c.ranks + "'");
   for (const auto& kv : c.sets) {
     auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
-      return fail("--set needs NAME=VALUE, got '" + kv + "'");
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return fail("--set needs NAME=VALUE, got '" + kv + "'");
     p.opts.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
   if (c.max_memory.empty()) {

@@ -15,9 +15,9 @@
 namespace sg::cli {
 
 struct Point {
-  size_t target = 0;     // index into PointPlan::targets
+  size_t target = 0;  // index into PointPlan::targets
   uint32_t n = 0;
-  uint64_t value = 0;    // the swept parameter's value
+  uint64_t value = 0;  // the swept parameter's value
   bool has_value = false;
 };
 
@@ -25,11 +25,11 @@ struct PointPlan {
   std::vector<std::string> targets;
   std::vector<std::string> names;  // the schedule each target names (for trace file names)
   std::vector<std::pair<std::string, std::string>> sets;
-  std::string param;     // the swept parameter ("" if none)
+  std::string param;  // the swept parameter ("" if none)
   uint64_t max_memory = 0;
   std::vector<Point> points;
   sim::SimOptions sim;
-  AlgoChoice algo;       // --algo: collective steps' algorithms (empty: Open MPI's choice)
+  AlgoChoice algo;  // --algo: collective steps' algorithms (empty: Open MPI's choice)
 };
 
 // One point's outcome (sim/point.hpp).

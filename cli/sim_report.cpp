@@ -47,9 +47,9 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     *os << "schedule,ranks," << (plan.param.empty() ? "" : plan.param + ",")
         << "size_bytes,time_s,algbw_GBps,busbw_GBps,messages,bytes,completed,wall_s\n";
     for (const auto& r : results) {
-      *os << r.schedule << "," << r.n << "," << (plan.param.empty() ? "" : std::to_string(r.param_value) + ",") << r.size_bytes
-          << "," << fmt("%.9g", r.time_s) << "," << fmt("%.6g", r.algbw) << "," << fmt("%.6g", r.busbw) << "," << r.messages << ","
-          << r.bytes << "," << (r.completed ? 1 : 0) << "," << fmt("%.3f", r.wall_s) << "\n";
+      *os << r.schedule << "," << r.n << "," << (plan.param.empty() ? "" : std::to_string(r.param_value) + ",") << r.size_bytes << ","
+          << fmt("%.9g", r.time_s) << "," << fmt("%.6g", r.algbw) << "," << fmt("%.6g", r.busbw) << "," << r.messages << "," << r.bytes
+          << "," << (r.completed ? 1 : 0) << "," << fmt("%.3f", r.wall_s) << "\n";
     }
   }
   if (!o.plot.empty()) {
@@ -81,12 +81,12 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     if (r.size_bytes)
       std::cout << "   algbw " << fmt("%.2f", r.algbw) << " GB/s   busbw " << fmt("%.2f", r.busbw) << " GB/s   (size "
                 << human_bytes2(static_cast<double>(r.size_bytes)) << ", bus factor " << r.factor_name << ")";
-    std::cout << "\n  " << with_commas(r.messages) << " messages, " << human_bytes2(static_cast<double>(r.bytes))
-              << "; slowest rank " << r.slowest_rank << " (done at " << human_time(r.slowest_s) << ")\n";
+    std::cout << "\n  " << with_commas(r.messages) << " messages, " << human_bytes2(static_cast<double>(r.bytes)) << "; slowest rank "
+              << r.slowest_rank << " (done at " << human_time(r.slowest_s) << ")\n";
     if (r.compute_s > 0)
-      std::cout << "  rank " << r.slowest_rank << " computes " << human_time(r.compute_s) << " and communicates "
-                << human_time(r.comm_s) << "; " << human_time(r.overlap_s) << " of it ("
-                << fmt("%.0f", r.comm_s > 0 ? 100 * r.overlap_s / r.comm_s : 0) << "%) hides behind the computation\n";
+      std::cout << "  rank " << r.slowest_rank << " computes " << human_time(r.compute_s) << " and communicates " << human_time(r.comm_s)
+                << "; " << human_time(r.overlap_s) << " of it (" << fmt("%.0f", r.comm_s > 0 ? 100 * r.overlap_s / r.comm_s : 0)
+                << "%) hides behind the computation\n";
     if (!r.completed) {
       std::cout << "  did not finish:\n" << r.text;
     } else {
@@ -94,9 +94,8 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
       if (!r.links_json.empty()) {
         std::cout << "  busiest links:";
         for (const auto& l : r.links_json)
-          std::cout << "  " << l.at("link").get<std::string>() << " "
-                    << human_bytes2(static_cast<double>(l.at("bytes").get<uint64_t>())) << " ("
-                    << fmt("%.0f", 100 * l.at("busy").get<double>()) << "% busy)";
+          std::cout << "  " << l.at("link").get<std::string>() << " " << human_bytes2(static_cast<double>(l.at("bytes").get<uint64_t>()))
+                    << " (" << fmt("%.0f", 100 * l.at("busy").get<double>()) << "% busy)";
         std::cout << "\n";
       }
     }
@@ -106,11 +105,11 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     std::cout << "\n";
     return rc;
   }
-  std::printf("%-28s %7s %12s %12s %11s %11s %12s %9s\n", "schedule", "N", plan.param.empty() ? "size" : plan.param.c_str(),
-              "time", "algbw GB/s", "busbw GB/s", "messages", "wall s");
+  std::printf("%-28s %7s %12s %12s %11s %11s %12s %9s\n", "schedule", "N", plan.param.empty() ? "size" : plan.param.c_str(), "time",
+              "algbw GB/s", "busbw GB/s", "messages", "wall s");
   for (const auto& r : results) {
     if (r.unsupported && o.quiet) continue;
-    std::string v = plan.param.empty() ? human_bytes2(static_cast<double>(r.size_bytes))
+    std::string v = plan.param.empty()     ? human_bytes2(static_cast<double>(r.size_bytes))
                     : plan.param == "size" ? human_bytes2(static_cast<double>(r.param_value))
                                            : std::to_string(r.param_value);
     if (r.status == 2 || (!r.error.empty() && r.platform.empty())) {
@@ -119,7 +118,9 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     }
     std::printf("%-28s %7u %12s %12s %11.2f %11.2f %12s %9.3f%s\n", r.schedule.c_str(), r.n, v.c_str(), human_time(r.time_s).c_str(),
                 r.algbw, r.busbw, with_commas(r.messages).c_str(), r.wall_s,
-                !r.error.empty() ? ("  " + r.error).c_str() : r.completed ? "" : "  deadlock");
+                !r.error.empty() ? ("  " + r.error).c_str()
+                : r.completed    ? ""
+                                 : "  deadlock");
   }
   if (!results.empty())
     std::cout << "platform: " << (o.platform.empty() ? std::string(sim::default_platform_spec()) + " (the default)" : o.platform)

@@ -92,8 +92,8 @@ int cmd_demo(const std::string& ranks) {
       o.nranks = n;
       CheckOutcome c = run_check(one, tt, o);
       ++instances;
-      warned += std::any_of(one.diags.all().begin(), one.diags.all().end(),
-                            [](const Diagnostic& d) { return d.severity == Severity::Warning; });
+      warned +=
+          std::any_of(one.diags.all().begin(), one.diags.all().end(), [](const Diagnostic& d) { return d.severity == Severity::Warning; });
       if (!c.built) {
         // Refused: an N the algorithm does not support (a failed `require`). Any other error
         // is a broken library schedule, and a failure.
@@ -145,8 +145,8 @@ int cmd_demo(const std::string& ranks) {
     std::string desc = prog ? one_line_description(prog->header, e.name) : "";
     if (desc.size() > 52) desc = desc.substr(0, 49) + "...";
     std::printf("%-*s  %8s  %8d  %10s  %7s  %9s  %s\n", static_cast<int>(width), e.name.c_str(),
-                (std::to_string(ok) + "/" + std::to_string(ns.size())).c_str(), refused, steps.c_str(), rounds.c_str(),
-                verdict.c_str(), desc.c_str());
+                (std::to_string(ok) + "/" + std::to_string(ns.size())).c_str(), refused, steps.c_str(), rounds.c_str(), verdict.c_str(),
+                desc.c_str());
     total_ok += ok;
     total_bad += bad;
     if (bad) {
@@ -154,7 +154,8 @@ int cmd_demo(const std::string& ranks) {
       std::cout << "   FAILED " << first_bad;
     }
   }
-  std::cout << "\n" << total_ok << " checks passed, " << total_bad << " failed"
+  std::cout << "\n"
+            << total_ok << " checks passed, " << total_bad << " failed"
             << " (a refused N is one the algorithm does not support and says so)\n";
   if (warned)
     std::cout << warned << " of the " << instances << " instances warn that a chunk size rounds down (size / N where N does not\n"
@@ -178,8 +179,7 @@ schedule ring_shift() {
     auto g = graph_of(one, Target{p, p->schedules.back().get()}, o);
     if (g) {
       verify::VerifyReport rep = verify::verify_graph(*g, verify::VerifyOptions{});
-      for (const auto& m : rep.modes)
-        std::cout << "   " << verify::mode_name(m.mode) << ": " << verify::verdict_name(m.verdict) << "\n";
+      for (const auto& m : rep.modes) std::cout << "   " << verify::mode_name(m.mode) << ": " << verify::verdict_name(m.verdict) << "\n";
       if (const verify::Counterexample* cx = rep.counterexample()) std::cout << verify::render_text(*cx, one.sources);
     }
   }

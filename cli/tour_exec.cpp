@@ -33,7 +33,8 @@ int tour_exec(int rc) {
   std::cout << "\n13. ring attention for real: `mpiexec -n 4 stepgraph exec zigzag_ring_attention_bwd --sweep seq=512,1024\n"
                "    --set heads=4 --set dim=64 --check`: real backward tiles on bf16 q, k, v, every gradient compared with\n"
                "    full attention computed on one rank from the same inputs; TFLOP/s in FlashAttention's count\n\n";
-  run(mpi + "-n 4 '" + self + "' exec zigzag_ring_attention_bwd --sweep seq=512,1024 --set heads=4 --set dim=64 --check --iters 3 --warmup 1");
+  run(mpi + "-n 4 '" + self +
+      "' exec zigzag_ring_attention_bwd --sweep seq=512,1024 --set heads=4 --set dim=64 --check --iters 3 --warmup 1");
   std::string stall = tmp + "/stepgraph_demo_stall.sched";
   {
     std::ofstream f(stall);
@@ -51,7 +52,8 @@ int tour_exec(int rc) {
   std::cout << "\n14. a hang becomes a report: a program whose ranks both receive first, run with `--timeout 1`\n"
                "    (each rank names the step it waits on, its peer and the source line; the job ends with exit 3)\n\n";
   // Open MPI's own abort banner is left out; the exit code is printed.
-  run("( " + mpi + "-n 2 '" + self + "' exec " + stall + " --timeout 1; echo \"   exit code $?\" ) 2>&1 | grep -v -e '^---' -e '^$' "
+  run("( " + mpi + "-n 2 '" + self + "' exec " + stall +
+      " --timeout 1; echo \"   exit code $?\" ) 2>&1 | grep -v -e '^---' -e '^$' "
       "-e 'MPI_ABORT' -e 'NOTE:' -e 'You may' -e 'exactly when' -e 'with errorcode' -e 'help message' -e 'orte_base_help'");
   std::string calib = tmp + "/stepgraph_demo.platform";
   std::cout << "\n15. calibrate, then predict: `mpiexec -n 2 stepgraph calibrate` fits latency and bandwidth from a\n"
@@ -70,14 +72,16 @@ int tour_exec(int rc) {
                "    memory only after the events it needs (`--device-sync` makes every call wait instead).\n"
                "    `--device host-staged` runs that same path with host memory as the device, checked: it defers both\n"
                "    streams and runs them in a random interleaving, so a missing wait would show as wrong elements\n\n";
-  run("( " + mpi + "-n 2 '" + self + "' exec ring_allreduce --set size=64KiB --device cuda --check --iters 2; echo \"   exit code $?\" ) 2>&1 "
+  run("( " + mpi + "-n 2 '" + self +
+      "' exec ring_allreduce --set size=64KiB --device cuda --check --iters 2; echo \"   exit code $?\" ) 2>&1 "
       "| grep -e 'stepgraph: error' -e '^   exit code' -e '# device'");
   run(mpi + "-n 4 '" + self + "' exec ring_allreduce --set size=1MiB --device host-staged --check --iters 5 --warmup 1");
   std::cout << "\n    `--transport nccl`: NCCL has no buffered send and matches transfers by issue order, so every rank issues\n"
                "    them in one global order of groups computed from the whole schedule (a transfer stream beside a compute\n"
                "    stream, events between them). MPI stands in for NCCL here; a program whose blocking sends all go first\n"
                "    is refused at its line, since only buffering saves it\n\n";
-  run(mpi + "-n 4 '" + self + "' exec zigzag_ring_attention --set seq=1024 --set heads=4 --set dim=32 --device host-staged --transport nccl "
+  run(mpi + "-n 4 '" + self +
+      "' exec zigzag_ring_attention --set seq=1024 --set heads=4 --set dim=32 --device host-staged --transport nccl "
       "--check --iters 1 --warmup 0 | grep -v '^#  '");
   std::string unsafe = tmp + "/stepgraph_demo_unsafe.sched";
   {
@@ -86,7 +90,8 @@ int tour_exec(int rc) {
          "  on r in 0 .. N {\n    for s in 0 .. N - 1 {\n      send data[(r - s) % N] to (r + 1) % N;\n"
          "      recv data[(r - s - 1) % N] from (r - 1) % N;\n    }\n  }\n}\n";
   }
-  run("( " + mpi + "-n 3 '" + self + "' exec " + unsafe + " --device host-staged --transport nccl --iters 1; echo \"   exit code $?\" ) 2>&1 "
+  run("( " + mpi + "-n 3 '" + self + "' exec " + unsafe +
+      " --device host-staged --transport nccl --iters 1; echo \"   exit code $?\" ) 2>&1 "
       "| grep -v -e '^---' -e '^$' -e 'Primary job' -e 'non-zero exit' -e 'mpiexec detected' -e 'the job to be' -e 'Process name' "
       "-e 'Exit code:'");
   return rc;

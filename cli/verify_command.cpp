@@ -6,17 +6,17 @@
 #include <condition_variable>
 #include <cstdio>
 #include <iostream>
-#include <sstream>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "cli/commands.hpp"
 #include "cli/shared.hpp"
 #include "core/base/sizes.hpp"
-#include "core/pipeline.hpp"
 #include "core/interp/check.hpp"
 #include "core/io/writers.hpp"
+#include "core/pipeline.hpp"
 #include "verify/verify.hpp"
 
 namespace sg::cli {
@@ -43,8 +43,8 @@ nlohmann::json engine_json(const verify::EngineResult& e, bool timing, bool shar
 
 // "rendezvous and eager: ok" or "rendezvous: ok, eager: deadlock".
 std::string verdicts_text(const verify::VerifyReport& rep) {
-  bool same = std::all_of(rep.modes.begin(), rep.modes.end(),
-                          [&](const verify::ModeResult& m) { return m.verdict == rep.modes.front().verdict; });
+  bool same =
+      std::all_of(rep.modes.begin(), rep.modes.end(), [&](const verify::ModeResult& m) { return m.verdict == rep.modes.front().verdict; });
   auto name = [](const verify::ModeResult& m) {
     return std::string(m.timed_out ? "undecided (time limit)" : verify::verdict_name(m.verdict));
   };
@@ -101,8 +101,8 @@ class Watchdog {
     std::lock_guard<std::mutex> out(p_.mu);
     std::string why = "time limit of " + secs(limit_s_) + " reached while " + p_.phase;
     if (p_.json) {
-      nlohmann::json o = {{"schedule", p_.schedule}, {"ranks", p_.n}, {"verdicts", nlohmann::json::array()},
-                          {"undecided", why}, {"decided", p_.decided}};
+      nlohmann::json o = {
+          {"schedule", p_.schedule}, {"ranks", p_.n}, {"verdicts", nlohmann::json::array()}, {"undecided", why}, {"decided", p_.decided}};
       std::cout << (p_.json_list ? (p_.json_first ? "[\n" : ",\n") : "") << o.dump(2) << (p_.json_list ? "\n]" : "") << "\n";
     } else {
       std::cout << "verify " << p_.schedule << " N = " << p_.n << ": undecided  (" << why
@@ -170,7 +170,7 @@ int cmd_verify(const VerifyOpts& o) {
 
   int rc = 0;
   FoldedWarnings warnings;  // a chunk size that rounds down, once for all the N that say so
-  size_t next = 0;  // the first N not verified (ns.size() when all were)
+  size_t next = 0;          // the first N not verified (ns.size() when all were)
   for (; next < ns.size(); ++next) {
     uint32_t n = ns[next];
     if (Clock::now() >= vo.deadline) break;
@@ -223,9 +223,8 @@ int cmd_verify(const VerifyOpts& o) {
     if (o.json) {
       nlohmann::json v = nlohmann::json::array();
       for (const auto& m : rep.modes) {
-        nlohmann::json e = {{"semantics", verify::mode_name(m.mode)},
-                            {"verdict", verify::verdict_name(m.verdict)},
-                            {"decided_by", m.decided_by}};
+        nlohmann::json e = {
+            {"semantics", verify::mode_name(m.mode)}, {"verdict", verify::verdict_name(m.verdict)}, {"decided_by", m.decided_by}};
         nlohmann::json engines = nlohmann::json::object();
         if (m.ran_explicit) engines["explicit"] = engine_json(m.explicit_result, o.timing, m.shared);
         if (m.ran_z3) engines["z3"] = engine_json(m.z3_result, o.timing, m.shared);
@@ -266,8 +265,8 @@ int cmd_verify(const VerifyOpts& o) {
       else if (m.verdict == verify::Verdict::Unknown)
         for (const auto* e : {&m.explicit_result, &m.z3_result})
           if (e->verdict == verify::Verdict::Unknown && !e->note.empty() && (e == &m.explicit_result ? m.ran_explicit : m.ran_z3))
-            line += "  " + std::string(verify::mode_name(m.mode)) + ", " + (e == &m.explicit_result ? "explicit" : "z3") + ": " +
-                    e->note + "\n";
+            line += "  " + std::string(verify::mode_name(m.mode)) + ", " + (e == &m.explicit_result ? "explicit" : "z3") + ": " + e->note +
+                    "\n";
     }
     if (!rep.note.empty()) line += "  note: " + rep.note + "\n";
     if (cx) line += verify::render_text(*cx, s.sources);
@@ -289,8 +288,7 @@ int cmd_verify(const VerifyOpts& o) {
     emit("", w.str());
   }
   if (o.json && prog.json_list) emit(prog.json_first ? "[]\n" : "\n]\n", "");
-  if (o.timing && ns.size() > 1 && !o.json)
-    emit("total " + secs(std::chrono::duration<double>(Clock::now() - t_start).count()) + "\n", "");
+  if (o.timing && ns.size() > 1 && !o.json) emit("total " + secs(std::chrono::duration<double>(Clock::now() - t_start).count()) + "\n", "");
   return rc;
 }
 

@@ -53,7 +53,6 @@ uint64_t default_memory_limit() {
   return uint64_t{8} << 30;
 }
 
-
 Target open_target(Session& s, const std::string& spec, const DumpRequest* dump) {
   const auto& fe = front_ends();
   for (size_t i = 0; i < fe.size(); ++i) {

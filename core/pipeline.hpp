@@ -43,8 +43,8 @@ struct BuildOptions {
   ElabOptions elab;
   DumpRequest dump;
   Expansion expand = Expansion::None;
-  AlgoChoice algo;               // the algorithms for the expansion (default: Open MPI's choice)
-  bool keep_as_written = false;  // an expanded build also returns the graph before expansion
+  AlgoChoice algo;                   // the algorithms for the expansion (default: Open MPI's choice)
+  bool keep_as_written = false;      // an expanded build also returns the graph before expansion
   SizeEstimate* estimate = nullptr;  // elaboration's size estimate, when the caller wants it
 };
 

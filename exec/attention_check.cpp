@@ -50,8 +50,8 @@ struct Compare {
         ++c->checked;
         if (e > tol * (1 + std::fabs(y))) {
           if (c->wrong == 0)
-            c->first = what + " row " + std::to_string(r) + " element " + std::to_string(i) + ": expected " + std::to_string(y) +
-                       ", got " + std::to_string(x);
+            c->first = what + " row " + std::to_string(r) + " element " + std::to_string(i) + ": expected " + std::to_string(y) + ", got " +
+                       std::to_string(x);
           ++c->wrong;
         }
       }

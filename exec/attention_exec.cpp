@@ -22,18 +22,17 @@ bool param(const StepGraph& g, const char* name, int64_t& v) {
 }
 
 std::string shape_text(const AttentionLayout& a) {
-  return "batch " + std::to_string(a.tile.batch) + " × " + std::to_string(a.tile.heads) + " head" + (a.tile.heads == 1 ? "" : "s") +
-         " × " + std::to_string(a.tile.rows_q) + " rows × dim " + std::to_string(a.dim) + ", " + (a.bf16 ? "bf16" : "fp32") + " inputs";
+  return "batch " + std::to_string(a.tile.batch) + " × " + std::to_string(a.tile.heads) + " head" + (a.tile.heads == 1 ? "" : "s") + " × " +
+         std::to_string(a.tile.rows_q) + " rows × dim " + std::to_string(a.dim) + ", " + (a.bf16 ? "bf16" : "fp32") + " inputs";
 }
 
 // Whether buffer b's chunks have the size an item of `role` needs; else a message at the buffer.
-bool chunk_fits(const StepGraph& g, uint32_t b, uint64_t want, const char* role, const AttentionLayout& a, Loc& where,
-                std::string& err) {
+bool chunk_fits(const StepGraph& g, uint32_t b, uint64_t want, const char* role, const AttentionLayout& a, Loc& where, std::string& err) {
   const BufferInfo& bi = g.buffers[b];
   if (bi.chunk_bytes == want) return true;
   where = bi.loc;
-  err = "buffer " + bi.name + " holds " + role + " items: a chunk of " +
-        std::to_string(bi.chunk_bytes) + " bytes, but one item (" + shape_text(a) + ") is " + std::to_string(want) +
+  err = "buffer " + bi.name + " holds " + role + " items: a chunk of " + std::to_string(bi.chunk_bytes) + " bytes, but one item (" +
+        shape_text(a) + ") is " + std::to_string(want) +
         " bytes; exec computes attention tiles from the parameters seq, heads, dim, batch and elem";
   return false;
 }
@@ -57,7 +56,8 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     return std::string();
   };
   if (!x) {
-    err = at(first_tile) + "exec computes attention tiles with the layout of the schedule's `expect attention(…)` or "
+    err = at(first_tile) +
+          "exec computes attention tiles with the layout of the schedule's `expect attention(…)` or "
           "`expect attention_backward(…)`, and this schedule has none";
     return false;
   }
@@ -76,8 +76,8 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   param(g, "elem", elem);
   where = x->stmt < g.stmt_locs.size() ? g.stmt_locs[x->stmt] : Loc{};
   if (!missing.empty()) {
-    err = "exec computes attention tiles from the schedule's parameters seq, heads, dim (and batch, elem); " + g.schedule +
-          " has no " + missing;
+    err = "exec computes attention tiles from the schedule's parameters seq, heads, dim (and batch, elem); " + g.schedule + " has no " +
+          missing;
     return false;
   }
   if (elem != 2 && elem != 4) {
@@ -91,14 +91,13 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   };
   if (!positive("seq", seq) || !positive("heads", heads) || !positive("dim", dim) || !positive("batch", batch)) return false;
   if (a.q.cnt == 0 || a.q.cnt % a.groups || a.kv.cnt != a.q.cnt) {
-    err = "the attention expect needs Q and KV with the same number of items, a multiple of its heads (" +
-          std::to_string(a.groups) + ")";
+    err = "the attention expect needs Q and KV with the same number of items, a multiple of its heads (" + std::to_string(a.groups) + ")";
     return false;
   }
   a.blocks = a.q.cnt / a.groups;
   if (seq % a.blocks || heads % a.groups) {
-    err = "seq = " + std::to_string(seq) + " does not split into " + std::to_string(a.blocks) + " blocks, or heads = " +
-          std::to_string(heads) + " into " + std::to_string(a.groups) + " head groups";
+    err = "seq = " + std::to_string(seq) + " does not split into " + std::to_string(a.blocks) +
+          " blocks, or heads = " + std::to_string(heads) + " into " + std::to_string(a.groups) + " head groups";
     return false;
   }
   // Every chunk size below fits 64 bits with room (and exec could not allocate more anyway).
@@ -124,8 +123,9 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   if (!chunk_fits(g, a.q.buf, a.q_bytes, a.backward ? "q bundle (q, dO, lse, D)" : "q", a, where, err) ||
       !chunk_fits(g, a.kv.buf, a.kv_bytes, "kv", a, where, err))
     return false;
-  if (a.backward ? !chunk_fits(g, a.out0.buf, a.dq_bytes, "dq", a, where, err) || !chunk_fits(g, a.out1.buf, a.dkv_bytes, "dkv", a, where, err)
-                 : !chunk_fits(g, a.out0.buf, a.o_bytes, "O|lse", a, where, err))
+  if (a.backward
+          ? !chunk_fits(g, a.out0.buf, a.dq_bytes, "dq", a, where, err) || !chunk_fits(g, a.out1.buf, a.dkv_bytes, "dkv", a, where, err)
+          : !chunk_fits(g, a.out0.buf, a.o_bytes, "O|lse", a, where, err))
     return false;
 
   // Every tile's operands and outputs, and the merge buffers.
@@ -146,8 +146,9 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     const Range& w0 = g.ranges[ci.writes_off];
     auto fits = [&](const Range& r, uint64_t want, const char* what) {
       if (g.buffers[r.buf].chunk_bytes == want) return true;
-      err = at(s) + "this tile's " + what + " operand " + g.range_name(r) + " has chunks of " + std::to_string(g.buffers[r.buf].chunk_bytes) +
-            " bytes; an item of this layout (" + shape_text(a) + ") is " + std::to_string(want);
+      err = at(s) + "this tile's " + what + " operand " + g.range_name(r) + " has chunks of " +
+            std::to_string(g.buffers[r.buf].chunk_bytes) + " bytes; an item of this layout (" + shape_text(a) + ") is " +
+            std::to_string(want);
       return false;
     };
     if (!fits(rq, a.q_bytes, "q") || !fits(rkv, a.kv_bytes, "kv") || !fits(w0, bwd ? a.dq_bytes : a.o_bytes, bwd ? "dq" : "output"))
@@ -209,8 +210,12 @@ bool merge_ops_sum(const StepGraph& g, const std::vector<uint8_t>& merge, Loc& w
     }
     if (!reduces || !merge[g.range(s).buf] || op == ReduceOp::Sum) continue;
     where = g.loc(s);
-    err = "a reduction with " + std::string(op == ReduceOp::Max ? "max" : op == ReduceOp::Min ? "min" : "prod") + " of " +
-          g.buffers[g.range(s).buf].name + ", which holds partial attention outputs: they are merged (online softmax), so write it as a sum";
+    err = "a reduction with " +
+          std::string(op == ReduceOp::Max   ? "max"
+                      : op == ReduceOp::Min ? "min"
+                                            : "prod") +
+          " of " + g.buffers[g.range(s).buf].name +
+          ", which holds partial attention outputs: they are merged (online softmax), so write it as a sum";
     return false;
   }
   return true;
@@ -249,9 +254,8 @@ bool plan_attention(const StepGraph& g, const SourceManager& sm, MPI_Comm world,
   for (uint32_t b = 0; b < g.buffers.size() && ok; ++b)
     if (a.merge[b] && g.buffers[b].chunk_bytes % ((a.dim + uint64_t{1}) * 4)) {
       where = g.buffers[b].loc;
-      err = "buffer " + g.buffers[b].name +
-            " holds partial attention outputs, but its chunks of " + std::to_string(g.buffers[b].chunk_bytes) +
-            " bytes are not whole rows of dim + 1 floats";
+      err = "buffer " + g.buffers[b].name + " holds partial attention outputs, but its chunks of " +
+            std::to_string(g.buffers[b].chunk_bytes) + " bytes are not whole rows of dim + 1 floats";
       ok = false;
     }
   // A rendered diagnostic (file:line:col: error:, the source line, a caret).

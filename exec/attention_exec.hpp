@@ -34,16 +34,16 @@
 namespace sg::exec {
 
 struct AttentionLayout {
-  bool active = false;     // the schedule has an attention expect or attention tiles
-  bool backward = false;   // attention_backward: Q items are bundles, outputs dQ and dKV
-  bool bf16 = false;       // elem 2: q, kv, dO stored as bf16
+  bool active = false;    // the schedule has an attention expect or attention tiles
+  bool backward = false;  // attention_backward: Q items are bundles, outputs dQ and dKV
+  bool bf16 = false;      // elem 2: q, kv, dO stored as bf16
   bool causal = false;
   uint32_t seq = 0, heads = 0, dim = 0, batch = 0;
-  uint32_t groups = 1;     // H: head groups per block
-  uint32_t blocks = 0;     // sequence blocks: Q items / H
-  TileShape tile{};        // one item: batch, heads / H, rows, rows, dim
-  float scale = 0;         // 1 / sqrt(dim)
-  Range q, kv, out0, out1; // the expect's ranges: Q, KV, then O (forward) or dQ, dKV (backward)
+  uint32_t groups = 1;         // H: head groups per block
+  uint32_t blocks = 0;         // sequence blocks: Q items / H
+  TileShape tile{};            // one item: batch, heads / H, rows, rows, dim
+  float scale = 0;             // 1 / sqrt(dim)
+  Range q, kv, out0, out1;     // the expect's ranges: Q, KV, then O (forward) or dQ, dKV (backward)
   std::vector<uint8_t> merge;  // per buffer: holds O|lse rows (reductions merge)
   // Bytes of one item in each role.
   uint64_t q_bytes = 0, kv_bytes = 0, o_bytes = 0, dq_bytes = 0, dkv_bytes = 0;

@@ -130,8 +130,7 @@ void backward_row(float* p, float* ds, size_t n, float scale, float lse, float D
 // C[MR × NV·kVec] (+)= A[MR × k]·B[k × NV·kVec]. A's elements are broadcast one at a time, so A is
 // read through two strides (a transposed A costs nothing); B's rows are contiguous.
 template <size_t MR, size_t NV>
-void gemm_tile(size_t k, const float* A, size_t ai, size_t ak, const float* B, size_t ldb, float* C, size_t ldc,
-               bool accumulate) {
+void gemm_tile(size_t k, const float* A, size_t ai, size_t ak, const float* B, size_t ldb, float* C, size_t ldc, bool accumulate) {
   // The unroll pragmas keep c in registers at -O2 too (GCC only unrolls these fully at -O3).
   VecF c[MR][NV] = {};
   for (size_t p = 0; p < k; ++p) {
@@ -156,8 +155,8 @@ void gemm_tile(size_t k, const float* A, size_t ai, size_t ak, const float* B, s
 
 // C[MR × n] (+)= A[MR × k]·B[k × n]: whole register tiles, then single vectors, then a scalar edge.
 template <size_t MR>
-void gemm_rows(size_t n, size_t k, const float* A, size_t ai, size_t ak, const float* B, size_t ldb, float* C,
-               size_t ldc, bool accumulate) {
+void gemm_rows(size_t n, size_t k, const float* A, size_t ai, size_t ak, const float* B, size_t ldb, float* C, size_t ldc,
+               bool accumulate) {
   size_t j = 0;
   for (; j + kNV * kVec <= n; j += kNV * kVec) gemm_tile<MR, kNV>(k, A, ai, ak, B + j, ldb, C + j, ldc, accumulate);
   for (; j + kVec <= n; j += kVec) gemm_tile<MR, 1>(k, A, ai, ak, B + j, ldb, C + j, ldc, accumulate);
@@ -170,8 +169,8 @@ void gemm_rows(size_t n, size_t k, const float* A, size_t ai, size_t ak, const f
 }
 
 // The same for m <= kMR rows (the last row block may be short).
-void gemm_block(size_t m, size_t n, size_t k, const float* A, size_t ai, size_t ak, const float* B, size_t ldb,
-                float* C, size_t ldc, bool accumulate) {
+void gemm_block(size_t m, size_t n, size_t k, const float* A, size_t ai, size_t ak, const float* B, size_t ldb, float* C, size_t ldc,
+                bool accumulate) {
   switch (m) {
     case 4: gemm_rows<4>(n, k, A, ai, ak, B, ldb, C, ldc, accumulate); break;
     case 3: gemm_rows<3>(n, k, A, ai, ak, B, ldb, C, ldc, accumulate); break;
@@ -236,8 +235,7 @@ void merge_row(float* acc, const float* o, float lse, size_t d) {
 }
 
 template <class T>
-void fwd_tile(const T* q_in, const T* kv_in, float* o_lse, const TileShape& s, bool causal, float scale,
-              int64_t offset) {
+void fwd_tile(const T* q_in, const T* kv_in, float* o_lse, const TileShape& s, bool causal, float scale, int64_t offset) {
   const size_t rq = s.rows_q, rk = s.rows_k, d = s.dim, planes = size_t{s.batch} * s.heads;
   if (rq == 0 || d == 0) return;
   // Per-call scratch: the bf16 widening of one plane, Kᵀ, and one row block of S / P and O.
@@ -281,13 +279,12 @@ void fwd_tile(const T* q_in, const T* kv_in, float* o_lse, const TileShape& s, b
 }
 
 template <class T>
-void bwd_tile(const float* bundle, const T* kv_in, float* dq, float* dkv, const TileShape& s, bool causal, float scale,
-              int64_t offset) {
+void bwd_tile(const float* bundle, const T* kv_in, float* dq, float* dkv, const TileShape& s, bool causal, float scale, int64_t offset) {
   const size_t rq = s.rows_q, rk = s.rows_k, d = s.dim, planes = size_t{s.batch} * s.heads;
   const size_t lb = 2 * d + 2;  // bundle row: q, dO, lse, D
   if (rq == 0 || rk == 0 || d == 0) return;
-  std::vector<float> kbuf(std::is_same_v<T, float> ? 0 : rk * d), vbuf(std::is_same_v<T, float> ? 0 : rk * d),
-      kt(rk * d), vt(rk * d), P(rq * rk), dS(rq * rk);
+  std::vector<float> kbuf(std::is_same_v<T, float> ? 0 : rk * d), vbuf(std::is_same_v<T, float> ? 0 : rk * d), kt(rk * d), vt(rk * d),
+      P(rq * rk), dS(rq * rk);
   for (size_t pl = 0; pl < planes; ++pl) {
     const float* B = bundle + pl * rq * lb;
     const float* K = as_float(kv_in + pl * rk * d, rk * d, kbuf);
@@ -336,8 +333,7 @@ struct PlaneRef {
   std::vector<double> P, O, lse;
 };
 
-PlaneRef reference_plane(const float* Q, const float* K, const float* V, size_t seq, size_t d, bool causal,
-                         double scale) {
+PlaneRef reference_plane(const float* Q, const float* K, const float* V, size_t seq, size_t d, bool causal, double scale) {
   PlaneRef r{std::vector<double>(seq * seq, 0.0), std::vector<double>(seq * d, 0.0), std::vector<double>(seq)};
   for (size_t t = 0; t < seq; ++t) {
     const size_t vis = causal ? t + 1 : seq;
@@ -361,12 +357,11 @@ PlaneRef reference_plane(const float* Q, const float* K, const float* V, size_t 
 }
 
 template <class Out>
-void reference_fwd(const float* q_all, const float* kv_all, Out* out, uint32_t seq, const TileShape& s, bool causal,
-                   float scale) {
+void reference_fwd(const float* q_all, const float* kv_all, Out* out, uint32_t seq, const TileShape& s, bool causal, float scale) {
   const size_t n = seq, d = s.dim, planes = size_t{s.batch} * s.heads;
   for (size_t pl = 0; pl < planes; ++pl) {
-    const PlaneRef r = reference_plane(q_all + pl * n * d, kv_all + pl * n * d, kv_all + (planes + pl) * n * d, n, d,
-                                       causal, double{scale});
+    const PlaneRef r =
+        reference_plane(q_all + pl * n * d, kv_all + pl * n * d, kv_all + (planes + pl) * n * d, n, d, causal, double{scale});
     Out* o = out + pl * n * (d + 1);
     for (size_t t = 0; t < n; ++t) {
       for (size_t c = 0; c < d; ++c) o[t * (d + 1) + c] = static_cast<Out>(r.O[t * d + c]);
@@ -376,8 +371,8 @@ void reference_fwd(const float* q_all, const float* kv_all, Out* out, uint32_t s
 }
 
 template <class Out>
-void reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, Out* dq_all, Out* dkv_all,
-                   uint32_t seq, const TileShape& s, bool causal, float scale) {
+void reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, Out* dq_all, Out* dkv_all, uint32_t seq,
+                   const TileShape& s, bool causal, float scale) {
   const size_t n = seq, d = s.dim, planes = size_t{s.batch} * s.heads;
   const double sc = double{scale};
   std::vector<double> dQ(n * d), dK(n * d), dV(n * d), dP(n);
@@ -424,12 +419,11 @@ uint64_t mix64(uint64_t x) {
 
 }  // namespace
 
-void attn_fwd_tile(const float* q, const float* kv, float* o_lse, const TileShape& s, bool causal, float scale,
-                   int64_t causal_offset) {
+void attn_fwd_tile(const float* q, const float* kv, float* o_lse, const TileShape& s, bool causal, float scale, int64_t causal_offset) {
   fwd_tile(q, kv, o_lse, s, causal, scale, causal_offset);
 }
-void attn_fwd_tile(const uint16_t* q_bf16, const uint16_t* kv_bf16, float* o_lse, const TileShape& s, bool causal,
-                   float scale, int64_t causal_offset) {
+void attn_fwd_tile(const uint16_t* q_bf16, const uint16_t* kv_bf16, float* o_lse, const TileShape& s, bool causal, float scale,
+                   int64_t causal_offset) {
   fwd_tile(q_bf16, kv_bf16, o_lse, s, causal, scale, causal_offset);
 }
 
@@ -452,34 +446,34 @@ void attn_bwd_bundle(const float* q, const float* dout, const float* o_lse, floa
   }
 }
 
-void attn_bwd_tile(const float* bundle, const float* kv, float* dq, float* dkv, const TileShape& s, bool causal,
-                   float scale, int64_t causal_offset) {
+void attn_bwd_tile(const float* bundle, const float* kv, float* dq, float* dkv, const TileShape& s, bool causal, float scale,
+                   int64_t causal_offset) {
   bwd_tile(bundle, kv, dq, dkv, s, causal, scale, causal_offset);
 }
-void attn_bwd_tile(const float* bundle, const uint16_t* kv_bf16, float* dq, float* dkv, const TileShape& s,
-                   bool causal, float scale, int64_t causal_offset) {
+void attn_bwd_tile(const float* bundle, const uint16_t* kv_bf16, float* dq, float* dkv, const TileShape& s, bool causal, float scale,
+                   int64_t causal_offset) {
   bwd_tile(bundle, kv_bf16, dq, dkv, s, causal, scale, causal_offset);
 }
 
-void attention_reference_fwd(const float* q_all, const float* kv_all, float* out, uint32_t seq, const TileShape& s,
-                             bool causal, float scale) {
+void attention_reference_fwd(const float* q_all, const float* kv_all, float* out, uint32_t seq, const TileShape& s, bool causal,
+                             float scale) {
   reference_fwd(q_all, kv_all, out, seq, s, causal, scale);
 }
-void attention_reference_fwd(const float* q_all, const float* kv_all, double* out, uint32_t seq, const TileShape& s,
-                             bool causal, float scale) {
+void attention_reference_fwd(const float* q_all, const float* kv_all, double* out, uint32_t seq, const TileShape& s, bool causal,
+                             float scale) {
   reference_fwd(q_all, kv_all, out, seq, s, causal, scale);
 }
-void attention_reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, float* dq_all,
-                             float* dkv_all, uint32_t seq, const TileShape& s, bool causal, float scale) {
+void attention_reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, float* dq_all, float* dkv_all, uint32_t seq,
+                             const TileShape& s, bool causal, float scale) {
   reference_bwd(q_all, kv_all, dout_all, dq_all, dkv_all, seq, s, causal, scale);
 }
-void attention_reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, double* dq_all,
-                             double* dkv_all, uint32_t seq, const TileShape& s, bool causal, float scale) {
+void attention_reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, double* dq_all, double* dkv_all, uint32_t seq,
+                             const TileShape& s, bool causal, float scale) {
   reference_bwd(q_all, kv_all, dout_all, dq_all, dkv_all, seq, s, causal, scale);
 }
 
-void copy_row_block(const float* src, uint32_t src_rows, uint32_t src_row0, float* dst, uint32_t dst_rows,
-                    uint32_t dst_row0, uint32_t nrows, size_t planes, uint32_t width) {
+void copy_row_block(const float* src, uint32_t src_rows, uint32_t src_row0, float* dst, uint32_t dst_rows, uint32_t dst_row0,
+                    uint32_t nrows, size_t planes, uint32_t width) {
   for (size_t pl = 0; pl < planes; ++pl)
     std::copy(src + (pl * src_rows + src_row0) * width, src + (pl * src_rows + src_row0 + nrows) * width,
               dst + (pl * dst_rows + dst_row0) * width);

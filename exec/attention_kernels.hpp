@@ -22,9 +22,7 @@ struct TileShape {
 inline size_t attn_q_elems(const TileShape& s) { return size_t{s.batch} * s.heads * s.rows_q * s.dim; }
 inline size_t attn_kv_elems(const TileShape& s) { return 2 * size_t{s.batch} * s.heads * s.rows_k * s.dim; }
 inline size_t attn_o_elems(const TileShape& s) { return size_t{s.batch} * s.heads * s.rows_q * (s.dim + size_t{1}); }
-inline size_t attn_bundle_elems(const TileShape& s) {
-  return size_t{s.batch} * s.heads * s.rows_q * (2 * size_t{s.dim} + 2);
-}
+inline size_t attn_bundle_elems(const TileShape& s) { return size_t{s.batch} * s.heads * s.rows_q * (2 * size_t{s.dim} + 2); }
 
 // Masks. `causal` makes key u visible to query t iff u <= t + causal_offset; offset 0 is the
 // diagonal tile of a causal ring. Other offsets express a shifted diagonal (e.g. rows_q != rows_k,
@@ -33,10 +31,9 @@ inline size_t attn_bundle_elems(const TileShape& s) {
 // Merges the tile's partial attention softmax(scale·q·kᵀ)·v into o_lse with the online-softmax
 // rule lse' = logaddexp(lse, lse_t), o' = o·exp(lse − lse') + o_t·exp(lse_t − lse'). A query row
 // that sees no key leaves its accumulator untouched, so empty stays o = 0, lse = -inf.
-void attn_fwd_tile(const float* q, const float* kv, float* o_lse, const TileShape& s, bool causal, float scale,
+void attn_fwd_tile(const float* q, const float* kv, float* o_lse, const TileShape& s, bool causal, float scale, int64_t causal_offset = 0);
+void attn_fwd_tile(const uint16_t* q_bf16, const uint16_t* kv_bf16, float* o_lse, const TileShape& s, bool causal, float scale,
                    int64_t causal_offset = 0);
-void attn_fwd_tile(const uint16_t* q_bf16, const uint16_t* kv_bf16, float* o_lse, const TileShape& s, bool causal,
-                   float scale, int64_t causal_offset = 0);
 
 // acc ← acc ⊕ part for two O|lse blocks of shape s (rows_q rows; rows_k unused): the reduction of
 // partial outputs between ranks. Exactly commutative; associative up to rounding; empty ⊕ x = x
@@ -48,31 +45,31 @@ void attn_bwd_bundle(const float* q, const float* dout, const float* o_lse, floa
 
 // FlashAttention-2 backward of one tile, accumulating (+=) into dq and dkv:
 // P = exp(S − lse), dV += Pᵀ·dO, dP = dO·Vᵀ, dS = P ∘ (dP − D), dQ += scale·dS·K, dK += scale·dSᵀ·Q.
-void attn_bwd_tile(const float* bundle, const float* kv, float* dq, float* dkv, const TileShape& s, bool causal,
-                   float scale, int64_t causal_offset = 0);
-void attn_bwd_tile(const float* bundle, const uint16_t* kv_bf16, float* dq, float* dkv, const TileShape& s,
-                   bool causal, float scale, int64_t causal_offset = 0);
+void attn_bwd_tile(const float* bundle, const float* kv, float* dq, float* dkv, const TileShape& s, bool causal, float scale,
+                   int64_t causal_offset = 0);
+void attn_bwd_tile(const float* bundle, const uint16_t* kv_bf16, float* dq, float* dkv, const TileShape& s, bool causal, float scale,
+                   int64_t causal_offset = 0);
 
 // The oracle: plain (two-pass, max-subtracted) attention in double precision over a whole
 // sequence of `seq` rows on one rank, blocks concatenated along rows: q_all [batch][heads][seq][dim],
 // kv_all K then V each [batch][heads][seq][dim], out O|lse [batch][heads][seq][dim + 1]. Only
 // batch, heads and dim of s are read; causal means key u visible to query t iff u <= t.
-void attention_reference_fwd(const float* q_all, const float* kv_all, float* out, uint32_t seq, const TileShape& s,
-                             bool causal, float scale);
-void attention_reference_fwd(const float* q_all, const float* kv_all, double* out, uint32_t seq, const TileShape& s,
-                             bool causal, float scale);
+void attention_reference_fwd(const float* q_all, const float* kv_all, float* out, uint32_t seq, const TileShape& s, bool causal,
+                             float scale);
+void attention_reference_fwd(const float* q_all, const float* kv_all, double* out, uint32_t seq, const TileShape& s, bool causal,
+                             float scale);
 // Gradients of attention for upstream gradient dout_all (layout of q_all), overwriting dq_all
 // (layout of q_all) and dkv_all (layout of kv_all).
-void attention_reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, float* dq_all,
-                             float* dkv_all, uint32_t seq, const TileShape& s, bool causal, float scale);
-void attention_reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, double* dq_all,
-                             double* dkv_all, uint32_t seq, const TileShape& s, bool causal, float scale);
+void attention_reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, float* dq_all, float* dkv_all, uint32_t seq,
+                             const TileShape& s, bool causal, float scale);
+void attention_reference_bwd(const float* q_all, const float* kv_all, const float* dout_all, double* dq_all, double* dkv_all, uint32_t seq,
+                             const TileShape& s, bool causal, float scale);
 
 // Copies rows [src_row0, src_row0 + nrows) of each of `planes` planes of src_rows × width floats
 // to rows from dst_row0 of planes of dst_rows × width: moves a block in or out of the whole-
 // sequence layout (planes = batch·heads, or 2·batch·heads for kv; width dim or dim + 1).
-void copy_row_block(const float* src, uint32_t src_rows, uint32_t src_row0, float* dst, uint32_t dst_rows,
-                    uint32_t dst_row0, uint32_t nrows, size_t planes, uint32_t width);
+void copy_row_block(const float* src, uint32_t src_rows, uint32_t src_row0, float* dst, uint32_t dst_rows, uint32_t dst_row0,
+                    uint32_t nrows, size_t planes, uint32_t width);
 
 // Deterministic inputs in [-1, 1]: element e is a hash of (buffer_tag, item, e), so every rank
 // holding item m of a buffer produces the same data. With bf16 the values are rounded to bf16

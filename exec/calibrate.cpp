@@ -43,8 +43,9 @@ void fit(PairClass& c) {
   double alpha = det != 0 ? (sy - beta * sx) / sw : 0;
   if (beta <= 0 || alpha < 0) {
     alpha = c.points.empty() ? 0 : c.points.front().one_way_s;
-    beta = c.points.empty() ? 1e-9
-                            : std::max(1e-15, (c.points.back().one_way_s - alpha) / static_cast<double>(std::max<uint64_t>(1, c.points.back().bytes)));
+    beta = c.points.empty()
+               ? 1e-9
+               : std::max(1e-15, (c.points.back().one_way_s - alpha) / static_cast<double>(std::max<uint64_t>(1, c.points.back().bytes)));
   }
   c.alpha_s = alpha;
   c.bw_Bps = 1.0 / beta;

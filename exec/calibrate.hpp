@@ -16,8 +16,8 @@ struct PingPoint {
 };
 
 struct PairClass {
-  std::string name;        // "same node" / "other node"
-  int a = 0, b = 0;        // the ranks measured
+  std::string name;  // "same node" / "other node"
+  int a = 0, b = 0;  // the ranks measured
   std::vector<PingPoint> points;
   double alpha_s = 0;      // latency and bandwidth of t(s) = α + s / bw, fitted on relative
   double bw_Bps = 0;       // errors over every size (exec/calibrate.cpp)

@@ -52,7 +52,7 @@ namespace {
   std::fflush(stdout);
   std::fflush(stderr);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // let other stuck ranks print too
-  MPI_Abort(MPI_COMM_WORLD, code);  // the whole job, whatever communicator the point ran on
+  MPI_Abort(MPI_COMM_WORLD, code);                              // the whole job, whatever communicator the point ran on
   std::_Exit(code);
 }
 
@@ -64,65 +64,65 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   MPI_Comm_size(world, &size);
   DeviceOps* device = req.device;
   StreamComm* stream = req.stream;
-// Every rank elaborates its own program and may find errors the others do not (one rank's
-// program skips the statements of other ranks): the diagnostics are captured, the ranks
-// agree on the outcome, and the lowest rank that failed prints them (rank 0 its warnings).
-std::ostringstream diag;
-Session ses;
-StreamOrder order;
-std::unique_ptr<StepGraph> g;
-int rc = 0;
-auto bad = [&](const std::string& msg) {
-  diag << "stepgraph: error: " << msg << "\n";
-  rc = 2;
-};
-BuildOptions bo;
-bo.elab.nranks = static_cast<uint32_t>(size);
-bo.elab.only_rank = me;
-for (const auto& kv : req.sets) {
-  auto eq = kv.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
-    bad("--set needs NAME=VALUE, got '" + kv + "'");
-    break;
-  }
-  bo.elab.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-}
-if (rc == 0 && req.max_memory.empty()) bo.elab.max_memory = default_memory_limit();
-else if (rc == 0 && !parse_size(req.max_memory, bo.elab.max_memory))
-  bad("bad --max-memory '" + req.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
-Target t;
-if (rc == 0) {
-  t = open_target(ses, req.target);
-  if (ses.diags.has_errors() || !t.opened()) {
-    ses.diags.print(diag, ses.sources);
+  // Every rank elaborates its own program and may find errors the others do not (one rank's
+  // program skips the statements of other ranks): the diagnostics are captured, the ranks
+  // agree on the outcome, and the lowest rank that failed prints them (rank 0 its warnings).
+  std::ostringstream diag;
+  Session ses;
+  StreamOrder order;
+  std::unique_ptr<StepGraph> g;
+  int rc = 0;
+  auto bad = [&](const std::string& msg) {
+    diag << "stepgraph: error: " << msg << "\n";
     rc = 2;
+  };
+  BuildOptions bo;
+  bo.elab.nranks = static_cast<uint32_t>(size);
+  bo.elab.only_rank = me;
+  for (const auto& kv : req.sets) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
+      bad("--set needs NAME=VALUE, got '" + kv + "'");
+      break;
+    }
+    bo.elab.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
   }
-}
-if (rc == 0) {
-  g = build(ses, t, bo).graph;
-  if (g && stream) {
-    // The stream order needs every rank's program: the whole schedule, elaborated here too.
-    BuildOptions whole = bo;
-    whole.elab.only_rank = -1;
-    size_t seen = ses.diags.all().size();
-    std::unique_ptr<StepGraph> full = build(ses, t, whole).graph;
-    if (!full || !stream_order(*full, static_cast<uint32_t>(me), order, ses.diags)) g.reset();
-    ses.diags.drop_warnings_from(seen);  // its warnings repeat the rank program's
+  if (rc == 0 && req.max_memory.empty()) bo.elab.max_memory = default_memory_limit();
+  else if (rc == 0 && !parse_size(req.max_memory, bo.elab.max_memory))
+    bad("bad --max-memory '" + req.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
+  Target t;
+  if (rc == 0) {
+    t = open_target(ses, req.target);
+    if (ses.diags.has_errors() || !t.opened()) {
+      ses.diags.print(diag, ses.sources);
+      rc = 2;
+    }
   }
-  if (!g) {
-    if (const Diagnostic* why = ses.diags.unsupported_since(0))
-      diag << "exec " << t.name() << " N = " << size << ": unsupported (" << unsupported_reason(*why) << ")\n";
-    ses.diags.print(diag, ses.sources);
-    rc = 2;
-  } else {
-    for (const auto& d : ses.diags.all())
-      if (d.severity != Severity::Error) diag << render_diagnostic(d, ses.sources);
+  if (rc == 0) {
+    g = build(ses, t, bo).graph;
+    if (g && stream) {
+      // The stream order needs every rank's program: the whole schedule, elaborated here too.
+      BuildOptions whole = bo;
+      whole.elab.only_rank = -1;
+      size_t seen = ses.diags.all().size();
+      std::unique_ptr<StepGraph> full = build(ses, t, whole).graph;
+      if (!full || !stream_order(*full, static_cast<uint32_t>(me), order, ses.diags)) g.reset();
+      ses.diags.drop_warnings_from(seen);  // its warnings repeat the rank program's
+    }
+    if (!g) {
+      if (const Diagnostic* why = ses.diags.unsupported_since(0))
+        diag << "exec " << t.name() << " N = " << size << ": unsupported (" << unsupported_reason(*why) << ")\n";
+      ses.diags.print(diag, ses.sources);
+      rc = 2;
+    } else {
+      for (const auto& d : ses.diags.all())
+        if (d.severity != Severity::Error) diag << render_diagnostic(d, ses.sources);
+    }
   }
-}
-int failed_at = rc ? me : size, first_failed = size;
-MPI_Allreduce(&failed_at, &first_failed, 1, MPI_INT, MPI_MIN, world);
-if ((first_failed < size && me == first_failed) || (first_failed == size && me == 0 && req.print_warnings)) say(diag.str());
-if (first_failed < size) return 2;
+  int failed_at = rc ? me : size, first_failed = size;
+  MPI_Allreduce(&failed_at, &first_failed, 1, MPI_INT, MPI_MIN, world);
+  if ((first_failed < size && me == first_failed) || (first_failed == size && me == 0 && req.print_warnings)) say(diag.str());
+  if (first_failed < size) return 2;
   row.schedule = g->schedule;
   if (req.dtype_forced)
     for (BufferInfo& b : g->buffers) {
@@ -160,8 +160,9 @@ if (first_failed < size) return 2;
     // Attention buffers have fixed types (q, kv in elem's type, outputs fp32).
     if (req.dtype_forced) {
       if (me == 0)
-        say("stepgraph: error: --dtype does not apply to attention schedules: their inputs' type is the parameter elem (--set elem=4 for fp32, 2 for "
-                    "bf16) and their outputs are fp32\n");
+        say("stepgraph: error: --dtype does not apply to attention schedules: their inputs' type is the parameter elem (--set elem=4 for "
+            "fp32, 2 for "
+            "bf16) and their outputs are fp32\n");
       return 2;
     }
     // Real tiles on CPUs: about 25 GFLOP/s per core (exec/attention_kernels); --check's
@@ -177,7 +178,8 @@ if (first_failed < size) return 2;
       say("stepgraph exec: warning: the busiest rank's attention tiles come to " + std::to_string(static_cast<long long>(most / 1e9)) +
           " GFLOP per iteration" +
           (req.check ? " and the check's reference to " + std::to_string(static_cast<long long>(total / 1e9)) + " GFLOP" : std::string()) +
-          ": about " + std::to_string(static_cast<long long>(est_s)) + " s on CPU cores; choose a smaller --set seq (and heads, dim) for a CPU run\n");
+          ": about " + std::to_string(static_cast<long long>(est_s)) +
+          " s on CPU cores; choose a smaller --set seq (and heads, dim) for a CPU run\n");
   }
   row.redop = op_name(ex.reduce_op());
   for (const BufferInfo& b : g->buffers) row.shown_type = b.dtype;
@@ -213,8 +215,8 @@ if (first_failed < size) return 2;
   // MPI's own collective on the same inputs, for --check: the postcondition's range before the
   // run (an all-to-all's input buffer), compared afterwards with ours, element for element.
   const Expectation* x = g->expects.empty() || g->expects[0].bufs.empty() ? nullptr : &g->expects[0];
-  bool world_group = x && g->groups[x->group].start == 0 && g->groups[x->group].stride == 1 &&
-                     g->groups[x->group].count == static_cast<uint32_t>(size);
+  bool world_group =
+      x && g->groups[x->group].start == 0 && g->groups[x->group].stride == 1 && g->groups[x->group].count == static_cast<uint32_t>(size);
   Native ref;  // set up once the inputs are known
   ref.kind = x ? x->kind : ExpectKind::Nothing;
   // Only where the postcondition's buffer holds inputs: initialised by `init`, written by no
@@ -308,8 +310,8 @@ if (first_failed < size) return 2;
     if (row.comm_s > 0) row.overlap = std::clamp((row.compute_s + row.comm_s - row.time_s) / row.comm_s, 0.0, 1.0);
   }
   if (req.compare_native) {
-    Native nat = native_for(row.kind, shown_type, ex.reduce_op(), g->expects.empty() ? 0 : static_cast<int>(g->expects[0].root),
-                            row.size, size);
+    Native nat =
+        native_for(row.kind, shown_type, ex.reduce_op(), g->expects.empty() ? 0 : static_cast<int>(g->expects[0].root), row.size, size);
     if (nat.available()) row.native_s = slowest_mean(world, req.warmup, req.iters, [&](bool) { nat.run(world); });
   }
   return 0;

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "core/graph/step_graph.hpp"
-#include "exec/attention_exec.hpp"
 #include "core/device/device_ops.hpp"
 #include "core/device/stream_comm.hpp"
+#include "core/graph/step_graph.hpp"
+#include "exec/attention_exec.hpp"
 
 namespace sg::exec {
 
@@ -32,8 +32,8 @@ struct PointRequest {
   DeviceOps* device = nullptr;
   bool direct = false;
   StreamComm* stream = nullptr;
-  bool print_warnings = false;    // rank 0 prints the build's warnings (the first point only)
-  uint64_t value = 0;             // the swept parameter's value (for the row)
+  bool print_warnings = false;  // rank 0 prints the build's warnings (the first point only)
+  uint64_t value = 0;           // the swept parameter's value (for the row)
 };
 
 // One row of the table.

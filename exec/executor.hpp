@@ -34,11 +34,11 @@
 #include <string>
 #include <vector>
 
-#include "core/dsl/source.hpp"
 #include "core/device/device_ops.hpp"
 #include "core/device/stream_comm.hpp"
-#include "core/graph/stream_order.hpp"
+#include "core/dsl/source.hpp"
 #include "core/graph/step_graph.hpp"
+#include "core/graph/stream_order.hpp"
 #include "exec/attention_exec.hpp"
 #include "exec/mpi_types.hpp"  // dtype_supported, mpi_type, mpi_op, mpi_error_string, mpi_cuda_aware
 
@@ -69,8 +69,8 @@ struct ExecOptions {
 struct RunResult {
   bool completed = false;
   bool stalled = false;
-  std::string error;   // an MPI error, with its string
-  std::string report;  // when stalled: the steps this rank waits on, with source lines
+  std::string error;     // an MPI error, with its string
+  std::string report;    // when stalled: the steps this rank waits on, with source lines
   double compute_s = 0;  // time spent in compute steps
   double wall_s = 0;
 };

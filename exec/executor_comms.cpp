@@ -69,7 +69,8 @@ bool Executor::Impl::build_communicators(std::string& err) {
     for (const GroupKey& k : keys) {
       GroupInfo gi{k.start, k.count, k.stride};
       int id = -1;
-      if (!o.stream->add_group(k.start, k.count, k.stride, gi.index_of(me) >= 0, id, err)) return err = o.stream->name() + ": " + err, false;
+      if (!o.stream->add_group(k.start, k.count, k.stride, gi.index_of(me) >= 0, id, err))
+        return err = o.stream->name() + ": " + err, false;
       for (size_t i = 0; i < g.groups.size(); ++i)
         if (g.groups[i] == gi && gi.index_of(me) >= 0) stream_group[i] = id;
     }

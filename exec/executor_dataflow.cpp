@@ -213,7 +213,8 @@ void Executor::Impl::issue(StepId s) {
       unsigned char* dst = (g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(r);
       int32_t t = g.p2p_info(s).tag;
       MPI_Request q;
-      if (!check_rc(MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, t == kAnyTag ? MPI_ANY_TAG : t, c, &q), "MPI_Irecv", s)) return;
+      if (!check_rc(MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, t == kAnyTag ? MPI_ANY_TAG : t, c, &q), "MPI_Irecv", s))
+        return;
       track(q, s, Req::LocalRecv);
       if (g.nonblocking(s)) satisfy(s);
       return;

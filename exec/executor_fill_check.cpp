@@ -30,7 +30,8 @@ Value Executor::Impl::initial_value(uint32_t b, uint32_t c) const {
         const GroupInfo& gr = g.groups[r.group];
         uint32_t per = gr.count ? rg.cnt / gr.count : 0;
         int64_t k = gr.index_of(me);
-        if (k >= 0 && per && c >= rg.lo + static_cast<uint32_t>(k) * per && c < rg.lo + (static_cast<uint32_t>(k) + 1) * per) v = Value::item(b, c);
+        if (k >= 0 && per && c >= rg.lo + static_cast<uint32_t>(k) * per && c < rg.lo + (static_cast<uint32_t>(k) + 1) * per)
+          v = Value::item(b, c);
         break;
       }
       case InitKind::OnRank:

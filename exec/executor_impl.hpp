@@ -88,13 +88,13 @@ struct Executor::Impl {
   // Choreographic receives by source: the steps of each source by sequence number (= tag), for
   // matched probes (MPI_Improbe / MPI_Imrecv): a message whose receive step has started lands
   // straight in its destination; one that comes early lands in staging, as the design says.
-  std::vector<uint32_t> srcs;                  // the sources choreographic messages come from
-  std::vector<std::vector<StepId>> from_src;   // per entry of srcs: its receive steps by sequence
-  bool probe = false;                          // matched probes (false: every receive pre-posted into staging)
-  std::vector<uint32_t> taken;                 // per run, per entry of srcs: messages taken
-  std::vector<uint32_t> unissued;              // per run, per entry of srcs: receive steps not started yet
-  std::vector<uint32_t> src_index;             // per choreographic receive step: its entry in srcs
-  std::vector<uint8_t> direct;                 // per run, per step: its data went straight to the destination
+  std::vector<uint32_t> srcs;                   // the sources choreographic messages come from
+  std::vector<std::vector<StepId>> from_src;    // per entry of srcs: its receive steps by sequence
+  bool probe = false;                           // matched probes (false: every receive pre-posted into staging)
+  std::vector<uint32_t> taken;                  // per run, per entry of srcs: messages taken
+  std::vector<uint32_t> unissued;               // per run, per entry of srcs: receive steps not started yet
+  std::vector<uint32_t> src_index;              // per choreographic receive step: its entry in srcs
+  std::vector<uint8_t> direct;                  // per run, per step: its data went straight to the destination
   const StepGraph::Successors* succ = nullptr;  // the graph's successor view
   // MPI matches nonblocking collectives on a communicator by the order they are started in, which
   // must be the same on every member: the collective steps on one communicator start in program
@@ -133,7 +133,7 @@ struct Executor::Impl {
   std::vector<int> stream_group;
   std::vector<std::vector<StepId>> level_xfer, level_local;
   std::vector<uint8_t> needs_mark;
-  bool lanes = false;                              // device calls are asynchronous (on lanes) in this run
+  bool lanes = false;                                  // device calls are asynchronous (on lanes) in this run
   std::deque<std::vector<unsigned char>> lane_values;  // generic compute values on their way up
   // Lanes on the dataflow path (ExecOptions::lanes): local work goes on lane 0 and the copies
   // around MPI (a range down before MPI reads it, up after MPI wrote it, a received reduction) on
@@ -162,8 +162,7 @@ struct Executor::Impl {
   bool dev_direct = false;
   std::string dev_error;  // the first device failure, kept across runs (fill_inputs and check report it)
 
-  Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts)
-      : g(graph), sources(sm), world(w), o(opts) {}
+  Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts) : g(graph), sources(sm), world(w), o(opts) {}
   ~Impl();  // executor.cpp
 
   // ---- on every step: pointers, sizes, the staged copies, errors (inline) ----
@@ -194,19 +193,22 @@ struct Executor::Impl {
   // Before MPI reads range r from the host mirror.
   bool down(const Range& r, bool for_host = false) {
     std::string why;
-    return !dev || (dev_direct && !for_host) || r.cnt == 0 || dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "a copy to the host", &r, why);
+    return !dev || (dev_direct && !for_host) || r.cnt == 0 ||
+           dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "a copy to the host", &r, why);
   }
   // After MPI wrote range r in the host mirror (host_wrote: host code did, so even when MPI
   // works on device memory the mirror must go up).
   bool up(const Range& r, bool host_wrote = false) {
     std::string why;
-    return !dev || (dev_direct && !host_wrote) || r.cnt == 0 || dev_ok(dev->to_device(dptr(r), ptr(r), bytes(r), why), "a copy to the device", &r, why);
+    return !dev || (dev_direct && !host_wrote) || r.cnt == 0 ||
+           dev_ok(dev->to_device(dptr(r), ptr(r), bytes(r), why), "a copy to the device", &r, why);
   }
   // Device mode: whether MPI's part of s needs its range copied down from the device first.
   bool has_prep(StepId s) const {
     if (!dev) return false;
     switch (g.kind(s)) {
-      case StepKind::Send: return !dev_direct;  // MPI sends from the host mirror
+      case StepKind::Send:
+        return !dev_direct;  // MPI sends from the host mirror
       // Staged: an on-block message may be shorter than its range; the mirror first holds the
       // device's bytes, so copying the whole range back up leaves the rest as it was.
       case StepKind::Recv: return g.local(s) && !(g.flags(s) & kFlagReduce) && !dev_direct;

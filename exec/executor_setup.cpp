@@ -61,7 +61,8 @@ bool Executor::Impl::setup_device(std::string& err) {
 bool Executor::Impl::setup_local(std::string& err) {
   me = static_cast<uint32_t>(g.only_rank);
   for (const BufferInfo& b : g.buffers) {
-    if (!dtype_supported(b.dtype)) return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed", false;
+    if (!dtype_supported(b.dtype))
+      return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed", false;
     auto blk = std::make_unique<Block>();
     blk->allocate(uint64_t{b.chunks} * b.chunk_bytes);
     bufs.push_back(std::move(blk));
@@ -104,7 +105,8 @@ bool Executor::Impl::setup_local(std::string& err) {
       if (bi.chunk_bytes % dtype_size(bi.dtype) != 0)
         return err = "buffer " + bi.name + ": a chunk of " + std::to_string(bi.chunk_bytes) + " bytes is not a whole number of " +
                      dtype_name(bi.dtype) + " elements, and " + describe(s) +
-                     " hands MPI a count of elements: choose a size that divides evenly", false;
+                     " hands MPI a count of elements: choose a size that divides evenly",
+               false;
       if (c.kind == CollKind::ReduceScatter || (c.kind == CollKind::Alltoall && c.into.cnt == 0)) stage_for(s, bytes(g.range(s)));
     }
   }

@@ -41,8 +41,9 @@ bool Executor::Impl::plan_streams(std::string& err) {
       bool reduces = c.kind == CollKind::Allreduce || c.kind == CollKind::Reduce || c.kind == CollKind::ReduceScatter;
       if (reduces && att.active && att.merge[g.range(s).buf]) {
         Diagnostics d;
-        d.error(g.loc(s), "this collective reduces partial attention outputs, which merge by log-sum-exp: NCCL's collectives only "
-                          "add, multiply or take maxima (use --transport staged)");
+        d.error(g.loc(s),
+                "this collective reduces partial attention outputs, which merge by log-sum-exp: NCCL's collectives only "
+                "add, multiply or take maxima (use --transport staged)");
         return err = d.render(sources), false;
       }
     }
@@ -152,8 +153,7 @@ bool Executor::Impl::stream_issue(StepId s, uint64_t msg_bytes, std::string& why
   Range r = g.range(s);
   switch (g.kind(s)) {
     case StepKind::Send: return o.stream->send(dptr(r), msg_bytes, g.peer(s), why);
-    case StepKind::Recv:
-      return o.stream->recv((g.flags(s) & kFlagReduce) ? dstage + stage_off[s] : dptr(r), msg_bytes, g.peer(s), why);
+    case StepKind::Recv: return o.stream->recv((g.flags(s) & kFlagReduce) ? dstage + stage_off[s] : dptr(r), msg_bytes, g.peer(s), why);
     case StepKind::Collective: {
       const CollInfo& c = g.coll(s);
       const GroupInfo& gr = g.groups[c.group];

@@ -33,7 +33,8 @@ bool Executor::Impl::take_messages(bool& expecting) {
         StepId s = from_src[i][static_cast<size_t>(status.MPI_TAG)];
         if (!(st[s] & kIssued) && !(g.flags(s) & kFlagReduce) && deps_soon(s, 4)) break;
       }
-      if (!check_rc(MPI_Improbe(static_cast<int>(srcs[i]), MPI_ANY_TAG, choreo, &flag, &msg, &status), "MPI_Improbe", kNoStep)) return false;
+      if (!check_rc(MPI_Improbe(static_cast<int>(srcs[i]), MPI_ANY_TAG, choreo, &flag, &msg, &status), "MPI_Improbe", kNoStep))
+        return false;
       if (!flag) break;
       auto seq = static_cast<size_t>(status.MPI_TAG);
       if (seq >= from_src[i].size()) {

@@ -55,7 +55,8 @@ bool HostDeviceOps::attention_tile(const AttentionTile& t, std::string& err) {
 bool HostDeviceOps::attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) {
   return defer(
       [=](std::string&) {
-        attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part), TileShape{1, 1, static_cast<uint32_t>(rows), 0, dim});
+        attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part),
+                   TileShape{1, 1, static_cast<uint32_t>(rows), 0, dim});
         return true;
       },
       err);
@@ -95,7 +96,9 @@ bool HostDeviceOps::wait_mark(int id, std::string& err) {
   return true;
 }
 
-bool HostDeviceOps::mark_reached(int id) const { return id >= 0 && static_cast<size_t>(id) < reached_.size() && reached_[static_cast<size_t>(id)]; }
+bool HostDeviceOps::mark_reached(int id) const {
+  return id >= 0 && static_cast<size_t>(id) < reached_.size() && reached_[static_cast<size_t>(id)];
+}
 
 bool HostDeviceOps::progress(std::string& err) {
   if (!lazy_) return true;

@@ -45,9 +45,7 @@ void reduce_into(DType t, ReduceOp op, void* dst, const void* src, size_t n) {
     case DType::I64: reduce_typed(op, static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), n); break;
     case DType::I8: reduce_typed(op, static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), n); break;
     case DType::U8: reduce_typed(op, static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), n); break;
-    case DType::F16:
-      reduce_half<f16_to_float, float_to_f16>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n);
-      break;
+    case DType::F16: reduce_half<f16_to_float, float_to_f16>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n); break;
     case DType::BF16:
       reduce_half<bf16_to_float, float_to_bf16>(op, static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), n);
       break;

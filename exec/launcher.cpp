@@ -78,8 +78,7 @@ class Env {
   // A variable whose name starts with `prefix`: from the listed names when the caller gave them,
   // else by probing a few well-known ones.
   bool has_prefix(const char* prefix, std::initializer_list<const char*> probes) const {
-    if (!names_.empty())
-      return std::any_of(names_.begin(), names_.end(), [&](const std::string& n) { return starts_with(n, prefix); });
+    if (!names_.empty()) return std::any_of(names_.begin(), names_.end(), [&](const std::string& n) { return starts_with(n, prefix); });
     return any(probes);
   }
 
@@ -197,8 +196,7 @@ std::string first_host(const std::string& list) {
 }
 
 Source read_source(const Env& env, const std::string& label, const char* rank_var, std::initializer_list<const char*> size_vars,
-                   const char* local_rank_var, const char* local_size_var, const char* node_var,
-                   std::vector<std::string>& warnings) {
+                   const char* local_rank_var, const char* local_size_var, const char* node_var, std::vector<std::string>& warnings) {
   Source s;
   s.label = label;
   const char* size_var = nullptr;
@@ -235,8 +233,8 @@ Source read_source(const Env& env, const std::string& label, const char* rank_va
 
 // Slurm: the size is the step's when there is one, the local size from a tasks-per-node list.
 Source read_slurm(const Env& env, std::vector<std::string>& warnings) {
-  Source s = read_source(env, "Slurm's", "SLURM_PROCID", {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"},
-                         "SLURM_LOCALID", nullptr, "SLURM_NODEID", warnings);
+  Source s = read_source(env, "Slurm's", "SLURM_PROCID", {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"}, "SLURM_LOCALID", nullptr,
+                         "SLURM_NODEID", warnings);
   if (!s.ok) return s;
   for (const char* v : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"}) {
     if (!env.has(v)) continue;
@@ -294,8 +292,10 @@ void cross_check(Source& win, const Source& other, std::vector<std::string>& war
   compare(win.node, other.node);
   if (!agree) return;
   std::vector<std::string> filled;
-  for (auto [w, o] : {std::pair{&win.size, &other.size}, {&win.local_rank, &other.local_rank},
-                      {&win.local_size, &other.local_size}, {&win.node, &other.node}})
+  for (auto [w, o] : {std::pair{&win.size, &other.size},
+                      {&win.local_rank, &other.local_rank},
+                      {&win.local_size, &other.local_size},
+                      {&win.node, &other.node}})
     if (!w->known() && o->known()) {
       *w = *o;
       filled.push_back(o->show());
@@ -304,8 +304,9 @@ void cross_check(Source& win, const Source& other, std::vector<std::string>& war
 }
 
 void assign_device(LaunchInfo& L, int device_count) {
-  L.warnings.erase(std::remove_if(L.warnings.begin(), L.warnings.end(), [](const std::string& w) { return starts_with(w, kSharedDevices); }),
-                   L.warnings.end());
+  L.warnings.erase(
+      std::remove_if(L.warnings.begin(), L.warnings.end(), [](const std::string& w) { return starts_with(w, kSharedDevices); }),
+      L.warnings.end());
   if (device_count > 0) {
     int64_t lr = L.local_rank_known ? L.local_rank : 0;
     L.backend = "cuda";
@@ -318,8 +319,7 @@ void assign_device(LaunchInfo& L, int device_count) {
   } else {
     L.backend = "cpu";
     L.device = -1;
-    L.backend_reason = device_count == 0 ? "no CUDA device (the CUDA runtime reports 0 devices)"
-                                         : "no CUDA runtime (device count unknown)";
+    L.backend_reason = device_count == 0 ? "no CUDA device (the CUDA runtime reports 0 devices)" : "no CUDA runtime (device count unknown)";
   }
 }
 
@@ -420,10 +420,12 @@ LaunchInfo detect_launch(const std::function<const char*(const char*)>& getenv_f
   Source slurm = read_slurm(env, W);
   Source torch = read_source(env, "torchrun's", "RANK", {"WORLD_SIZE"}, "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", W);
 
-  const bool torch_marked = env.any({"TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "GROUP_RANK", "ROLE_RANK"});
-  const bool hydra_marker = env.any({"MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI_PORT"}) ||
-                            env.has_prefix("HYDRA_", {"HYDRA_HOST_FILE", "HYDRA_LAUNCHER", "HYDRA_BOOTSTRAP", "HYDRA_LAUNCHER_EXEC", "HYDRA_DEBUG"}) ||
-                            env.has_prefix("HYDI_", {"HYDI_CONTROL_FD"});
+  const bool torch_marked =
+      env.any({"TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "TORCHELASTIC_MAX_RESTARTS", "GROUP_RANK", "ROLE_RANK"});
+  const bool hydra_marker =
+      env.any({"MPI_LOCALRANKID", "MPI_LOCALNRANKS", "PMI_PORT"}) ||
+      env.has_prefix("HYDRA_", {"HYDRA_HOST_FILE", "HYDRA_LAUNCHER", "HYDRA_BOOTSTRAP", "HYDRA_LAUNCHER_EXEC", "HYDRA_DEBUG"}) ||
+      env.has_prefix("HYDI_", {"HYDI_CONTROL_FD"});
   const bool intel = env.has_prefix("I_MPI_", {"I_MPI_ROOT", "I_MPI_HYDRA_BOOTSTRAP", "I_MPI_HYDRA_HOST_FILE", "I_MPI_HYDRA_IFACE",
                                                "I_MPI_PMI_LIBRARY", "I_MPI_FABRICS", "I_MPI_PIN_DOMAIN", "I_MPI_DEBUG", "I_MPI_MPIRUN"});
   const bool slurm_any = slurm.present || env.any({"SLURM_JOB_ID", "SLURM_JOBID", "SLURM_STEP_ID", "SLURM_STEPID"});
@@ -489,7 +491,8 @@ LaunchInfo detect_launch(const std::function<const char*(const char*)>& getenv_f
       if (other == win || !other->present) continue;
       if (!other->ok) continue;  // already a warning
       if (win == &torch && torch_marked) {
-        notes.push_back(shown(*other) + " (" + other->label + ") describe the launcher that started torchrun's agent, not this worker: ignored");
+        notes.push_back(shown(*other) + " (" + other->label +
+                        ") describe the launcher that started torchrun's agent, not this worker: ignored");
         continue;
       }
       if (other == &slurm && mpiexec_family) {
@@ -516,8 +519,7 @@ LaunchInfo detect_launch(const std::function<const char*(const char*)>& getenv_f
       L.local_size = 1;
       L.node = 0;
     }
-    if (L.world_size < 0)
-      W.push_back(std::string(kWorldUnknown) + ": " + win->rank.show() + " comes with no size variable");
+    if (L.world_size < 0) W.push_back(std::string(kWorldUnknown) + ": " + win->rank.show() + " comes with no size variable");
     if (L.node < 0 && L.world_size > 0 && L.local_size == L.world_size) {
       L.node = 0;
       notes.push_back("node 0: all ranks are on this node");
@@ -526,8 +528,7 @@ LaunchInfo detect_launch(const std::function<const char*(const char*)>& getenv_f
     }
     if (!L.local_rank_known)
       W.push_back(std::string(kLocalUnknown) + ": no variable gives it (under MPI a shared-memory split does); 0 assumed");
-    else if (L.local_size < 0)
-      W.push_back(std::string(kLocalSizeUnknown) + ": no variable gives it");
+    else if (L.local_size < 0) W.push_back(std::string(kLocalSizeUnknown) + ": no variable gives it");
   } else {
     L.launcher = "single";
     notes.push_back("no launcher variables: a single process");
@@ -549,7 +550,8 @@ std::string process_manager_contact(const std::function<const char*(const char*)
     for (const std::string& n : env_names)
       if (starts_with(n, "PMIX_SERVER_URI")) return n;
   } else {
-    for (const char* n : {"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3", "PMIX_SERVER_URI21", "PMIX_SERVER_URI2", "PMIX_SERVER_URI"})
+    for (const char* n :
+         {"PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3", "PMIX_SERVER_URI21", "PMIX_SERVER_URI2", "PMIX_SERVER_URI"})
       if (env.has(n)) return n;
   }
   for (const char* n : {"OMPI_MCA_orte_hnp_uri", "PMI_FD", "PMI_PORT", "MPIRUN_HOST", "SLURM_STEP_ID", "SLURM_STEPID"})

@@ -19,18 +19,18 @@ struct LaunchInfo {
   std::string launcher = "single";  // mpiexec, srun, torchrun or single
   std::string mpi;                  // openmpi, mpich-hydra, intel-mpi, mvapich2, pmix, slurm-pmi2, or "" when unknown / none
   int64_t rank = 0;
-  int64_t world_size = 1;           // -1: unknown (a launcher gave a rank but no size)
-  int64_t local_rank = 0;           // a placeholder 0 when !local_rank_known
-  int64_t local_size = 1;           // -1: unknown
-  int64_t node = 0;                 // index of this process's node; -1: unknown
-  int64_t device = -1;              // local_rank % device_count; -1: none (CPU)
-  std::string backend = "cpu";      // cuda or cpu
-  std::string backend_reason;       // why that backend, e.g. "no CUDA runtime (device count unknown)"
-  std::string master_addr;          // "" when it cannot be known here (then a warning says so)
+  int64_t world_size = 1;       // -1: unknown (a launcher gave a rank but no size)
+  int64_t local_rank = 0;       // a placeholder 0 when !local_rank_known
+  int64_t local_size = 1;       // -1: unknown
+  int64_t node = 0;             // index of this process's node; -1: unknown
+  int64_t device = -1;          // local_rank % device_count; -1: none (CPU)
+  std::string backend = "cpu";  // cuda or cpu
+  std::string backend_reason;   // why that backend, e.g. "no CUDA runtime (device count unknown)"
+  std::string master_addr;      // "" when it cannot be known here (then a warning says so)
   int master_port = 29500;
-  bool local_rank_known = true;     // false: no variable gave the local rank (MPI can: complete_from_mpi)
+  bool local_rank_known = true;  // false: no variable gave the local rank (MPI can: complete_from_mpi)
   std::vector<std::string> warnings;
-  std::vector<std::string> notes;   // where each value came from, fallbacks and why
+  std::vector<std::string> notes;  // where each value came from, fallbacks and why
 };
 
 // getenv_fn returns a variable's value or nullptr when unset. device_count: CUDA devices visible

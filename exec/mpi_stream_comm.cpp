@@ -91,7 +91,8 @@ bool MpiStreamComm::start_collective(const Coll& c, std::string& err) {
     case CollKind::Allreduce: rc = MPI_Iallreduce(MPI_IN_PLACE, c.p, n, t, op, comm, &q); break;
     case CollKind::Bcast: rc = MPI_Ibcast(c.p, n, t, c.root, comm, &q); break;
     case CollKind::Reduce:
-      rc = c.index == c.root ? MPI_Ireduce(MPI_IN_PLACE, c.p, n, t, op, c.root, comm, &q) : MPI_Ireduce(c.p, nullptr, n, t, op, c.root, comm, &q);
+      rc = c.index == c.root ? MPI_Ireduce(MPI_IN_PLACE, c.p, n, t, op, c.root, comm, &q)
+                             : MPI_Ireduce(c.p, nullptr, n, t, op, c.root, comm, &q);
       break;
     case CollKind::Allgather: rc = MPI_Iallgather(MPI_IN_PLACE, 0, t, c.p, n, t, comm, &q); break;
     // NCCL's in-place reduce-scatter: the result lands in this member's block of the input. MPI
@@ -137,8 +138,8 @@ bool MpiStreamComm::run_group(const std::vector<std::function<bool(std::string&)
     int got = 0;
     MPI_Get_count(&st[i], MPI_BYTE, &got);
     if (static_cast<size_t>(got) != want_[i])
-      return err = "a receive from rank " + std::to_string(peer_[i]) + " of " + std::to_string(want_[i]) + " bytes got " + std::to_string(got) +
-                   " (NCCL needs both sides to give the same count)",
+      return err = "a receive from rank " + std::to_string(peer_[i]) + " of " + std::to_string(want_[i]) + " bytes got " +
+                   std::to_string(got) + " (NCCL needs both sides to give the same count)",
              false;
   }
   return true;

@@ -37,10 +37,10 @@ MPI_Op half_mpi_op(ReduceOp op) {
   static MPI_Op ops[4] = {MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL, MPI_OP_NULL};
   auto k = static_cast<size_t>(op);
   if (ops[k] == MPI_OP_NULL) {
-    MPI_User_function* f = op == ReduceOp::Sum    ? &half_op<T, ReduceOp::Sum>
-                           : op == ReduceOp::Max  ? &half_op<T, ReduceOp::Max>
-                           : op == ReduceOp::Min  ? &half_op<T, ReduceOp::Min>
-                                                  : &half_op<T, ReduceOp::Prod>;
+    MPI_User_function* f = op == ReduceOp::Sum   ? &half_op<T, ReduceOp::Sum>
+                           : op == ReduceOp::Max ? &half_op<T, ReduceOp::Max>
+                           : op == ReduceOp::Min ? &half_op<T, ReduceOp::Min>
+                                                 : &half_op<T, ReduceOp::Prod>;
     MPI_Op_create(f, 1, &ops[k]);  // every one of them commutes
   }
   return ops[k];

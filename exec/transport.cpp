@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "exec/mpi_types.hpp"
 #include "exec/host_device.hpp"
 #include "exec/mpi_stream_comm.hpp"
+#include "exec/mpi_types.hpp"
 #ifdef STEPGRAPH_HAVE_CUDA
 #include "exec/cuda/cuda_ops.hpp"
 #include "exec/cuda/device.hpp"
@@ -62,8 +62,9 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
     if (o.transport == "nccl") {
       h.stream_comm = std::make_unique<MpiStreamComm>(world, &h.host_device);
       out.name = "nccl";
-      out.why = "MPI standing in for NCCL on host memory, with NCCL's rules: transfers matched by issue order, in groups issued in "
-                "one global order, each run to completion; local work and transfers on two deferred lanes interleaved at random";
+      out.why =
+          "MPI standing in for NCCL on host memory, with NCCL's rules: transfers matched by issue order, in groups issued in "
+          "one global order, each run to completion; local work and transfers on two deferred lanes interleaved at random";
     }
     out.device_note = "host memory standing in for a device";
   } else if (o.device == "cuda") {
@@ -85,7 +86,8 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
     int bad = h.cuda_device.open(d, dp.names[static_cast<size_t>(d)], why) ? 0 : 1, any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, world);
     if (any)
-      return refuse_here(bad ? "stepgraph: error: --device cuda: rank " + std::to_string(me) + ", device " + std::to_string(d) + ": " + why + "\n"
+      return refuse_here(bad ? "stepgraph: error: --device cuda: rank " + std::to_string(me) + ", device " + std::to_string(d) + ": " +
+                                   why + "\n"
                              : std::string());
     out.device = &h.cuda_device;
     if (o.transport == "nccl") {
@@ -95,7 +97,8 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
       MPI_Allreduce(&crowded, &any_crowded, 1, MPI_INT, MPI_MAX, world);
       if (any_crowded)
         return refuse("--transport nccl: NCCL needs a GPU per rank, and " + std::to_string(local_size) + " ranks on a node share " +
-                      std::to_string(dp.count) + " device" + (dp.count == 1 ? "" : "s") + " (use --transport staged, or fewer ranks per node)");
+                      std::to_string(dp.count) + " device" + (dp.count == 1 ? "" : "s") +
+                      " (use --transport staged, or fewer ranks per node)");
       std::string id, why_id;
       int id_ok = me == 0 ? (cuda::NcclComm::unique_id(id, why_id) ? 1 : 0) : 1, all_id = 0;
       MPI_Allreduce(&id_ok, &all_id, 1, MPI_INT, MPI_MIN, world);
@@ -108,7 +111,8 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
       MPI_Allreduce(&init_ok, &all_init, 1, MPI_INT, MPI_MIN, world);
       if (!all_init) {
         nc->abort();
-        return refuse_here(!init_ok ? "stepgraph: error: --transport nccl: rank " + std::to_string(me) + ": " + why_init + "\n" : std::string());
+        return refuse_here(!init_ok ? "stepgraph: error: --transport nccl: rank " + std::to_string(me) + ": " + why_init + "\n"
+                                    : std::string());
       }
       h.stream_comm = std::move(nc);
 #else
@@ -131,8 +135,8 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
     } else {
       out.name = "staged";
       out.why = o.transport == "staged" ? "--transport staged"
-                : (o.transport == "cuda-aware" ? "--transport cuda-aware falls back: " : "not CUDA-aware: ") +
-                      (aware ? std::string("another rank's MPI reports no CUDA support") : why_not);
+                                        : (o.transport == "cuda-aware" ? "--transport cuda-aware falls back: " : "not CUDA-aware: ") +
+                                              (aware ? std::string("another rank's MPI reports no CUDA support") : why_not);
     }
 #else
     return refuse("--device cuda: no CUDA device (this stepgraph was built without CUDA: STEPGRAPH_WITH_CUDA=OFF)");

@@ -18,9 +18,9 @@
 namespace sg::exec {
 
 struct TransportRequest {
-  std::string device = "cpu";       // cpu, cuda or host-staged
-  std::string transport = "auto";   // with a device: auto, staged, cuda-aware or nccl
-  bool device_sync = false;         // with a device: every device call waits (no streams)
+  std::string device = "cpu";      // cpu, cuda or host-staged
+  std::string transport = "auto";  // with a device: auto, staged, cuda-aware or nccl
+  bool device_sync = false;        // with a device: every device call waits (no streams)
 };
 
 // Why opening failed. Every rank returns a refusal together; `from_root`: the ranks agree and rank 0

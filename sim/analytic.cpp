@@ -157,7 +157,7 @@ class AnalyticTimer : public Timer {
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> q_;
   std::vector<uint32_t> ids_;
   std::unordered_map<StepId, std::tuple<uint32_t, uint32_t, uint64_t>> waiting_;  // rendezvous sends not yet posted
-  std::unordered_set<StepId> posted_;  // rendezvous receives posted before their send
+  std::unordered_set<StepId> posted_;                                             // rendezvous receives posted before their send
   std::unordered_map<uint64_t, std::pair<double, double>> paths_;
   double now_ = 0;
   size_t n_ = 0;

@@ -32,8 +32,7 @@ void Platform::route(uint32_t a, uint32_t b, std::vector<uint32_t>& link_ids, do
   latency = 0;
   if (!routing) throw std::logic_error("platform " + spec + ": routes not built yet (build_simgrid fills an XML platform's)");
   if (a >= hosts || b >= hosts)
-    throw std::out_of_range("platform " + spec + ": host " + std::to_string(std::max(a, b)) + " of " +
-                            std::to_string(hosts));
+    throw std::out_of_range("platform " + spec + ": host " + std::to_string(std::max(a, b)) + " of " + std::to_string(hosts));
   routing->route(a, b, link_ids);
   for (uint32_t id : link_ids) latency += links[id].lat;
 }
@@ -67,10 +66,8 @@ std::string Platform::describe() const {
   std::string s = kind_name(kind);
   s += ", ";
   s += std::to_string(hosts);
-  if (const detail::Kind* k = detail::find_kind(kind); k && k->describe)
-    k->describe(*this, s);
-  else
-    s += " hosts";
+  if (const detail::Kind* k = detail::find_kind(kind); k && k->describe) k->describe(*this, s);
+  else s += " hosts";
   s += ", ";
   s += std::to_string(links.size());
   s += " links, model ";

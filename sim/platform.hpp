@@ -65,14 +65,14 @@ struct Routing;  // the route tables of one platform (sim/platform/kind.hpp)
 
 struct Platform {
   PlatformKind kind = PlatformKind::Star;
-  std::string spec;            // normalised: kind, resolved sizes, the keys given, the model
-  bool ideal = false;          // model == NetModel::Ideal
-  uint32_t hosts = 0;          // hosts available (>= ranks); Xml: 0 until build_simgrid / resolve_xml_platform
-  double speed = 1e12;         // flops/s per host (spec key `speed=`); Xml: the first host's
-  std::vector<LinkInfo> links; // every link of the platform (Xml: those the routes use, once resolved)
-  std::string xml;             // Xml: the file's path, as given
+  std::string spec;             // normalised: kind, resolved sizes, the keys given, the model
+  bool ideal = false;           // model == NetModel::Ideal
+  uint32_t hosts = 0;           // hosts available (>= ranks); Xml: 0 until build_simgrid / resolve_xml_platform
+  double speed = 1e12;          // flops/s per host (spec key `speed=`); Xml: the first host's
+  std::vector<LinkInfo> links;  // every link of the platform (Xml: those the routes use, once resolved)
+  std::string xml;              // Xml: the file's path, as given
 
-  uint32_t ranks = 0;          // the rank count parse_platform was given
+  uint32_t ranks = 0;  // the rank count parse_platform was given
   NetModel model = NetModel::Lv08;
   // The SimGrid network-model constants in force (docs/sim.md "Network models"). A message alone
   // on its route from a to b takes

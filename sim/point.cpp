@@ -16,18 +16,9 @@
 namespace sg::sim {
 
 void to_json(nlohmann::json& j, const PointResult& r) {
-  j = {{"schedule", r.schedule},
-       {"ranks", r.n},
-       {"platform", r.platform},
-       {"model", r.model},
-       {"time_s", r.time_s},
-       {"algbw_GBps", r.algbw},
-       {"busbw_GBps", r.busbw},
-       {"messages", r.messages},
-       {"bytes", r.bytes},
-       {"wall_s", r.wall_s},
-       {"size_bytes", r.size_bytes},
-       {"completed", r.completed}};
+  j = {{"schedule", r.schedule}, {"ranks", r.n},          {"platform", r.platform},     {"model", r.model},
+       {"time_s", r.time_s},     {"algbw_GBps", r.algbw}, {"busbw_GBps", r.busbw},      {"messages", r.messages},
+       {"bytes", r.bytes},       {"wall_s", r.wall_s},    {"size_bytes", r.size_bytes}, {"completed", r.completed}};
   if (!r.param.empty()) j[r.param] = r.param_value;
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.expansions.empty()) j["collectives"] = r.expansions;
@@ -182,9 +173,8 @@ PointResult run_point(const PointSpec& p) {
   std::ostringstream text;
   r.critical_json = nlohmann::json::array();
   for (const auto& c : res.critical) {
-    std::string where = c.loc.valid() ? s.sources.file(c.loc.file).name() + ":" + std::to_string(c.loc.line) + ":" +
-                                            std::to_string(c.loc.col)
-                                      : "?";
+    std::string where =
+        c.loc.valid() ? s.sources.file(c.loc.file).name() + ":" + std::to_string(c.loc.line) + ":" + std::to_string(c.loc.col) : "?";
     r.critical_json.push_back({{"seconds", c.seconds}, {"source", where}, {"what", c.what}, {"steps", c.steps}});
     text << "    " << human_time(c.seconds) << "  " << where << "  " << c.what << " (" << with_commas(c.steps) << " step"
          << (c.steps == 1 ? "" : "s") << ")\n";
@@ -201,14 +191,13 @@ PointResult run_point(const PointSpec& p) {
   if (!r.completed) {
     r.status = 1;
     std::ostringstream st;
-    st << "    deadlock: " << res.stuck.ranks.size() << " rank" << (res.stuck.ranks.size() == 1 ? "" : "s")
-       << " can never go on\n";
+    st << "    deadlock: " << res.stuck.ranks.size() << " rank" << (res.stuck.ranks.size() == 1 ? "" : "s") << " can never go on\n";
     for (const auto& sr : res.stuck.ranks) {
       if (sr.step == kNoStep) continue;
       Loc loc = g->loc(sr.step);
       st << "    rank " << sr.rank << " at " << describe_step(*g, sr.step) << " ("
-         << (loc.valid() ? s.sources.file(loc.file).name() + ":" + std::to_string(loc.line) : std::string("?")) << "): it "
-         << sr.why << "\n";
+         << (loc.valid() ? s.sources.file(loc.file).name() + ":" + std::to_string(loc.line) : std::string("?")) << "): it " << sr.why
+         << "\n";
     }
     if (!res.stuck.cycle.empty()) {
       st << "    wait-for cycle:";

@@ -19,11 +19,11 @@ struct PointSpec {
   uint32_t n = 0;
   std::vector<std::pair<std::string, std::string>> sets;  // --set and the swept value, unparsed
   uint64_t max_memory = 0;
-  AlgoChoice algo;        // --algo (empty: Open MPI's choice)
-  std::string platform;   // a spec or an XML file; "" = the default platform (said so in the result)
+  AlgoChoice algo;       // --algo (empty: Open MPI's choice)
+  std::string platform;  // a spec or an XML file; "" = the default platform (said so in the result)
   SimOptions options;
-  std::string trace_file; // "" = no trace
-  bool quiet = false;     // an unsupported point keeps its diagnostics out of `diag`
+  std::string trace_file;  // "" = no trace
+  bool quiet = false;      // an unsupported point keeps its diagnostics out of `diag`
 };
 
 // One point's outcome (serialisable: MPI processes send these).

@@ -44,8 +44,13 @@ std::string result_to_json(const SimResult& r) {
   j["events"] = r.events;
   json crit = json::array();
   for (const auto& c : r.critical)
-    crit.push_back({{"stmt", c.stmt}, {"file", c.loc.file}, {"line", c.loc.line}, {"col", c.loc.col}, {"what", c.what},
-                    {"seconds", c.seconds}, {"steps", c.steps}});
+    crit.push_back({{"stmt", c.stmt},
+                    {"file", c.loc.file},
+                    {"line", c.loc.line},
+                    {"col", c.loc.col},
+                    {"what", c.what},
+                    {"seconds", c.seconds},
+                    {"steps", c.steps}});
   j["critical"] = crit;
   json links = json::array();
   for (const auto& l : r.links) links.push_back({{"name", l.name}, {"bytes", l.bytes}, {"busy", l.busy}});

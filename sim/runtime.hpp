@@ -101,7 +101,7 @@ class Runtime {
  private:
   enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4, kSendAtArrival = 8, kSent = 16 };
 
-  void drain();          // issue and complete what is queued
+  void drain();  // issue and complete what is queued
   void issue(StepId s);
   void complete(StepId s);
   void finish_recv(StepId r);
@@ -141,8 +141,8 @@ class Runtime {
   void busy_begin(uint32_t rank, int kind);
   void busy_end(uint32_t rank, int kind);
   const StepGraph::Successors* succ_ = nullptr;  // the graph's successor view
-  std::vector<StepId> work_, batch_;  // steps ready now, to issue
-  std::vector<uint32_t> initial_off_; // steps with no dependency, by rank (CSR, built by start)
+  std::vector<StepId> work_, batch_;             // steps ready now, to issue
+  std::vector<uint32_t> initial_off_;            // steps with no dependency, by rank (CSR, built by start)
   std::vector<StepId> initial_;
   std::unordered_map<StepId, std::vector<StepId>> waiters_;  // handle -> waits blocked on it
   std::vector<uint32_t> coll_issued_;                        // per collective instance

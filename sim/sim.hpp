@@ -31,10 +31,10 @@ struct LogGP {
 struct SimOptions {
   Model model = Model::SimGrid;
   RuntimeOptions runtime;
-  LogGP loggp;                 // analytic only
-  std::vector<uint32_t> map;   // rank -> host; empty: rank r on host r
-  bool trace = false;          // keep every step's start and end (and each message) for a trace
-  unsigned top = 5;            // how many critical-path statements and links to report
+  LogGP loggp;                // analytic only
+  std::vector<uint32_t> map;  // rank -> host; empty: rank r on host r
+  bool trace = false;         // keep every step's start and end (and each message) for a trace
+  unsigned top = 5;           // how many critical-path statements and links to report
   // Called now and then with the fraction of steps completed (for a progress bar; the SimGrid
   // engine calls it in its child process, which shares the terminal).
   std::function<void(double)> progress;
@@ -44,8 +44,8 @@ struct SimOptions {
 struct CriticalEntry {
   uint32_t stmt = 0;
   Loc loc;
-  std::string what;      // "send", "compute bwd", …
-  double seconds = 0;    // time on the critical path spent in its steps (and their transfers)
+  std::string what;    // "send", "compute bwd", …
+  double seconds = 0;  // time on the critical path spent in its steps (and their transfers)
   uint64_t steps = 0;
 };
 
@@ -56,10 +56,10 @@ struct LinkLoad {
 };
 
 struct SimResult {
-  bool completed = false;     // every step ran; false: a deadlock (see stuck)
-  std::string error;          // the engine failed (empty otherwise)
+  bool completed = false;  // every step ran; false: a deadlock (see stuck)
+  std::string error;       // the engine failed (empty otherwise)
   std::string model, platform;
-  double time_s = 0;          // simulated
+  double time_s = 0;  // simulated
   uint64_t messages = 0, bytes = 0, steps = 0;
   uint32_t slowest_rank = 0;
   double slowest_rank_s = 0;  // when the slowest rank finished
@@ -68,9 +68,9 @@ struct SimResult {
   double compute_s = 0, comm_s = 0, overlap_s = 0;
   std::vector<CriticalEntry> critical;
   std::vector<LinkLoad> links;
-  StuckState stuck;           // where it stopped, when !completed
-  double wall_s = 0;          // the simulation's own run time
-  uint64_t events = 0;        // transfers and local activities timed
+  StuckState stuck;     // where it stopped, when !completed
+  double wall_s = 0;    // the simulation's own run time
+  uint64_t events = 0;  // transfers and local activities timed
   // With SimOptions::trace: per step start and end (NaN if it never ran), and what each send and
   // receive matched (kNoStep if nothing).
   std::vector<double> starts, ends;

@@ -33,8 +33,8 @@
 #include <cstring>
 #include <iostream>
 #include <map>
-#include <unordered_map>
 #include <simgrid/s4u.hpp>
+#include <unordered_map>
 
 #include "sim/result_io.hpp"
 #include "sim/sim.hpp"
@@ -52,9 +52,9 @@ enum class What : uint8_t { EagerPut, RendezvousPut, PairGet, LaneGet, Exec };
 
 struct Pending {
   What what;
-  StepId step;      // the send (puts, gets) or the step (exec)
-  uint32_t pair;    // PairGet: index into the rank's incoming pairs
-  void** payload;   // gets: where the put's payload lands (the send's step id + 1, as a pointer)
+  StepId step;     // the send (puts, gets) or the step (exec)
+  uint32_t pair;   // PairGet: index into the rank's incoming pairs
+  void** payload;  // gets: where the put's payload lands (the send's step id + 1, as a pointer)
 };
 
 // An incoming pair mailbox of one rank: how many eager messages it will still bring.
@@ -85,8 +85,7 @@ struct Request {
 
 class SimGridTimer : public Timer {
  public:
-  SimGridTimer(const StepGraph& g, const Platform& p, const SimOptions& o, const RuntimeOptions& ro,
-               std::vector<sg4::Host*>& hosts)
+  SimGridTimer(const StepGraph& g, const Platform& p, const SimOptions& o, const RuntimeOptions& ro, std::vector<sg4::Host*>& hosts)
       : g_(g), p_(p), o_(o), ro_(ro), hosts_(hosts), workers_(g.nranks), pair_index_(g.nranks) {}
 
   // Counts the eager messages of every (source, destination) pair: the destination keeps gets
@@ -118,9 +117,7 @@ class SimGridTimer : public Timer {
   void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) override {
     requests_.push_back({rendezvous ? What::RendezvousPut : What::EagerPut, send, src, dst, static_cast<double>(bytes)});
   }
-  void posted(StepId send) override {
-    requests_.push_back({What::LaneGet, send, g_.rank(send), g_.peer(send), 0});
-  }
+  void posted(StepId send) override { requests_.push_back({What::LaneGet, send, g_.rank(send), g_.peer(send), 0}); }
   void local(StepId step, uint32_t rank, LocalKind, double flops, double seconds) override {
     requests_.push_back({What::Exec, step, rank, rank, flops + seconds * p_.speed});
   }

@@ -25,8 +25,7 @@ void configure_simgrid(const Platform& p);
 // than p.ranks, or when a link SimGrid made does not match p.links (name, bandwidth, latency).
 void build_simgrid(Platform& p, simgrid::s4u::Engine& e, std::vector<simgrid::s4u::Host*>& hosts);
 // The same, and links[i] = SimGrid's link for p.links[i].
-void build_simgrid(Platform& p, simgrid::s4u::Engine& e, std::vector<simgrid::s4u::Host*>& hosts,
-                   std::vector<simgrid::s4u::Link*>& links);
+void build_simgrid(Platform& p, simgrid::s4u::Engine& e, std::vector<simgrid::s4u::Host*>& hosts, std::vector<simgrid::s4u::Link*>& links);
 
 // Fills an Xml platform's hosts, host names and speeds, links and routes, as build_simgrid does,
 // without creating a SimGrid engine in this process: a child process (fork) loads the file and

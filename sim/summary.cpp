@@ -113,8 +113,7 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
   if (!r.completed) {
     std::vector<StepId> partner(g.size(), kNoStep);
     for (StepId s = 0; s < g.size(); ++s) partner[s] = rt.partner(s);
-    r.stuck = analyze_stuck(g, rt.status(), partner,
-                            o.runtime.protocol == Protocol::Rendezvous ? SendMode::Rendezvous : SendMode::Eager);
+    r.stuck = analyze_stuck(g, rt.status(), partner, o.runtime.protocol == Protocol::Rendezvous ? SendMode::Rendezvous : SendMode::Eager);
   }
 }
 

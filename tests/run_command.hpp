@@ -10,8 +10,8 @@
 namespace sgtest {
 
 struct Ran {
-  int rc = -1;       // the exit status, or -1 when killed by a signal
-  std::string out;   // standard output (standard error goes where `cmd` redirects it)
+  int rc = -1;      // the exit status, or -1 when killed by a signal
+  std::string out;  // standard output (standard error goes where `cmd` redirects it)
   double seconds = 0;
 };
 

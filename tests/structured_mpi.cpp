@@ -86,13 +86,13 @@ using RankPred = std::function<bool(int64_t)>;
 
 struct Node {
   Op op = Op::Raw;
-  Ref a, b;                          // a: the message's chunk, or a copy/reduce source; b: its target
-  std::string peer, tag, handle;     // tag "" = no clause (tag 0); handle: `as h`, or a wait's list
-  bool reduce = false;               // recv … reduce
-  std::string text;                  // Raw: the statement; For/If/On: the head
-  std::string var;                   // For: the loop variable; On: the rank variable ("" in `on R`)
-  int64_t lo = 0, step = 1, count = 0;   // For: the iterations, evaluated for this N
-  std::vector<bool> ranks, else_ranks;   // On/If: the ranks that may run body / orelse
+  Ref a, b;                             // a: the message's chunk, or a copy/reduce source; b: its target
+  std::string peer, tag, handle;        // tag "" = no clause (tag 0); handle: `as h`, or a wait's list
+  bool reduce = false;                  // recv … reduce
+  std::string text;                     // Raw: the statement; For/If/On: the head
+  std::string var;                      // For: the loop variable; On: the rank variable ("" in `on R`)
+  int64_t lo = 0, step = 1, count = 0;  // For: the iterations, evaluated for this N
+  std::vector<bool> ranks, else_ranks;  // On/If: the ranks that may run body / orelse
   std::vector<Node> body, orelse;
   bool is_stmt() const { return op < Op::For; }
 };
@@ -138,8 +138,8 @@ Node raw(std::string text) {
   x.text = std::move(text);
   return x;
 }
-Node loop(std::string var, int64_t lo, int64_t hi, std::string_view lo_text, std::string_view hi_text,
-          std::vector<Node> body, int64_t step = 1) {
+Node loop(std::string var, int64_t lo, int64_t hi, std::string_view lo_text, std::string_view hi_text, std::vector<Node> body,
+          int64_t step = 1) {
   Node x;
   x.op = Op::For;
   x.text = cat({"for ", var, " in ", lo_text, " .. ", hi_text});
@@ -153,8 +153,7 @@ Node loop(std::string var, int64_t lo, int64_t hi, std::string_view lo_text, std
 }
 // `if cond`; pred says which ranks take the then-branch, or is empty when that depends on a
 // loop variable (both branches may then run on every rank).
-Node when(const Gen& g, std::string_view cond, const RankPred& pred, std::vector<Node> then,
-          std::vector<Node> otherwise = {}) {
+Node when(const Gen& g, std::string_view cond, const RankPred& pred, std::vector<Node> then, std::vector<Node> otherwise = {}) {
   Node x;
   x.op = Op::If;
   x.text = cat({"if ", cond});
@@ -192,9 +191,7 @@ std::string stmt_text(const Node& x) {
     case Op::Send:
     case Op::Isend: s = cat({x.op == Op::Send ? "send " : "isend ", x.a.text(), " to ", x.peer, tag}); break;
     case Op::Recv:
-    case Op::Irecv:
-      s = cat({x.op == Op::Recv ? "recv " : "irecv ", x.a.text(), " from ", x.peer, tag, x.reduce ? " reduce" : ""});
-      break;
+    case Op::Irecv: s = cat({x.op == Op::Recv ? "recv " : "irecv ", x.a.text(), " from ", x.peer, tag, x.reduce ? " reduce" : ""}); break;
     case Op::Wait: s = cat({"wait ", x.handle}); break;
     case Op::Waitall: s = "waitall"; break;
     case Op::Copy: s = cat({"copy ", x.a.text(), " into ", x.b.text()}); break;
@@ -237,12 +234,12 @@ struct Buffer {
 
 struct Prog {
   std::string family;
-  std::vector<std::string> about;     // header comment: the variant
-  std::string params;                 // "size = 1MiB" when a chunk size uses it
+  std::vector<std::string> about;  // header comment: the variant
+  std::string params;              // "size = 1MiB" when a chunk size uses it
   std::vector<Buffer> buffers;
-  std::vector<std::string> decls;     // init, let, expect
+  std::vector<std::string> decls;  // init, let, expect
   std::vector<Node> body;
-  std::string mutation;               // what was perturbed ("" if nothing)
+  std::string mutation;  // what was perturbed ("" if nothing)
 
   const Buffer* buffer(const std::string& name) const {
     for (const Buffer& b : buffers)
@@ -257,9 +254,7 @@ struct Prog {
       case 0: chunk_bytes_ = "8"; break;
       case 1: chunk_bytes_ = "64"; break;
       case 2: chunk_bytes_ = "4KiB"; break;
-      default:
-        params = "size = 1MiB";
-        chunk_bytes_ = cat({"size / ", count});
+      default: params = "size = 1MiB"; chunk_bytes_ = cat({"size / ", count});
     }
     return chunk_bytes_;
   }
@@ -341,8 +336,8 @@ Prog ring(Gen& g, uint32_t max_ranks, bool parity) {
   p.family = parity ? "parity-ring" : "ring";
   const std::string kind = g.choose<const char*>({"allgather", "allgather", "reduce_scatter", "allreduce"});
   const int phases = kind == "allreduce" ? 2 : 1;
-  const Order order = parity ? Order::Cond
-                             : g.choose({Order::SendFirst, Order::Cond, Order::IrecvFirst, Order::IsendFirst, Order::Nonblocking});
+  const Order order =
+      parity ? Order::Cond : g.choose({Order::SendFirst, Order::Cond, Order::IrecvFirst, Order::IsendFirst, Order::Nonblocking});
   pick_n(g, max_ranks, [&](int64_t n) { return phases * (n - 1) * n * ops_per_step(order); });
   const int sigma = g.coin(0.75) ? 1 : -1;
   const std::string right = sigma > 0 ? "(r + 1) % N" : "(r - 1) % N";
@@ -390,10 +385,8 @@ Prog shift(Gen& g, uint32_t max_ranks) {
                       : pattern < 8 ? Order::Nonblocking
                                     : Order::SendFirst;
   const bool by_parity = pattern == 3;
-  if (variant == 2)
-    g.n = static_cast<uint32_t>(g.pick(2, max_ranks));
-  else
-    pick_n(g, max_ranks, [&](int64_t n) { return (n - 1) * n * ops_per_step(order) + n; });
+  if (variant == 2) g.n = static_cast<uint32_t>(g.pick(2, max_ranks));
+  else pick_n(g, max_ranks, [&](int64_t n) { return (n - 1) * n * ops_per_step(order) + n; });
   const int64_t k = g.pick(1, g.n - 1);
   const std::string off = variant == 2 ? num(k) : "s";
   const std::string to = cat({"(r + ", off, ") % N"}), from = cat({"(r - ", off, ") % N"});
@@ -423,13 +416,12 @@ Prog shift(Gen& g, uint32_t max_ranks) {
     r = recv({"data", from}, from, tag);
   }
   std::vector<Node> step = ordered(g, order, s, r, cond, pred);
-  if (variant == 2)
-    body.insert(body.end(), step.begin(), step.end());
-  else
-    body.push_back(loop("s", 1, g.n, "1", "N", std::move(step)));
+  if (variant == 2) body.insert(body.end(), step.begin(), step.end());
+  else body.push_back(loop("s", 1, g.n, "1", "N", std::move(step)));
   p.body.push_back(on_all(g, std::move(body)));
-  p.about.push_back(cat({variant == 0 ? "all-gather by shifts r -> r + s" : variant == 1 ? "pairwise all-to-all by shifts r -> r + s"
-                                                                                          : "one shift r -> r + k",
+  p.about.push_back(cat({variant == 0   ? "all-gather by shifts r -> r + s"
+                         : variant == 1 ? "pairwise all-to-all by shifts r -> r + s"
+                                        : "one shift r -> r + k",
                          "; ", order_name(order), order == Order::Cond ? cat({" (", cond, ")"}) : ""}));
   return p;
 }
@@ -440,9 +432,9 @@ Prog burst(Gen& g, uint32_t max_ranks) {
   g.n = static_cast<uint32_t>(g.pick(2, max_ranks));  // the other ranks stay idle: no steps
   const int64_t a = g.pick(0, g.n - 1), b = (a + g.pick(1, g.n - 1)) % g.n;
   const int64_t m = g.pick(2, 6);
-  const bool two = g.coin(0.35);      // a second buffer interleaved with the first
-  const bool reduce = g.coin(0.3);    // the receiver adds what it gets to its own values
-  const bool by_tag = g.coin(0.25);   // two tags: the receiver may take the streams one by one
+  const bool two = g.coin(0.35);     // a second buffer interleaved with the first
+  const bool reduce = g.coin(0.3);   // the receiver adds what it gets to its own values
+  const bool by_tag = g.coin(0.25);  // two tags: the receiver may take the streams one by one
   const bool split = by_tag && g.coin(0.6);
   const int recv_style = static_cast<int>(g.pick(0, 2));  // 0 blocking, 1 wildcards, 2 irecv + waitall
   const bool isend = g.coin(0.3);
@@ -495,7 +487,9 @@ Prog burst(Gen& g, uint32_t max_ranks) {
   p.body.push_back(on_rank(g, b, std::move(receiver)));
   p.about.push_back(cat({num(m), " messages per buffer from rank ", num(a), " to rank ", num(b), reduce ? ", reduced" : ", copied",
                          by_tag ? ", two tags" : ", one tag", split ? ", received stream by stream" : "",
-                         recv_style == 1 ? ", wildcard receives" : recv_style == 2 ? ", irecv + waitall" : "",
+                         recv_style == 1   ? ", wildcard receives"
+                         : recv_style == 2 ? ", irecv + waitall"
+                                           : "",
                          isend ? ", isend + waitall" : ""}));
   return p;
 }
@@ -550,8 +544,9 @@ Prog window(Gen& g, uint32_t max_ranks) {
     p.decls = {"init data contrib;", "expect allreduce(data);"};
     // Reduce-scatter through a scratch chunk: it may be read only after its wait, and the block
     // in flight may not be written before its own.
-    std::vector<Node> rs{nonblocking(recv({"tmp", "0"}, left, tag), "rx"), nonblocking(send({"data", ring_block(sigma, 0)}, right, tag), "tx"),
-                         wait("rx"), local(Op::Reduce, {"tmp", "0"}, {"data", ring_block(sigma, 1)}), wait("tx")};
+    std::vector<Node> rs{nonblocking(recv({"tmp", "0"}, left, tag), "rx"),
+                         nonblocking(send({"data", ring_block(sigma, 0)}, right, tag), "tx"), wait("rx"),
+                         local(Op::Reduce, {"tmp", "0"}, {"data", ring_block(sigma, 1)}), wait("tx")};
     std::vector<Node> ag{nonblocking(recv({"data", ring_block(sigma, 0)}, left, tag), "rx"),
                          nonblocking(send({"data", ring_block(sigma, -1)}, right, tag), "tx"), wait("rx, tx")};
     p.body.push_back(on_all(g, {loop("s", 0, g.n - 1, "0", "N - 1", rs), loop("s", 0, g.n - 1, "0", "N - 1", ag)}));
@@ -578,14 +573,10 @@ Prog window(Gen& g, uint32_t max_ranks) {
   }
   const bool handles = w == 1 && g.coin(0.5);
   std::vector<Node> step;
-  if (g.coin(0.5))
-    step = {nonblocking(r, handles ? "rx" : ""), nonblocking(s, handles ? "tx" : "")};
-  else
-    step = {nonblocking(s, handles ? "tx" : ""), nonblocking(r, handles ? "rx" : "")};
-  if (handles)
-    step.push_back(wait("rx, tx"));
-  else
-    step.push_back(when(g, cat({"s % ", num(w), " == 0 || s == N - 1"}), {}, {waitall()}));
+  if (g.coin(0.5)) step = {nonblocking(r, handles ? "rx" : ""), nonblocking(s, handles ? "tx" : "")};
+  else step = {nonblocking(s, handles ? "tx" : ""), nonblocking(r, handles ? "rx" : "")};
+  if (handles) step.push_back(wait("rx, tx"));
+  else step.push_back(when(g, cat({"s % ", num(w), " == 0 || s == N - 1"}), {}, {waitall()}));
   body.push_back(loop("s", 1, g.n, "1", "N", std::move(step)));
   p.body.push_back(on_all(g, std::move(body)));
   p.about.push_back(cat({variant == 0 ? "pairwise all-gather" : "pairwise all-to-all", ", windows of ", num(w), " irecv/isend pairs",
@@ -650,7 +641,11 @@ Prog wildcard(Gen& g, uint32_t max_ranks, bool bug) {
     p.body.push_back(on_all(g, {when(g, not_root, others, {send({"g", "r"}, R, send_tag)})}));
     p.body.push_back(on_rank(g, root, std::move(root_prog)));
     if (bug) p.mutation = "gather stored by arrival order (recv g[k] from any)";
-    p.about.push_back(cat({"gather to rank ", R, how == 0 ? " by source" : how == 1 ? " from any, tag = source" : how == 2 ? " by source, tag any" : "",
+    p.about.push_back(cat({"gather to rank ", R,
+                           how == 0   ? " by source"
+                           : how == 1 ? " from any, tag = source"
+                           : how == 2 ? " by source, tag any"
+                                      : "",
                            irecv ? ", irecv + waitall" : ""}));
     return p;
   }
@@ -669,7 +664,8 @@ Prog wildcard(Gen& g, uint32_t max_ranks, bool bug) {
     if (bcast) root_prog.push_back(loop("k", 0, g.n, "0", "N", {when(g, cat({"k != ", R}), {}, {send({"s", "0"}, "k", tag)})}));
     p.body.push_back(on_all(g, {when(g, not_root, others, sender)}));
     p.body.push_back(on_rank(g, root, std::move(root_prog)));
-    p.about.push_back(cat({"reduction to rank ", R, " in arrival order", staged ? " through t[0]" : "", bcast ? ", then broadcast back" : ""}));
+    p.about.push_back(
+        cat({"reduction to rank ", R, " in arrival order", staged ? " through t[0]" : "", bcast ? ", then broadcast back" : ""}));
     return p;
   }
   // Rounds: every rank sends c chunks; the root adds round i's messages, from any source, into
@@ -680,7 +676,8 @@ Prog wildcard(Gen& g, uint32_t max_ranks, bool bug) {
   p.decls = {"init s contrib;", cat({"expect reduce(s, ", R, ");"})};
   const std::string round_tag = bug ? tag : "i";
   p.body.push_back(on_all(g, {when(g, not_root, others, {loop("i", 0, c, "0", num(c), {send({"s", "i"}, R, round_tag)})})}));
-  p.body.push_back(on_rank(g, root, {loop("i", 0, c, "0", num(c), {loop("k", 1, g.n, "1", "N", {recv({"s", "i"}, "any", round_tag, true)})})}));
+  p.body.push_back(
+      on_rank(g, root, {loop("i", 0, c, "0", num(c), {loop("k", 1, g.n, "1", "N", {recv({"s", "i"}, "any", round_tag, true)})})}));
   if (bug) p.mutation = "reduction rounds share one tag";
   p.about.push_back(cat({num(c), " rounds of reduction to rank ", R, " from any source, ", bug ? "one tag" : "tag = round"}));
   return p;
@@ -812,8 +809,8 @@ bool mutate(Gen& g, Prog& p, Mut m) {
       case Mut::DropRecv:
       case Mut::DupRecv: ok = x.op == Op::Recv || (x.op == Op::Irecv && x.handle.empty()); break;
       case Mut::Swap:
-        ok = s.i + 1 < xs.size() && xs[s.i + 1].is_stmt() && x.op != Op::Raw && xs[s.i + 1].op != Op::Raw &&
-             !waits_for(xs[s.i + 1], x) && !waits_for(x, xs[s.i + 1]);
+        ok = s.i + 1 < xs.size() && xs[s.i + 1].is_stmt() && x.op != Op::Raw && xs[s.i + 1].op != Op::Raw && !waits_for(xs[s.i + 1], x) &&
+             !waits_for(x, xs[s.i + 1]);
         break;
       case Mut::Retag: ok = is_msg(x) && x.tag != "any"; break;
       case Mut::Repeer: ok = is_msg(x) && x.peer != "any"; break;
@@ -880,7 +877,8 @@ bool mutate(Gen& g, Prog& p, Mut m) {
     }
     case Mut::LateWait: {
       const size_t j = fit_target[k];
-      std::vector<Node> moved((*s.list).begin() + static_cast<std::ptrdiff_t>(s.i) + 1, (*s.list).begin() + static_cast<std::ptrdiff_t>(j) + 1);
+      std::vector<Node> moved((*s.list).begin() + static_cast<std::ptrdiff_t>(s.i) + 1,
+                              (*s.list).begin() + static_cast<std::ptrdiff_t>(j) + 1);
       what = cat({"moved after \"", stmt_text((*s.list)[j]), "\", which uses the chunk in flight,"});
       moved.push_back(x);
       replace(s, j - s.i + 1, std::move(moved), cond);
@@ -915,7 +913,7 @@ bool mutate(Gen& g, Prog& p, Mut m) {
 }
 
 void mutate(Gen& g, Prog& p) {
-  std::vector<Mut> order{Mut::DropRecv, Mut::DupRecv, Mut::Swap,     Mut::Swap,     Mut::Retag,  Mut::Repeer,
+  std::vector<Mut> order{Mut::DropRecv, Mut::DupRecv,  Mut::Swap,          Mut::Swap,     Mut::Retag,  Mut::Repeer,
                          Mut::LateWait, Mut::LateWait, Mut::WriteInFlight, Mut::DropWait, Mut::Uninit, Mut::OffByOne};
   std::shuffle(order.begin(), order.end(), g.rng);
   for (Mut m : order)

@@ -36,9 +36,9 @@ std::string extra_sets(const std::string& name) {
 
 TEST_CASE("the attention library has every variant the issue lists, forward and backward", "[attention]") {
   auto names = attention_schedules();
-  for (std::string base : {"ring_attention", "zigzag_ring_attention", "stripe_ring_attention", "allgather_attention",
-                           "te_p2p_attention", "ringx1_attention", "ringx2_attention", "ringx3_attention", "ringx4_attention",
-                           "ulysses_attention", "ulysses_ring_attention"}) {
+  for (std::string base :
+       {"ring_attention", "zigzag_ring_attention", "stripe_ring_attention", "allgather_attention", "te_p2p_attention", "ringx1_attention",
+        "ringx2_attention", "ringx3_attention", "ringx4_attention", "ulysses_attention", "ulysses_ring_attention"}) {
     INFO(base);
     CHECK(std::find(names.begin(), names.end(), base) != names.end());
     CHECK(std::find(names.begin(), names.end(), base + "_bwd") != names.end());
@@ -69,7 +69,8 @@ TEST_CASE("every attention variant verifies for N = 2..16, causal and full", "[a
   }
 }
 
-TEST_CASE("analyze: the contiguous causal ring is 2 - 1/N out of balance, zigzag and stripe-free variants are even", "[attention][analyze]") {
+TEST_CASE("analyze: the contiguous causal ring is 2 - 1/N out of balance, zigzag and stripe-free variants are even",
+          "[attention][analyze]") {
   for (uint32_t n : {2u, 3u, 4u, 7u, 8u, 16u}) {
     auto ring = run_command(kBin + " analyze ring_attention -n " + std::to_string(n) + kSeq + " --json");
     REQUIRE(ring.rc == 0);
@@ -78,7 +79,8 @@ TEST_CASE("analyze: the contiguous causal ring is 2 - 1/N out of balance, zigzag
     CHECK(j["imbalance"].get<double>() == Approx(2.0 - 1.0 / n));
     auto zig = nlohmann::json::parse(run_command(kBin + " analyze zigzag_ring_attention -n " + std::to_string(n) + kSeq + " --json").out);
     CHECK(zig["imbalance"].get<double>() == Approx(1.0));
-    auto full = nlohmann::json::parse(run_command(kBin + " analyze ring_attention -n " + std::to_string(n) + kSeq + " --set causal=0 --json").out);
+    auto full =
+        nlohmann::json::parse(run_command(kBin + " analyze ring_attention -n " + std::to_string(n) + kSeq + " --set causal=0 --json").out);
     CHECK(full["imbalance"].get<double>() == Approx(1.0));
   }
 }

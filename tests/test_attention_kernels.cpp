@@ -111,8 +111,8 @@ enum class Order { Forward, Reverse, Shuffled, Tree };
 // O|lse of query block i, its tiles applied in `order` (Tree: each tile into its own empty
 // accumulator, then attn_merge pairwise, as a reduction between ranks would).
 template <class T>
-std::vector<float> forward_block(const Problem& p, const std::vector<std::vector<T>>& q,
-                                 const std::vector<std::vector<T>>& kv, uint32_t i, bool causal, Order order) {
+std::vector<float> forward_block(const Problem& p, const std::vector<std::vector<T>>& q, const std::vector<std::vector<T>>& kv, uint32_t i,
+                                 bool causal, Order order) {
   std::vector<uint32_t> js = allowed(i, p.nb(), causal);
   if (order == Order::Reverse) std::reverse(js.begin(), js.end());
   if (order == Order::Shuffled) std::rotate(js.begin(), js.begin() + static_cast<long>(js.size() / 2), js.end());
@@ -139,13 +139,11 @@ std::vector<float> forward_block(const Problem& p, const std::vector<std::vector
 }
 
 // Adds block i's O|lse (rows of width dim + 1) to the o and lse errors against the oracle.
-void compare_o(const Problem& p, const std::vector<float>& got, const std::vector<double>& ref, uint32_t i, Err& eo,
-               Err& el) {
+void compare_o(const Problem& p, const std::vector<float>& got, const std::vector<double>& ref, uint32_t i, Err& eo, Err& el) {
   const size_t w = p.dim + size_t{1}, rows = p.rows[i];
   for (size_t pl = 0; pl < p.planes(); ++pl)
     for (size_t t = 0; t < rows; ++t)
-      for (size_t c = 0; c < w; ++c)
-        (c < p.dim ? eo : el).add(got[(pl * rows + t) * w + c], ref[(pl * p.seq + p.start[i] + t) * w + c]);
+      for (size_t c = 0; c < w; ++c) (c < p.dim ? eo : el).add(got[(pl * rows + t) * w + c], ref[(pl * p.seq + p.start[i] + t) * w + c]);
 }
 
 // Adds block i of a [planes][rows][dim] block layout to err against the whole-sequence oracle.
@@ -187,8 +185,7 @@ std::pair<double, double> forward_errors(bool bf16) {
         }
     }
   }
-  std::printf("attention forward %s inputs: max rel error o %.3g, lse %.3g\n", bf16 ? "bf16" : "fp32", eo.rel(),
-              el.rel());
+  std::printf("attention forward %s inputs: max rel error o %.3g, lse %.3g\n", bf16 ? "bf16" : "fp32", eo.rel(), el.rel());
   return {eo.rel(), el.rel()};
 }
 
@@ -205,8 +202,8 @@ double backward_error(const Problem& p, bool bf16, bool causal) {
   std::vector<std::vector<float>> bundle, dq, dkv;
   for (uint32_t i = 0; i < nb; ++i) {
     const TileShape s = p.tile(i, i);
-    const std::vector<float> o = bf16 ? forward_block(p, q16, kv16, i, causal, Order::Forward)
-                                      : forward_block(p, p.q, p.kv, i, causal, Order::Forward);
+    const std::vector<float> o =
+        bf16 ? forward_block(p, q16, kv16, i, causal, Order::Forward) : forward_block(p, p.q, p.kv, i, causal, Order::Forward);
     const std::vector<float> qi = bf16 ? from_bf16(q16[i]) : p.q[i];
     bundle.emplace_back(attn_bundle_elems(s));
     attn_bwd_bundle(qi.data(), p.dout[i].data(), o.data(), bundle.back().data(), s);
@@ -217,14 +214,12 @@ double backward_error(const Problem& p, bool bf16, bool causal) {
   for (uint32_t j = 0; j < nb; ++j)
     for (uint32_t i = causal ? j : 0; i < nb; ++i) {
       const TileShape s = p.tile(i, j);
-      if (bf16)
-        attn_bwd_tile(bundle[i].data(), kv16[j].data(), dq[i].data(), dkv[j].data(), s, causal && i == j, p.scale);
-      else
-        attn_bwd_tile(bundle[i].data(), p.kv[j].data(), dq[i].data(), dkv[j].data(), s, causal && i == j, p.scale);
+      if (bf16) attn_bwd_tile(bundle[i].data(), kv16[j].data(), dq[i].data(), dkv[j].data(), s, causal && i == j, p.scale);
+      else attn_bwd_tile(bundle[i].data(), p.kv[j].data(), dq[i].data(), dkv[j].data(), s, causal && i == j, p.scale);
     }
   std::vector<double> rdq(p.q_all.size()), rdkv(p.kv_all.size());
-  attention_reference_bwd(p.q_all.data(), p.kv_all.data(), p.dout_all.data(), rdq.data(), rdkv.data(), p.seq,
-                          p.tile(0, 0), causal, p.scale);
+  attention_reference_bwd(p.q_all.data(), p.kv_all.data(), p.dout_all.data(), rdq.data(), rdkv.data(), p.seq, p.tile(0, 0), causal,
+                          p.scale);
   Err eq, ek, ev;
   const size_t half = planes * p.seq * p.dim;
   for (uint32_t i = 0; i < nb; ++i) {
@@ -312,8 +307,9 @@ TEST_CASE("attention merge: empty operands are identities and never make NaN", "
       const bool masked = r % s.rows_q < 3;
       for (size_t c = 0; c < s.dim; ++c) REQUIRE(std::isfinite(o[r * w + c]));
       CHECK((o[r * w + s.dim] == kNegInf) == masked);
-      if (masked) CHECK(std::all_of(o.begin() + static_cast<long>(r * w), o.begin() + static_cast<long>(r * w + s.dim),
-                                    [](float v) { return v == 0.0f; }));
+      if (masked)
+        CHECK(std::all_of(o.begin() + static_cast<long>(r * w), o.begin() + static_cast<long>(r * w + s.dim),
+                          [](float v) { return v == 0.0f; }));
     }
     // Into a non-empty accumulator: the masked rows keep their exact values.
     std::vector<float> acc = empty_o(s);
@@ -347,8 +343,7 @@ TEST_CASE("attention merge: empty operands are identities and never make NaN", "
     const size_t w = s.dim + size_t{1};
     for (size_t pl = 0; pl < size_t{s.batch} * s.heads; ++pl)
       for (size_t t = 3; t < s.rows_q; ++t)
-        for (size_t c = 0; c < w; ++c)
-          e.add(shifted[(pl * s.rows_q + t) * w + c], o5[(pl * s5.rows_q + t - 3) * w + c]);
+        for (size_t c = 0; c < w; ++c) e.add(shifted[(pl * s.rows_q + t) * w + c], o5[(pl * s5.rows_q + t - 3) * w + c]);
     CHECK(e.rel() < 1e-6);
     std::vector<float> far = empty_o(s), full = empty_o(s);
     attn_fwd_tile(p.q[0].data(), p.kv[1].data(), far.data(), s, true, p.scale, s.rows_k);
@@ -356,8 +351,7 @@ TEST_CASE("attention merge: empty operands are identities and never make NaN", "
     CHECK(far == full);
     std::vector<float> bundle(attn_bundle_elems(s));
     attn_bwd_bundle(p.q[0].data(), p.dout[0].data(), full.data(), bundle.data(), s);
-    std::vector<float> dq_far(attn_q_elems(s), 0.0f), dkv_far(attn_kv_elems(s), 0.0f), dq_full = dq_far,
-                                                       dkv_full = dkv_far;
+    std::vector<float> dq_far(attn_q_elems(s), 0.0f), dkv_far(attn_kv_elems(s), 0.0f), dq_full = dq_far, dkv_full = dkv_far;
     attn_bwd_tile(bundle.data(), p.kv[1].data(), dq_far.data(), dkv_far.data(), s, true, p.scale, s.rows_k);
     attn_bwd_tile(bundle.data(), p.kv[1].data(), dq_full.data(), dkv_full.data(), s, false, p.scale);
     CHECK(dq_far == dq_full);
@@ -428,8 +422,7 @@ TEST_CASE("attention reference backward matches finite differences of its forwar
     };
     check(q, dq);
     check(kv, dkv);
-    std::printf("attention reference backward vs finite differences (%s): max rel error %.3g\n",
-                causal ? "causal" : "full", e.rel());
+    std::printf("attention reference backward vs finite differences (%s): max rel error %.3g\n", causal ? "causal" : "full", e.rel());
     CHECK(e.rel() < 1e-5);
     CHECK(e.mag > 0.01);  // the gradients are not trivially zero
   }

@@ -127,7 +127,8 @@ TEST_CASE("the GPU attention tiles (forward, merge, backward) agree with the CPU
   };
   auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
     double m = 0;
-    for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]) / (1 + std::fabs(static_cast<double>(b[i]))));
+    for (size_t i = 0; i < a.size(); ++i)
+      m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]) / (1 + std::fabs(static_cast<double>(b[i]))));
     return m;
   };
   const float scale = 1.0f / std::sqrt(40.0f);
@@ -174,8 +175,10 @@ TEST_CASE("the GPU attention tiles (forward, merge, backward) agree with the CPU
         REQUIRE(ws.allocate(cuda::attn_gemm_workspace(3, slab, 70, 40, bf16), err));
         dev_copy(og, o0.data(), no * 4);
         auto* g = reinterpret_cast<float*>(og.data());
-        CHECK(cuda::launch_attn_fwd_gemm(h, ws.data(), slab, dq_in.data(), dkv_in.data(), g, bf16, 3, 70, 70, 40, causal, scale, 0, st.handle()) == 0);
-        CHECK(cuda::launch_attn_fwd_gemm(h, ws.data(), slab, dq_in.data(), dkv2_in.data(), g, bf16, 3, 70, 70, 40, false, scale, 0, st.handle()) == 0);
+        CHECK(cuda::launch_attn_fwd_gemm(h, ws.data(), slab, dq_in.data(), dkv_in.data(), g, bf16, 3, 70, 70, 40, causal, scale, 0,
+                                         st.handle()) == 0);
+        CHECK(cuda::launch_attn_fwd_gemm(h, ws.data(), slab, dq_in.data(), dkv2_in.data(), g, bf16, 3, 70, 70, 40, false, scale, 0,
+                                         st.handle()) == 0);
         std::vector<float> o_gemm(no);
         back(o_gemm, og);
         CHECK(max_diff(o_gemm, o) < (bf16 ? 1e-2 : 2e-5));
@@ -281,7 +284,8 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
     for (const char* elem : {"4", "2"}) {
       sgtest::Ran r = sgtest::run_command(
           "STEPGRAPH_ATTN=gemm OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 120 "
-          "mpiexec -n 4 '" + std::string(STEPGRAPH_BIN) + "' exec " + name + " --set seq=4096 --set heads=8 --set dim=64 --set elem=" + elem +
+          "mpiexec -n 4 '" +
+          std::string(STEPGRAPH_BIN) + "' exec " + name + " --set seq=4096 --set heads=8 --set dim=64 --set elem=" + elem +
           " --device cuda --check --iters 2 --warmup 1 --json 2>&1");
       INFO("STEPGRAPH_ATTN=gemm " << name << " elem " << elem << ":\n" << r.out);
       REQUIRE(r.rc == 0);
@@ -289,7 +293,8 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
     }
 }
 
-TEST_CASE("exec --transport nccl: NCCL on a GPU per rank gives the staged transport's results; ranks sharing a GPU are refused", "[cuda][exec][nccl]") {
+TEST_CASE("exec --transport nccl: NCCL on a GPU per rank gives the staged transport's results; ranks sharing a GPU are refused",
+          "[cuda][exec][nccl]") {
   if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) return;
   if (!have_device()) return;
   auto exec = [](int n, const std::string& args) {

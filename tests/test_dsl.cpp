@@ -159,8 +159,9 @@ TEST_CASE("a declaration that does not parse still declares its name", "[parser]
     return out;
   };
   // buffer: no "unknown buffer 'data'" at the later uses.
-  auto e = errors("schedule s(size = 64) {\n  buffer data[N] bytes size / ;\n  init data contrib;\n"
-                  "  send data[0] from 0 to 1;\n  expect allreduce(data);\n}\n");
+  auto e = errors(
+      "schedule s(size = 64) {\n  buffer data[N] bytes size / ;\n  init data contrib;\n"
+      "  send data[0] from 0 to 1;\n  expect allreduce(data);\n}\n");
   REQUIRE(e.size() == 1);
   CHECK(e[0] == "2: expected an expression, found ';'");
   // let: no "unknown name 'x'".

@@ -106,9 +106,10 @@ TEST_CASE("wildcard receives get candidate sets", "[elaborate][match]") {
 }
 
 TEST_CASE("a message size mismatch is an error at the receive", "[elaborate][match]") {
-  auto b = sgtest::build("schedule z() {\n  buffer a[4] bytes 8;\n  init a contrib;\n  on 0 { send a[0 .. 2] to 1; }\n"
-                         "  on 1 { recv a[0] from 0; }\n}\n",
-                         2);
+  auto b = sgtest::build(
+      "schedule z() {\n  buffer a[4] bytes 8;\n  init a contrib;\n  on 0 { send a[0 .. 2] to 1; }\n"
+      "  on 1 { recv a[0] from 0; }\n}\n",
+      2);
   REQUIRE_FALSE(b.ok());
   CHECK(b.errors.find("test.sched:5:10: error: message size mismatch: rank 1 receives 8 bytes") != std::string::npos);
 }
@@ -258,12 +259,13 @@ TEST_CASE("elaboration errors point at the statement that caused them", "[elabor
       {"buffer d[2] bytes 3;", "buffer 'd' is declared twice", 4, 3},
       {"for i in 0 .. 4 step 0 { }", "a loop step must not be zero", 4, 24},
       {"recv d[0] from 1;", "'recv' is a local-view statement: put it inside an 'on' block", 4, 3},
-      {"on 0 { send d[0] from 0 to 1; }", "a choreographic 'send … from … to …' cannot appear inside an 'on' block (write 'send B[i] to P')", 4, 10},
+      {"on 0 { send d[0] from 0 to 1; }",
+       "a choreographic 'send … from … to …' cannot appear inside an 'on' block (write 'send B[i] to P')", 4, 10},
       {"call nothere(d);", "unknown schedule 'nothere' (not in this file nor in the library)", 4, 8},
   };
   for (const auto& c : cases) {
-    std::string text = std::string("schedule e() {\n  buffer d[N] bytes 8;\n  buffer e[N] bytes 4;\n  ") + c.body +
-                       "\n  init d contrib;\n}\n";
+    std::string text =
+        std::string("schedule e() {\n  buffer d[N] bytes 8;\n  buffer e[N] bytes 4;\n  ") + c.body + "\n  init d contrib;\n}\n";
     auto b = sgtest::build(text, 4);
     INFO(c.body << "\n" << b.errors);
     REQUIRE_FALSE(b.ok());
@@ -278,8 +280,7 @@ TEST_CASE("elaboration errors point at the statement that caused them", "[elabor
 TEST_CASE("an unknown --set parameter and a bad value are errors", "[elaborate][errors]") {
   auto b = sgtest::build_lib("ring_allreduce", 4, {{"sizee", "1"}});
   REQUIRE_FALSE(b.ok());
-  CHECK(b.errors.find("schedules/ring_allreduce.sched:9:10: error: unknown parameter 'sizee' (--set sizee=1)") !=
-        std::string::npos);
+  CHECK(b.errors.find("schedules/ring_allreduce.sched:9:10: error: unknown parameter 'sizee' (--set sizee=1)") != std::string::npos);
   CHECK(b.errors.find("takes parameters: size") != std::string::npos);
   auto c = sgtest::build_lib("ring_allreduce", 4, {{"size", "N * 2KiB"}});
   REQUIRE(c.ok());
@@ -341,8 +342,7 @@ schedule sub(buffer B) {
   CHECK(w[0]->loc.line == 2);
   CHECK(w[0]->loc.col == 24);
   CHECK(w[0]->length == 8);
-  CHECK(w[0]->message ==
-        "chunk size size / N = 1000 / 3 rounds down to 333 bytes: the 3 chunks of 'data' hold 999 of the 1000 bytes");
+  CHECK(w[0]->message == "chunk size size / N = 1000 / 3 rounds down to 333 bytes: the 3 chunks of 'data' hold 999 of the 1000 bytes");
   CHECK(w[1]->message == "chunk size 2 / N = 2 / 3 rounds down to 0 bytes: every chunk of 'tiny' is empty");
   CHECK(w[2]->loc.line == 6);  // once, though the loop runs it four times
   CHECK(w[2]->message == "chunk size size / N / 2 is 166 bytes, rounded down: size / N = 1000 / 3 drops a remainder of 1");

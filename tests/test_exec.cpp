@@ -8,7 +8,6 @@
 
 #include <fstream>
 
-#include "run_command.hpp"
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -16,14 +15,13 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "run_command.hpp"
 
 namespace {
 
 using sgtest::Ran;
 
-Ran sh(const std::string& cmd, bool with_stderr = false) {
-  return sgtest::run_command(cmd + (with_stderr ? " 2>&1" : " 2>/dev/null"));
-}
+Ran sh(const std::string& cmd, bool with_stderr = false) { return sgtest::run_command(cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")); }
 
 // A schedule file for one test.
 void write_file(const std::string& path, const std::string& text) {
@@ -52,7 +50,8 @@ size_t count(const std::string& s, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("every library schedule runs under mpiexec, gives exactly the postcondition's numbers and agrees with MPI's own collective", "[exec][mpi]") {
+TEST_CASE("every library schedule runs under mpiexec, gives exactly the postcondition's numbers and agrees with MPI's own collective",
+          "[exec][mpi]") {
   if (!have_mpiexec()) {
     WARN("mpiexec is not installed: exec is not tested");
     return;
@@ -99,7 +98,8 @@ TEST_CASE("every library schedule runs under mpiexec, gives exactly the postcond
   CHECK(compared >= 60);  // 20 collectives' schedules, most at all four process counts
 }
 
-TEST_CASE("exec's JSON has nccl-tests' keys; a sweep gives one object per size; every type checks exactly, f16 and bf16 too", "[exec][mpi]") {
+TEST_CASE("exec's JSON has nccl-tests' keys; a sweep gives one object per size; every type checks exactly, f16 and bf16 too",
+          "[exec][mpi]") {
   if (!have_mpiexec()) return;
   Ran r = exec(4, "ring_allreduce --sweep size=1KiB..16KiB --check --compare native --iters 2 --warmup 1 --json");
   REQUIRE(r.rc == 0);
@@ -122,7 +122,8 @@ TEST_CASE("exec's JSON has nccl-tests' keys; a sweep gives one object per size; 
   // The text table: nccl-tests' columns.
   Ran t = exec(2, "ring_allreduce --set size=4KiB --check --compare native --iters 1 --warmup 0");
   REQUIRE(t.rc == 0);
-  for (const char* col : {"size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "MPI time", "vs MPI"}) CHECK(t.out.find(col) != std::string::npos);
+  for (const char* col : {"size", "count", "type", "redop", "time", "algbw", "busbw", "#wrong", "MPI time", "vs MPI"})
+    CHECK(t.out.find(col) != std::string::npos);
 }
 
 TEST_CASE("a stalled run names each rank's waiting step, its peer and source line, and exits 3", "[exec][mpi][fail]") {
@@ -140,15 +141,17 @@ TEST_CASE("a stalled run names each rank's waiting step, its peer and source lin
 // Hidden from test_exec's own run ([.]): CTest runs it alone (test_exec_serial, RUN_SERIAL), since
 // the two ranks' computes must take about the same time, which they do not when other tests'
 // processes share the 2 cores (a 0.15 s gap became more than 2 s under ctest -j2).
-TEST_CASE("a long compute is progress: the wait after it is timed from its end, and a real stall after it is still caught", "[exec][mpi][fail][.serial]") {
+TEST_CASE("a long compute is progress: the wait after it is timed from its end, and a real stall after it is still caught",
+          "[exec][mpi][fail][.serial]") {
   if (!have_mpiexec()) return;
   // Rank 0 computes about 2.9 s (1.2e11 flops on the 2-core development machine), rank 1 5 %
   // longer before it sends: rank 0 then waits about 0.15 s. Timed from before its compute (the
   // old timer), that wait looked like 3 s without progress and the run was aborted.
   const std::string f = "/tmp/stepgraph_test_exec_long_compute.sched";
-  write_file(f, "schedule slow(flops = 120000000000, reply = 1) {\n  buffer a[2] bytes 64;\n  init a contrib;\n  expect nothing;\n"
-                "  on 0 { compute work flops flops reads a[0] writes a[0]; recv a[1] from 1; }\n"
-                "  on 1 { compute work flops flops * 21 / 20 reads a[1] writes a[1]; if reply == 1 { send a[1] to 0; } }\n}\n");
+  write_file(f,
+             "schedule slow(flops = 120000000000, reply = 1) {\n  buffer a[2] bytes 64;\n  init a contrib;\n  expect nothing;\n"
+             "  on 0 { compute work flops flops reads a[0] writes a[0]; recv a[1] from 1; }\n"
+             "  on 1 { compute work flops flops * 21 / 20 reads a[1] writes a[1]; if reply == 1 { send a[1] to 0; } }\n}\n");
   Ran ok = exec(2, f + " --iters 1 --warmup 0 --timeout 2", true);
   INFO(ok.out);
   CHECK(ok.rc == 0);
@@ -163,7 +166,8 @@ TEST_CASE("a long compute is progress: the wait after it is timed from its end, 
 TEST_CASE("a rank that dies takes the job down with a message, not a hang", "[exec][mpi][fail]") {
   if (!have_mpiexec()) return;
   auto t0 = std::chrono::steady_clock::now();
-  Ran r = sh("STEPGRAPH_EXEC_DIE=1 " + kMpi + " -x STEPGRAPH_EXEC_DIE -n 3 '" + kBin + "' exec ring_allreduce --set size=1MiB --timeout 30", true);
+  Ran r = sh("STEPGRAPH_EXEC_DIE=1 " + kMpi + " -x STEPGRAPH_EXEC_DIE -n 3 '" + kBin + "' exec ring_allreduce --set size=1MiB --timeout 30",
+             true);
   double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   CHECK(r.rc != 0);
   CHECK(r.rc != 124);  // not timeout's: the job ended by itself
@@ -175,8 +179,9 @@ TEST_CASE("an MPI error is reported with MPI's own string and the step, exit 3",
   if (!have_mpiexec()) return;
   // A wildcard receive of one chunk takes a message of two: MPI truncates.
   std::string f = "/tmp/stepgraph_test_exec_truncate.sched";
-  write_file(f, "schedule trunc() {\n  buffer a[4] bytes 64;\n  init a contrib;\n  expect nothing;\n"
-                "  on 0 { send a[0 .. 2] to 1 tag 3; }\n  on 1 { recv a[0] from any tag 3; }\n}\n");
+  write_file(f,
+             "schedule trunc() {\n  buffer a[4] bytes 64;\n  init a contrib;\n  expect nothing;\n"
+             "  on 0 { send a[0 .. 2] to 1 tag 3; }\n  on 1 { recv a[0] from any tag 3; }\n}\n");
   Ran r = exec(2, f + " --timeout 10", true);
   CHECK(r.rc == 3);
   CHECK(r.out.find("MPI_ERR_TRUNCATE") != std::string::npos);
@@ -331,7 +336,9 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
     // the stream order, core/graph/stream_order.hpp) kept by MPI at N = 4.
     for (const char* transport : {"staged", "cuda-aware", "nccl"}) {
       int n = std::string(transport) == "cuda-aware" ? 3 : 4;
-      Ran r = exec(n, name + " " + sets + " --device host-staged --transport " + transport + " --check --iters 2 --warmup 1 --timeout 20 --json", true);
+      Ran r = exec(
+          n, name + " " + sets + " --device host-staged --transport " + transport + " --check --iters 2 --warmup 1 --timeout 20 --json",
+          true);
       if (r.rc == 2 && r.out.find("unsupported") != std::string::npos) continue;  // its require refuses this N
       INFO(name << " " << transport << ":\n" << r.out);
       REQUIRE(r.rc == 0);

@@ -4,13 +4,13 @@
 // wrong tiles is caught by the numbers; bad layouts are refused with a located diagnostic.
 #include <catch2/catch.hpp>
 
-#include "run_command.hpp"
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
+#include "run_command.hpp"
 
 namespace {
 
@@ -67,7 +67,8 @@ TEST_CASE("every attention variant computes real tiles under mpiexec and matches
     for (int causal : {1, 0}) {
       int n = causal ? 4 : 3;
       if (name.rfind("ulysses_ring", 0) == 0) n = 4;  // USP needs an even N
-      Ran r = exec(n, name + " " + kSmall + " --set causal=" + std::to_string(causal) + " --check --iters 1 --warmup 0 --timeout 30 --json");
+      Ran r =
+          exec(n, name + " " + kSmall + " --set causal=" + std::to_string(causal) + " --check --iters 1 --warmup 0 --timeout 30 --json");
       INFO(name << " causal = " << causal << " at N = " << n << ":\n" << r.out);
       REQUIRE(r.rc == 0);
       nlohmann::json j = row_of(r);
@@ -102,9 +103,11 @@ TEST_CASE("bf16 inputs: the ring's outputs and gradients stay far inside Transfo
   CHECK(t.out.find("attention backward against full attention on one rank (fp32 inputs): max |dQ - ref| = ") != std::string::npos);
 }
 
-TEST_CASE("attention rows give the shape and TFLOP/s in the model count, and --sweep seq gives a row per length", "[exec][mpi][attention]") {
+TEST_CASE("attention rows give the shape and TFLOP/s in the model count, and --sweep seq gives a row per length",
+          "[exec][mpi][attention]") {
   if (!have_mpiexec()) return;
-  Ran r = exec(2, "ring_attention --set heads=12 --set dim=16 --set elem=4 --set causal=1 --sweep seq=240,480 --check --iters 1 --warmup 0 --json");
+  Ran r = exec(
+      2, "ring_attention --set heads=12 --set dim=16 --set elem=4 --set causal=1 --sweep seq=240,480 --check --iters 1 --warmup 0 --json");
   INFO(r.out);
   REQUIRE(r.rc == 0);
   size_t a = r.out.find("[\n"), b = r.out.rfind("\n]");
@@ -136,7 +139,8 @@ TEST_CASE("attention rows give the shape and TFLOP/s in the model count, and --s
   CHECK(jb["mask"] == "full");
   CHECK(jb["model_flops"].get<double>() == Approx(2.5 * 4.0 * 12 * 480.0 * 480 * 16));
   // The text table: the shape columns, no bus factor, the notes named by length.
-  Ran t = exec(2, "ring_attention --set heads=12 --set dim=16 --set elem=4 --set causal=1 --sweep seq=240,480 --check --iters 1 --warmup 0");
+  Ran t =
+      exec(2, "ring_attention --set heads=12 --set dim=16 --set elem=4 --set causal=1 --sweep seq=240,480 --check --iters 1 --warmup 0");
   INFO(t.out);
   REQUIRE(t.rc == 0);
   CHECK(t.out.find("bus factor") == std::string::npos);
@@ -226,15 +230,17 @@ TEST_CASE("attention layouts exec cannot fill are refused at their source line, 
   CHECK(b.out.find("not elem = 3", first + 1) == std::string::npos);
 }
 
-TEST_CASE("attention in device mode: tiles and merges through the DeviceOps, both transports, the same accuracy", "[exec][mpi][attention]") {
+TEST_CASE("attention in device mode: tiles and merges through the DeviceOps, both transports, the same accuracy",
+          "[exec][mpi][attention]") {
   if (!have_mpiexec()) return;
   // --device host-staged: the GPU path's attention (device tiles, device merges of reducing
   // receives, MPI's merge operator on staged collectives) with host memory as the device.
-  for (const char* name : {"ring_attention", "ringx1_attention", "zigzag_ring_attention_bwd", "ulysses_ring_attention_bwd", "ringx3_attention_bwd"})
+  for (const char* name :
+       {"ring_attention", "ringx1_attention", "zigzag_ring_attention_bwd", "ulysses_ring_attention_bwd", "ringx3_attention_bwd"})
     for (const char* transport : {"staged", "cuda-aware"})
       for (const char* elem : {"4", "2"}) {
-        Ran r = exec(4, std::string(name) + " --set seq=480 --set heads=12 --set dim=16 --set elem=" + elem + " --device host-staged --transport " +
-                            transport + " --check --iters 1 --warmup 0 --json");
+        Ran r = exec(4, std::string(name) + " --set seq=480 --set heads=12 --set dim=16 --set elem=" + elem +
+                            " --device host-staged --transport " + transport + " --check --iters 1 --warmup 0 --json");
         INFO(name << " " << transport << " elem " << elem << ":\n" << r.out);
         REQUIRE(r.rc == 0);
         nlohmann::json j = row_of(r);
@@ -244,7 +250,8 @@ TEST_CASE("attention in device mode: tiles and merges through the DeviceOps, bot
       }
 }
 
-TEST_CASE("device calls on two streams: every interleaving drawn, and synchronous calls, give the same accuracy", "[exec][mpi][attention]") {
+TEST_CASE("device calls on two streams: every interleaving drawn, and synchronous calls, give the same accuracy",
+          "[exec][mpi][attention]") {
   if (!have_mpiexec()) return;
   // The stand-in device defers its two lanes like a GPU and runs them in an order drawn from
   // STEPGRAPH_LANE_SEED: a missing wait between the lanes (a tile before the kv block it reads
@@ -253,9 +260,9 @@ TEST_CASE("device calls on two streams: every interleaving drawn, and synchronou
     for (const char* transport : {"staged", "cuda-aware"})
       for (const char* seed : {"2", "3", "sync"}) {
         bool sync = std::string(seed) == "sync";
-        Ran r = sgtest::run_command("STEPGRAPH_LANE_SEED=" + std::string(sync ? "1" : seed) + " " + kMpi + " -n 4 '" + kBin + "' exec " + name +
-                                    " " + kSmall + " --device host-staged --transport " + transport + (sync ? " --device-sync" : "") +
-                                    " --check --iters 2 --warmup 0 --json 2>&1");
+        Ran r = sgtest::run_command("STEPGRAPH_LANE_SEED=" + std::string(sync ? "1" : seed) + " " + kMpi + " -n 4 '" + kBin + "' exec " +
+                                    name + " " + kSmall + " --device host-staged --transport " + transport +
+                                    (sync ? " --device-sync" : "") + " --check --iters 2 --warmup 0 --json 2>&1");
         INFO(name << " " << transport << " seed " << seed << ":\n" << r.out);
         REQUIRE(r.rc == 0);
         nlohmann::json j = row_of(r);
@@ -270,7 +277,8 @@ TEST_CASE("device calls on two streams: every interleaving drawn, and synchronou
   CHECK(r.out.find("--device-sync does not apply to --transport nccl") != std::string::npos);
 }
 
-TEST_CASE("attention over the stream-ordered transport (NCCL's rules kept by MPI): the same accuracy; merging collectives refused", "[exec][mpi][attention]") {
+TEST_CASE("attention over the stream-ordered transport (NCCL's rules kept by MPI): the same accuracy; merging collectives refused",
+          "[exec][mpi][attention]") {
   if (!have_mpiexec()) return;
   for (const char* name : {"ring_attention", "zigzag_ring_attention_bwd", "ulysses_ring_attention_bwd", "ringx3_attention_bwd"})
     for (const char* elem : {"4", "2"}) {

@@ -18,9 +18,7 @@ namespace {
 
 struct Grp {
   uint32_t start, count, stride;
-  std::string text() const {
-    return "ranks(" + std::to_string(start) + ", " + std::to_string(count) + ", " + std::to_string(stride) + ")";
-  }
+  std::string text() const { return "ranks(" + std::to_string(start) + ", " + std::to_string(count) + ", " + std::to_string(stride) + ")"; }
   uint32_t member(uint32_t k) const { return start + k * stride; }
 };
 
@@ -40,13 +38,18 @@ std::string program(CollKind kind, const Grp& gr, bool local) {
     case CollKind::Alltoall: coll = "alltoall data into dst" + over; break;
     case CollKind::Barrier: coll = "barrier" + over; break;
   }
-  std::string t = "schedule t() {\n"
-                  "  buffer data[" + std::to_string(chunks) + "] bytes 1KiB;\n"
-                  "  buffer dst[" + std::to_string(chunks) + "] bytes 1KiB;\n"
-                  "  buffer out[1] bytes 8;\n"
-                  "  init data contrib;\n"
-                  "  init dst contrib;\n"
-                  "  expect nothing;\n";
+  std::string t =
+      "schedule t() {\n"
+      "  buffer data[" +
+      std::to_string(chunks) +
+      "] bytes 1KiB;\n"
+      "  buffer dst[" +
+      std::to_string(chunks) +
+      "] bytes 1KiB;\n"
+      "  buffer out[1] bytes 8;\n"
+      "  init data contrib;\n"
+      "  init dst contrib;\n"
+      "  expect nothing;\n";
   if (!local) {
     t += "  compute pre flops 10 writes data;\n";
     t += "  " + coll + "\n";
@@ -54,10 +57,13 @@ std::string program(CollKind kind, const Grp& gr, bool local) {
   } else {
     t += "  on r in 0 .. N {\n"
          "    compute pre flops 10 writes data;\n"
-         "    if r >= " + std::to_string(gr.start) + " && (r - " + std::to_string(gr.start) + ") % " +
-         std::to_string(gr.stride) + " == 0 && (r - " + std::to_string(gr.start) + ") / " + std::to_string(gr.stride) +
-         " < " + std::to_string(gr.count) + " {\n"
-         "      " + coll + "\n"
+         "    if r >= " +
+         std::to_string(gr.start) + " && (r - " + std::to_string(gr.start) + ") % " + std::to_string(gr.stride) + " == 0 && (r - " +
+         std::to_string(gr.start) + ") / " + std::to_string(gr.stride) + " < " + std::to_string(gr.count) +
+         " {\n"
+         "      " +
+         coll +
+         "\n"
          "      compute post flops 10 reads data, dst writes out;\n"
          "    }\n"
          "  }\n";
@@ -152,8 +158,8 @@ TEST_CASE("every algorithm expands every collective kind over world, sub-group a
           for (bool local : {false, true}) {
             std::string text = program(kind, gr, local);
             Expanded e = expand(text, n, choice);
-            INFO(coll_name(kind) << " " << algo.name << " N=" << n << " over " << gr.text() << (local ? " (on blocks)" : "")
-                                 << "\n" << text << e.errors);
+            INFO(coll_name(kind) << " " << algo.name << " N=" << n << " over " << gr.text() << (local ? " (on blocks)" : "") << "\n"
+                                 << text << e.errors);
             REQUIRE(e.g);
             const StepGraph& old = *e.b.graph;
             const StepGraph& g = *e.g;
@@ -171,8 +177,7 @@ TEST_CASE("every algorithm expands every collective kind over world, sub-group a
 
             // Each member sends what the algorithm's own rank sends.
             uint64_t bytes = kind == CollKind::Barrier ? 0 : uint64_t{2} * gr.count * 1024;
-            auto want = library_sends(ei.schedule, gr.count, bytes,
-                                      kind == CollKind::Bcast || kind == CollKind::Reduce, 1);
+            auto want = library_sends(ei.schedule, gr.count, bytes, kind == CollKind::Bcast || kind == CollKind::Reduce, 1);
             for (uint32_t k = 0; k < gr.count; ++k) {
               uint64_t sends = 0;
               for (StepId x = 0; x < g.size(); ++x) sends += g.kind(x) == StepKind::Send && g.rank(x) == gr.member(k);
@@ -344,7 +349,8 @@ TEST_CASE("--algo names collectives and algorithms, and says what is allowed", "
   CHECK_FALSE(parse_algo_choice("allreduce=ringg", d, err));
   CHECK(err == "unknown algorithm 'ringg' for allreduce (choose from ring, recursive_doubling, rabenseifner, reduce_bcast, binomial)");
   CHECK_FALSE(parse_algo_choice("allreduc=ring", d, err));
-  CHECK(err == "unknown collective 'allreduc' in --algo (choose from allreduce, bcast, reduce, allgather, reduce_scatter, alltoall, barrier)");
+  CHECK(err ==
+        "unknown collective 'allreduc' in --algo (choose from allreduce, bcast, reduce, allgather, reduce_scatter, alltoall, barrier)");
   CHECK_FALSE(parse_algo_choice("allreduce", d, err));
   CHECK(err.find("COLLECTIVE=ALGORITHM") != std::string::npos);
   CHECK_FALSE(parse_algo_choice("bcast=binomial,bcast=pipeline", d, err));
@@ -378,25 +384,25 @@ TEST_CASE("the default follows Open MPI 4.1's tuned decisions", "[expand][algo]"
       {CollKind::Allreduce, 64 * MiB, 16, "rabenseifner_allreduce"},
       {CollKind::Allreduce, 1 * KiB, 64, "recursive_doubling_allreduce"},
       {CollKind::Allreduce, 1 * MiB, 64, "rabenseifner_allreduce"},
-      {CollKind::Allreduce, 4095, 3, "recursive_doubling_allreduce"},   // row < 4: < 4096 -> 3
-      {CollKind::Allreduce, 4096, 3, "ring_allreduce"},                 // < 8192 -> 4 (ring)
-      {CollKind::Allreduce, 8, 5, "ring_allreduce"},                    // row < 8: < 16 -> 4
-      {CollKind::Allreduce, 100 * KiB, 200, "binomial_allreduce"},      // row < 256: < 131072 -> 2 (nonoverlapping)
-      {CollKind::Allreduce, 3000, 5000, "ring_allreduce"},              // last row: < 16384 -> 5 (segmented ring)
+      {CollKind::Allreduce, 4095, 3, "recursive_doubling_allreduce"},  // row < 4: < 4096 -> 3
+      {CollKind::Allreduce, 4096, 3, "ring_allreduce"},                // < 8192 -> 4 (ring)
+      {CollKind::Allreduce, 8, 5, "ring_allreduce"},                   // row < 8: < 16 -> 4
+      {CollKind::Allreduce, 100 * KiB, 200, "binomial_allreduce"},     // row < 256: < 131072 -> 2 (nonoverlapping)
+      {CollKind::Allreduce, 3000, 5000, "ring_allreduce"},             // last row: < 16384 -> 5 (segmented ring)
       // bcast (total = the message): small -> binomial (knomial), large -> scatter + allgather.
       {CollKind::Bcast, 1 * KiB, 16, "binomial_bcast"},
       {CollKind::Bcast, 4 * MiB, 16, "scatter_allgather_bcast"},
-      {CollKind::Bcast, 16, 2, "pipeline_bcast"},                       // row < 4: < 32 -> 3 (pipeline)
+      {CollKind::Bcast, 16, 2, "pipeline_bcast"},  // row < 4: < 32 -> 3 (pipeline)
       // allgather (total = one rank's block): small -> recursive doubling, large -> ring.
       {CollKind::Allgather, 64 * 128, 64, "recursive_doubling_allgather"},
       {CollKind::Allgather, 64 * MiB, 64, "ring_allgather"},
-      {CollKind::Allgather, 64 * KiB, 64, "ring_allgather"},            // neighbor exchange -> ring
-      {CollKind::Allgather, 512 * 64, 512, "bruck_allgather"},          // row < 512: < 128 -> 2 (bruck)
+      {CollKind::Allgather, 64 * KiB, 64, "ring_allgather"},              // neighbor exchange -> ring
+      {CollKind::Allgather, 512 * 64, 512, "bruck_allgather"},            // row < 512: < 128 -> 2 (bruck)
       {CollKind::Allgather, 1 * MiB, 2, "recursive_doubling_allgather"},  // two_proc
       // alltoall (total = one block for one peer): small -> Bruck, large -> pairwise.
       {CollKind::Alltoall, 64 * 256, 64, "bruck_alltoall"},
       {CollKind::Alltoall, 64 * MiB, 64, "pairwise_alltoall"},
-      {CollKind::Alltoall, 8 * 1024, 8, "linear_alltoall"},             // row < 16: linear_sync
+      {CollKind::Alltoall, 8 * 1024, 8, "linear_alltoall"},  // row < 16: linear_sync
       // reduce_scatter (total = the vector): small -> recursive halving, large -> ring.
       {CollKind::ReduceScatter, 1 * KiB, 16, "recursive_halving_reduce_scatter"},
       {CollKind::ReduceScatter, 64 * MiB, 16, "ring_reduce_scatter"},
@@ -418,8 +424,9 @@ TEST_CASE("the default follows Open MPI 4.1's tuned decisions", "[expand][algo]"
   CHECK(pipe.params[0] == std::make_pair(std::string("segments"), int64_t{1}));
 
   // End to end: no --algo, a small and a large all-reduce over 16 ranks.
-  const char* text = "schedule t() {\n  buffer a[16] bytes 64;\n  buffer b[16] bytes 4MiB;\n  init a contrib;\n  init b contrib;\n"
-                     "  expect nothing;\n  allreduce a;\n  allreduce b;\n}\n";
+  const char* text =
+      "schedule t() {\n  buffer a[16] bytes 64;\n  buffer b[16] bytes 4MiB;\n  init a contrib;\n  init b contrib;\n"
+      "  expect nothing;\n  allreduce a;\n  allreduce b;\n}\n";
   Expanded e = expand(text, 16, AlgoChoice{});
   INFO(e.errors);
   REQUIRE(e.g);

@@ -299,20 +299,25 @@ TEST_CASE("goal: what cannot be exported is an error at its statement", "[goal][
   };
   std::string e = refused("schedule c() {\n  buffer s[4] bytes 8;\n  init s contrib;\n  allreduce s[0];\n}\n", 2);
   CHECK(e.find("test.sched:4:3: error: cannot export to GOAL: a collective step; expand collectives") != std::string::npos);
-  e = refused("schedule u() {\n  buffer s[4] bytes 8;\n  init s contrib;\n  on 0 { recv s[1] from 1; recv s[2] from 1; }\n  on 1 { send s[1] to 0; }\n}\n", 2);
+  e = refused(
+      "schedule u() {\n  buffer s[4] bytes 8;\n  init s contrib;\n  on 0 { recv s[1] from 1; recv s[2] from 1; }\n  on 1 { send s[1] to 0; "
+      "}\n}\n",
+      2);
   CHECK(e.find("a receive that no send matches") != std::string::npos);
   CHECK(e.find("rank 0 step #1: recv s[2] from r1") != std::string::npos);
   e = refused("schedule u() {\n  buffer s[4] bytes 8;\n  init s contrib;\n  on 1 { send s[1] to 0; }\n}\n", 2);
   CHECK(e.find("a send that no receive matches") != std::string::npos);
   // tag any would also take the choreographic message into rank 0.
-  e = refused("schedule m() {\n  buffer s[1] bytes 8;\n  buffer t[2] bytes 8;\n  init s contrib;\n  send s[0] from 1 to 0 into t[0];\n"
-              "  on 0 { recv t[1] from 1 tag any; }\n  on 1 { send s[0] to 0 tag 3; }\n}\n",
-              2);
+  e = refused(
+      "schedule m() {\n  buffer s[1] bytes 8;\n  buffer t[2] bytes 8;\n  init s contrib;\n  send s[0] from 1 to 0 into t[0];\n"
+      "  on 0 { recv t[1] from 1 tag any; }\n  on 1 { send s[0] to 0 tag 3; }\n}\n",
+      2);
   CHECK(e.find("test.sched:6:10: error: cannot export to GOAL: a receive with tag any") != std::string::npos);
   // Wildcard receives with more messages than receives.
-  e = refused("schedule x() {\n  buffer s[1] bytes 8;\n  init s contrib;\n  on 0 { recv s[0] from any; }\n"
-              "  on r in 1 .. N { send s[0] to 0; }\n}\n",
-              3);
+  e = refused(
+      "schedule x() {\n  buffer s[1] bytes 8;\n  init s contrib;\n  on 0 { recv s[0] from any; }\n"
+      "  on r in 1 .. N { send s[0] to 0; }\n}\n",
+      3);
   CHECK(e.find("must equal its receives (rank 0 on ranks(0, 3): 2 sends, 1 receives)") != std::string::npos);
   // One rank's program.
   auto b = sgtest::build("schedule r() {\n  buffer s[1] bytes 8;\n  send s[0] from 0 to 1;\n}\n", 2, "", {}, true, 1);

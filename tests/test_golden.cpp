@@ -24,8 +24,8 @@ std::string run_case(const fs::path& dir) {
   std::string cmd = slurp(dir / "cmd");
   while (!cmd.empty() && (cmd.back() == '\n' || cmd.back() == '\r')) cmd.pop_back();
   fs::path tmp = fs::temp_directory_path() / ("sg_golden_" + dir.filename().string() + "_" + std::to_string(::getpid()));
-  std::string full = "cd '" + dir.string() + "' && STEPGRAPH_LIBRARY= '" STEPGRAPH_BIN "' " + cmd + " >'" + tmp.string() +
-                     ".out' 2>'" + tmp.string() + ".err'; echo $? >'" + tmp.string() + ".rc'";
+  std::string full = "cd '" + dir.string() + "' && STEPGRAPH_LIBRARY= '" STEPGRAPH_BIN "' " + cmd + " >'" + tmp.string() + ".out' 2>'" +
+                     tmp.string() + ".err'; echo $? >'" + tmp.string() + ".rc'";
   int sys = std::system(full.c_str());
   (void)sys;
   std::string out = slurp(tmp.string() + ".out"), err = slurp(tmp.string() + ".err"), rc = slurp(tmp.string() + ".rc");
@@ -44,8 +44,7 @@ TEST_CASE("golden outputs", "[golden]") {
   bool update = std::getenv("UPDATE_GOLDEN") && std::string(std::getenv("UPDATE_GOLDEN")) == "1";
   std::vector<fs::path> cases;
   for (const auto& e : fs::directory_iterator(root))
-    if (e.is_directory() && fs::exists(e.path() / "cmd") && (!only || !*only || e.path().filename() == only))
-      cases.push_back(e.path());
+    if (e.is_directory() && fs::exists(e.path() / "cmd") && (!only || !*only || e.path().filename() == only)) cases.push_back(e.path());
   std::sort(cases.begin(), cases.end());
   REQUIRE(!cases.empty());
   for (const auto& dir : cases) {

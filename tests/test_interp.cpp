@@ -26,10 +26,14 @@ std::string ring(const std::string& phase1, const std::string& phase2) {
          "  init data contrib;\n"
          "  expect allreduce(data);\n"
          "  for s in 0 .. N - 1 { for r in 0 .. N {\n"
-         "    " + phase1 + "\n"
+         "    " +
+         phase1 +
+         "\n"
          "  } }\n"
          "  for s in 0 .. N - 1 { for r in 0 .. N {\n"
-         "    " + phase2 + "\n"
+         "    " +
+         phase2 +
+         "\n"
          "  } }\n"
          "}\n";
 }
@@ -98,8 +102,7 @@ TEST_CASE("reading a never-written chunk is undefined data", "[interp]") {
   REQUIRE(i);
   CHECK(i->rank == 0);
   CHECK(line_of(c, *i) == 6);
-  CHECK(c.findings.find("test.sched:6:3: error: undefined data: send on rank 0 reads b[0], which was never written") !=
-        std::string::npos);
+  CHECK(c.findings.find("test.sched:6:3: error: undefined data: send on rank 0 reads b[0], which was never written") != std::string::npos);
   const Issue* u = first(c.post.issues, IssueKind::Undefined);
   REQUIRE(u);
 }
@@ -133,9 +136,10 @@ TEST_CASE("a receive nobody sends to leaves the run stuck", "[interp]") {
 }
 
 TEST_CASE("a collective missing a participant leaves the run stuck", "[interp][collectives]") {
-  auto c = sgtest::check("schedule m() {\n  buffer a[3] bytes 8;\n  init a contrib;\n  on 0 { allreduce a[0]; }\n"
-                         "  on 1 { allreduce a[0]; }\n}\n",
-                         3);
+  auto c = sgtest::check(
+      "schedule m() {\n  buffer a[3] bytes 8;\n  init a contrib;\n  on 0 { allreduce a[0]; }\n"
+      "  on 1 { allreduce a[0]; }\n}\n",
+      3);
   REQUIRE_FALSE(c.r.completed);
   const Issue* i = first(c.r.issues, IssueKind::Stuck);
   REQUIRE(i);

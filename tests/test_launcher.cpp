@@ -4,9 +4,9 @@
 // under mpiexec.
 #include <catch2/catch.hpp>
 
-#include "run_command.hpp"
 #include <sys/wait.h>
 #include <unistd.h>
+#include "run_command.hpp"
 
 #include <cstdio>
 #include <cstdlib>
@@ -59,13 +59,17 @@ bool any_has(const std::vector<std::string>& lines, std::initializer_list<std::s
 
 std::string dump(const LaunchInfo& L) { return sg::exec::launch_text(L); }
 
-const Vars kOmpi4 = {{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"},
-                     {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}};
+const Vars kOmpi4 = {
+    {"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "4"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "1"}, {"OMPI_COMM_WORLD_LOCAL_SIZE", "2"}};
 // An srun step: 8 tasks, 2 per node on node[07-10]; this is task 5 (node 2, local rank 1).
-const Vars kSrun8 = {{"SLURM_JOB_ID", "4242"},        {"SLURM_STEP_ID", "0"},
-                     {"SLURM_PROCID", "5"},           {"SLURM_STEP_NUM_TASKS", "8"},
-                     {"SLURM_NTASKS", "8"},           {"SLURM_LOCALID", "1"},
-                     {"SLURM_NODEID", "2"},           {"SLURM_STEP_TASKS_PER_NODE", "2(x4)"},
+const Vars kSrun8 = {{"SLURM_JOB_ID", "4242"},
+                     {"SLURM_STEP_ID", "0"},
+                     {"SLURM_PROCID", "5"},
+                     {"SLURM_STEP_NUM_TASKS", "8"},
+                     {"SLURM_NTASKS", "8"},
+                     {"SLURM_LOCALID", "1"},
+                     {"SLURM_NODEID", "2"},
+                     {"SLURM_STEP_TASKS_PER_NODE", "2(x4)"},
                      {"SLURM_STEP_NODELIST", "node[07-10]"}};
 
 }  // namespace
@@ -220,10 +224,8 @@ TEST_CASE("PMIx: PMIX_RANK gives pmix; its size comes from PMIX_SIZE or other so
 }
 
 TEST_CASE("MVAPICH2: MV2_COMM_WORLD_* give mpiexec, mvapich2", "[launcher]") {
-  LaunchInfo L = detect({{"MV2_COMM_WORLD_RANK", "3"},
-                         {"MV2_COMM_WORLD_SIZE", "4"},
-                         {"MV2_COMM_WORLD_LOCAL_RANK", "3"},
-                         {"MV2_COMM_WORLD_LOCAL_SIZE", "4"}});
+  LaunchInfo L = detect(
+      {{"MV2_COMM_WORLD_RANK", "3"}, {"MV2_COMM_WORLD_SIZE", "4"}, {"MV2_COMM_WORLD_LOCAL_RANK", "3"}, {"MV2_COMM_WORLD_LOCAL_SIZE", "4"}});
   INFO(dump(L));
   CHECK(L.launcher == "mpiexec");
   CHECK(L.mpi == "mvapich2");
@@ -249,8 +251,12 @@ TEST_CASE("Slurm: an srun step gives srun, with the local size from the tasks-pe
   CHECK(L.master_addr == "node07");
   CHECK(L.warnings.empty());
   // Uneven nodes: "3(x2),2" gives node 2 two tasks; node 0 three.
-  Vars uneven = merge(kSrun8, {{"SLURM_STEP_TASKS_PER_NODE", "3(x2),2"}, {"SLURM_STEP_NUM_TASKS", "8"}, {"SLURM_NODEID", "2"},
-                               {"SLURM_PROCID", "7"}, {"SLURM_LOCALID", "1"}, {"SLURM_STEP_NODELIST", "gpu[003-005,9],login1"}});
+  Vars uneven = merge(kSrun8, {{"SLURM_STEP_TASKS_PER_NODE", "3(x2),2"},
+                               {"SLURM_STEP_NUM_TASKS", "8"},
+                               {"SLURM_NODEID", "2"},
+                               {"SLURM_PROCID", "7"},
+                               {"SLURM_LOCALID", "1"},
+                               {"SLURM_STEP_NODELIST", "gpu[003-005,9],login1"}});
   LaunchInfo U = detect(uneven);
   CHECK(U.local_size == 2);
   CHECK(U.master_addr == "gpu003");
@@ -265,8 +271,12 @@ TEST_CASE("Slurm: an srun step gives srun, with the local size from the tasks-pe
   CHECK(one.master_addr == "127.0.0.1");
   CHECK(one.node == 0);
   // The batch script of an sbatch job has SLURM_PROCID=0 but is no srun task: single.
-  LaunchInfo batch = detect({{"SLURM_JOB_ID", "4242"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "8"}, {"SLURM_LOCALID", "0"},
-                             {"SLURM_NODEID", "0"}, {"SLURM_TASKS_PER_NODE", "2(x4)"}});
+  LaunchInfo batch = detect({{"SLURM_JOB_ID", "4242"},
+                             {"SLURM_PROCID", "0"},
+                             {"SLURM_NTASKS", "8"},
+                             {"SLURM_LOCALID", "0"},
+                             {"SLURM_NODEID", "0"},
+                             {"SLURM_TASKS_PER_NODE", "2(x4)"}});
   INFO(dump(batch));
   CHECK(batch.launcher == "single");
   CHECK(batch.world_size == 1);
@@ -275,9 +285,8 @@ TEST_CASE("Slurm: an srun step gives srun, with the local size from the tasks-pe
 }
 
 TEST_CASE("torchrun: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK, MASTER_ADDR/PORT", "[launcher]") {
-  Vars t = {{"RANK", "3"},           {"WORLD_SIZE", "8"},      {"LOCAL_RANK", "1"},   {"LOCAL_WORLD_SIZE", "2"},
-            {"GROUP_RANK", "1"},     {"ROLE_RANK", "3"},       {"MASTER_ADDR", "10.1.2.3"}, {"MASTER_PORT", "1234"},
-            {"TORCHELASTIC_RUN_ID", "none"}};
+  Vars t = {{"RANK", "3"},      {"WORLD_SIZE", "8"},         {"LOCAL_RANK", "1"},     {"LOCAL_WORLD_SIZE", "2"},      {"GROUP_RANK", "1"},
+            {"ROLE_RANK", "3"}, {"MASTER_ADDR", "10.1.2.3"}, {"MASTER_PORT", "1234"}, {"TORCHELASTIC_RUN_ID", "none"}};
   LaunchInfo L = detect(t);
   INFO(dump(L));
   CHECK(L.launcher == "torchrun");
@@ -291,8 +300,12 @@ TEST_CASE("torchrun: RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK,
   CHECK(L.master_port == 1234);
   CHECK(L.warnings.empty());
   // `srun torchrun …`: SLURM_* describe torchrun's agent (one task per node), not this worker.
-  LaunchInfo under = detect(merge(t, {{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "1"}, {"SLURM_STEP_NUM_TASKS", "4"},
-                                      {"SLURM_NODEID", "1"}, {"SLURM_LOCALID", "0"}}));
+  LaunchInfo under = detect(merge(t, {{"SLURM_JOB_ID", "7"},
+                                      {"SLURM_STEP_ID", "0"},
+                                      {"SLURM_PROCID", "1"},
+                                      {"SLURM_STEP_NUM_TASKS", "4"},
+                                      {"SLURM_NODEID", "1"},
+                                      {"SLURM_LOCALID", "0"}}));
   INFO(dump(under));
   CHECK(under.launcher == "torchrun");
   CHECK(under.rank == 3);
@@ -318,7 +331,8 @@ TEST_CASE("AzureML: AZ_BATCH_MASTER_NODE gives the master address and port", "[l
   CHECK(both.master_addr == "10.0.0.4");
   CHECK(any_has(both.warnings, {"AZ_BATCH_MASTER_NODE=10.0.0.4", "AZ_BATCHAI_MPI_MASTER_NODE=10.0.0.5"}));
   // MASTER_ADDR / MASTER_PORT beat AzureML's, and a disagreement is named.
-  LaunchInfo user = detect(merge(kOmpi4, {{"AZ_BATCH_MASTER_NODE", "10.0.0.4:6105"}, {"MASTER_ADDR", "10.0.0.9"}, {"MASTER_PORT", "7000"}}));
+  LaunchInfo user =
+      detect(merge(kOmpi4, {{"AZ_BATCH_MASTER_NODE", "10.0.0.4:6105"}, {"MASTER_ADDR", "10.0.0.9"}, {"MASTER_PORT", "7000"}}));
   CHECK(user.master_addr == "10.0.0.9");
   CHECK(user.master_port == 7000);
   CHECK(any_has(user.warnings, {"MASTER_ADDR=10.0.0.9", "AZ_BATCH_MASTER_NODE=10.0.0.4"}));
@@ -332,8 +346,12 @@ TEST_CASE("AzureML: AZ_BATCH_MASTER_NODE gives the master address and port", "[l
 
 TEST_CASE("mpiexec inside an sbatch job: the MPI launcher's variables win over SLURM_*, with a note", "[launcher][trap]") {
   // The batch script's SLURM_PROCID=0 / SLURM_NTASKS=4, inherited by every rank mpiexec starts.
-  LaunchInfo L = detect(merge(kOmpi4, {{"SLURM_JOB_ID", "99"}, {"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}, {"SLURM_LOCALID", "0"},
-                                       {"SLURM_NODEID", "0"}, {"SLURM_JOB_NODELIST", "n[1-2]"}}));
+  LaunchInfo L = detect(merge(kOmpi4, {{"SLURM_JOB_ID", "99"},
+                                       {"SLURM_PROCID", "0"},
+                                       {"SLURM_NTASKS", "4"},
+                                       {"SLURM_LOCALID", "0"},
+                                       {"SLURM_NODEID", "0"},
+                                       {"SLURM_JOB_NODELIST", "n[1-2]"}}));
   INFO(dump(L));
   CHECK(L.launcher == "mpiexec");
   CHECK(L.mpi == "openmpi");
@@ -343,8 +361,9 @@ TEST_CASE("mpiexec inside an sbatch job: the MPI launcher's variables win over S
   CHECK(any_has(L.notes, {"mpiexec inside a Slurm job", "SLURM_PROCID=0", "win"}));
   CHECK(L.warnings.size() == 1);  // MASTER_ADDR only: not the disagreement
   // Ranks on a remote node inherit the step that started mpiexec's daemon (one task per node).
-  LaunchInfo daemon = detect(merge(kOmpi4, {{"SLURM_JOB_ID", "99"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"},
-                                            {"SLURM_STEP_NUM_TASKS", "1"}, {"SLURM_NODEID", "1"}}));
+  LaunchInfo daemon = detect(
+      merge(kOmpi4,
+            {{"SLURM_JOB_ID", "99"}, {"SLURM_STEP_ID", "0"}, {"SLURM_PROCID", "0"}, {"SLURM_STEP_NUM_TASKS", "1"}, {"SLURM_NODEID", "1"}}));
   CHECK(daemon.rank == 1);
   CHECK(any_has(daemon.notes, {"mpiexec inside a Slurm job"}));
   CHECK(daemon.warnings.size() == 1);
@@ -355,7 +374,8 @@ TEST_CASE("mpiexec inside an sbatch job: the MPI launcher's variables win over S
 TEST_CASE("variables that disagree give a warning naming both", "[launcher]") {
   // An srun step of the MPI world's own size that gives this process another rank is not the
   // mpiexec-in-sbatch trap.
-  LaunchInfo L = detect(merge(kOmpi4, {{"SLURM_JOB_ID", "99"}, {"SLURM_STEP_ID", "3"}, {"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "4"}}));
+  LaunchInfo L =
+      detect(merge(kOmpi4, {{"SLURM_JOB_ID", "99"}, {"SLURM_STEP_ID", "3"}, {"SLURM_PROCID", "3"}, {"SLURM_STEP_NUM_TASKS", "4"}}));
   INFO(dump(L));
   CHECK(L.rank == 1);
   CHECK(any_has(L.warnings, {"SLURM_PROCID=3", "OMPI_COMM_WORLD_RANK=1", "disagree"}));
@@ -423,16 +443,43 @@ TEST_CASE("malformed values: a warning and the source ignored, never a crash", "
 }
 
 TEST_CASE("random environments never crash and keep the invariants", "[launcher][property]") {
-  const std::vector<std::string> names = {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
-                                          "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
-                                          "PMIX_RANK", "PMIX_SIZE", "MV2_COMM_WORLD_RANK", "MV2_COMM_WORLD_SIZE", "SLURM_PROCID",
-                                          "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID", "SLURM_NODEID", "SLURM_STEP_ID",
-                                          "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_STEP_NODELIST", "RANK",
-                                          "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "TORCHELASTIC_RUN_ID",
-                                          "MASTER_ADDR", "MASTER_PORT", "AZ_BATCH_MASTER_NODE", "AZ_BATCHAI_MPI_MASTER_NODE",
-                                          "I_MPI_ROOT", "HYDRA_LAUNCHER", "PMI_PORT"};
-  const std::vector<std::string> values = {"0", "1", "2", "3", "7", "8", "-1", "", "x", "2(x4)", "3(x2),2", "n[1-4]", "[", "a:1",
-                                           "a:", ":5", "99999999999999999999", "1(x", "0(x0)"};
+  const std::vector<std::string> names = {"OMPI_COMM_WORLD_RANK",
+                                          "OMPI_COMM_WORLD_SIZE",
+                                          "OMPI_COMM_WORLD_LOCAL_RANK",
+                                          "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                          "PMI_RANK",
+                                          "PMI_SIZE",
+                                          "MPI_LOCALRANKID",
+                                          "MPI_LOCALNRANKS",
+                                          "PMIX_RANK",
+                                          "PMIX_SIZE",
+                                          "MV2_COMM_WORLD_RANK",
+                                          "MV2_COMM_WORLD_SIZE",
+                                          "SLURM_PROCID",
+                                          "SLURM_NTASKS",
+                                          "SLURM_STEP_NUM_TASKS",
+                                          "SLURM_LOCALID",
+                                          "SLURM_NODEID",
+                                          "SLURM_STEP_ID",
+                                          "SLURM_STEP_TASKS_PER_NODE",
+                                          "SLURM_TASKS_PER_NODE",
+                                          "SLURM_STEP_NODELIST",
+                                          "RANK",
+                                          "WORLD_SIZE",
+                                          "LOCAL_RANK",
+                                          "LOCAL_WORLD_SIZE",
+                                          "GROUP_RANK",
+                                          "TORCHELASTIC_RUN_ID",
+                                          "MASTER_ADDR",
+                                          "MASTER_PORT",
+                                          "AZ_BATCH_MASTER_NODE",
+                                          "AZ_BATCHAI_MPI_MASTER_NODE",
+                                          "I_MPI_ROOT",
+                                          "HYDRA_LAUNCHER",
+                                          "PMI_PORT"};
+  const std::vector<std::string> values = {
+      "0",   "1",    "2", "3", "7", "8", "-1", "", "x", "2(x4)", "3(x2),2", "n[1-4]", "[", "a:1", "a:", ":5", "99999999999999999999",
+      "1(x", "0(x0)"};
   std::mt19937 rng(12345);
   for (int iter = 0; iter < 3000; ++iter) {
     Vars v;
@@ -452,7 +499,9 @@ TEST_CASE("random environments never crash and keep the invariants", "[launcher]
 }
 
 TEST_CASE("device and backend: local rank mod device count, or the CPU and why", "[launcher]") {
-  Vars v = {{"OMPI_COMM_WORLD_RANK", "5"}, {"OMPI_COMM_WORLD_SIZE", "8"}, {"OMPI_COMM_WORLD_LOCAL_RANK", "5"},
+  Vars v = {{"OMPI_COMM_WORLD_RANK", "5"},
+            {"OMPI_COMM_WORLD_SIZE", "8"},
+            {"OMPI_COMM_WORLD_LOCAL_RANK", "5"},
             {"OMPI_COMM_WORLD_LOCAL_SIZE", "8"}};
   LaunchInfo cuda = detect(v, 8);
   CHECK(cuda.backend == "cuda");
@@ -596,14 +645,18 @@ TEST_CASE("stepgraph env in a clean environment says single", "[launcher][cli]")
   // Built with CUDA the runtime is asked (here: no device, with its reason); without, it says so.
   CHECK((t.out.find("built without CUDA device probing") != std::string::npos || t.out.find("cudaGetDeviceCount") != std::string::npos ||
          t.out.find("CUDA device") != std::string::npos));
-  Ran e = sh("env -i PATH=/usr/bin:/bin sh -c 'eval \"$(\"$0\" env --export)\" && echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT' '" +
-             kBin + "'");
+  Ran e =
+      sh("env -i PATH=/usr/bin:/bin sh -c 'eval \"$(\"$0\" env --export)\" && echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE "
+         "$MASTER_ADDR $MASTER_PORT' '" +
+         kBin + "'");
   CHECK(e.rc == 0);
   CHECK(e.out == "0 1 0 1 127.0.0.1 29500\n");
   CHECK(sh("'" + kBin + "' env --json --export >/dev/null 2>&1").rc == 2);
   // Launcher variables copied by hand (several nodes, so much is unknown): no MPI_Init, exit 0.
-  Ran copied = sh("env -i PATH=/usr/bin:/bin OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=1 "
-                  "OMPI_COMM_WORLD_LOCAL_SIZE=2 '" + kBin + "' env 2>&1");
+  Ran copied =
+      sh("env -i PATH=/usr/bin:/bin OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=1 "
+         "OMPI_COMM_WORLD_LOCAL_SIZE=2 '" +
+         kBin + "' env 2>&1");
   INFO(copied.out);
   CHECK(copied.rc == 0);
   CHECK(copied.out.find("rank        1 of 4") != std::string::npos);
@@ -622,9 +675,11 @@ TEST_CASE("stepgraph env under mpiexec -n 2: ranks 0 and 1 of 2, and --export ev
   fs::path dir = fs::temp_directory_path() / ("sg_env_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   // Each rank writes its own file (output of several ranks may interleave).
-  std::string body = "\"$0\" env --json > '" + dir.string() + "'/json.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-x}}; "
-                     "eval \"$(\"$0\" env --export)\" && echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT > '" +
-                     dir.string() + "'/export.$RANK";
+  std::string body =
+      "\"$0\" env --json > '" + dir.string() +
+      "'/json.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-x}}; "
+      "eval \"$(\"$0\" env --export)\" && echo $RANK $WORLD_SIZE $LOCAL_RANK $LOCAL_WORLD_SIZE $MASTER_ADDR $MASTER_PORT > '" +
+      dir.string() + "'/export.$RANK";
   Ran r = sh(mpi + "sh -c " + squote(body) + " '" + kBin + "' 2>&1");
   INFO(r.out);
   REQUIRE(r.rc == 0);

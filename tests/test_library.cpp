@@ -59,8 +59,8 @@ TEST_CASE("the interpreter checks the whole library for N in 2..17 and powers of
       CHECK(c.ok);
       // A barrier moves no data: it expects nothing, and what `check` shows is that every rank
       // gets through. Every other schedule checks chunks.
-      bool expects_nothing = std::all_of(c.graph->expects.begin(), c.graph->expects.end(),
-                                         [](const Expectation& x) { return x.kind == ExpectKind::Nothing; });
+      bool expects_nothing =
+          std::all_of(c.graph->expects.begin(), c.graph->expects.end(), [](const Expectation& x) { return x.kind == ExpectKind::Nothing; });
       if (!expects_nothing) CHECK(c.post.chunks_checked > 0);
       ok += c.ok;
     }
@@ -112,10 +112,14 @@ TEST_CASE("parameters change the library schedules' shape, not their correctness
     std::vector<std::pair<std::string, std::string>> sets;
   };
   const Case cases[] = {
-      {"pipeline_bcast", {{"segments", "1"}}},   {"pipeline_bcast", {{"segments", "7"}, {"root", "2"}}},
-      {"binomial_bcast", {{"root", "3"}}},       {"binomial_reduce", {{"root", "4"}}},
-      {"scatter_allgather_bcast", {{"root", "1"}}}, {"reduce_bcast_allreduce", {{"root", "2"}}},
-      {"dp_bucketed_step", {{"layers", "5"}, {"buckets", "5"}}}, {"dp_bucketed_step", {{"layers", "6"}, {"buckets", "1"}}},
+      {"pipeline_bcast", {{"segments", "1"}}},
+      {"pipeline_bcast", {{"segments", "7"}, {"root", "2"}}},
+      {"binomial_bcast", {{"root", "3"}}},
+      {"binomial_reduce", {{"root", "4"}}},
+      {"scatter_allgather_bcast", {{"root", "1"}}},
+      {"reduce_bcast_allreduce", {{"root", "2"}}},
+      {"dp_bucketed_step", {{"layers", "5"}, {"buckets", "5"}}},
+      {"dp_bucketed_step", {{"layers", "6"}, {"buckets", "1"}}},
   };
   for (const auto& k : cases) {
     for (uint32_t n : {5u, 8u, 13u}) {

@@ -70,7 +70,7 @@ TEST_CASE("build: the dump text at the points asked for, parse included", "[pipe
   REQUIRE(build(s, t, bo).ok());
   CHECK(points == std::vector<std::string>{"parse", "prune"});
   CHECK(text.find("schedule ring_allreduce") != std::string::npos);  // the program, printed back
-  CHECK(text.find("send") != std::string::npos);                      // the graph's steps
+  CHECK(text.find("send") != std::string::npos);                     // the graph's steps
 }
 
 TEST_CASE("build: collectives expanded for cost keep the graph as written", "[pipeline]") {

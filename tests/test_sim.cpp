@@ -12,8 +12,8 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "core/dsl/session.hpp"
@@ -35,8 +35,8 @@ const std::vector<Model> kModels = {Model::Analytic, Model::SimGrid};
 const std::vector<Model> kModels = {Model::Analytic};
 #endif
 
-constexpr double kAlpha = 1e-6;            // the star's latency
-constexpr double kBeta = 1.0 / 12.5e9;     // 100 Gbps
+constexpr double kAlpha = 1e-6;         // the star's latency
+constexpr double kBeta = 1.0 / 12.5e9;  // 100 Gbps
 const char* kStar = "star:bw=100Gbps,lat=1us,model=ideal";
 
 struct Built {
@@ -114,9 +114,8 @@ TEST_CASE("the backends agree within 1% where every link carries one message at 
     uint32_t n;
     const char* platform;
   };
-  for (const Case& c : {Case{"ring_allreduce", 16, kStar}, Case{"pairwise_alltoall", 8, kStar},
-                        Case{"parity_ring_allgather", 9, kStar}, Case{"recursive_halving_reduce_scatter", 8, kStar},
-                        Case{"ring_allreduce", 16, "torus:4x4,bw=100Gbps,lat=1us"},
+  for (const Case& c : {Case{"ring_allreduce", 16, kStar}, Case{"pairwise_alltoall", 8, kStar}, Case{"parity_ring_allgather", 9, kStar},
+                        Case{"recursive_halving_reduce_scatter", 8, kStar}, Case{"ring_allreduce", 16, "torus:4x4,bw=100Gbps,lat=1us"},
                         Case{"ring_allgather", 16, "nodes:count=2,gpus=8,model=ideal"},
                         Case{"linear_alltoall", 16, "fat-tree:leaves=4,per_leaf=4,bw=100Gbps,lat=1us,model=ideal"}}) {
     INFO(c.target << " N=" << c.n << " on " << c.platform);
@@ -150,7 +149,7 @@ TEST_CASE("the training step hides part of its all-reduce behind the backward pa
     CHECK(std::fabs(r4.compute_s - compute) < 1e-9);
     CHECK(r4.time_s < r4.compute_s + r4.comm_s);  // some communication is hidden
     CHECK(r4.overlap_s > 0.3 * r4.comm_s);
-    CHECK(r4.time_s < r1.time_s);                 // buckets overlap more
+    CHECK(r4.time_s < r1.time_s);  // buckets overlap more
     CHECK(r4.overlap_s > r1.overlap_s);
   }
 }
@@ -303,8 +302,7 @@ TEST_CASE("a sweep over sizes and schedules as CSV, and its plot", "[sim][cli][s
   fs::remove(svg);
 }
 
-TEST_CASE("under mpiexec a sweep's points are split over the processes and rank 0 prints what a serial run does",
-          "[sim][cli][mpi]") {
+TEST_CASE("under mpiexec a sweep's points are split over the processes and rank 0 prints what a serial run does", "[sim][cli][mpi]") {
   if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) {
     WARN("mpiexec is not installed: the split run is not checked");
     return;
@@ -312,8 +310,8 @@ TEST_CASE("under mpiexec a sweep's points are split over the processes and rank 
   std::string args = " sim ring_allreduce,bruck_allgather -n 4..16 --model analytic --sweep size=1KiB..64KiB --csv - | cut -d, -f1-8";
   Ran serial = sh("'" + kBin + "'" + args);
   REQUIRE(serial.rc == 0);
-  Ran split = sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 mpiexec -n 3 '" +
-                 kBin + "'" + args);
+  Ran split = sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 mpiexec -n 3 '" + kBin +
+                 "'" + args);
   CHECK(split.rc == 0);
   CHECK(split.out == serial.out);
 }

@@ -51,8 +51,7 @@ void check_rules(const StepGraph& g, const std::vector<uint32_t>& lv) {
       for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h) CHECK(lv[s] >= lv[*h]);
   }
   for (const Instance& in : g.instances)
-    for (uint32_t i = 1; i < in.steps_cnt; ++i)
-      CHECK(lv[g.instance_steps[in.steps_off + i]] == lv[g.instance_steps[in.steps_off]]);
+    for (uint32_t i = 1; i < in.steps_cnt; ++i) CHECK(lv[g.instance_steps[in.steps_off + i]] == lv[g.instance_steps[in.steps_off]]);
 }
 
 }  // namespace
@@ -213,7 +212,7 @@ TEST_CASE("local work after an isend still waits for what the isend waited for (
   REQUIRE(send0 != kNoStep);
   REQUIRE(copy0 != kNoStep);
   REQUIRE(copy1b != kNoStep);
-  CHECK(lv[copy0] >= lv[send0]);    // after the send's group, not before it
+  CHECK(lv[copy0] >= lv[send0]);  // after the send's group, not before it
   CHECK(lv[copy1a] >= lv[recv1]);
   CHECK(lv[copy1b] >= lv[copy1a]);  // lane 0 keeps the order within a level
   check_rules(g, lv);

@@ -4,9 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <cstdlib>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -48,8 +48,8 @@ VerifyOptions both_engines() {
 }
 
 Verdict parse_verdict(const std::string& s) {
-  for (Verdict v : {Verdict::Unmatched, Verdict::Deadlock, Verdict::Race, Verdict::UndefinedData, Verdict::Lifecycle,
-                    Verdict::WrongResult, Verdict::Ok})
+  for (Verdict v : {Verdict::Unmatched, Verdict::Deadlock, Verdict::Race, Verdict::UndefinedData, Verdict::Lifecycle, Verdict::WrongResult,
+                    Verdict::Ok})
     if (s == verdict_name(v)) return v;
   return Verdict::Unknown;
 }
@@ -81,8 +81,8 @@ TEST_CASE("the defect matrix: every defect is found under the right semantics, a
       for (int k = 0; k < 2; ++k) {
         const ModeResult& mr = rep.modes[static_cast<size_t>(k)];
         Verdict want = parse_verdict(m[k == 0 ? 3 : 5]);
-        INFO(mode_name(mr.mode) << ": explicit " << verdict_name(mr.explicit_result.verdict) << " (" << mr.explicit_result.note
-                                << "), z3 " << verdict_name(mr.z3_result.verdict) << " (" << mr.z3_result.note << ")");
+        INFO(mode_name(mr.mode) << ": explicit " << verdict_name(mr.explicit_result.verdict) << " (" << mr.explicit_result.note << "), z3 "
+                                << verdict_name(mr.z3_result.verdict) << " (" << mr.z3_result.note << ")");
         CHECK(mr.explicit_result.verdict == want);
         if (kZ3) CHECK(mr.z3_result.verdict == want);
         CHECK_FALSE(mr.disagree);
@@ -347,8 +347,8 @@ TEST_CASE("the explicit and Z3 engines agree on the whole library", "[verify][ag
       if (!g) continue;
       VerifyReport rep = verify_graph(*g, both_engines());
       for (const auto& m : rep.modes) {
-        INFO(e.name << " N=" << n << " " << mode_name(m.mode) << ": explicit " << verdict_name(m.explicit_result.verdict)
-                    << ", z3 " << verdict_name(m.z3_result.verdict) << " " << m.z3_result.note);
+        INFO(e.name << " N=" << n << " " << mode_name(m.mode) << ": explicit " << verdict_name(m.explicit_result.verdict) << ", z3 "
+                    << verdict_name(m.z3_result.verdict) << " " << m.z3_result.note);
         CHECK(m.explicit_result.verdict == Verdict::Ok);
         CHECK(m.z3_result.verdict == Verdict::Ok);
       }
@@ -377,8 +377,8 @@ TEST_CASE("the explicit and Z3 engines agree on random graphs", "[verify][agree]
     VerifyReport rep = verify_graph(*g, vo);
     for (const auto& m : rep.modes) {
       Verdict e = m.explicit_result.verdict, z = m.z3_result.verdict;
-      INFO(mode_name(m.mode) << ": explicit " << verdict_name(e) << " (" << m.explicit_result.note << "), z3 " << verdict_name(z)
-                             << " (" << m.z3_result.note << ")\n"
+      INFO(mode_name(m.mode) << ": explicit " << verdict_name(e) << " (" << m.explicit_result.note << "), z3 " << verdict_name(z) << " ("
+                             << m.z3_result.note << ")\n"
                              << (e != Verdict::Ok ? render_text(m.explicit_result.cx, s.sources) : "")
                              << (z != Verdict::Ok ? render_text(m.z3_result.cx, s.sources) : ""));
       if (e == Verdict::Unknown || z == Verdict::Unknown) continue;
@@ -436,8 +436,8 @@ TEST_CASE("the explicit and Z3 engines agree on structured programs: rings, shif
     for (size_t k = 0; k < rep.modes.size(); ++k) {
       const ModeResult& m = rep.modes[k];
       Verdict e = m.explicit_result.verdict, z = m.z3_result.verdict;
-      INFO(mode_name(m.mode) << ": explicit " << verdict_name(e) << " (" << m.explicit_result.note << "), z3 " << verdict_name(z)
-                             << " (" << m.z3_result.note << ")\n"
+      INFO(mode_name(m.mode) << ": explicit " << verdict_name(e) << " (" << m.explicit_result.note << "), z3 " << verdict_name(z) << " ("
+                             << m.z3_result.note << ")\n"
                              << (e != Verdict::Ok ? render_text(m.explicit_result.cx, s.sources) : "")
                              << (z != Verdict::Ok ? render_text(m.z3_result.cx, s.sources) : ""));
       CHECK(e != Verdict::Unknown);  // structured programs stay within the explicit search's bound
@@ -456,8 +456,8 @@ TEST_CASE("the explicit and Z3 engines agree on structured programs: rings, shif
   std::string dist, fam;
   for (const auto& [k, v] : seen) dist += k + "=" + std::to_string(v) + " ";
   for (const auto& [k, v] : families) fam += k + "=" + std::to_string(v) + " ";
-  WARN(cases << " structured programs (" << fam << "), " << bad_input << " bad input, " << decided << " semantics decided by both engines (" << dist << "), "
-             << general << " also with every compatible pair a candidate");
+  WARN(cases << " structured programs (" << fam << "), " << bad_input << " bad input, " << decided << " semantics decided by both engines ("
+             << dist << "), " << general << " also with every compatible pair a candidate");
   for (const char* v : {"ok", "deadlock", "unmatched", "race", "lifecycle", "wrong-result", "undefined-data"}) {
     INFO(v);
     CHECK(seen[v] > 0);

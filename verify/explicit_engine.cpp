@@ -228,15 +228,13 @@ class Explorer {
     size_t operator()(const std::pair<uint64_t, uint64_t>& p) const { return p.first ^ (p.second * 0x9e3779b97f4a7c15ULL); }
   };
   std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen_;  // fingerprints of states explored
-  std::vector<StepId> p2p_;   // the MPI sends and receives
-  std::vector<StepId> lane_;  // lane_partners(g_)
+  std::vector<StepId> p2p_;                                           // the MPI sends and receives
+  std::vector<StepId> lane_;                                          // lane_partners(g_)
   bool p2p_listed_ = false;
 };
 
 }  // namespace
 
-EngineResult run_explicit(const StepGraph& g, SendMode mode, const ExplicitOptions& opts) {
-  return Explorer(g, mode, opts).run();
-}
+EngineResult run_explicit(const StepGraph& g, SendMode mode, const ExplicitOptions& opts) { return Explorer(g, mode, opts).run(); }
 
 }  // namespace sg::verify

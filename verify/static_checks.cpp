@@ -39,12 +39,11 @@ Counterexample unmatched_cx(const StepGraph& g, StepId s) {
   cx.verdict = Verdict::Unmatched;
   cx.rank = g.rank(s);
   const P2PInfo& p = g.p2p_info(s);
-  cx.summary = g.kind(s) == StepKind::Recv
-                   ? "rank " + std::to_string(g.rank(s)) + " posts a receive from " +
-                         (p.peer == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p.peer)) +
-                         " that no send left in the program can match"
-                   : "rank " + std::to_string(g.rank(s)) + " sends to rank " + std::to_string(p.peer) + " (tag " +
-                         std::to_string(p.tag) + ") and no receive left in the program can take it";
+  cx.summary = g.kind(s) == StepKind::Recv ? "rank " + std::to_string(g.rank(s)) + " posts a receive from " +
+                                                 (p.peer == kAnyRank ? std::string("any rank") : "rank " + std::to_string(p.peer)) +
+                                                 " that no send left in the program can match"
+                                           : "rank " + std::to_string(g.rank(s)) + " sends to rank " + std::to_string(p.peer) + " (tag " +
+                                                 std::to_string(p.tag) + ") and no receive left in the program can take it";
   cx.steps.push_back(cx_step(g, s, "pending"));
   return cx;
 }
@@ -53,8 +52,8 @@ Counterexample undefined_cx(const StepGraph& g, StepId s, uint32_t buf, uint32_t
   Counterexample cx;
   cx.verdict = Verdict::UndefinedData;
   set_chunk(cx, g, g.rank(s), buf, chunk);
-  cx.summary = std::string(step_kind_name(g.kind(s))) + " on rank " + std::to_string(g.rank(s)) + " reads " +
-               g.chunk_name(buf, chunk) + ", which was never written";
+  cx.summary = std::string(step_kind_name(g.kind(s))) + " on rank " + std::to_string(g.rank(s)) + " reads " + g.chunk_name(buf, chunk) +
+               ", which was never written";
   cx.steps.push_back(cx_step(g, s, "reads"));
   return cx;
 }
@@ -80,9 +79,8 @@ std::optional<Counterexample> find_lifecycle(const StepGraph& g) {
     Counterexample cx;
     cx.verdict = Verdict::Lifecycle;
     cx.rank = g.rank(s);
-    cx.summary = "rank " + std::to_string(g.rank(s)) + " finishes with its " +
-                 (g.kind(s) == StepKind::Send ? "isend" : "irecv") + " of " + g.range_name(g.range(s)) +
-                 " never waited for";
+    cx.summary = "rank " + std::to_string(g.rank(s)) + " finishes with its " + (g.kind(s) == StepKind::Send ? "isend" : "irecv") + " of " +
+                 g.range_name(g.range(s)) + " never waited for";
     cx.steps.push_back(cx_step(g, s, "never waited", "no wait or waitall after it completes it"));
     return cx;
   }
@@ -125,10 +123,10 @@ std::optional<Counterexample> find_race(const StepGraph& g) {
             Counterexample cx;
             cx.verdict = Verdict::Race;
             set_chunk(cx, g, rank, r.buf, c);
-            cx.summary = "rank " + std::to_string(rank) + ": " + (writes ? "a write to " : "a read of ") +
-                         g.chunk_name(r.buf, c) + " can overlap the " + (o_writes ? "irecv" : "isend") + " still using it";
-            cx.steps.push_back(cx_step(g, o, o_writes ? "in-flight write" : "in-flight read",
-                                       "its chunk is in use from its start until its wait"));
+            cx.summary = "rank " + std::to_string(rank) + ": " + (writes ? "a write to " : "a read of ") + g.chunk_name(r.buf, c) +
+                         " can overlap the " + (o_writes ? "irecv" : "isend") + " still using it";
+            cx.steps.push_back(
+                cx_step(g, o, o_writes ? "in-flight write" : "in-flight read", "its chunk is in use from its start until its wait"));
             cx.steps.push_back(cx_step(g, s, writes ? "write" : "read"));
             StepId w = kNoStep;
             for (uint64_t k = i + 1; k < ix.off[rank + 1] && w == kNoStep; ++k) {
@@ -139,8 +137,8 @@ std::optional<Counterexample> find_race(const StepGraph& g) {
             }
             cx.reason = "step #" + std::to_string(s) + " is ordered after #" + std::to_string(o) +
                         " only through its start: a nonblocking operation keeps its chunk until its wait, and " +
-                        (w != kNoStep ? "the wait #" + std::to_string(w) + " comes after #" + std::to_string(s) +
-                                            " in rank " + std::to_string(rank) + "'s program"
+                        (w != kNoStep ? "the wait #" + std::to_string(w) + " comes after #" + std::to_string(s) + " in rank " +
+                                            std::to_string(rank) + "'s program"
                                       : std::string("it is never waited for"));
             if (w != kNoStep) cx.steps.push_back(cx_step(g, w, "the wait", "completes the operation"));
             return cx;

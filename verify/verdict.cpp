@@ -20,7 +20,6 @@ const char* verdict_name(Verdict v) {
   return "unknown";
 }
 
-
 std::string render_text(const Counterexample& cx, const SourceManager& sm) {
   // The first step carries the error; the others are notes with their own source lines.
   Diagnostics d;
@@ -30,8 +29,8 @@ std::string render_text(const Counterexample& cx, const SourceManager& sm) {
   Diagnostic& e = d.error(at, head);
   bool first = true;
   for (const CxStep& s : cx.steps) {
-    std::string line = (s.step != kNoStep ? "rank " + std::to_string(s.rank) + " #" + std::to_string(s.step) + " " : "") +
-                        s.what + (s.role.empty() ? "" : " [" + s.role + "]") + (s.note.empty() ? "" : ": " + s.note);
+    std::string line = (s.step != kNoStep ? "rank " + std::to_string(s.rank) + " #" + std::to_string(s.step) + " " : "") + s.what +
+                       (s.role.empty() ? "" : " [" + s.role + "]") + (s.note.empty() ? "" : ": " + s.note);
     if (first) {
       e.notes.push_back({Loc{}, line});
       first = false;

@@ -34,22 +34,22 @@ struct CxStep {
 struct Counterexample {
   Verdict verdict = Verdict::Ok;
   SendMode mode = SendMode::Rendezvous;
-  std::string engine;               // "explicit" or "z3"
-  std::string summary;              // one line
-  std::vector<CxStep> steps;        // deadlock: one stuck step per rank; race: the two accesses; …
-  std::vector<uint32_t> cycle;      // deadlock: the wait-for cycle (ranks, first repeated at the end)
-  std::string reason;               // race: why nothing orders them; deadlock: how the cycle closes
-  int64_t rank = -1;                // wrong-result / undefined-data / race: where
+  std::string engine;           // "explicit" or "z3"
+  std::string summary;          // one line
+  std::vector<CxStep> steps;    // deadlock: one stuck step per rank; race: the two accesses; …
+  std::vector<uint32_t> cycle;  // deadlock: the wait-for cycle (ranks, first repeated at the end)
+  std::string reason;           // race: why nothing orders them; deadlock: how the cycle closes
+  int64_t rank = -1;            // wrong-result / undefined-data / race: where
   uint32_t buf = 0, chunk = 0;
-  std::string chunk_name;           // "data[3]" (set with buf and chunk)
-  std::string expected, actual;     // wrong-result: terms
+  std::string chunk_name;                           // "data[3]" (set with buf and chunk)
+  std::string expected, actual;                     // wrong-result: terms
   std::vector<std::pair<StepId, StepId>> matching;  // the wildcard matches (recv, send) of this execution
 };
 
 struct EngineResult {
   Verdict verdict = Verdict::Unknown;
-  Counterexample cx;     // when verdict is a defect
-  std::string note;      // why Unknown, or what was explored ("3 executions")
+  Counterexample cx;  // when verdict is a defect
+  std::string note;   // why Unknown, or what was explored ("3 executions")
   double seconds = 0;
   uint64_t executions = 0;  // explicit: executions explored
   bool complete = true;     // every execution considered (false: a bound or the time limit cut it short)

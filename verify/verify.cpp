@@ -141,8 +141,8 @@ VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo, const std
       Z3Options zo = vo.z3_opts;
       zo.deadline = std::min(zo.deadline, vo.deadline);
       if (vo.engine == Engine::Auto && !needs_z3)
-        zo.deadline = std::min(zo.deadline, std::chrono::steady_clock::now() +
-                                                std::chrono::milliseconds(static_cast<int64_t>(vo.crosscheck_seconds * 1000)));
+        zo.deadline = std::min(
+            zo.deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(vo.crosscheck_seconds * 1000)));
       m.ran_z3 = true;
       m.z3_result = run_z3(g, mode, zo);
       // A cross-check that ran out of its own budget says so; only the run's limit makes the
@@ -157,8 +157,7 @@ VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo, const std
     if (on_mode) on_mode(rep);
   }
   bool any_z3 = std::any_of(rep.modes.begin(), rep.modes.end(), [](const ModeResult& m) { return m.ran_z3; });
-  if (vo.engine == Engine::Auto && !z3_built)
-    rep.note = "z3 skipped: this stepgraph was built without Z3 (STEPGRAPH_WITH_Z3=OFF)";
+  if (vo.engine == Engine::Auto && !z3_built) rep.note = "z3 skipped: this stepgraph was built without Z3 (STEPGRAPH_WITH_Z3=OFF)";
   else if (vo.engine == Engine::Auto && !any_z3 && !crosscheck)
     rep.note = "no z3 cross-check above " + with_commas(vo.crosscheck_max_steps) + " steps (--engine both forces it)";
   return rep;

@@ -36,9 +36,9 @@ struct ModeResult {
   bool ran_explicit = false, ran_z3 = false;
   EngineResult explicit_result, z3_result;
   bool disagree = false;
-  bool shared = false;      // same executions as the semantics before it: its results, not a second run
-  bool timed_out = false;   // undecided because the time limit came first
-  std::string decided_by;   // "explicit, z3 agrees", "z3 (explicit: …)", …
+  bool shared = false;     // same executions as the semantics before it: its results, not a second run
+  bool timed_out = false;  // undecided because the time limit came first
+  std::string decided_by;  // "explicit, z3 agrees", "z3 (explicit: …)", …
 };
 
 struct VerifyReport {
@@ -61,7 +61,6 @@ struct VerifyReport {
 // Decides a graph built with ElabOptions::lifecycle_as_findings (so bad waits are findings).
 // `on_mode`, when set, is called as each semantics is decided (for output that must survive a
 // kill or the time limit).
-VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo,
-                          const std::function<void(const VerifyReport&)>& on_mode = nullptr);
+VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo, const std::function<void(const VerifyReport&)>& on_mode = nullptr);
 
 }  // namespace sg::verify

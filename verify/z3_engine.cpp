@@ -99,7 +99,9 @@ class Encoder {
       res.verdict = Verdict::Unknown;
       res.complete = false;
       res.timed_out = std::chrono::steady_clock::now() + std::chrono::milliseconds(50) >= o_.deadline;
-      res.note = res.timed_out ? "z3 stopped at the time limit" : note_.empty() ? "z3 gave up (per-query timeout or resource limit)" : "z3 gave up: " + note_;
+      res.note = res.timed_out   ? "z3 stopped at the time limit"
+                 : note_.empty() ? "z3 gave up (per-query timeout or resource limit)"
+                                 : "z3 gave up: " + note_;
     } catch (const z3::exception& e) {
       res.verdict = Verdict::Unknown;
       res.note = std::string("z3 error: ") + e.msg();
@@ -376,7 +378,10 @@ class Encoder {
     auto q0 = std::chrono::steady_clock::now();
     z3::check_result r = solver_.check();
     if (std::getenv("STEPGRAPH_Z3_DEBUG"))
-      std::fprintf(stderr, "z3 query %d: %s in %.3f s\n", query_++, r == z3::sat ? "sat" : r == z3::unsat ? "unsat" : "unknown",
+      std::fprintf(stderr, "z3 query %d: %s in %.3f s\n", query_++,
+                   r == z3::sat     ? "sat"
+                   : r == z3::unsat ? "unsat"
+                                    : "unknown",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - q0).count());
     if (r == z3::unknown) {
       solver_.pop();
@@ -395,8 +400,7 @@ class Encoder {
   ExecState state_from_model() {
     status_.assign(n_, 0);
     partner_.assign(n_, kNoStep);
-    for (StepId s = 0; s < n_; ++s)
-      status_[s] = static_cast<uint8_t>((val(I_[s]) ? kStepIssued : 0) | (val(D_[s]) ? kStepCompleted : 0));
+    for (StepId s = 0; s < n_; ++s) status_[s] = static_cast<uint8_t>((val(I_[s]) ? kStepIssued : 0) | (val(D_[s]) ? kStepCompleted : 0));
     for (size_t p = 0; p < pr_.size(); ++p)
       if (val(M_[p])) partner_[pr_[p].first] = pr_[p].second, partner_[pr_[p].second] = pr_[p].first;
     return ExecState{status_, partner_};
@@ -489,7 +493,8 @@ class Encoder {
     // order (the rest follow by transitivity of the ordering).
     std::vector<std::pair<StepId, StepId>> cands;
     std::vector<std::pair<uint32_t, uint32_t>> where;
-    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::pair<StepId, std::vector<StepId>>> last;  // (rank,buf,chunk) -> (last write, reads since)
+    std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::pair<StepId, std::vector<StepId>>>
+        last;  // (rank,buf,chunk) -> (last write, reads since)
     for (StepId s = 0; s < n_; ++s) {
       tick();
       for (auto [buf, c, w] : chunk_accesses(s)) {
@@ -528,13 +533,13 @@ class Encoder {
       Counterexample cx;
       cx.verdict = Verdict::Race;
       set_chunk(cx, g_, g_.rank(x), where[i].first, where[i].second);
-      cx.summary = "rank " + std::to_string(g_.rank(x)) + ": two accesses to " + g_.chunk_name(cx.buf, cx.chunk) +
-                   " can overlap in time";
+      cx.summary = "rank " + std::to_string(g_.rank(x)) + ": two accesses to " + g_.chunk_name(cx.buf, cx.chunk) + " can overlap in time";
       auto span = [&](StepId s) {
         std::string e = "from t=" + std::to_string(ival(t_[s]));
         if (g_.nonblocking(s)) {
           StepId w = wait_of_[s];
-          e += w != kNoStep && val(D_[w]) ? " to its wait's completion t=" + std::to_string(ival(c_[w])) : " on (never waited in this execution)";
+          e += w != kNoStep && val(D_[w]) ? " to its wait's completion t=" + std::to_string(ival(c_[w]))
+                                          : " on (never waited in this execution)";
         } else {
           e += val(D_[s]) ? " to t=" + std::to_string(ival(c_[s])) : " on (unfinished)";
         }
@@ -542,9 +547,8 @@ class Encoder {
       };
       cx.steps.push_back(cx_step(g_, x, "first access", span(x)));
       cx.steps.push_back(cx_step(g_, y, "second access", span(y)));
-      cx.reason = "nothing orders the end of one before the start of the other: no dependency path runs from #" +
-                  std::to_string(x) + "'s completion" + (g_.nonblocking(x) ? " (its wait)" : "") + " to #" + std::to_string(y) +
-                  "'s start";
+      cx.reason = "nothing orders the end of one before the start of the other: no dependency path runs from #" + std::to_string(x) +
+                  "'s completion" + (g_.nonblocking(x) ? " (its wait)" : "") + " to #" + std::to_string(y) + "'s start";
       cx.matching = matching_from_model(true);
       return cx;
     }
@@ -793,8 +797,7 @@ class Encoder {
       case StepKind::Reduce: return add(in[0], in[1]);
       case StepKind::Compute: return compute_value(w, buf, c, in);
       case StepKind::Collective: {
-        if (g_.coll(w).kind == CollKind::Allreduce || g_.coll(w).kind == CollKind::Reduce ||
-            g_.coll(w).kind == CollKind::ReduceScatter) {
+        if (g_.coll(w).kind == CollKind::Allreduce || g_.coll(w).kind == CollKind::Reduce || g_.coll(w).kind == CollKind::ReduceScatter) {
           Term t = in[0];
           for (size_t j = 1; j < in.size(); ++j) t = add(t, in[j]);
           return t;
@@ -999,8 +1002,7 @@ class Encoder {
     cx.expected = describe_value(ch.expected, g_, ch.buf);
     const ChunkSlot& slot = r.final.at(ch.rank, ch.buf, ch.chunk);
     cx.actual = describe_value(slot.v, g_, ch.buf);
-    cx.summary = "rank " + std::to_string(ch.rank) + ", " + g_.chunk_name(ch.buf, ch.chunk) +
-                 ": the final value breaks the postcondition";
+    cx.summary = "rank " + std::to_string(ch.rank) + ", " + g_.chunk_name(ch.buf, ch.chunk) + ": the final value breaks the postcondition";
     StepId culprit = kNoStep;
     if (r.completed) {
       PostconditionReport post = check_postconditions(g_, r.initial, r.final, 1u << 20);

@@ -7,8 +7,8 @@
 namespace sg::verify {
 
 struct Z3Options {
-  unsigned timeout_ms = 0;          // per query; 0: none
-  uint64_t max_pairs = 2'000'000;   // candidate send/receive pairs beyond which it gives up
+  unsigned timeout_ms = 0;         // per query; 0: none
+  uint64_t max_pairs = 2'000'000;  // candidate send/receive pairs beyond which it gives up
   // Pair the k-th receive of a lane no wildcard contests with its k-th send only (implied by
   // MPI's order; off: every compatible pair is a candidate, for testing the general encoding).
   bool fixed_lanes = true;

@@ -25,8 +25,6 @@ InternalError::InternalError(std::string message, Loc input, std::source_locatio
   text_ = message_ + " (" + origin_ + ")";
 }
 
-void internal_error(const std::string& message, Loc input, std::source_location where) {
-  throw InternalError(message, input, where);
-}
+void internal_error(const std::string& message, Loc input, std::source_location where) { throw InternalError(message, input, where); }
 
 }  // namespace sg

@@ -33,12 +33,10 @@ class InternalError : public std::exception {
 };
 
 // Throws InternalError. `input`: the statement being processed, when one is known.
-[[noreturn]] void internal_error(const std::string& message, Loc input = {},
-                                 std::source_location where = std::source_location::current());
+[[noreturn]] void internal_error(const std::string& message, Loc input = {}, std::source_location where = std::source_location::current());
 
 // Checks an invariant: internal_error(message) when `ok` is false.
-inline void internal_check(bool ok, const char* message, Loc input = {},
-                           std::source_location where = std::source_location::current()) {
+inline void internal_check(bool ok, const char* message, Loc input = {}, std::source_location where = std::source_location::current()) {
   if (!ok) internal_error(message, input, where);
 }
 

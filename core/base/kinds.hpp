@@ -12,7 +12,16 @@ enum class ReduceOp : uint8_t { Sum, Max, Min, Prod };
 enum class Mask : uint8_t { None, Causal, Full };
 enum class CollKind : uint8_t { Allreduce, Bcast, Reduce, Allgather, ReduceScatter, Alltoall, Barrier };
 enum class ExpectKind : uint8_t {
-  Nothing, Allreduce, Reduce, ReduceScatter, Allgather, Broadcast, Gather, Scatter, Alltoall, Attention,
+  Nothing,
+  Allreduce,
+  Reduce,
+  ReduceScatter,
+  Allgather,
+  Broadcast,
+  Gather,
+  Scatter,
+  Alltoall,
+  Attention,
   AttentionBackward
 };
 enum class InitKind : uint8_t { Contrib, Owned, OnRank };

@@ -40,8 +40,8 @@ namespace {
 
 // SI prefix (and, where binary is true, Ki Mi Gi Ti Pi).
 bool prefix_factor(const std::string& p, bool binary, double& f) {
-  static const std::map<std::string, double> si = {{"", 1},     {"k", 1e3},   {"K", 1e3},   {"M", 1e6},
-                                                   {"G", 1e9},  {"T", 1e12},  {"P", 1e15},  {"E", 1e18}};
+  static const std::map<std::string, double> si = {{"", 1},    {"k", 1e3},  {"K", 1e3},  {"M", 1e6},
+                                                   {"G", 1e9}, {"T", 1e12}, {"P", 1e15}, {"E", 1e18}};
   static const std::map<std::string, double> bin = {{"Ki", 1024.0},
                                                     {"Mi", 1024.0 * 1024},
                                                     {"Gi", 1024.0 * 1024 * 1024},
@@ -93,8 +93,7 @@ bool parse_time(const std::string& text, double& out, std::string& why) {
   if (!split_number(text, v, unit, why)) return false;
   // Per second: dividing by an exact power of ten gives the double nearest the literal
   // ("500ns" is exactly 5e-7), which multiplying by 1e-9 would not.
-  static const std::map<std::string, double> f = {{"ps", 1e12}, {"ns", 1e9}, {"us", 1e6},
-                                                  {"\xC2\xB5s", 1e6}, {"ms", 1e3}, {"s", 1.0}};
+  static const std::map<std::string, double> f = {{"ps", 1e12}, {"ns", 1e9}, {"us", 1e6}, {"\xC2\xB5s", 1e6}, {"ms", 1e3}, {"s", 1.0}};
   if (unit.empty()) {
     const std::string t = trim(text);  // not "'" + trim(text): GCC 12 reports a false -Wrestrict on it here
     why = "'" + t + "' has no unit (" + units + ")";
@@ -130,10 +129,8 @@ bool parse_flops(const std::string& text, double& out, std::string& why) {
     return false;
   }
   std::string p;
-  if (ends_with(unit, "flops"))
-    p = unit.substr(0, unit.size() - 5);
-  else if (ends_with(unit, "f"))
-    p = unit.substr(0, unit.size() - 1);
+  if (ends_with(unit, "flops")) p = unit.substr(0, unit.size() - 5);
+  else if (ends_with(unit, "f")) p = unit.substr(0, unit.size() - 1);
   else {
     why = "unknown unit '" + unit + "' (" + units + ")";
     return false;

@@ -41,7 +41,7 @@ class StreamComm {
     DType type = DType::F32;
     int comm = 0;
     int root = 0;
-    int index = 0;    // this member's index in the group
+    int index = 0;  // this member's index in the group
     int members = 0;
     unsigned char* p = nullptr;
     const unsigned char* in = nullptr;  // alltoall's input

@@ -51,9 +51,7 @@ struct Ref {
 
 // ReduceOp, Mask, CollKind, ExpectKind, InitKind, ComputeKind: core/base/kinds.hpp.
 
-enum class StmtKind : uint8_t {
-  Let, For, If, Require, Buffer, Init, Expect, Send, P2P, Wait, Copy, Compute, Coll, On, Call
-};
+enum class StmtKind : uint8_t { Let, For, If, Require, Buffer, Init, Expect, Send, P2P, Wait, Copy, Compute, Coll, On, Call };
 
 struct Stmt;
 using StmtPtr = std::unique_ptr<Stmt>;
@@ -107,9 +105,9 @@ struct BufferStmt : Stmt {
   BufferStmt() : Stmt(StmtKind::Buffer) {}
   std::string name;
   std::vector<ExprPtr> dims;
-  ExprPtr bytes;                // either bytes…
-  std::vector<ExprPtr> shape;   // …or shape
-  std::string dtype;            // empty: f32
+  ExprPtr bytes;               // either bytes…
+  std::vector<ExprPtr> shape;  // …or shape
+  std::string dtype;           // empty: f32
   Loc dtype_loc;
   int32_t slot = -1;
 };
@@ -195,17 +193,17 @@ struct CollStmt : Stmt {
 
 struct OnStmt : Stmt {
   OnStmt() : Stmt(StmtKind::On) {}
-  ExprPtr rank;            // on R
-  std::string var;         // on r in lo .. hi [step k]
+  ExprPtr rank;     // on R
+  std::string var;  // on r in lo .. hi [step k]
   ExprPtr lo, hi, step;
   Block body;
   int32_t slot = -1;
 };
 
 struct CallArg {
-  std::string key;  // non-empty: key = value for an integer parameter
-  ExprPtr value;    // integer value, or a group expression (positional)
-  Ref ref;          // positional buffer argument (also set for a bare name)
+  std::string key;         // non-empty: key = value for an integer parameter
+  ExprPtr value;           // integer value, or a group expression (positional)
+  Ref ref;                 // positional buffer argument (also set for a bare name)
   bool bare_name = false;  // a lone identifier: group or buffer, decided by the callee's parameter
   Loc loc;
 };
@@ -233,9 +231,9 @@ struct Schedule {
   Loc loc;
   std::vector<Param> params;
   Block body;
-  std::string doc;            // the comment block above the schedule (the file header)
-  uint32_t num_slots = 0;     // value slots of one activation frame
-  uint32_t num_buffers = 0;   // buffer slots of one activation frame
+  std::string doc;                        // the comment block above the schedule (the file header)
+  uint32_t num_slots = 0;                 // value slots of one activation frame
+  uint32_t num_buffers = 0;               // buffer slots of one activation frame
   std::vector<std::string> buffer_names;  // by buffer slot
   bool callable_only() const {
     for (const auto& p : params)

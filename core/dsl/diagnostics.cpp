@@ -102,8 +102,8 @@ std::string render_diagnostic(const Diagnostic& d, const SourceManager& sm) {
   std::string out = where + ": " + severity_name(d.severity) + ": " + d.message + "\n";
   render_excerpt(out, d.loc, d.length, sm);
   if (d.repeats > 0)
-    out += "  note: the same error occurs " + std::to_string(d.repeats) + " more time" +
-           (d.repeats == 1 ? "" : "s") + " at this statement\n";
+    out +=
+        "  note: the same error occurs " + std::to_string(d.repeats) + " more time" + (d.repeats == 1 ? "" : "s") + " at this statement\n";
   for (const auto& n : d.notes) {
     if (n.loc.valid()) {
       out += sm.describe(n.loc) + ": note: " + n.message + "\n";

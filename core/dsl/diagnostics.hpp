@@ -51,7 +51,10 @@ class Diagnostics {
   // The failed `require` that refuses an instance, when the errors from index `from` on are only
   // that (an instance with other errors is bad input); else null.
   const Diagnostic* unsupported_since(size_t from) const;
-  void clear() { diags_.clear(); errors_ = 0; }
+  void clear() {
+    diags_.clear();
+    errors_ = 0;
+  }
   // Drops the warnings and notes from index n on, keeping errors (a second elaboration of the
   // same schedule repeats the first one's warnings).
   void drop_warnings_from(size_t n) {

@@ -94,8 +94,7 @@ std::vector<Token> lex(const SourceManager& sm, uint32_t file, Diagnostics& diag
         uint64_t mult = size_suffix_factor(suffix);
         if (mult && __builtin_mul_overflow(v, static_cast<int64_t>(mult), &v)) overflow = true;
         if (!mult) {
-          diags.error(t.loc, "unknown size suffix '" + suffix + "' (use KiB MiB GiB TiB or K M G T)",
-                      static_cast<uint32_t>(i - start));
+          diags.error(t.loc, "unknown size suffix '" + suffix + "' (use KiB MiB GiB TiB or K M G T)", static_cast<uint32_t>(i - start));
           t.kind = Tok::Error;
         }
       }

@@ -58,5 +58,4 @@ std::string one_line_description(const std::string& header, const std::string& n
   return "";
 }
 
-
 }  // namespace sg

@@ -30,8 +30,7 @@ class Parser {
           auto s = schedule();
           if (s) {
             if (prog->find(s->name))
-              diags_.error(s->loc, "schedule '" + s->name + "' is defined twice in this file",
-                           static_cast<uint32_t>(s->name.size()));
+              diags_.error(s->loc, "schedule '" + s->name + "' is defined twice in this file", static_cast<uint32_t>(s->name.size()));
             prog->schedules.push_back(std::move(s));
           }
         } catch (const ParseError&) {
@@ -76,8 +75,7 @@ class Parser {
   ExprPtr& span(ExprPtr& e) {
     if (pos_ > 0) {
       const Token& last = toks_[pos_ - 1];
-      if (last.loc.line == e->loc.line && last.loc.col + last.length > e->loc.col)
-        e->length = last.loc.col + last.length - e->loc.col;
+      if (last.loc.line == e->loc.line && last.loc.col + last.length > e->loc.col) e->length = last.loc.col + last.length - e->loc.col;
     }
     return e;
   }
@@ -193,8 +191,7 @@ class Parser {
           p.loc = peek().loc;
           p.name = ident("a parameter name");
           if (p.kind == ParamKind::Int && accept(Tok::Assign)) p.def = expr();
-          if (!at(Tok::Comma) && !at(Tok::RParen))
-            error_here("expected ',' or ')' after the parameter, found " + describe(peek()));
+          if (!at(Tok::Comma) && !at(Tok::RParen)) error_here("expected ',' or ')' after the parameter, found " + describe(peek()));
         } catch (const ParseError&) {
           // Keep a parameter whose default did not parse, so the body's uses of it are not
           // errors too, and parse on from the next parameter (not from the next schedule).
@@ -342,8 +339,7 @@ class Parser {
       return local ? copy_stmt(true) : coll_stmt();
     }
     if (w == "compute") return compute_stmt();
-    if (w == "allreduce" || w == "bcast" || w == "allgather" || w == "reduce_scatter" || w == "alltoall" ||
-        w == "barrier")
+    if (w == "allreduce" || w == "bcast" || w == "allgather" || w == "reduce_scatter" || w == "alltoall" || w == "barrier")
       return coll_stmt();
     if (w == "on") return on_stmt();
     if (w == "call") return call_stmt();
@@ -459,8 +455,9 @@ class Parser {
       return s;
     }
     const Token& name = peek();
-    std::string w = ident("a postcondition (allreduce, reduce, reduce_scatter, allgather, broadcast, gather, "
-                          "scatter, alltoall, attention, attention_backward, nothing)");
+    std::string w = ident(
+        "a postcondition (allreduce, reduce, reduce_scatter, allgather, broadcast, gather, "
+        "scatter, alltoall, attention, attention_backward, nothing)");
     struct Shape {
       const char* name;
       ExpectKind kind;
@@ -534,8 +531,7 @@ class Parser {
     pos_ = save;
     if (choreo) {
       if (nb) {
-        diags_.error(kw.loc, "'isend' is a local-view statement: write 'isend B[i] to P' inside an 'on' block",
-                     kw.length);
+        diags_.error(kw.loc, "'isend' is a local-view statement: write 'isend B[i] to P' inside an 'on' block", kw.length);
         throw ParseError{};
       }
       auto s = make_stmt<SendStmt>(next());
@@ -663,8 +659,7 @@ class Parser {
       s->root = expr();
     }
     if (s->what == CollKind::Alltoall && accept_word("into")) s->into = ref();
-    if (s->what == CollKind::Allreduce || s->what == CollKind::Reduce || s->what == CollKind::ReduceScatter)
-      op_clause(s->op);
+    if (s->what == CollKind::Allreduce || s->what == CollKind::Reduce || s->what == CollKind::ReduceScatter) op_clause(s->op);
     if (accept_word("over")) s->over = expr();
     end_stmt();
     return s;
@@ -701,8 +696,7 @@ class Parser {
           a.value = expr();
         } else if (peek().kind == Tok::Ident && peek(1).kind == Tok::LBracket) {
           a.ref = ref();
-        } else if (peek().kind == Tok::Ident && (peek(1).kind == Tok::Comma || peek(1).kind == Tok::RParen) &&
-                   peek().text != "world") {
+        } else if (peek().kind == Tok::Ident && (peek(1).kind == Tok::Comma || peek(1).kind == Tok::RParen) && peek().text != "world") {
           a.bare_name = true;
           a.ref.buf = peek().text;
           a.ref.loc = peek().loc;
@@ -768,10 +762,17 @@ class Parser {
     switch (t) {
       case Tok::OrOr: return 1;
       case Tok::AndAnd: return 2;
-      case Tok::Eq: case Tok::Ne: return 3;
-      case Tok::Lt: case Tok::Le: case Tok::Gt: case Tok::Ge: return 4;
-      case Tok::Plus: case Tok::Minus: return 5;
-      case Tok::Star: case Tok::Slash: case Tok::Percent: return 6;
+      case Tok::Eq:
+      case Tok::Ne: return 3;
+      case Tok::Lt:
+      case Tok::Le:
+      case Tok::Gt:
+      case Tok::Ge: return 4;
+      case Tok::Plus:
+      case Tok::Minus: return 5;
+      case Tok::Star:
+      case Tok::Slash:
+      case Tok::Percent: return 6;
       case Tok::StarStar: return 7;
       default: return -1;
     }
@@ -864,7 +865,7 @@ class Parser {
     }
     if (at(Tok::LParen)) {
       static const std::pair<const char*, Func> funcs[] = {
-          {"min", Func::Min}, {"max", Func::Max}, {"pow2", Func::Pow2}, {"cdiv", Func::Cdiv},
+          {"min", Func::Min},   {"max", Func::Max},     {"pow2", Func::Pow2},     {"cdiv", Func::Cdiv},
           {"log2", Func::Log2}, {"flog2", Func::Flog2}, {"ispow2", Func::IsPow2}, {"size", Func::Size},
       };
       bool known = false;
@@ -893,8 +894,9 @@ class Parser {
       span(e);
       e->depth = depth_of(*e);
       auto arity_error = [&](const char* want) {
-        diags_.error(t.loc, "'" + name + "' takes " + want + " argument" + (std::string(want) == "one" ? "" : "s") +
-                                ", got " + std::to_string(e->args.size()),
+        diags_.error(t.loc,
+                     "'" + name + "' takes " + want + " argument" + (std::string(want) == "one" ? "" : "s") + ", got " +
+                         std::to_string(e->args.size()),
                      t.length);
         throw ParseError{};
       };
@@ -903,7 +905,8 @@ class Parser {
         if (n != 2 && n != 3) arity_error("two or three (start, count[, stride])");
       } else {
         switch (e->fn) {
-          case Func::Min: case Func::Max:
+          case Func::Min:
+          case Func::Max:
             if (n < 2) arity_error("at least two");
             break;
           case Func::Cdiv:
@@ -941,8 +944,7 @@ class Parser {
 
 }  // namespace
 
-std::unique_ptr<Program> parse(const SourceManager& sm, uint32_t file, Diagnostics& diags,
-                               std::vector<Loc>& stmt_locs) {
+std::unique_ptr<Program> parse(const SourceManager& sm, uint32_t file, Diagnostics& diags, std::vector<Loc>& stmt_locs) {
   Parser p(sm, file, diags, &stmt_locs);
   return p.program();
 }

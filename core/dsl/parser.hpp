@@ -8,8 +8,7 @@
 
 namespace sg {
 
-std::unique_ptr<Program> parse(const SourceManager& sm, uint32_t file, Diagnostics& diags,
-                               std::vector<Loc>& stmt_locs);
+std::unique_ptr<Program> parse(const SourceManager& sm, uint32_t file, Diagnostics& diags, std::vector<Loc>& stmt_locs);
 
 // Parses a stand-alone integer expression (a --set value); names are left unresolved.
 ExprPtr parse_expression(const SourceManager& sm, uint32_t file, Diagnostics& diags);

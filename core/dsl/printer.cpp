@@ -8,10 +8,17 @@ int prec(BinOp op) {
   switch (op) {
     case BinOp::Or: return 1;
     case BinOp::And: return 2;
-    case BinOp::Eq: case BinOp::Ne: return 3;
-    case BinOp::Lt: case BinOp::Le: case BinOp::Gt: case BinOp::Ge: return 4;
-    case BinOp::Add: case BinOp::Sub: return 5;
-    case BinOp::Mul: case BinOp::Div: case BinOp::Mod: return 6;
+    case BinOp::Eq:
+    case BinOp::Ne: return 3;
+    case BinOp::Lt:
+    case BinOp::Le:
+    case BinOp::Gt:
+    case BinOp::Ge: return 4;
+    case BinOp::Add:
+    case BinOp::Sub: return 5;
+    case BinOp::Mul:
+    case BinOp::Div:
+    case BinOp::Mod: return 6;
     case BinOp::Pow: return 7;
   }
   return 0;
@@ -71,8 +78,7 @@ std::string expr_at(const Expr& e, int min_prec) {
     case ExprKind::Binary: {
       int p = prec(e.bop);
       bool right = e.bop == BinOp::Pow;
-      std::string s = expr_at(*e.args[0], right ? p + 1 : p) + " " + spelling(e.bop) + " " +
-                      expr_at(*e.args[1], right ? p : p + 1);
+      std::string s = expr_at(*e.args[0], right ? p + 1 : p) + " " + spelling(e.bop) + " " + expr_at(*e.args[1], right ? p : p + 1);
       return p < min_prec ? "(" + s + ")" : s;
     }
     case ExprKind::Cond: {

@@ -66,8 +66,7 @@ class Resolver {
   }
 
   void check_name(const std::string& n, Loc loc) {
-    if (is_reserved_name(n))
-      diags_.error(loc, "'" + n + "' is a reserved name and cannot be bound", static_cast<uint32_t>(n.size()));
+    if (is_reserved_name(n)) diags_.error(loc, "'" + n + "' is a reserved name and cannot be bound", static_cast<uint32_t>(n.size()));
   }
 
   int32_t bind(const std::string& n) {
@@ -110,8 +109,7 @@ class Resolver {
           e.slot = lookup(e.name);
           if (e.slot < 0) {
             std::string msg = "unknown name '" + e.name + "'";
-            if (buffers_.count(e.name) || declared_later_.count(e.name))
-              msg += " ('" + e.name + "' is a buffer; a value is needed here)";
+            if (buffers_.count(e.name) || declared_later_.count(e.name)) msg += " ('" + e.name + "' is a buffer; a value is needed here)";
             diags_.error(e.loc, msg, static_cast<uint32_t>(e.name.size()));
           }
         }
@@ -127,8 +125,7 @@ class Resolver {
     if (it == buffers_.end()) {
       auto later = declared_later_.find(r.buf);
       if (later != declared_later_.end()) {
-        auto& d = diags_.error(r.loc, "buffer '" + r.buf + "' is used before it is declared",
-                               static_cast<uint32_t>(r.buf.size()));
+        auto& d = diags_.error(r.loc, "buffer '" + r.buf + "' is used before it is declared", static_cast<uint32_t>(r.buf.size()));
         d.notes.push_back({later->second, "'" + r.buf + "' is declared here"});
       } else {
         diags_.error(r.loc, "unknown buffer '" + r.buf + "'", static_cast<uint32_t>(r.buf.size()));
@@ -271,8 +268,7 @@ class Resolver {
               if (declared_later_.count(a.ref.buf))
                 diags_.error(a.ref.loc, "buffer '" + a.ref.buf + "' is used before it is declared",
                              static_cast<uint32_t>(a.ref.buf.size()));
-              else
-                diags_.error(a.ref.loc, "unknown name '" + a.ref.buf + "'", static_cast<uint32_t>(a.ref.buf.size()));
+              else diags_.error(a.ref.loc, "unknown name '" + a.ref.buf + "'", static_cast<uint32_t>(a.ref.buf.size()));
             }
           } else if (a.ref.present()) {
             ref(a.ref);
@@ -353,9 +349,8 @@ class Resolver {
           for (bool per_rank : {false, true}) {
             std::vector<int32_t> used, bound{s.slot};
             control(s.body, per_rank, used, bound);
-            bool inv = std::none_of(used.begin(), used.end(), [&](int32_t u) {
-              return std::find(bound.begin(), bound.end(), u) != bound.end();
-            });
+            bool inv =
+                std::none_of(used.begin(), used.end(), [&](int32_t u) { return std::find(bound.begin(), bound.end(), u) != bound.end(); });
             (per_rank ? s.count_invariant_rank : s.count_invariant) = inv;
           }
           mark_invariant(s.body);

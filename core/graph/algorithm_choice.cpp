@@ -47,6 +47,8 @@ struct Rule {
   int alg;
 };
 
+// One row per communicator-size bracket, as in Open MPI's source (kept so by hand):
+// clang-format off
 // coll_tuned_decision_fixed.c (v4.1.8) lines 118–212, the commutative branch.
 constexpr Rule kAllreduce[] = {
     {4, 8, 4}, {4, 4096, 3}, {4, 8192, 4}, {4, 16384, 3}, {4, 65536, 4}, {4, 262144, 5}, {4, kAny, 6},
@@ -143,6 +145,7 @@ constexpr Rule kAllgather[] = {
     {4096, 32, 2}, {4096, 128, 3}, {4096, 512, 2}, {4096, 4096, 3}, {4096, kAny, 5},
     {kAny, 2, 3}, {kAny, 8, 2}, {kAny, 16, 3}, {kAny, 512, 2}, {kAny, 4096, 3}, {kAny, kAny, 5},
 };
+// clang-format on
 
 template <size_t K>
 int lookup(const Rule (&rules)[K], uint64_t n, uint64_t total) {
@@ -154,14 +157,21 @@ int lookup(const Rule (&rules)[K], uint64_t n, uint64_t total) {
 // Open MPI's algorithm names, per function, indexed by its algorithm number (the
 // "Algorithms:" comment above each table).
 const char* openmpi_name(CollKind k, int alg) {
-  static const char* const allreduce[] = {"", "basic_linear", "nonoverlapping", "recursive_doubling", "ring",
-                                          "segmented_ring", "rabenseifner"};
+  static const char* const allreduce[] = {"",     "basic_linear",   "nonoverlapping", "recursive_doubling",
+                                          "ring", "segmented_ring", "rabenseifner"};
   static const char* const alltoall[] = {"", "linear", "pairwise", "modified_bruck", "linear_sync", "two_proc"};
   static const char* const barrier[] = {"", "linear", "double_ring", "recursive_doubling", "bruck", "two_proc", "tree"};
-  static const char* const bcast[] = {"", "basic_linear", "chain", "pipeline", "split_binary_tree", "binary_tree",
-                                      "binomial", "knomial", "scatter_allgather", "scatter_allgather_ring"};
-  static const char* const reduce[] = {"", "linear", "chain", "pipeline", "binary", "binomial", "in-order_binary",
-                                       "rabenseifner"};
+  static const char* const bcast[] = {"",
+                                      "basic_linear",
+                                      "chain",
+                                      "pipeline",
+                                      "split_binary_tree",
+                                      "binary_tree",
+                                      "binomial",
+                                      "knomial",
+                                      "scatter_allgather",
+                                      "scatter_allgather_ring"};
+  static const char* const reduce[] = {"", "linear", "chain", "pipeline", "binary", "binomial", "in-order_binary", "rabenseifner"};
   static const char* const reduce_scatter[] = {"", "non-overlapping", "recursive_halving", "ring", "butterfly"};
   static const char* const allgather[] = {"", "linear", "bruck", "recursive_doubling", "ring", "neighbor", "two_proc"};
   auto at = [&](const char* const* names, size_t count) { return alg > 0 && static_cast<size_t>(alg) < count ? names[alg] : "?"; };

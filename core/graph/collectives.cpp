@@ -21,9 +21,7 @@ void group_collectives(StepGraph& g, Diagnostics& diags) {
   }
   for (auto& [key, steps] : by_key) {
     const GroupInfo& gr = g.groups[key.first];
-    std::sort(steps.begin(), steps.end(), [&](StepId a, StepId b) {
-      return gr.index_of(g.rank(a)) < gr.index_of(g.rank(b));
-    });
+    std::sort(steps.begin(), steps.end(), [&](StepId a, StepId b) { return gr.index_of(g.rank(a)) < gr.index_of(g.rank(b)); });
     Instance in;
     in.group = key.first;
     in.seq = key.second;
@@ -34,8 +32,7 @@ void group_collectives(StepGraph& g, Diagnostics& diags) {
     uint64_t bytes0 = g.range_bytes(g.range(steps[0]));
     for (StepId s : steps) {
       const CollInfo& c = g.coll(s);
-      if (c.kind != c0.kind || c.root != c0.root || c.op != c0.op || g.range_bytes(g.range(s)) != bytes0)
-        in.consistent = false;
+      if (c.kind != c0.kind || c.root != c0.root || c.op != c0.op || g.range_bytes(g.range(s)) != bytes0) in.consistent = false;
       g.colls[g.ref(s)].instance = static_cast<uint32_t>(g.instances.size());
       g.instance_steps.push_back(s);
     }

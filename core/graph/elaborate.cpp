@@ -180,7 +180,8 @@ class Elaborator {
         if (e.slot == -2) return n_;
         if (e.slot < 0) fail(e.loc, e.length, "unknown name '" + e.name + "'");
         const Val& v = f.slots[static_cast<size_t>(e.slot)];
-        if (v.group) fail(e.loc, e.length, "'" + e.name + "' is a group; an integer is needed here (size(" + e.name + ") or " + e.name + "[i])");
+        if (v.group)
+          fail(e.loc, e.length, "'" + e.name + "' is a group; an integer is needed here (size(" + e.name + ") or " + e.name + "[i])");
         return v.i;
       }
       case ExprKind::Unary: {
@@ -197,8 +198,8 @@ class Elaborator {
         int64_t i = ev(*e.args[0], f);
         if (i < 0 || i >= g.count)
           fail(e.args[0]->loc, e.args[0]->length,
-               "member index out of range for group '" + e.name + "' (index " + std::to_string(i) + ", size " +
-                   std::to_string(g.count) + ")");
+               "member index out of range for group '" + e.name + "' (index " + std::to_string(i) + ", size " + std::to_string(g.count) +
+                   ")");
         return g.member(static_cast<uint32_t>(i));
       }
       case ExprKind::Ranks:
@@ -222,13 +223,14 @@ class Elaborator {
       case ExprKind::Ranks: {
         int64_t start = ev(*e.args[0], f), count = ev(*e.args[1], f);
         int64_t stride = e.args.size() > 2 ? ev(*e.args[2], f) : 1;
-        if (count < 1) fail(e.loc, 5, "a group needs at least one member (ranks(" + std::to_string(start) + ", " + std::to_string(count) + ", …))");
+        if (count < 1)
+          fail(e.loc, 5, "a group needs at least one member (ranks(" + std::to_string(start) + ", " + std::to_string(count) + ", …))");
         if (stride < 1) fail(e.loc, 5, "a group's stride must be at least 1 (stride " + std::to_string(stride) + ")");
         int64_t last = start + (count - 1) * stride;
         if (start < 0 || last >= n_ || (count - 1) > (INT64_MAX - start) / stride)
           fail(e.loc, 5,
-               "group has members outside the ranks (ranks(" + std::to_string(start) + ", " + std::to_string(count) +
-                   ", " + std::to_string(stride) + ") spans " + std::to_string(start) + " .. " + std::to_string(last) +
+               "group has members outside the ranks (ranks(" + std::to_string(start) + ", " + std::to_string(count) + ", " +
+                   std::to_string(stride) + ") spans " + std::to_string(start) + " .. " + std::to_string(last) +
                    ", N = " + std::to_string(n_) + ")");
         return GroupInfo{static_cast<uint32_t>(start), static_cast<uint32_t>(count), static_cast<uint32_t>(stride)};
       }
@@ -316,8 +318,7 @@ class Elaborator {
       }
       case Func::Log2: {
         int64_t x = ev(*e.args[0], f);
-        if (x <= 0 || (x & (x - 1)))
-          fail(e.loc, e.length, "log2 of a value that is not a power of two (log2(" + std::to_string(x) + "))");
+        if (x <= 0 || (x & (x - 1))) fail(e.loc, e.length, "log2 of a value that is not a power of two (log2(" + std::to_string(x) + "))");
         return 63 - __builtin_clzll(static_cast<uint64_t>(x));
       }
       case Func::Flog2: {
@@ -364,8 +365,8 @@ class Elaborator {
     size_t nd = dimsv ? dimsv->size() : 1;
     if (r.idx.size() > nd)
       fail(r.loc, r.length,
-           "too many indices for '" + r.buf + "' (" + std::to_string(r.idx.size()) + " given, it has " + std::to_string(nd) +
-               " dimension" + (nd == 1 ? "" : "s") + ")");
+           "too many indices for '" + r.buf + "' (" + std::to_string(r.idx.size()) + " given, it has " + std::to_string(nd) + " dimension" +
+               (nd == 1 ? "" : "s") + ")");
     uint64_t lo = 0, cnt = 1;
     for (size_t d = 0; d < r.idx.size(); ++d) {
       const Index& ix = r.idx[d];
@@ -375,15 +376,15 @@ class Elaborator {
         int64_t b = ev(*ix.hi, f);
         if (a < 0 || b > dims[d] || a >= b)
           fail(ix.lo->loc, ix.lo->length,
-               "chunk range out of bounds for '" + r.buf + "' (" + std::to_string(a) + " .. " + std::to_string(b) +
-                   ", valid within 0 .. " + std::to_string(dims[d]) + (a >= b ? ", and it must not be empty" : "") + ")");
+               "chunk range out of bounds for '" + r.buf + "' (" + std::to_string(a) + " .. " + std::to_string(b) + ", valid within 0 .. " +
+                   std::to_string(dims[d]) + (a >= b ? ", and it must not be empty" : "") + ")");
         lo = lo * dims[d] + static_cast<uint64_t>(a);
         cnt = static_cast<uint64_t>(b - a);
       } else {
         if (a < 0 || a >= dims[d])
           fail(ix.lo->loc, ix.lo->length,
-               "chunk index out of range for '" + r.buf + "' (index " + std::to_string(a) + ", valid 0 .. " +
-                   std::to_string(dims[d] - 1) + ")");
+               "chunk index out of range for '" + r.buf + "' (index " + std::to_string(a) + ", valid 0 .. " + std::to_string(dims[d] - 1) +
+                   ")");
         lo = lo * dims[d] + static_cast<uint64_t>(a);
       }
     }
@@ -459,8 +460,8 @@ class Elaborator {
   }
 
   // Emits one step with its dependencies. `extra` are dependencies beyond hazards (handles).
-  StepId emit(StepKind k, uint8_t flags, uint32_t rank, const Stmt& st, const Range& primary, uint32_t refv,
-              const Ranges& rd, const Ranges& wr, const StepId* extra = nullptr, size_t nextra = 0) {
+  StepId emit(StepKind k, uint8_t flags, uint32_t rank, const Stmt& st, const Range& primary, uint32_t refv, const Ranges& rd,
+              const Ranges& wr, const StepId* extra = nullptr, size_t nextra = 0) {
     if (mode_ == Mode::Count) {
       ++est.steps;
       return kNoStep;
@@ -720,12 +721,12 @@ class Elaborator {
       msg += " = " + a + " / " + b + " rounds down to " + amount(value);
       if (value == 0) msg += ": every chunk of '" + s.name + "' is empty";
       else if (bytes && d.b > 0 && chunks == static_cast<uint64_t>(d.b))  // size / N over N chunks
-        msg += ": the " + std::to_string(chunks) + " chunks of '" + s.name + "' hold " + std::to_string(chunks * value) +
-               " of the " + a + " bytes";
+        msg += ": the " + std::to_string(chunks) + " chunks of '" + s.name + "' hold " + std::to_string(chunks * value) + " of the " + a +
+               " bytes";
       else msg += " (a remainder of " + amount(lost) + " is dropped)";
     } else {
-      msg += " is " + amount(value) + ", rounded down: " + print_expr(*d.div) + " = " + a + " / " + b +
-             " drops a remainder of " + std::to_string(lost);
+      msg += " is " + amount(value) + ", rounded down: " + print_expr(*d.div) + " = " + a + " / " + b + " drops a remainder of " +
+             std::to_string(lost);
       if (value == 0) msg += "; every chunk of '" + s.name + "' is empty";
     }
     diags_.warning(d.div->loc, msg, d.div->length);
@@ -763,8 +764,7 @@ class Elaborator {
         int64_t v = ev_size(*d, f, here);
         if (v < 0) fail(d->loc, d->length, "a shape extent must not be negative (got " + std::to_string(v) + ")");
         if (here.div && !lossy.div) lossy = here, lossy_size = d.get(), lossy_value = static_cast<uint64_t>(v);
-        if (__builtin_mul_overflow(elems, static_cast<uint64_t>(v), &elems))
-          fail(d->loc, d->length, "chunk shape overflows 64 bits");
+        if (__builtin_mul_overflow(elems, static_cast<uint64_t>(v), &elems)) fail(d->loc, d->length, "chunk shape overflows 64 bits");
       }
       if (__builtin_mul_overflow(elems, uint64_t{dtype_size(dt)}, &bytes)) fail(s.loc, s.length, "chunk size overflows 64 bits");
     }
@@ -777,9 +777,9 @@ class Elaborator {
       // The same declaration running again (in a loop, or in a second call) with the same shape
       // names the same memory; anything else is a conflict.
       if (b.stmt != s.id || !same) {
-        EvalError e{s.loc, s.length,
-                    b.stmt != s.id ? "buffer '" + name + "' is declared twice"
-                                   : "buffer '" + name + "' is declared again with a different shape"};
+        EvalError e{
+            s.loc, s.length,
+            b.stmt != s.id ? "buffer '" + name + "' is declared twice" : "buffer '" + name + "' is declared again with a different shape"};
         report(s, e);
         return;
       }
@@ -814,8 +814,8 @@ class Elaborator {
     } else if (s.mode == InitKind::Owned) {
       if (rule.range.cnt % f.group.count)
         fail(s.target.loc, s.target.length,
-             "'init … owned' needs a chunk count that is a multiple of the group size (" + std::to_string(rule.range.cnt) +
-                 " chunks, " + std::to_string(f.group.count) + " members)");
+             "'init … owned' needs a chunk count that is a multiple of the group size (" + std::to_string(rule.range.cnt) + " chunks, " +
+                 std::to_string(f.group.count) + " members)");
     }
     g_->inits.push_back(rule);
   }
@@ -846,8 +846,8 @@ class Elaborator {
             if (covers(a, r, c) && covers(b, r, c)) clash = true, crank = r, cchunk = c;
         if (clash) {
           Loc la = g_->stmt_locs[a.stmt], lb = g_->stmt_locs[b.stmt];
-          auto& d = diags_.error(lb, "chunk " + g_->chunk_name(b.range.buf, cchunk) + " of rank " + std::to_string(crank) +
-                                         " is initialised twice");
+          auto& d = diags_.error(
+              lb, "chunk " + g_->chunk_name(b.range.buf, cchunk) + " of rank " + std::to_string(crank) + " is initialised twice");
           d.notes.push_back({la, "first initialised here"});
         }
       }
@@ -868,7 +868,8 @@ class Elaborator {
     for (const auto& r : s.bufs) x.bufs.push_back(ref(r, f));
     if (s.root) {
       x.root = rank_of(*s.root, f, "root");
-      if (gr.index_of(x.root) < 0) fail(s.root->loc, s.root->length, "the root is not a member of the group (root " + std::to_string(x.root) + ")");
+      if (gr.index_of(x.root) < 0)
+        fail(s.root->loc, s.root->length, "the root is not a member of the group (root " + std::to_string(x.root) + ")");
     }
     auto blocked = [&](size_t i) {
       if (x.bufs[i].cnt % gr.count)
@@ -901,8 +902,7 @@ class Elaborator {
       case ExpectKind::Attention:
         attention_heads();
         g_->buffers[x.bufs[2].buf].accumulator = true;  // O: a never-written chunk is the empty output
-        if (x.bufs[2].cnt != x.bufs[0].cnt)
-          fail(s.bufs[2].loc, s.bufs[2].length, "expect attention needs O with as many chunks as Q");
+        if (x.bufs[2].cnt != x.bufs[0].cnt) fail(s.bufs[2].loc, s.bufs[2].length, "expect attention needs O with as many chunks as Q");
         break;
       case ExpectKind::AttentionBackward:
         attention_heads();
@@ -1041,12 +1041,10 @@ class Elaborator {
         auto it = std::find_if(rs.outstanding.rbegin(), rs.outstanding.rend(), [&](const auto& x) { return x.name == h; });
         if (it == rs.outstanding.rend()) {
           auto w = std::find_if(rs.waited.begin(), rs.waited.end(), [&](const auto& x) { return x.first == h; });
-          std::string msg =
-              w != rs.waited.end()
-                  ? "handle '" + h + "' is waited twice on rank " + std::to_string(rank) + " (first wait at line " +
-                        std::to_string(ses_.stmt_locs[w->second].line) + ")"
-                  : "unknown handle '" + h + "' on rank " + std::to_string(rank) + " (no isend/irecv … as " + h +
-                        " before this wait)";
+          std::string msg = w != rs.waited.end() ? "handle '" + h + "' is waited twice on rank " + std::to_string(rank) +
+                                                       " (first wait at line " + std::to_string(ses_.stmt_locs[w->second].line) + ")"
+                                                 : "unknown handle '" + h + "' on rank " + std::to_string(rank) + " (no isend/irecv … as " +
+                                                       h + " before this wait)";
           // The verifier reports this as a lifecycle defect of the program (with the rest of
           // its analysis); compile and check refuse it as an input error.
           if (opts_.lifecycle_as_findings) {
@@ -1206,8 +1204,8 @@ class Elaborator {
     if (s.what == CollKind::Allgather || s.what == CollKind::ReduceScatter || s.what == CollKind::Alltoall) {
       if (r.cnt % gr.count)
         fail(s.buf.loc, s.buf.length,
-             std::string(coll_name(s.what)) + " needs a chunk count that is a multiple of the group size (" +
-                 std::to_string(r.cnt) + " chunks, " + std::to_string(gr.count) + " members)");
+             std::string(coll_name(s.what)) + " needs a chunk count that is a multiple of the group size (" + std::to_string(r.cnt) +
+                 " chunks, " + std::to_string(gr.count) + " members)");
     }
     if (s.into.present()) {
       c.into = ref(s.into, f);
@@ -1264,8 +1262,7 @@ class Elaborator {
     for (int64_t v = lo; step > 0 ? v < hi : v > hi; v += step) {
       if (v < 0 || v >= n_) {
         var = Val{false, v, {}};
-        fail(s.lo->loc, s.lo->length,
-             "'on' rank out of range (rank " + std::to_string(v) + ", valid 0 .. " + std::to_string(n_ - 1) + ")");
+        fail(s.lo->loc, s.lo->length, "'on' rank out of range (rank " + std::to_string(v) + ", valid 0 .. " + std::to_string(n_ - 1) + ")");
       }
       if (me_ >= 0 && v != me_) continue;  // one rank's program: the other ranks' blocks are skipped
       var = Val{false, v, {}};
@@ -1296,8 +1293,7 @@ class Elaborator {
       if (!a.key.empty()) {
         auto it = std::find_if(c.params.begin(), c.params.end(), [&](const Param& p) { return p.name == a.key; });
         if (it == c.params.end() || it->kind != ParamKind::Int)
-          fail(a.loc, static_cast<uint32_t>(a.key.size()),
-               "schedule '" + c.name + "' has no integer parameter '" + a.key + "'");
+          fail(a.loc, static_cast<uint32_t>(a.key.size()), "schedule '" + c.name + "' has no integer parameter '" + a.key + "'");
         size_t i = static_cast<size_t>(it - c.params.begin());
         if (set[i]) fail(a.loc, static_cast<uint32_t>(a.key.size()), "parameter '" + a.key + "' is given twice");
         nf.slots[static_cast<size_t>(it->slot)] = Val{false, ev(*a.value, f), {}};
@@ -1310,7 +1306,8 @@ class Elaborator {
         fail(a.loc, 1, "too many arguments for schedule '" + c.name + "' (pass integer parameters as key = value)");
       const Param& p = c.params[positional];
       if (p.kind == ParamKind::Group) {
-        if (a.ref.present() && !a.bare_name) fail(a.loc, a.ref.length, "parameter '" + p.name + "' of '" + c.name + "' is a group, not a buffer");
+        if (a.ref.present() && !a.bare_name)
+          fail(a.loc, a.ref.length, "parameter '" + p.name + "' of '" + c.name + "' is a group, not a buffer");
         GroupInfo gr = gev(*a.value, f);
         nf.slots[static_cast<size_t>(p.slot)] = Val{true, 0, gr};
         nf.group = gr;
@@ -1327,8 +1324,9 @@ class Elaborator {
       const Param& p = c.params[i];
       if (set[i]) continue;
       if (p.kind != ParamKind::Int)
-        fail(s.loc, s.length, "missing argument for " + std::string(p.kind == ParamKind::Group ? "group" : "buffer") +
-                                  " parameter '" + p.name + "' of '" + c.name + "'");
+        fail(s.loc, s.length,
+             "missing argument for " + std::string(p.kind == ParamKind::Group ? "group" : "buffer") + " parameter '" + p.name + "' of '" +
+                 c.name + "'");
       if (!p.def) fail(s.loc, s.length, "missing value for parameter '" + p.name + "' of '" + c.name + "' (pass " + p.name + " = …)");
       nf.slots[static_cast<size_t>(p.slot)] = Val{false, ev(*p.def, nf), {}};
     }
@@ -1361,10 +1359,11 @@ class Elaborator {
       if (used[i]) continue;
       std::string names;
       for (const auto& p : s.params) names += (names.empty() ? "" : ", ") + p.name;
-      auto& d = diags_.error(s.loc, "unknown parameter '" + opts_.sets[i].first + "' (--set " + opts_.sets[i].first + "=" +
-                                        opts_.sets[i].second + ")",
-                             static_cast<uint32_t>(s.name.size()));
-      d.notes.push_back({Loc{}, "schedule '" + s.name + "' takes " + (names.empty() ? std::string("no parameters") : "parameters: " + names)});
+      auto& d = diags_.error(
+          s.loc, "unknown parameter '" + opts_.sets[i].first + "' (--set " + opts_.sets[i].first + "=" + opts_.sets[i].second + ")",
+          static_cast<uint32_t>(s.name.size()));
+      d.notes.push_back(
+          {Loc{}, "schedule '" + s.name + "' takes " + (names.empty() ? std::string("no parameters") : "parameters: " + names)});
     }
   }
 
@@ -1385,7 +1384,8 @@ class Elaborator {
   void fix_names(Expr& e, uint32_t file) {
     if (e.kind == ExprKind::Var) {
       if (e.name == "N") e.slot = -2;
-      else throw EvalError{e.loc, static_cast<uint32_t>(e.name.size()), "a --set value may only use numbers and N (found '" + e.name + "')"};
+      else
+        throw EvalError{e.loc, static_cast<uint32_t>(e.name.size()), "a --set value may only use numbers and N (found '" + e.name + "')"};
     }
     if (e.kind == ExprKind::GroupAt || e.kind == ExprKind::Ranks || e.kind == ExprKind::World ||
         (e.kind == ExprKind::Func && e.fn == Func::Size))
@@ -1438,9 +1438,8 @@ SizeEstimate estimate_size(Session& session, const Target& target, const ElabOpt
   SizeEstimate est = e.est;
   est.ok = ok && !est.too_much_work;
   // Steps and one dependency each, plus the hazard state, plus slack for side tables.
-  est.bytes = est.steps * StepGraph::kBytesPerStep + est.hazard_bytes + est.p2p * sizeof(P2PInfo) +
-              est.collectives * sizeof(CollInfo) + est.computes * (sizeof(ComputeInfo) + 4 * sizeof(Range)) +
-              (uint64_t{16} << 20);
+  est.bytes = est.steps * StepGraph::kBytesPerStep + est.hazard_bytes + est.p2p * sizeof(P2PInfo) + est.collectives * sizeof(CollInfo) +
+              est.computes * (sizeof(ComputeInfo) + 4 * sizeof(Range)) + (uint64_t{16} << 20);
   return est;
 }
 
@@ -1449,23 +1448,22 @@ std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, con
   if (out) *out = est;
   const Schedule& s = *target.schedule;
   if (est.too_much_work) {
-    session.diags.error(est.work_loc,
-                        "elaboration would execute more than " + with_commas(opts.max_work) +
-                            " statements (a loop far longer than the steps it emits?); refusing to build (N = " +
-                            std::to_string(opts.nranks) + ")",
-                        3);
+    session.diags.error(
+        est.work_loc,
+        "elaboration would execute more than " + with_commas(opts.max_work) +
+            " statements (a loop far longer than the steps it emits?); refusing to build (N = " + std::to_string(opts.nranks) + ")",
+        3);
     return nullptr;
   }
   if (est.steps >= 0xfffffff0ULL || (opts.max_memory && est.bytes > opts.max_memory)) {
-    auto& d = session.diags.error(
-        s.loc,
-        "instance too big to build: " + with_commas(est.steps) + " steps (" + with_commas(est.transfers) +
-            " transfers) for N = " + std::to_string(opts.nranks) + " would need about " + human_bytes(est.bytes) +
-            (est.steps >= 0xfffffff0ULL ? " and more than 2^32 step ids" : ""),
-        static_cast<uint32_t>(s.name.size()));
+    auto& d = session.diags.error(s.loc,
+                                  "instance too big to build: " + with_commas(est.steps) + " steps (" + with_commas(est.transfers) +
+                                      " transfers) for N = " + std::to_string(opts.nranks) + " would need about " + human_bytes(est.bytes) +
+                                      (est.steps >= 0xfffffff0ULL ? " and more than 2^32 step ids" : ""),
+                                  static_cast<uint32_t>(s.name.size()));
     if (opts.max_memory)
-      d.notes.push_back({Loc{}, "the memory limit is " + human_bytes(opts.max_memory) +
-                                    " (--max-memory); use fewer ranks, or raise the limit"});
+      d.notes.push_back(
+          {Loc{}, "the memory limit is " + human_bytes(opts.max_memory) + " (--max-memory); use fewer ranks, or raise the limit"});
     return nullptr;
   }
   Elaborator e(session, opts, Mode::Build);

@@ -16,8 +16,8 @@ namespace sg {
 struct ElabOptions {
   uint32_t nranks = 0;
   std::vector<std::pair<std::string, std::string>> sets;  // --set k=v, unparsed
-  int64_t only_rank = -1;    // elaborate one rank's program only
-  uint64_t max_memory = 0;   // refuse instances whose estimate exceeds this (0: no limit)
+  int64_t only_rank = -1;                                 // elaborate one rank's program only
+  uint64_t max_memory = 0;                                // refuse instances whose estimate exceeds this (0: no limit)
   // Refuse instances whose elaboration would execute more statements than this (a loop of
   // 10^12 empty iterations builds nothing but would never finish).
   uint64_t max_work = 2'000'000'000;
@@ -28,16 +28,16 @@ struct ElabOptions {
 
 struct SizeEstimate {
   uint64_t steps = 0;
-  uint64_t transfers = 0;     // choreographic sends (each a send and a receive step)
-  uint64_t p2p = 0;           // local-view sends and receives
-  uint64_t collectives = 0;   // collective steps
+  uint64_t transfers = 0;    // choreographic sends (each a send and a receive step)
+  uint64_t p2p = 0;          // local-view sends and receives
+  uint64_t collectives = 0;  // collective steps
   uint64_t computes = 0;
-  uint64_t hazard_bytes = 0;  // transient per-chunk state while building
-  uint64_t bytes = 0;         // estimated peak memory of building
-  uint64_t work = 0;          // statements executed (loops multiplied where the estimate could)
-  bool ok = true;             // false: the estimate itself hit an error (elaboration will report it)
-  bool too_much_work = false; // counting stopped at ElabOptions::max_work
-  Loc work_loc;               // the loop running when it stopped
+  uint64_t hazard_bytes = 0;   // transient per-chunk state while building
+  uint64_t bytes = 0;          // estimated peak memory of building
+  uint64_t work = 0;           // statements executed (loops multiplied where the estimate could)
+  bool ok = true;              // false: the estimate itself hit an error (elaboration will report it)
+  bool too_much_work = false;  // counting stopped at ElabOptions::max_work
+  Loc work_loc;                // the loop running when it stopped
 };
 
 // Counts what elaborate() would build, without building it. Loops whose bodies emit the same
@@ -45,8 +45,7 @@ struct SizeEstimate {
 SizeEstimate estimate_size(Session& session, const Target& target, const ElabOptions& opts);
 
 // Builds the graph; returns null after reporting errors to session.diags.
-std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, const ElabOptions& opts,
-                                     SizeEstimate* estimate = nullptr);
+std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, const ElabOptions& opts, SizeEstimate* estimate = nullptr);
 
 // What a failed `require` says (its message, without the condition and N that follow it in the
 // diagnostic): "check NAME N = 6: unsupported (REASON)".

@@ -7,8 +7,8 @@
 // order, so that printed graphs read round by round. Either way every dependency points to an
 // earlier step of the same rank, as the graph requires. References between ranks (matched
 // choreographic sends and receives) can point forward, so they are patched at the end.
-#include "core/base/sizes.hpp"
 #include "core/graph/expand_collectives.hpp"
+#include "core/base/sizes.hpp"
 
 #include <algorithm>
 #include <map>
@@ -36,15 +36,15 @@ struct Algo {
 // How one instance is expanded.
 struct Plan {
   bool expand = false;
-  const Algo* algo = nullptr;           // null: a group of one member (a single no-op step)
+  const Algo* algo = nullptr;  // null: a group of one member (a single no-op step)
   GroupInfo group;
-  std::vector<StepId> old_steps;        // the members' collective steps, in member order
-  bool block = false;                   // the old steps are adjacent: emit everything at once
+  std::vector<StepId> old_steps;  // the members' collective steps, in member order
+  bool block = false;             // the old steps are adjacent: emit everything at once
   StepId first_old = kNoStep;
-  std::vector<uint32_t> buf_map;        // algorithm buffer -> new buffer
-  std::vector<uint32_t> group_map;      // algorithm group -> new group (made when first used)
-  std::vector<StepId> alg_new;          // algorithm step -> new step
-  std::vector<StepId> entry;            // per member
+  std::vector<uint32_t> buf_map;                    // algorithm buffer -> new buffer
+  std::vector<uint32_t> group_map;                  // algorithm group -> new group (made when first used)
+  std::vector<StepId> alg_new;                      // algorithm step -> new step
+  std::vector<StepId> entry;                        // per member
   std::vector<std::pair<StepId, StepId>> chor_fix;  // (new step, algorithm step it is matched with)
 };
 
@@ -83,10 +83,10 @@ class Expander {
     }
     uint64_t bytes = steps * StepGraph::kBytesPerStep + deps * 4;
     if (max_memory_ && bytes > max_memory_) {
-      auto& d = diags_.error(Loc{}, "expanding the collectives would need about " + human_bytes(bytes) + " (" +
-                                        with_commas(steps) + " steps)");
-      d.notes.push_back({Loc{}, "the memory limit is " + human_bytes(max_memory_) +
-                                    " (--max-memory); use fewer ranks, or cheaper algorithms (--algo)"});
+      auto& d =
+          diags_.error(Loc{}, "expanding the collectives would need about " + human_bytes(bytes) + " (" + with_commas(steps) + " steps)");
+      d.notes.push_back(
+          {Loc{}, "the memory limit is " + human_bytes(max_memory_) + " (--max-memory); use fewer ranks, or cheaper algorithms (--algo)"});
       return nullptr;
     }
     build(steps, deps);
@@ -154,17 +154,16 @@ class Expander {
           e.why += "; " + pick.schedule + " refuses N = " + std::to_string(n) + ", fell back";
           std::string key = pick.schedule + "/" + std::to_string(n);
           if (noted_.insert(key).second)
-            diags_.note(g_.loc(s0), pick.schedule + " does not support N = " + std::to_string(n) + " (" + first_refusal +
-                                        "); " + coll_name(c.kind) + " over " + std::to_string(n) + " ranks uses " + sched +
-                                        " instead");
+            diags_.note(g_.loc(s0), pick.schedule + " does not support N = " + std::to_string(n) + " (" + first_refusal + "); " +
+                                        coll_name(c.kind) + " over " + std::to_string(n) + " ranks uses " + sched + " instead");
         }
         return true;
       }
       if (failed_) return false;
       if (first_refusal.empty()) first_refusal = refused;
     }
-    diags_.error(g_.loc(s0), std::string("no library algorithm for ") + coll_name(c.kind) + " supports N = " +
-                                 std::to_string(n) + " (" + first_refusal + ")");
+    diags_.error(g_.loc(s0), std::string("no library algorithm for ") + coll_name(c.kind) + " supports N = " + std::to_string(n) + " (" +
+                                 first_refusal + ")");
     return false;
   }
 
@@ -209,8 +208,8 @@ class Expander {
         refused = en.refused;
         return nullptr;
       }
-      auto& d = diags_.error(at, "cannot expand this " + std::string(coll_name(find_kind(sched))) + " with " + sched +
-                                     " for N = " + std::to_string(n));
+      auto& d = diags_.error(
+          at, "cannot expand this " + std::string(coll_name(find_kind(sched))) + " with " + sched + " for N = " + std::to_string(n));
       for (const Diagnostic& x : scratch.all())
         if (x.severity == Severity::Error) d.notes.push_back({x.loc, x.message});
       failed_ = true;
@@ -520,9 +519,9 @@ class Expander {
   std::set<std::string> noted_;
   std::vector<Plan> plans_;
   std::unique_ptr<StepGraph> out_;
-  std::vector<StepId> old_new_;  // old step -> new step (an expanded collective: its member's exit)
+  std::vector<StepId> old_new_;                       // old step -> new step (an expanded collective: its member's exit)
   std::vector<std::pair<StepId, StepId>> user_chor_;  // (new step, old step it is matched with)
-  std::vector<StepId> deps_;  // the dependencies of the step being added
+  std::vector<StepId> deps_;                          // the dependencies of the step being added
 };
 
 }  // namespace

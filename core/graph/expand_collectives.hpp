@@ -45,13 +45,13 @@ namespace sg {
 struct ExpandedInstance {
   uint32_t instance = 0;  // index into the input graph's instances
   CollKind kind = CollKind::Barrier;
-  uint32_t group = 0;     // the input graph's group id
+  uint32_t group = 0;  // the input graph's group id
   uint32_t members = 0;
-  uint64_t bytes = 0;     // per member
+  uint64_t bytes = 0;  // per member
   bool expanded = false;
-  std::string schedule;   // the library schedule that replaced it ("" when kept or n = 1)
-  std::string why;        // "--algo", Open MPI's choice, a fallback, or why it was kept
-  uint64_t steps = 0;     // steps the expansion added (markers included)
+  std::string schedule;  // the library schedule that replaced it ("" when kept or n = 1)
+  std::string why;       // "--algo", Open MPI's choice, a fallback, or why it was kept
+  uint64_t steps = 0;    // steps the expansion added (markers included)
 };
 
 struct ExpandReport {
@@ -66,8 +66,7 @@ struct ExpandReport {
 // unless an algorithm fails for another reason than refusing the group size). A refused group
 // size falls back to another algorithm of the kind, with a note at the collective's statement.
 // `max_memory` (0: no limit) refuses an expansion whose estimated size exceeds it.
-std::unique_ptr<StepGraph> expand_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice,
-                                              Diagnostics& diags, ExpandReport* report = nullptr,
-                                              uint64_t max_memory = 0);
+std::unique_ptr<StepGraph> expand_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, Diagnostics& diags,
+                                              ExpandReport* report = nullptr, uint64_t max_memory = 0);
 
 }  // namespace sg

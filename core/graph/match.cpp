@@ -20,9 +20,7 @@ void match_p2p(StepGraph& g, Diagnostics& diags) {
   g.candidates.clear();
   for (auto& [key, sr] : ends) {
     auto& [sends, recvs] = sr;
-    bool wild = std::any_of(recvs.begin(), recvs.end(), [&](StepId r) {
-      return g.flags(r) & (kFlagAnySource | kFlagAnyTag);
-    });
+    bool wild = std::any_of(recvs.begin(), recvs.end(), [&](StepId r) { return g.flags(r) & (kFlagAnySource | kFlagAnyTag); });
     if (!wild) {
       // Fixed pairs per (source, tag) channel.
       std::map<std::pair<uint32_t, int32_t>, std::vector<StepId>> chan_sends;
@@ -39,11 +37,9 @@ void match_p2p(StepGraph& g, Diagnostics& diags) {
         g.p2p[g.ref(s)].match = r;
         uint64_t sb = g.range_bytes(g.range(s)), rb = g.range_bytes(g.range(r));
         if (sb != rb) {
-          auto& d = diags.error(g.loc(r),
-                                "message size mismatch: rank " + std::to_string(g.rank(r)) + " receives " +
-                                    std::to_string(rb) + " bytes into " + g.range_name(g.range(r)) + " but rank " +
-                                    std::to_string(g.rank(s)) + " sends " + std::to_string(sb) + " bytes from " +
-                                    g.range_name(g.range(s)));
+          auto& d = diags.error(g.loc(r), "message size mismatch: rank " + std::to_string(g.rank(r)) + " receives " + std::to_string(rb) +
+                                              " bytes into " + g.range_name(g.range(r)) + " but rank " + std::to_string(g.rank(s)) +
+                                              " sends " + std::to_string(sb) + " bytes from " + g.range_name(g.range(s)));
           d.notes.push_back({g.loc(s), "the matching send"});
         }
       }

@@ -48,8 +48,7 @@ bool p2p_compatible(const StepGraph& g, StepId recv, StepId send) {
          (r.tag == kAnyTag || r.tag == s.tag);
 }
 
-void collective_access(const CollInfo& c, const GroupInfo& g, uint32_t rank, const Range& r, bool write,
-                       std::vector<Range>& out) {
+void collective_access(const CollInfo& c, const GroupInfo& g, uint32_t rank, const Range& r, bool write, std::vector<Range>& out) {
   int64_t me = g.index_of(rank);
   bool root = rank == c.root;
   uint32_t k = g.count ? r.cnt / g.count : 0;
@@ -75,9 +74,7 @@ void collective_access(const CollInfo& c, const GroupInfo& g, uint32_t rank, con
       if (!write) out.push_back(r);
       else if (own.cnt) out.push_back(own);
       return;
-    case CollKind::Alltoall:
-      out.push_back(write && c.into.cnt ? c.into : r);
-      return;
+    case CollKind::Alltoall: out.push_back(write && c.into.cnt ? c.into : r); return;
   }
 }
 
@@ -202,9 +199,9 @@ void StepGraph::reserve(size_t steps, size_t deps) {
 
 uint64_t StepGraph::memory_bytes() const {
   auto cap = [](const auto& v) { return uint64_t{v.capacity()} * sizeof(typename std::decay_t<decltype(v)>::value_type); };
-  return cap(kind_) + cap(flags_) + cap(rank_) + cap(stmt_) + cap(range_) + cap(ref_) + cap(dep_off_) + cap(deps_) +
-         cap(p2p) + cap(colls) + cap(computes) + cap(ranges) + cap(wide_ranges) + cap(wait_handles) +
-         cap(candidates) + cap(instances) + cap(instance_steps) + cap(inits) + cap(stmt_locs);
+  return cap(kind_) + cap(flags_) + cap(rank_) + cap(stmt_) + cap(range_) + cap(ref_) + cap(dep_off_) + cap(deps_) + cap(p2p) + cap(colls) +
+         cap(computes) + cap(ranges) + cap(wide_ranges) + cap(wait_handles) + cap(candidates) + cap(instances) + cap(instance_steps) +
+         cap(inits) + cap(stmt_locs);
 }
 
 }  // namespace sg

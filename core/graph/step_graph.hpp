@@ -38,7 +38,6 @@ constexpr StepId kNoStep = 0xffffffffu;
 constexpr uint32_t kAnyRank = 0xffffffffu;
 constexpr int32_t kAnyTag = -1;
 
-
 // Step flags (8 bits; the reduction op lives in the top two).
 enum : uint8_t {
   kFlagLocal = 1,        // from an `on` block: MPI program order applies
@@ -46,11 +45,10 @@ enum : uint8_t {
   kFlagReduce = 4,       // a receive that reduces into its destination
   kFlagAnySource = 8,
   kFlagAnyTag = 16,
-  kFlagWide = 32,        // the primary range did not fit the packed form (see range())
+  kFlagWide = 32,  // the primary range did not fit the packed form (see range())
 };
 inline ReduceOp flag_op(uint8_t f) { return static_cast<ReduceOp>(f >> 6); }
 inline uint8_t op_flag(ReduceOp op) { return static_cast<uint8_t>(static_cast<uint8_t>(op) << 6); }
-
 
 // A contiguous range of one buffer's flattened chunks.
 struct Range {
@@ -63,13 +61,13 @@ struct Range {
 struct BufferInfo {
   std::string name;
   std::vector<uint32_t> dims;
-  uint32_t chunks = 0;       // product of dims
+  uint32_t chunks = 0;  // product of dims
   uint64_t chunk_bytes = 0;
   uint64_t chunk_elems = 0;  // chunk_bytes / dtype size (rounded down)
   DType dtype = DType::F32;
   bool accumulator = false;  // written by attn/attn_bwd: never-written chunks are empty, not undefined
   Loc loc;
-  uint32_t stmt = 0;         // the declaring statement
+  uint32_t stmt = 0;  // the declaring statement
 };
 
 // A group of ranks: start + k*stride for k < count.
@@ -87,27 +85,27 @@ struct GroupInfo {
 
 // Local-view point-to-point (ref of a kFlagLocal send/recv).
 struct P2PInfo {
-  uint32_t peer = 0;        // destination of a send, source of a receive, or kAnyRank
-  int32_t tag = 0;          // or kAnyTag
-  uint32_t comm = 0;        // group id: the communicator
-  StepId match = kNoStep;   // the matched step when matching is deterministic (match pass)
+  uint32_t peer = 0;                    // destination of a send, source of a receive, or kAnyRank
+  int32_t tag = 0;                      // or kAnyTag
+  uint32_t comm = 0;                    // group id: the communicator
+  StepId match = kNoStep;               // the matched step when matching is deterministic (match pass)
   uint32_t cand_off = 0, cand_cnt = 0;  // candidate sends of a wildcard receive (match pass)
 };
 
 struct CollInfo {
   CollKind kind = CollKind::Barrier;
   ReduceOp op = ReduceOp::Sum;
-  uint32_t root = 0;        // global rank (bcast, reduce)
+  uint32_t root = 0;  // global rank (bcast, reduce)
   uint32_t group = 0;
-  uint32_t seq = 0;         // this member's k-th collective on the group
-  uint32_t instance = 0;    // filled by the collectives pass
-  Range into;               // alltoall … into …; cnt 0 when in place
+  uint32_t seq = 0;       // this member's k-th collective on the group
+  uint32_t instance = 0;  // filled by the collectives pass
+  Range into;             // alltoall … into …; cnt 0 when in place
 };
 
 struct ComputeInfo {
   ComputeKind kind = ComputeKind::Generic;
   Mask mask = Mask::None;
-  uint32_t name = 0;        // index into StepGraph::names
+  uint32_t name = 0;  // index into StepGraph::names
   double flops = 0;
   uint32_t reads_off = 0, reads_cnt = 0;    // into StepGraph::ranges
   uint32_t writes_off = 0, writes_cnt = 0;  // into StepGraph::ranges
@@ -118,16 +116,16 @@ struct Instance {
   uint32_t group = 0;
   uint32_t seq = 0;
   uint32_t steps_off = 0, steps_cnt = 0;  // into StepGraph::instance_steps
-  bool complete = true;    // every member issued it
-  bool consistent = true;  // kind, root, op and size agree
+  bool complete = true;                   // every member issued it
+  bool consistent = true;                 // kind, root, op and size agree
 };
 
 struct InitRule {
   InitKind kind = InitKind::Contrib;
-  Range range;                // chunks covered
-  uint32_t rank = kAnyRank;   // OnRank: the rank
-  uint32_t group = 0;         // Contrib / Owned: the members
-  uint32_t item_base = 0;     // Owned: item of the range's first chunk for member 0 (= range.lo)
+  Range range;               // chunks covered
+  uint32_t rank = kAnyRank;  // OnRank: the rank
+  uint32_t group = 0;        // Contrib / Owned: the members
+  uint32_t item_base = 0;    // Owned: item of the range's first chunk for member 0 (= range.lo)
   uint32_t stmt = 0;
 };
 
@@ -155,8 +153,7 @@ class StepGraph;
 bool p2p_compatible(const StepGraph& g, StepId recv, StepId send);
 
 // The chunks one member of a collective reads (write = false) or writes (write = true).
-void collective_access(const CollInfo& c, const GroupInfo& g, uint32_t rank, const Range& r, bool write,
-                       std::vector<Range>& out);
+void collective_access(const CollInfo& c, const GroupInfo& g, uint32_t rank, const Range& r, bool write, std::vector<Range>& out);
 
 class StepGraph {
  public:
@@ -174,7 +171,7 @@ class StepGraph {
   std::vector<P2PInfo> p2p;
   std::vector<CollInfo> colls;
   std::vector<ComputeInfo> computes;
-  std::vector<Range> ranges;        // copy sources, compute reads/writes
+  std::vector<Range> ranges;  // copy sources, compute reads/writes
   std::vector<Range> wide_ranges;
   std::vector<StepId> wait_handles;  // CSR through ref: [off] = count, then the handle steps
   std::vector<StepId> candidates;    // wildcard receive candidates (P2PInfo::cand_off)
@@ -200,8 +197,7 @@ class StepGraph {
   Range range(StepId s) const {
     uint64_t p = range_[s];
     if (flags_[s] & kFlagWide) return wide_ranges[static_cast<size_t>(p)];
-    return Range{static_cast<uint32_t>(p >> 52), static_cast<uint32_t>(p & 0xffffffffu),
-                 static_cast<uint32_t>((p >> 32) & 0xfffffu)};
+    return Range{static_cast<uint32_t>(p >> 52), static_cast<uint32_t>(p & 0xffffffffu), static_cast<uint32_t>((p >> 32) & 0xfffffu)};
   }
   // The steps s depends on (all earlier, of the same rank), sorted.
   std::span<const StepId> deps(StepId s) const { return {deps_.data() + dep_off_[s], deps_.data() + dep_off_[s + 1]}; }

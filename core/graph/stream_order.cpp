@@ -57,10 +57,11 @@ bool stream_order(const StepGraph& g, uint32_t rank, StreamOrder& out, Diagnosti
     StepId m = g.match(s);
     if (m == kNoStep) {
       bool wild = k == StepKind::Recv && (g.flags(s) & (kFlagAnySource | kFlagAnyTag));
-      diags.error(g.loc(s), wild ? "a receive from any source or with any tag cannot run over NCCL, which matches transfers by their order "
-                                   "between two fixed ranks (use --transport staged, or name the source and tag)"
-                                 : std::string("this ") + step_kind_name(k) + " on rank " + std::to_string(g.rank(s)) +
-                                       " has no matching " + (k == StepKind::Send ? "receive" : "send") + ", which NCCL would wait for forever");
+      diags.error(g.loc(s), wild
+                                ? "a receive from any source or with any tag cannot run over NCCL, which matches transfers by their order "
+                                  "between two fixed ranks (use --transport staged, or name the source and tag)"
+                                : std::string("this ") + step_kind_name(k) + " on rank " + std::to_string(g.rank(s)) + " has no matching " +
+                                      (k == StepKind::Send ? "receive" : "send") + ", which NCCL would wait for forever");
       ok = false;
       continue;
     }
@@ -70,8 +71,9 @@ bool stream_order(const StepGraph& g, uint32_t rank, StreamOrder& out, Diagnosti
   for (const Instance& in : g.instances) {
     if (!in.complete || !in.consistent) {
       StepId first = g.instance_steps[in.steps_off];
-      diags.error(g.loc(first), "this collective is not issued by every member of its group with the same kind, root, operator and size, "
-                                "so NCCL would wait for it forever");
+      diags.error(g.loc(first),
+                  "this collective is not issued by every member of its group with the same kind, root, operator and size, "
+                  "so NCCL would wait for it forever");
       ok = false;
       continue;
     }
@@ -92,8 +94,7 @@ bool stream_order(const StepGraph& g, uint32_t rank, StreamOrder& out, Diagnosti
         // step's own dependencies (a -> s dropped because s -> h -> a): inherited here.
         if (to_transfer) edges.push_back({d, s, 0});
         else
-          for (StepId e : nonblocking_deps_through(g, d, through))
-            edges.push_back({e, s, static_cast<uint8_t>(0)});
+          for (StepId e : nonblocking_deps_through(g, d, through)) edges.push_back({e, s, static_cast<uint8_t>(0)});
         continue;
       }
       edges.push_back({d, s, static_cast<uint8_t>(to_transfer ? 1 : 0)});
@@ -118,9 +119,10 @@ bool stream_order(const StepGraph& g, uint32_t rank, StreamOrder& out, Diagnosti
       level[e.to] = want;
       changed = true;
       if (want > nodes + 1) {
-        diags.error(g.loc(e.to), "this transfer and one it depends on wait on each other's completion: it can run with buffered sends "
-                                 "(MPI) but not over NCCL, whose sends complete only when the receiver takes part "
-                                 "(use --transport staged)");
+        diags.error(g.loc(e.to),
+                    "this transfer and one it depends on wait on each other's completion: it can run with buffered sends "
+                    "(MPI) but not over NCCL, whose sends complete only when the receiver takes part "
+                    "(use --transport staged)");
         return false;
       }
     }
@@ -155,7 +157,8 @@ std::string stream_order_text(const StepGraph& g, uint32_t rank, const StreamOrd
   for (StepId s = 0; s < g.size(); ++s)
     if (g.only_rank >= 0 || g.rank(s) == rank) mine.push_back(s);
   if (mine.size() != o.level.size()) return "(the order does not fit this graph)\n";
-  std::string out = "# rank " + std::to_string(rank) + ": " + std::to_string(o.groups) + " transfer group" + (o.groups == 1 ? "" : "s") + "\n";
+  std::string out =
+      "# rank " + std::to_string(rank) + ": " + std::to_string(o.groups) + " transfer group" + (o.groups == 1 ? "" : "s") + "\n";
   for (uint32_t lv = 0; lv <= o.groups; ++lv) {
     std::vector<StepId> xfer, local;
     for (StepId k = 0; k < o.level.size(); ++k)

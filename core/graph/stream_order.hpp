@@ -30,12 +30,12 @@ namespace sg {
 struct StreamOrder {
   uint32_t groups = 0;  // groups are numbered 1 .. groups; local work has a level 0 .. groups
   // Per step of the rank's program (the k-th step of the rank in the whole graph):
-  std::vector<uint32_t> level;    // transfers and collectives: their group; local work: its level
-  std::vector<uint64_t> key;      // transfers and collectives: the order within the group, the
-                                  // same on both sides of a message and on every member
-  std::vector<uint64_t> bytes;    // a send or receive: the message's bytes (the send's range)
-  std::vector<uint32_t> stmt;     // the step's statement (to confirm the rank graph is the same program)
-  std::vector<uint8_t> kind;      // its StepKind (likewise)
+  std::vector<uint32_t> level;  // transfers and collectives: their group; local work: its level
+  std::vector<uint64_t> key;    // transfers and collectives: the order within the group, the
+                                // same on both sides of a message and on every member
+  std::vector<uint64_t> bytes;  // a send or receive: the message's bytes (the send's range)
+  std::vector<uint32_t> stmt;   // the step's statement (to confirm the rank graph is the same program)
+  std::vector<uint8_t> kind;    // its StepKind (likewise)
 };
 
 // True when the step is a transfer or collective (one of a group) in the stream order.

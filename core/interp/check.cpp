@@ -20,7 +20,10 @@ void render_findings(const StepGraph& g, const InterpResult& r, const Postcondit
       case IssueKind::BadOperand: prefix = "wrong operand: "; break;
       case IssueKind::Stuck: prefix = "stuck (eager sends, one order): "; break;
       case IssueKind::Unmatched: prefix = "unmatched: "; break;
-      case IssueKind::Lifecycle: prefix = "lifecycle: "; warn = true; break;
+      case IssueKind::Lifecycle:
+        prefix = "lifecycle: ";
+        warn = true;
+        break;
       default: break;
     }
     if (warn) out.warning(loc_of(is), prefix + is.text);

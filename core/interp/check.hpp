@@ -11,8 +11,8 @@
 namespace sg {
 
 struct CheckOutcome {
-  bool built = false;    // false: bad input (diagnostics in the session)
-  bool ok = false;       // the run completed and every postcondition holds
+  bool built = false;  // false: bad input (diagnostics in the session)
+  bool ok = false;     // the run completed and every postcondition holds
   std::unique_ptr<StepGraph> graph;
   InterpResult interp;
   PostconditionReport post;

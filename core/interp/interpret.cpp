@@ -126,8 +126,8 @@ class Interp {
         is.kind = IssueKind::Stuck;
         is.rank = sr.rank;
         is.step = sr.step;
-        is.text = "rank " + std::to_string(sr.rank) + " is stuck at " + step_kind_name(g_.kind(sr.step)) + " #" +
-                  std::to_string(sr.step) + ": it " + sr.why;
+        is.text = "rank " + std::to_string(sr.rank) + " is stuck at " + step_kind_name(g_.kind(sr.step)) + " #" + std::to_string(sr.step) +
+                  ": it " + sr.why;
         issues_.push_back(is);
       }
     }
@@ -140,8 +140,8 @@ class Interp {
         is.kind = IssueKind::Unmatched;
         is.rank = m.src;
         is.step = m.send;
-        is.text = "rank " + std::to_string(m.src) + " sends " + g_.range_name(g_.range(m.send)) + " to rank " +
-                  std::to_string(r) + " (tag " + std::to_string(m.tag) + ") and no receive takes it";
+        is.text = "rank " + std::to_string(m.src) + " sends " + g_.range_name(g_.range(m.send)) + " to rank " + std::to_string(r) +
+                  " (tag " + std::to_string(m.tag) + ") and no receive takes it";
         issues_.push_back(is);
       }
     for (StepId s = 0; s < n_; ++s) {
@@ -150,8 +150,8 @@ class Interp {
         is.kind = IssueKind::Lifecycle;
         is.rank = g_.rank(s);
         is.step = s;
-        is.text = std::string("rank ") + std::to_string(g_.rank(s)) + ": " + (g_.kind(s) == StepKind::Send ? "isend" : "irecv") +
-                  " of " + g_.range_name(g_.range(s)) + " is never waited for";
+        is.text = std::string("rank ") + std::to_string(g_.rank(s)) + ": " + (g_.kind(s) == StepKind::Send ? "isend" : "irecv") + " of " +
+                  g_.range_name(g_.range(s)) + " is never waited for";
         issues_.push_back(is);
       }
     }
@@ -200,8 +200,8 @@ class Interp {
         is.buf = buf;
         is.chunk = chunk;
         is.step = by;
-        is.text = std::string(step_kind_name(g_.kind(by))) + " on rank " + std::to_string(rank) + " reads " +
-                  g_.chunk_name(buf, chunk) + ", which was never written";
+        is.text = std::string(step_kind_name(g_.kind(by))) + " on rank " + std::to_string(rank) + " reads " + g_.chunk_name(buf, chunk) +
+                  ", which was never written";
         issues_.push_back(is);
       }
     }
@@ -249,7 +249,7 @@ class Interp {
           const P2PInfo& p = g_.p2p_info(s);
           Msg m{s, rank, p.tag, p.comm, std::move(payload)};
           if (o_.mode == SendMode::Eager) complete(s);  // the message is buffered
-          else if (g_.nonblocking(s)) release(s);      // an isend has started; it completes when matched
+          else if (g_.nonblocking(s)) release(s);       // an isend has started; it completes when matched
           deliver(p.peer, std::move(m));
         }
         break;
@@ -371,7 +371,7 @@ class Interp {
   // pair `choose` picks among all of them. Returns false when there is none.
   bool resolve_wildcard() {
     std::vector<std::pair<StepId, StepId>> opts;  // (receive, send)
-    std::vector<size_t> idx;                       // the message's place in its queue
+    std::vector<size_t> idx;                      // the message's place in its queue
     for (uint32_t rank = 0; rank < g_.nranks; ++rank) {
       auto& posted = posted_[rank];
       auto& q = unexpected_[rank];
@@ -489,8 +489,7 @@ class Interp {
       for (uint32_t i = 0; i < c.reads_cnt; ++i)
         for (uint32_t k = 0; k < rd[i].cnt; ++k) read(rank, rd[i].buf, rd[i].lo + k, s);
       for (uint32_t i = 0; i < c.writes_cnt; ++i)
-        for (uint32_t k = 0; k < wr[i].cnt; ++k)
-          write(rank, wr[i].buf, wr[i].lo + k, Value::contrib(wr[i].buf, rank, wr[i].lo + k), s);
+        for (uint32_t k = 0; k < wr[i].cnt; ++k) write(rank, wr[i].buf, wr[i].lo + k, Value::contrib(wr[i].buf, rank, wr[i].lo + k), s);
       return;
     }
     // attn / attn_bwd: reads Q, KV (and the accumulators), writes O (dQ, dKV). An operand is
@@ -517,31 +516,30 @@ class Interp {
       // attn adds A(i, m) to O[i]; attn_bwd adds Gq(i, m) to dQ[i] and Gkv(m, i) to dKV[j].
       Value add1;
       add1.defined = true;
-      add1.runs.push_back(Run{c.kind == ComputeKind::Attn ? AtomKind::Attn : AtomKind::GradQ, c.mask, q_home,
-                              static_cast<uint32_t>(i), static_cast<uint32_t>(m), static_cast<uint32_t>(m + 1), 1});
+      add1.runs.push_back(Run{c.kind == ComputeKind::Attn ? AtomKind::Attn : AtomKind::GradQ, c.mask, q_home, static_cast<uint32_t>(i),
+                              static_cast<uint32_t>(m), static_cast<uint32_t>(m + 1), 1});
       tile_steps_[tile_key(add1.runs[0], add1.runs[0].lo)] = s;
       reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
       if (c.kind == ComputeKind::AttnBwd) {
         Value add2;
         add2.defined = true;
-        add2.runs.push_back(Run{AtomKind::GradKV, c.mask, kv_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i),
-                                static_cast<uint32_t>(i + 1), 1});
+        add2.runs.push_back(
+            Run{AtomKind::GradKV, c.mask, kv_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1), 1});
         tile_steps_[tile_key(add2.runs[0], add2.runs[0].lo)] = s;
         reduce_into(rank, wr[1].buf, wr[1].lo, add2, s);
       }
     }
   }
 
-  void bad_operand(StepId s, uint32_t rank, uint32_t buf, uint32_t chunk, const char* what, const Value& v,
-                   const char* want) {
+  void bad_operand(StepId s, uint32_t rank, uint32_t buf, uint32_t chunk, const char* what, const Value& v, const char* want) {
     Issue is;
     is.kind = IssueKind::BadOperand;
     is.rank = rank;
     is.buf = buf;
     is.chunk = chunk;
     is.step = s;
-    is.text = std::string("attention tile on rank ") + std::to_string(rank) + ": operand " + what + " = " +
-              g_.chunk_name(buf, chunk) + " holds " + describe_value(v, g_, buf) + ", not " + want;
+    is.text = std::string("attention tile on rank ") + std::to_string(rank) + ": operand " + what + " = " + g_.chunk_name(buf, chunk) +
+              " holds " + describe_value(v, g_, buf) + ", not " + want;
     issues_.push_back(is);
   }
 

@@ -32,7 +32,7 @@ struct Issue {
   IssueKind kind = IssueKind::Stuck;
   uint32_t rank = 0;
   uint32_t buf = 0, chunk = 0;
-  StepId step = kNoStep;    // the step concerned (for postconditions: the last writer)
+  StepId step = kNoStep;        // the step concerned (for postconditions: the last writer)
   uint32_t stmt = 0xffffffffu;  // a statement to point at when there is no step (the expect)
   std::string text;
   std::string expected, actual;  // postcondition findings: the two values, as terms
@@ -67,15 +67,15 @@ struct InterpOptions {
 enum : uint8_t { kStepIssued = 1, kStepCompleted = 2 };
 
 struct InterpResult {
-  bool completed = false;  // every step ran
+  bool completed = false;    // every step ran
   bool interrupted = false;  // stopped at the deadline: nothing but `executed` is meaningful
   bool pruned = false;       // stopped at a state fresh_state had seen: only `issues` so far count
   uint64_t executed = 0;
   std::vector<Issue> issues;
   MachineState initial;
   MachineState final;
-  std::vector<uint8_t> status;   // per step: kStepIssued | kStepCompleted
-  std::vector<StepId> partner;   // per point-to-point step: what it matched, or kNoStep
+  std::vector<uint8_t> status;           // per step: kStepIssued | kStepCompleted
+  std::vector<StepId> partner;           // per point-to-point step: what it matched, or kNoStep
   std::vector<StepId> pending_messages;  // sends whose message no receive took
   // Per attention atom, the last tile step that produced it (tile_key): a wrong result made of
   // a tile's term (an upper tile under a causal mask, a stale kv block) points at that tile.

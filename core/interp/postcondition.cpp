@@ -46,8 +46,7 @@ class Checker {
         break;
       case ExpectKind::ReduceScatter:
         for (uint32_t j = 0; j < gr.count; ++j)
-          for (uint32_t c = b.lo + j * blk; c < b.lo + (j + 1) * blk; ++c)
-            compare(x, gr.member(j), b.buf, c, sum_over(gr, b.buf, c));
+          for (uint32_t c = b.lo + j * blk; c < b.lo + (j + 1) * blk; ++c) compare(x, gr.member(j), b.buf, c, sum_over(gr, b.buf, c));
         break;
       case ExpectKind::Allgather:
         for (uint32_t j = 0; j < gr.count; ++j)
@@ -61,13 +60,11 @@ class Checker {
         break;
       case ExpectKind::Gather:
         for (uint32_t k = 0; k < gr.count; ++k)
-          for (uint32_t c = b.lo + k * blk; c < b.lo + (k + 1) * blk; ++c)
-            compare(x, x.root, b.buf, c, init_.at(gr.member(k), b.buf, c).v);
+          for (uint32_t c = b.lo + k * blk; c < b.lo + (k + 1) * blk; ++c) compare(x, x.root, b.buf, c, init_.at(gr.member(k), b.buf, c).v);
         break;
       case ExpectKind::Scatter:
         for (uint32_t k = 0; k < gr.count; ++k)
-          for (uint32_t c = b.lo + k * blk; c < b.lo + (k + 1) * blk; ++c)
-            compare(x, gr.member(k), b.buf, c, init_.at(x.root, b.buf, c).v);
+          for (uint32_t c = b.lo + k * blk; c < b.lo + (k + 1) * blk; ++c) compare(x, gr.member(k), b.buf, c, init_.at(x.root, b.buf, c).v);
         break;
       case ExpectKind::Alltoall: {
         const Range& in = x.bufs[0];
@@ -97,8 +94,8 @@ class Checker {
 
   // The atoms a tile family (fixed index `i`) should hold: masked tiles before the diagonal are
   // full, the diagonal tile is causal; without a mask every partner is full.
-  static Value tiles(AtomKind kind, uint32_t buf, uint32_t fixed, uint32_t rel, uint32_t base, uint32_t count,
-                     Mask mask, bool partners_before, uint32_t heads = 1) {
+  static Value tiles(AtomKind kind, uint32_t buf, uint32_t fixed, uint32_t rel, uint32_t base, uint32_t count, Mask mask,
+                     bool partners_before, uint32_t heads = 1) {
     Value v;
     v.defined = true;
     if (heads > 1) {
@@ -222,8 +219,7 @@ class Checker {
 
 }  // namespace
 
-PostconditionReport check_postconditions(const StepGraph& g, const MachineState& initial, const MachineState& final,
-                                         size_t max_issues) {
+PostconditionReport check_postconditions(const StepGraph& g, const MachineState& initial, const MachineState& final, size_t max_issues) {
   return Checker(g, initial, &final, max_issues, nullptr).run();
 }
 

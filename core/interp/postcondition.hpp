@@ -21,8 +21,7 @@ PostconditionReport check_postconditions(const StepGraph& g, const MachineState&
 
 // Calls visit for every chunk a postcondition covers, with the value it must hold at the end
 // (the verifier's symbolic engine checks the same expectations). Returns the number of chunks.
-using ExpectedVisitor =
-    std::function<void(const Expectation& x, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& expected)>;
+using ExpectedVisitor = std::function<void(const Expectation& x, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& expected)>;
 uint64_t for_each_expected(const StepGraph& g, const MachineState& initial, const ExpectedVisitor& visit);
 
 }  // namespace sg

@@ -16,12 +16,8 @@ class MachineState {
  public:
   MachineState() = default;
   explicit MachineState(const StepGraph& g);
-  ChunkSlot& at(uint32_t rank, uint32_t buf, uint32_t chunk) {
-    return bufs_[buf][uint64_t{rank} * chunks_[buf] + chunk];
-  }
-  const ChunkSlot& at(uint32_t rank, uint32_t buf, uint32_t chunk) const {
-    return bufs_[buf][uint64_t{rank} * chunks_[buf] + chunk];
-  }
+  ChunkSlot& at(uint32_t rank, uint32_t buf, uint32_t chunk) { return bufs_[buf][uint64_t{rank} * chunks_[buf] + chunk]; }
+  const ChunkSlot& at(uint32_t rank, uint32_t buf, uint32_t chunk) const { return bufs_[buf][uint64_t{rank} * chunks_[buf] + chunk]; }
   // Gives every chunk the value its init rules say (others stay undefined).
   void apply_inits(const StepGraph& g);
   // Folds every chunk's value (not its writer) into h with `fold` (a state fingerprint).

@@ -15,8 +15,7 @@ namespace {
 
 // What the frontier step of a stuck rank waits for: the ranks, and a phrase.
 std::pair<std::vector<uint32_t>, std::string> waits_for(const StepGraph& g, const std::vector<uint8_t>& status,
-                                                        const std::vector<StepId>& partner, StepId s,
-                                                        SendMode mode) {
+                                                        const std::vector<StepId>& partner, StepId s, SendMode mode) {
   std::vector<uint32_t> ranks;
   std::string why;
   auto peers_of_recv = [&](StepId rv) {
@@ -60,8 +59,8 @@ std::pair<std::vector<uint32_t>, std::string> waits_for(const StepGraph& g, cons
         } else {
           ranks.push_back(g.p2p_info(*h).peer);
         }
-        why = "waits for its " + std::string(g.kind(*h) == StepKind::Send ? "isend" : "irecv") + " #" + std::to_string(*h) +
-              " (" + describe_step(g, *h) + ") to complete";
+        why = "waits for its " + std::string(g.kind(*h) == StepKind::Send ? "isend" : "irecv") + " #" + std::to_string(*h) + " (" +
+              describe_step(g, *h) + ") to complete";
         break;
       }
       break;
@@ -103,8 +102,7 @@ std::pair<std::vector<uint32_t>, std::string> waits_for(const StepGraph& g, cons
 
 }  // namespace
 
-StuckState analyze_stuck(const StepGraph& g, const std::vector<uint8_t>& status, const std::vector<StepId>& partner,
-                         SendMode mode) {
+StuckState analyze_stuck(const StepGraph& g, const std::vector<uint8_t>& status, const std::vector<StepId>& partner, SendMode mode) {
   StuckState out;
   // Each rank's frontier: its first step, in program order, that did not complete (a started
   // nonblocking operation does not hold its rank).

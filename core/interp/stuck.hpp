@@ -9,9 +9,9 @@ namespace sg {
 
 struct StuckRank {
   uint32_t rank = 0;
-  StepId step = kNoStep;            // its first step that cannot complete
-  std::vector<uint32_t> waits_on;   // the ranks it waits for
-  std::string why;                  // "waits for a message from rank 1 (tag 0)"
+  StepId step = kNoStep;           // its first step that cannot complete
+  std::vector<uint32_t> waits_on;  // the ranks it waits for
+  std::string why;                 // "waits for a message from rank 1 (tag 0)"
 };
 
 struct StuckState {
@@ -21,7 +21,6 @@ struct StuckState {
 };
 
 // status: per step kStepIssued | kStepCompleted; partner: what each point-to-point step matched.
-StuckState analyze_stuck(const StepGraph& g, const std::vector<uint8_t>& status, const std::vector<StepId>& partner,
-                         SendMode mode);
+StuckState analyze_stuck(const StepGraph& g, const std::vector<uint8_t>& status, const std::vector<StepId>& partner, SendMode mode);
 
 }  // namespace sg

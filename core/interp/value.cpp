@@ -151,14 +151,11 @@ std::string describe_run(const Run& r, const StepGraph& g, int64_t home_buf) {
   switch (r.kind) {
     case AtomKind::Contrib: s += "d(" + range(r.lo, r.hi) + ", " + std::to_string(r.fixed) + ")"; break;
     case AtomKind::Item: s += "x(" + range(r.lo, r.hi) + ")"; break;
-    case AtomKind::Attn:
-      s += "A(" + std::to_string(r.fixed) + ", " + range(r.lo, r.hi) + ", " + mask_name(r.mask) + ")";
-      break;
+    case AtomKind::Attn: s += "A(" + std::to_string(r.fixed) + ", " + range(r.lo, r.hi) + ", " + mask_name(r.mask) + ")"; break;
     case AtomKind::GradQ: s += "Gq(" + std::to_string(r.fixed) + ", " + range(r.lo, r.hi) + ")"; break;
     case AtomKind::GradKV: s += "Gkv(" + std::to_string(r.fixed) + ", " + range(r.lo, r.hi) + ")"; break;
   }
-  if (home_buf >= 0 && r.buf != home_buf && r.kind != AtomKind::Attn && r.kind != AtomKind::GradQ &&
-      r.kind != AtomKind::GradKV)
+  if (home_buf >= 0 && r.buf != home_buf && r.kind != AtomKind::Attn && r.kind != AtomKind::GradQ && r.kind != AtomKind::GradKV)
     s += " of " + bufname;
   return s;
 }

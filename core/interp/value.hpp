@@ -18,14 +18,12 @@ enum class AtomKind : uint8_t { Contrib, Item, Attn, GradQ, GradKV };
 
 struct Run {
   AtomKind kind = AtomKind::Contrib;
-  Mask mask = Mask::None;  // Attn / Grad atoms
-  uint32_t buf = 0;        // the buffer the atom family belongs to
-  uint32_t fixed = 0;      // Contrib: chunk c; Item: 0; Attn/GradQ: i; GradKV: m
-  uint32_t lo = 0, hi = 0; // the varying coordinate: Contrib: rank; Item: item; Attn/GradQ: m; GradKV: i
+  Mask mask = Mask::None;   // Attn / Grad atoms
+  uint32_t buf = 0;         // the buffer the atom family belongs to
+  uint32_t fixed = 0;       // Contrib: chunk c; Item: 0; Attn/GradQ: i; GradKV: m
+  uint32_t lo = 0, hi = 0;  // the varying coordinate: Contrib: rank; Item: item; Attn/GradQ: m; GradKV: i
   uint32_t count = 1;
-  bool same_family(const Run& o) const {
-    return kind == o.kind && mask == o.mask && buf == o.buf && fixed == o.fixed;
-  }
+  bool same_family(const Run& o) const { return kind == o.kind && mask == o.mask && buf == o.buf && fixed == o.fixed; }
   bool operator==(const Run&) const = default;
 };
 

@@ -178,8 +178,9 @@ bool plan_goal(const StepGraph& g, GoalPlan& plan, Diagnostics& diags) {
     }
     uint64_t local_in = ends[{g.rank(r), p.comm}].first.size();
     if (local_in != incoming[g.rank(r)]) {
-      cannot(r, "a receive with tag any on a rank that also receives messages of another communicator or choreographic "
-                "transfers; GOAL has no communicators and its tag -1 would match those too");
+      cannot(r,
+             "a receive with tag any on a rank that also receives messages of another communicator or choreographic "
+             "transfers; GOAL has no communicators and its tag -1 would match those too");
       continue;
     }
     plan.tag[r] = kGoalAnyTag;

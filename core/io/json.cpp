@@ -15,7 +15,8 @@ std::string range_json(const StepGraph& g, const Range& r) {
 }
 
 std::string group_json(const GroupInfo& gr) {
-  return "{\"start\":" + std::to_string(gr.start) + ",\"count\":" + std::to_string(gr.count) + ",\"stride\":" + std::to_string(gr.stride) + "}";
+  return "{\"start\":" + std::to_string(gr.start) + ",\"count\":" + std::to_string(gr.count) + ",\"stride\":" + std::to_string(gr.stride) +
+         "}";
 }
 
 }  // namespace
@@ -30,8 +31,8 @@ void write_json(std::ostream& os, const StepGraph& g, const SourceManager& sm) {
     const auto& b = g.buffers[i];
     os << (i ? "," : "") << "{\"name\":" << q(b.name) << ",\"dims\":[";
     for (size_t d = 0; d < b.dims.size(); ++d) os << (d ? "," : "") << b.dims[d];
-    os << "],\"chunk_bytes\":" << b.chunk_bytes << ",\"dtype\":\"" << dtype_name(b.dtype) << "\",\"accumulator\":"
-       << (b.accumulator ? "true" : "false") << "}";
+    os << "],\"chunk_bytes\":" << b.chunk_bytes << ",\"dtype\":\"" << dtype_name(b.dtype)
+       << "\",\"accumulator\":" << (b.accumulator ? "true" : "false") << "}";
   }
   os << "],\n\"groups\":[";
   for (size_t i = 0; i < g.groups.size(); ++i) os << (i ? "," : "") << group_json(g.groups[i]);
@@ -61,8 +62,7 @@ void write_json(std::ostream& os, const StepGraph& g, const SourceManager& sm) {
   }
   os << "],\n\"steps\":[\n";
   for (StepId s = 0; s < g.size(); ++s) {
-    os << (s ? ",\n" : "") << "{\"id\":" << s << ",\"rank\":" << g.rank(s) << ",\"kind\":\"" << step_kind_name(g.kind(s))
-       << "\"";
+    os << (s ? ",\n" : "") << "{\"id\":" << s << ",\"rank\":" << g.rank(s) << ",\"kind\":\"" << step_kind_name(g.kind(s)) << "\"";
     uint8_t f = g.flags(s);
     if (f & kFlagLocal) os << ",\"local\":true";
     if (f & kFlagNonblocking) os << ",\"nonblocking\":true";

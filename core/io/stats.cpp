@@ -92,15 +92,16 @@ void write_stats(std::ostream& os, const StepGraph& g, const GraphStats& s) {
   os << "rounds        " << (s.rounds_converged ? "" : ">= ") << s.rounds << "  (longest chain of messages)\n";
   os << "busiest rank  " << with_commas(s.max_rank_steps) << " steps\n";
   if (s.collective_instances)
-    os << "collectives   " << s.collective_instances << " instances" << (s.incomplete_instances ? ", " + std::to_string(s.incomplete_instances) + " incomplete or inconsistent" : "") << "\n";
+    os << "collectives   " << s.collective_instances << " instances"
+       << (s.incomplete_instances ? ", " + std::to_string(s.incomplete_instances) + " incomplete or inconsistent" : "") << "\n";
   os << "graph memory  " << human_bytes(s.memory) << "  (" << (s.steps ? s.memory / s.steps : 0) << " bytes/step)\n";
 }
 
 void write_stats_json(std::ostream& os, const StepGraph& g, const GraphStats& s) {
   os << "{\"schedule\":\"" << g.schedule << "\",\"ranks\":" << g.nranks << ",\"steps\":" << s.steps << ",\"transfers\":" << s.transfers
      << ",\"bytes_moved\":" << s.bytes_moved << ",\"dependencies\":" << s.deps << ",\"rounds\":" << s.rounds
-     << ",\"max_rank_steps\":" << s.max_rank_steps << ",\"memory_bytes\":" << s.memory << ",\"bytes_per_step\":"
-     << (s.steps ? static_cast<double>(s.memory) / static_cast<double>(s.steps) : 0.0) << "}\n";
+     << ",\"max_rank_steps\":" << s.max_rank_steps << ",\"memory_bytes\":" << s.memory
+     << ",\"bytes_per_step\":" << (s.steps ? static_cast<double>(s.memory) / static_cast<double>(s.steps) : 0.0) << "}\n";
 }
 
 }  // namespace sg

@@ -69,8 +69,7 @@ std::string describe_step(const StepGraph& g, StepId s) {
       if (c.kind != CollKind::Barrier) out += " " + g.range_name(r);
       if (c.kind == CollKind::Bcast || c.kind == CollKind::Reduce) out += " root r" + std::to_string(c.root);
       if (c.kind == CollKind::Alltoall && c.into.cnt) out += " into " + g.range_name(c.into);
-      if ((c.kind == CollKind::Allreduce || c.kind == CollKind::Reduce || c.kind == CollKind::ReduceScatter) &&
-          c.op != ReduceOp::Sum)
+      if ((c.kind == CollKind::Allreduce || c.kind == CollKind::Reduce || c.kind == CollKind::ReduceScatter) && c.op != ReduceOp::Sum)
         out += std::string(" op ") + op_name(c.op);
       out += " over ranks(" + std::to_string(gr.start) + ", " + std::to_string(gr.count) +
              (gr.stride != 1 ? ", " + std::to_string(gr.stride) : "") + ") #" + std::to_string(c.seq);
@@ -119,8 +118,7 @@ void write_text(std::ostream& os, const StepGraph& g, const SourceManager& sm, u
     if (x.kind != ExpectKind::Nothing) {
       os << "(";
       for (size_t i = 0; i < x.bufs.size(); ++i) os << (i ? ", " : "") << g.range_name(x.bufs[i]);
-      if (x.kind == ExpectKind::Reduce || x.kind == ExpectKind::Broadcast || x.kind == ExpectKind::Gather ||
-          x.kind == ExpectKind::Scatter)
+      if (x.kind == ExpectKind::Reduce || x.kind == ExpectKind::Broadcast || x.kind == ExpectKind::Gather || x.kind == ExpectKind::Scatter)
         os << ", r" << x.root;
       if (x.mask != Mask::None) os << ", " << mask_name(x.mask);
       const GroupInfo& gr = g.groups[x.group];

@@ -26,7 +26,7 @@ struct GraphStats {
   uint64_t max_rank_steps = 0;  // the busiest rank's step count
   uint64_t rounds = 0;          // longest chain of steps, counting each message as one hop
   bool rounds_converged = true;
-  uint64_t memory = 0;          // bytes the graph holds
+  uint64_t memory = 0;  // bytes the graph holds
   uint64_t collective_instances = 0;
   uint64_t incomplete_instances = 0;
 };
@@ -50,7 +50,7 @@ constexpr uint32_t kGoalMpiTagBase = 1u << 31;  // tags of messages matched MPI'
 struct GoalPlan {
   std::vector<uint32_t> tag;  // per step; sends and receives only
   uint64_t exact_messages = 0, mpi_messages = 0;
-  uint32_t mpi_tags = 0;      // distinct (communicator, tag) pairs among the latter
+  uint32_t mpi_tags = 0;  // distinct (communicator, tag) pairs among the latter
 };
 // False (with an error per step that cannot be exported in diags) when the graph holds a
 // collective step, an unmatched send or receive, a wildcard LogGOPSim cannot express, or only

@@ -207,19 +207,20 @@ __global__ void widen_bundle(const unsigned char* __restrict__ in, float* __rest
 
 }  // namespace
 
-int launch_attn_fwd(const void* q, const void* kv, float* o_lse, bool bf16, uint32_t planes, uint32_t rows_q, uint32_t rows_k,
-                    uint32_t dim, bool causal, float scale, int64_t offset, void* stream) {
+int launch_attn_fwd(const void* q, const void* kv, float* o_lse, bool bf16, uint32_t planes, uint32_t rows_q, uint32_t rows_k, uint32_t dim,
+                    bool causal, float scale, int64_t offset, void* stream) {
   if (dim == 0 || dim > kAttnMaxDim) return static_cast<int>(cudaErrorInvalidValue);
   const size_t rows = size_t{planes} * rows_q;
   if (rows == 0) return 0;
   const size_t sm = kWarps * kAttnMaxDim * sizeof(float);
   auto st = static_cast<cudaStream_t>(stream);
   if (bf16)
-    attn_fwd<__nv_bfloat16><<<blocks(rows), 32 * kWarps, sm, st>>>(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(kv),
-                                                                     o_lse, planes, rows_q, rows_k, dim, causal, scale, offset);
+    attn_fwd<__nv_bfloat16><<<blocks(rows), 32 * kWarps, sm, st>>>(static_cast<const __nv_bfloat16*>(q),
+                                                                   static_cast<const __nv_bfloat16*>(kv), o_lse, planes, rows_q, rows_k,
+                                                                   dim, causal, scale, offset);
   else
-    attn_fwd<float><<<blocks(rows), 32 * kWarps, sm, st>>>(static_cast<const float*>(q), static_cast<const float*>(kv), o_lse, planes, rows_q,
-                                                             rows_k, dim, causal, scale, offset);
+    attn_fwd<float><<<blocks(rows), 32 * kWarps, sm, st>>>(static_cast<const float*>(q), static_cast<const float*>(kv), o_lse, planes,
+                                                           rows_q, rows_k, dim, causal, scale, offset);
   return static_cast<int>(cudaGetLastError());
 }
 
@@ -237,12 +238,17 @@ int launch_attn_bwd(const float* bundle, const void* kv, bool kv_bf16, float* dq
   const size_t qrows = size_t{planes} * rows_q, krows = size_t{planes} * rows_k;
   if (kv_bf16) {
     const auto* k = static_cast<const __nv_bfloat16*>(kv);
-    if (qrows) attn_bwd_dq<__nv_bfloat16><<<blocks(qrows), 32 * kWarps, sm, st>>>(bundle, k, dq, planes, rows_q, rows_k, dim, causal, scale, offset);
-    if (krows) attn_bwd_dkv<__nv_bfloat16><<<blocks(krows), 32 * kWarps, sm, st>>>(bundle, k, dkv, planes, rows_q, rows_k, dim, causal, scale, offset);
+    if (qrows)
+      attn_bwd_dq<__nv_bfloat16><<<blocks(qrows), 32 * kWarps, sm, st>>>(bundle, k, dq, planes, rows_q, rows_k, dim, causal, scale, offset);
+    if (krows)
+      attn_bwd_dkv<__nv_bfloat16>
+          <<<blocks(krows), 32 * kWarps, sm, st>>>(bundle, k, dkv, planes, rows_q, rows_k, dim, causal, scale, offset);
   } else {
     const auto* k = static_cast<const float*>(kv);
-    if (qrows) attn_bwd_dq<float><<<blocks(qrows), 32 * kWarps, sm, st>>>(bundle, k, dq, planes, rows_q, rows_k, dim, causal, scale, offset);
-    if (krows) attn_bwd_dkv<float><<<blocks(krows), 32 * kWarps, sm, st>>>(bundle, k, dkv, planes, rows_q, rows_k, dim, causal, scale, offset);
+    if (qrows)
+      attn_bwd_dq<float><<<blocks(qrows), 32 * kWarps, sm, st>>>(bundle, k, dq, planes, rows_q, rows_k, dim, causal, scale, offset);
+    if (krows)
+      attn_bwd_dkv<float><<<blocks(krows), 32 * kWarps, sm, st>>>(bundle, k, dkv, planes, rows_q, rows_k, dim, causal, scale, offset);
   }
   return static_cast<int>(cudaGetLastError());
 }

@@ -18,8 +18,8 @@ constexpr uint32_t kAttnMaxDim = 256;
 
 // o_lse (planes × rows_q × (dim + 1) floats) ⊕= softmax(scale·q·kᵀ)·v. q, kv are fp32, or bf16
 // (uint16 storage) when bf16.
-int launch_attn_fwd(const void* q, const void* kv, float* o_lse, bool bf16, uint32_t planes, uint32_t rows_q, uint32_t rows_k,
-                    uint32_t dim, bool causal, float scale, int64_t offset, void* stream);
+int launch_attn_fwd(const void* q, const void* kv, float* o_lse, bool bf16, uint32_t planes, uint32_t rows_q, uint32_t rows_k, uint32_t dim,
+                    bool causal, float scale, int64_t offset, void* stream);
 
 // acc ⊕= part over `rows` O|lse rows of dim + 1 floats.
 int launch_attn_merge(float* acc, const float* part, size_t rows, uint32_t dim, void* stream);

@@ -23,8 +23,8 @@ __device__ inline void store_p(__nv_bfloat16* p, size_t i, float v) { p[i] = __f
 // One warp per query row of the slab: the row's scores s (rows_k, contiguous), masked, become
 // p = exp(s − m) in P; m and l = Σp go to ml.
 template <class TP>
-__global__ void softmax_rows(const float* s, TP* p, float* __restrict__ ml, uint32_t planes, uint32_t slab,
-                             uint32_t ns, uint32_t row0, uint32_t rows_k, bool causal, int64_t offset) {
+__global__ void softmax_rows(const float* s, TP* p, float* __restrict__ ml, uint32_t planes, uint32_t slab, uint32_t ns, uint32_t row0,
+                             uint32_t rows_k, bool causal, int64_t offset) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const size_t row = size_t{blockIdx.x} * kWarps + warp;  // over planes × ns
   if (row >= size_t{planes} * ns) return;
@@ -71,8 +71,8 @@ size_t align256(size_t n) { return (n + 255) / 256 * 256; }
 // byte lse_at). With fp32 inputs P and dS overwrite S and dP (p_out = s, ds_out = dp).
 template <class TP>
 __global__ void bwd_probs(const float* s, const float* dp, TP* p_out, TP* ds_out, const unsigned char* __restrict__ bundle,
-                          size_t row_bytes, size_t lse_at, uint32_t planes, uint32_t slab, uint32_t ns, uint32_t row0,
-                          uint32_t rows_q, uint32_t rows_k, bool causal, int64_t offset) {
+                          size_t row_bytes, size_t lse_at, uint32_t planes, uint32_t slab, uint32_t ns, uint32_t row0, uint32_t rows_q,
+                          uint32_t rows_k, bool causal, int64_t offset) {
   const size_t n = size_t{planes} * ns * rows_k;
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
     const size_t u = i % rows_k, rr = i / rows_k, plane = rr / ns, r = rr % ns;
@@ -150,7 +150,8 @@ bool attn_gemm_handle(void** handle, std::string& err) {
   const CublasApi& a = cublas_api();
   if (!a.why.empty()) return err = a.why, false;
   cublasHandle_t h = nullptr;
-  if (cublasStatus_t c = a.create(&h); c != CUBLAS_STATUS_SUCCESS) return err = "cublasCreate: status " + std::to_string(static_cast<int>(c)), false;
+  if (cublasStatus_t c = a.create(&h); c != CUBLAS_STATUS_SUCCESS)
+    return err = "cublasCreate: status " + std::to_string(static_cast<int>(c)), false;
   *handle = h;
   return true;
 }
@@ -197,8 +198,8 @@ int launch_attn_fwd_gemm(void* cublas, void* workspace, uint32_t slab, const voi
     const uint32_t ns = std::min(slab, rows_q - row0);
     // Column-major view of row-major data: Sᵀ (rows_k × ns) = K (rows_k × dim) · Qᵀ (dim × ns).
     cublasStatus_t c = gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows_k), static_cast<int>(ns), static_cast<int>(dim), &scale, K,
-                            static_cast<int>(dim), s_kv, static_cast<const unsigned char*>(q) + size_t{row0} * dim * es, static_cast<int>(dim),
-                            s_q, &zero, s, static_cast<int>(rows_k), s_s, in, planes);
+                            static_cast<int>(dim), s_kv, static_cast<const unsigned char*>(q) + size_t{row0} * dim * es,
+                            static_cast<int>(dim), s_q, &zero, s, static_cast<int>(rows_k), s_s, in, planes);
     if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
     const unsigned blocks = static_cast<unsigned>((size_t{planes} * ns + kWarps - 1) / kWarps);
     if (bf16) softmax_rows<<<blocks, kWarps * 32, 0, st>>>(s, pb, ml, planes, slab, ns, row0, rows_k, causal, offset);
@@ -266,22 +267,27 @@ int launch_attn_bwd_gemm(void* cublas, void* workspace, uint32_t slab, const voi
     // Column-major views of row-major data throughout. Sᵀ (rows_k × ns) = scale · K · Qᵀ.
     cublasStatus_t c = gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, m_k, n, m_d, &scale, K, m_d, s_kv, Q, ld, s_b, &zero, s, m_k, s_s, in, planes);
     // dPᵀ (rows_k × ns) = V · dOᵀ.
-    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, m_k, n, m_d, &one, V, m_d, s_kv, dO, ld, s_b, &zero, dp, m_k, s_s, in, planes);
+    if (c == CUBLAS_STATUS_SUCCESS)
+      c = gemm(h, CUBLAS_OP_T, CUBLAS_OP_N, m_k, n, m_d, &one, V, m_d, s_kv, dO, ld, s_b, &zero, dp, m_k, s_s, in, planes);
     if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
     const size_t cells = size_t{planes} * ns * rows_k;
     const unsigned blocks = static_cast<unsigned>(std::min<size_t>((cells + 255) / 256, 8192));
     if (bf16)
-      bwd_probs<<<blocks, 256, 0, st>>>(s, dp, static_cast<__nv_bfloat16*>(p), static_cast<__nv_bfloat16*>(ds), B, row_bytes, 2 * size_t{dim} * es,
-                                        planes, slab, ns, row0, rows_q, rows_k, causal, offset);
+      bwd_probs<<<blocks, 256, 0, st>>>(s, dp, static_cast<__nv_bfloat16*>(p), static_cast<__nv_bfloat16*>(ds), B, row_bytes,
+                                        2 * size_t{dim} * es, planes, slab, ns, row0, rows_q, rows_k, causal, offset);
     else
-      bwd_probs<<<blocks, 256, 0, st>>>(s, dp, s, dp, B, row_bytes, 2 * size_t{dim} * es, planes, slab, ns, row0, rows_q, rows_k, causal, offset);
+      bwd_probs<<<blocks, 256, 0, st>>>(s, dp, s, dp, B, row_bytes, 2 * size_t{dim} * es, planes, slab, ns, row0, rows_q, rows_k, causal,
+                                        offset);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return static_cast<int>(e);
     // dQᵀ (dim × ns) += scale · Kᵀ · dSᵀ, into the slab's rows of dq.
-    c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_d, n, m_k, &scale, K, m_d, s_kv, ds, m_k, s_s, &one, dq + size_t{row0} * dim, m_d, s_q, in, planes);
+    c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m_d, n, m_k, &scale, K, m_d, s_kv, ds, m_k, s_s, &one, dq + size_t{row0} * dim, m_d, s_q, in,
+             planes);
     // dKᵀ (dim × rows_k) += scale · Qᵀ · dS.
-    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &scale, Q, ld, s_b, ds, m_k, s_s, &one, dK, m_d, s_kv, in, planes);
+    if (c == CUBLAS_STATUS_SUCCESS)
+      c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &scale, Q, ld, s_b, ds, m_k, s_s, &one, dK, m_d, s_kv, in, planes);
     // dVᵀ (dim × rows_k) += dOᵀ · P.
-    if (c == CUBLAS_STATUS_SUCCESS) c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &one, dO, ld, s_b, p, m_k, s_s, &one, dV, m_d, s_kv, in, planes);
+    if (c == CUBLAS_STATUS_SUCCESS)
+      c = gemm(h, CUBLAS_OP_N, CUBLAS_OP_T, m_d, m_k, n, &one, dO, ld, s_b, p, m_k, s_s, &one, dV, m_d, s_kv, in, planes);
     if (c != CUBLAS_STATUS_SUCCESS) return 10000 + static_cast<int>(c);
   }
   return 0;

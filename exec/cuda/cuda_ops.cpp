@@ -104,8 +104,8 @@ bool CudaOps::attention_tile(const AttentionTile& t, std::string& err) {
     if (!cublas_ && !attn_gemm_handle(&cublas_, err)) return false;
     const uint32_t slab = attn_gemm_bwd_slab(planes, t.rows_q, t.rows_k, t.bf16);
     if (!grow(gemm_ws_, gemm_ws_bytes_, attn_gemm_bwd_workspace(planes, slab, t.rows_k, t.bf16), err)) return false;
-    rc = launch_attn_bwd_gemm(cublas_, gemm_ws_, slab, t.q, t.kv, reinterpret_cast<float*>(t.out0), reinterpret_cast<float*>(t.out1), t.bf16,
-                              planes, t.rows_q, t.rows_k, t.dim, t.causal, t.scale, 0, st);
+    rc = launch_attn_bwd_gemm(cublas_, gemm_ws_, slab, t.q, t.kv, reinterpret_cast<float*>(t.out0), reinterpret_cast<float*>(t.out1),
+                              t.bf16, planes, t.rows_q, t.rows_k, t.dim, t.causal, t.scale, 0, st);
     if (rc >= 10000) return err = "the cuBLAS attention backward: cuBLAS status " + std::to_string(rc - 10000), false;
     return ok(static_cast<cudaError_t>(rc), "the cuBLAS attention backward", err) && settle(err);
   }
@@ -126,8 +126,8 @@ bool CudaOps::attention_tile(const AttentionTile& t, std::string& err) {
 }
 
 bool CudaOps::attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) {
-  return ok(static_cast<cudaError_t>(launch_attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part), rows, dim,
-                                                       cur().handle())),
+  return ok(static_cast<cudaError_t>(
+                launch_attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part), rows, dim, cur().handle())),
             "the attention merge kernel", err) &&
          settle(err);
 }

@@ -9,12 +9,15 @@
 namespace sg::cuda {
 
 // The launchers number types and operators as core does.
-static_assert(static_cast<int>(DevType::F16) == static_cast<int>(DType::F16) && static_cast<int>(DevType::BF16) == static_cast<int>(DType::BF16) &&
-              static_cast<int>(DevType::F32) == static_cast<int>(DType::F32) && static_cast<int>(DevType::F64) == static_cast<int>(DType::F64) &&
-              static_cast<int>(DevType::I8) == static_cast<int>(DType::I8) && static_cast<int>(DevType::I32) == static_cast<int>(DType::I32) &&
-              static_cast<int>(DevType::I64) == static_cast<int>(DType::I64) && static_cast<int>(DevType::U8) == static_cast<int>(DType::U8));
-static_assert(static_cast<int>(DevOp::Sum) == static_cast<int>(ReduceOp::Sum) && static_cast<int>(DevOp::Max) == static_cast<int>(ReduceOp::Max) &&
-              static_cast<int>(DevOp::Min) == static_cast<int>(ReduceOp::Min) && static_cast<int>(DevOp::Prod) == static_cast<int>(ReduceOp::Prod));
+static_assert(
+    static_cast<int>(DevType::F16) == static_cast<int>(DType::F16) && static_cast<int>(DevType::BF16) == static_cast<int>(DType::BF16) &&
+    static_cast<int>(DevType::F32) == static_cast<int>(DType::F32) && static_cast<int>(DevType::F64) == static_cast<int>(DType::F64) &&
+    static_cast<int>(DevType::I8) == static_cast<int>(DType::I8) && static_cast<int>(DevType::I32) == static_cast<int>(DType::I32) &&
+    static_cast<int>(DevType::I64) == static_cast<int>(DType::I64) && static_cast<int>(DevType::U8) == static_cast<int>(DType::U8));
+static_assert(static_cast<int>(DevOp::Sum) == static_cast<int>(ReduceOp::Sum) &&
+              static_cast<int>(DevOp::Max) == static_cast<int>(ReduceOp::Max) &&
+              static_cast<int>(DevOp::Min) == static_cast<int>(ReduceOp::Min) &&
+              static_cast<int>(DevOp::Prod) == static_cast<int>(ReduceOp::Prod));
 
 namespace {
 
@@ -105,10 +108,12 @@ bool device_fill(DType t, void* dst, size_t n, uint32_t buf, uint32_t rank, uint
 }
 
 bool copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err) {
-  return ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream.handle())), "cudaMemcpyAsync H2D", err);
+  return ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream.handle())), "cudaMemcpyAsync H2D",
+            err);
 }
 bool copy_to_host(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err) {
-  return ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream.handle())), "cudaMemcpyAsync D2H", err);
+  return ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream.handle())), "cudaMemcpyAsync D2H",
+            err);
 }
 bool copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err) {
   return ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream.handle())), "cudaMemcpyAsync D2D",

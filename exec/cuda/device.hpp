@@ -16,9 +16,9 @@
 namespace sg::cuda {
 
 struct DeviceProbe {
-  int count = 0;                    // 0 when there is no usable device
-  std::string reason;               // why none: "cudaGetDeviceCount: cudaErrorNoDevice (no CUDA-capable device is detected)"
-  std::vector<std::string> names;   // per device: "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"
+  int count = 0;                   // 0 when there is no usable device
+  std::string reason;              // why none: "cudaGetDeviceCount: cudaErrorNoDevice (no CUDA-capable device is detected)"
+  std::vector<std::string> names;  // per device: "NVIDIA H100 80GB HBM3 (sm_90, 79.1 GiB)"
 };
 DeviceProbe probe_devices();
 

@@ -111,11 +111,13 @@ bool NcclComm::group_end(double timeout_s, std::string& err) {
 }
 
 bool NcclComm::send(const unsigned char* p, size_t bytes, uint32_t peer, std::string& err) {
-  return nccl_ok(ncclSend(p, bytes, ncclUint8, static_cast<int>(peer), as_comm(world_), as_stream(stream_)), "ncclSend", err, as_comm(world_));
+  return nccl_ok(ncclSend(p, bytes, ncclUint8, static_cast<int>(peer), as_comm(world_), as_stream(stream_)), "ncclSend", err,
+                 as_comm(world_));
 }
 
 bool NcclComm::recv(unsigned char* p, size_t bytes, uint32_t peer, std::string& err) {
-  return nccl_ok(ncclRecv(p, bytes, ncclUint8, static_cast<int>(peer), as_comm(world_), as_stream(stream_)), "ncclRecv", err, as_comm(world_));
+  return nccl_ok(ncclRecv(p, bytes, ncclUint8, static_cast<int>(peer), as_comm(world_), as_stream(stream_)), "ncclRecv", err,
+                 as_comm(world_));
 }
 
 bool NcclComm::collective(const Coll& c, std::string& err) {

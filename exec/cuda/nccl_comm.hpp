@@ -5,8 +5,8 @@
 // NCCL's blocking groups cannot deadlock (core/graph/stream_order.hpp). Knows core/ only; MPI
 // stays in the command.
 #pragma once
-#include <string>
 #include <map>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -39,10 +39,10 @@ class NcclComm final : public StreamComm {
   // Communicators by group (start, count, stride): one per group for the whole command, whatever
   // the number of executors (a --sweep makes one per size).
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, int> made_;
-  void* world_ = nullptr;            // ncclComm_t
-  std::vector<void*> comms_;         // per add_group: ncclComm_t, or null where not a member
+  void* world_ = nullptr;     // ncclComm_t
+  std::vector<void*> comms_;  // per add_group: ncclComm_t, or null where not a member
   void* stream_ = nullptr;
-  void* scratch_ = nullptr;          // a float on the device for barriers
+  void* scratch_ = nullptr;  // a float on the device for barriers
   std::string name_ = "NCCL";
 };
 

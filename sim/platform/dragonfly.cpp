@@ -89,9 +89,9 @@ class DragonflyBuilder final : public Builder {
 };
 
 bool DragonflyBuilder::build() {
-  if (!check_keys({"groups", "chassis", "routers", "nodes", "blue", "black", "green", "bw", "lat", "speed", "loopback",
-                   "loopback_lat", "model"},
-                  false))
+  if (!check_keys(
+          {"groups", "chassis", "routers", "nodes", "blue", "black", "green", "bw", "lat", "speed", "loopback", "loopback_lat", "model"},
+          false))
     return false;
   auto& d = p_.dragonfly;
   uint64_t g = 0, c = 1, r = 0, n = 2, blue = 1, black = 1, green = 1;
@@ -115,9 +115,7 @@ bool DragonflyBuilder::build() {
   uint64_t hosts = g * c * r * n;
   if (!bw("bw", "100Gbps", d.bw) || !time("lat", "1us", d.lat)) return false;
   if (!common(1e12, d.bw) || !enough_hosts(hosts)) return false;
-  if (!not_too_many_links(hosts + 2 * (g * c * r * n + g * c * r * (r - 1) / 2 + g * r * c * (c - 1) / 2 +
-                                       g * (g - 1) / 2)))
-    return false;
+  if (!not_too_many_links(hosts + 2 * (g * c * r * n + g * c * r * (r - 1) / 2 + g * r * c * (c - 1) / 2 + g * (g - 1) / 2))) return false;
   d.groups = static_cast<uint32_t>(g);
   d.chassis = static_cast<uint32_t>(c);
   d.routers = static_cast<uint32_t>(r);
@@ -125,10 +123,8 @@ bool DragonflyBuilder::build() {
   d.blue = static_cast<uint32_t>(blue);
   d.black = static_cast<uint32_t>(black);
   d.green = static_cast<uint32_t>(green);
-  Parts parts = {{"groups", std::to_string(g)},
-                 {"chassis", std::to_string(c)},
-                 {"routers", std::to_string(r)},
-                 {"nodes", std::to_string(n)}};
+  Parts parts = {
+      {"groups", std::to_string(g)}, {"chassis", std::to_string(c)}, {"routers", std::to_string(r)}, {"nodes", std::to_string(n)}};
   for (const char* k : {"blue", "black", "green"}) add_given(parts, k);
   parts.emplace_back("bw", given_or("bw", "100Gbps"));
   parts.emplace_back("lat", given_or("lat", "1us"));
@@ -227,9 +223,7 @@ bool DragonflyBuilder::build() {
 
 }  // namespace
 
-bool dragonfly_parse(const std::string& name, Spec& s, Platform& p, std::string& err) {
-  return DragonflyBuilder(name, s, p, err).build();
-}
+bool dragonfly_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return DragonflyBuilder(name, s, p, err).build(); }
 
 void dragonfly_describe(const Platform& p, std::string& s) { describe_hops(s, p.dragonfly.bw, p.dragonfly.lat); }
 

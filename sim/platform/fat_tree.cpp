@@ -84,9 +84,9 @@ class FatTreeBuilder final : public Builder {
 };
 
 bool FatTreeBuilder::build() {
-  if (!check_keys({"levels", "down", "up", "links", "leaves", "per_leaf", "oversub", "bw", "lat", "speed", "loopback",
-                   "loopback_lat", "model"},
-                  false))
+  if (!check_keys(
+          {"levels", "down", "up", "links", "leaves", "per_leaf", "oversub", "bw", "lat", "speed", "loopback", "loopback_lat", "model"},
+          false))
     return false;
   auto& ft = p_.fat_tree;
   bool general = has("levels") || has("down") || has("up") || has("links");
@@ -100,19 +100,14 @@ bool FatTreeBuilder::build() {
     uint64_t levels = ft.down.size();
     bool given = false;
     if (!count("levels", levels, given)) return false;
-    if (levels != ft.down.size())
-      return fail_key("levels", "down= has " + std::to_string(ft.down.size()) + " entries");
+    if (levels != ft.down.size()) return fail_key("levels", "down= has " + std::to_string(ft.down.size()) + " entries");
     ft.up.assign(levels, 1);
     ft.links.assign(levels, 1);
     if (has("up") && !list("up", ft.up)) return false;
     if (has("links") && !list("links", ft.links)) return false;
     if (ft.up.size() != levels) return fail_key("up", "needs " + std::to_string(levels) + " entries, one per level");
-    if (ft.links.size() != levels)
-      return fail_key("links", "needs " + std::to_string(levels) + " entries, one per level");
-    sized = {{"levels", std::to_string(levels)},
-             {"down", join_list(ft.down)},
-             {"up", join_list(ft.up)},
-             {"links", join_list(ft.links)}};
+    if (ft.links.size() != levels) return fail_key("links", "needs " + std::to_string(levels) + " entries, one per level");
+    sized = {{"levels", std::to_string(levels)}, {"down", join_list(ft.down)}, {"up", join_list(ft.up)}, {"links", join_list(ft.links)}};
   } else {
     uint64_t per_leaf = 16, leaves = 0;
     bool g1 = false, g2 = false;
@@ -269,9 +264,7 @@ bool FatTreeBuilder::build() {
 
 }  // namespace
 
-bool fat_tree_parse(const std::string& name, Spec& s, Platform& p, std::string& err) {
-  return FatTreeBuilder(name, s, p, err).build();
-}
+bool fat_tree_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return FatTreeBuilder(name, s, p, err).build(); }
 
 void fat_tree_describe(const Platform& p, std::string& s) { describe_hops(s, p.fat_tree.bw, p.fat_tree.lat); }
 

@@ -158,14 +158,10 @@ class Builder {
     if (has("model")) {
       std::string m = s_.given.at("model");
       std::transform(m.begin(), m.end(), m.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (m == "ideal")
-        p_.model = NetModel::Ideal;
-      else if (m == "lv08" || m == "default")
-        p_.model = NetModel::Lv08;
-      else if (m == "cm02")
-        p_.model = NetModel::Cm02;
-      else
-        return fail_key("model", "unknown model (ideal, lv08 or cm02)");
+      if (m == "ideal") p_.model = NetModel::Ideal;
+      else if (m == "lv08" || m == "default") p_.model = NetModel::Lv08;
+      else if (m == "cm02") p_.model = NetModel::Cm02;
+      else return fail_key("model", "unknown model (ideal, lv08 or cm02)");
     }
     return true;
   }
@@ -199,9 +195,7 @@ class Builder {
     p_.links.push_back(LinkInfo{std::move(name), bw, lat, shared});
     return static_cast<uint32_t>(p_.links.size() - 1);
   }
-  uint32_t add_loopback(uint32_t host) {
-    return add_link(p_.host_name(host) + "_loopback", p_.loopback_bw, p_.loopback_lat, false);
-  }
+  uint32_t add_loopback(uint32_t host) { return add_link(p_.host_name(host) + "_loopback", p_.loopback_bw, p_.loopback_lat, false); }
   // A split-duplex link: name_UP then name_DOWN; returns the UP id (DOWN is +1).
   uint32_t add_duplex(const std::string& name, double bw, double lat) {
     uint32_t up = add_link(name + "_UP", bw, lat);
@@ -212,16 +206,14 @@ class Builder {
   bool enough_hosts(uint64_t hosts) {
     if (hosts > kMaxHosts) return fail(std::to_string(hosts) + " hosts is too many");
     if (hosts < p_.ranks)
-      return fail(std::to_string(hosts) + " hosts, but " + std::to_string(p_.ranks) + " ranks need " +
-                  std::to_string(p_.ranks));
+      return fail(std::to_string(hosts) + " hosts, but " + std::to_string(p_.ranks) + " ranks need " + std::to_string(p_.ranks));
     p_.hosts = static_cast<uint32_t>(hosts);
     return true;
   }
 
   bool not_too_many_links(uint64_t n) {
     if (n <= kMaxLinks) return true;
-    return fail("these sizes make " + std::to_string(n) + " links (at most " + std::to_string(kMaxLinks) +
-                "); give smaller sizes");
+    return fail("these sizes make " + std::to_string(n) + " links (at most " + std::to_string(kMaxLinks) + "); give smaller sizes");
   }
 
  protected:  // each kind's builder (sim/platform/<kind>.cpp) derives from this one
@@ -250,10 +242,10 @@ using ZoneFn = void(Platform& p, simgrid::s4u::Engine& e, std::vector<simgrid::s
 
 struct Kind {
   PlatformKind kind;
-  const char* name;                 // kind_name(); the KIND of a spec and of the normalised spec
-  std::vector<std::string> also{};  // other spellings of KIND a spec may use
-  const char* listed_as = nullptr;  // how "unknown platform" names it (nullptr: its name)
-  ParseFn* parse = nullptr;         // written KIND[:ITEMS] (the generated kinds)
+  const char* name;                     // kind_name(); the KIND of a spec and of the normalised spec
+  std::vector<std::string> also{};      // other spellings of KIND a spec may use
+  const char* listed_as = nullptr;      // how "unknown platform" names it (nullptr: its name)
+  ParseFn* parse = nullptr;             // written KIND[:ITEMS] (the generated kinds)
   ParseWholeFn* parse_whole = nullptr;  // written otherwise (tried first, in table order)
   DescribeFn* describe = nullptr;
   HostNameFn* host_name = nullptr;  // nullptr: host-<h>

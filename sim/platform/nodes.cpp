@@ -42,9 +42,7 @@ class NodesBuilder final : public Builder {
 };
 
 bool NodesBuilder::build() {
-  if (!check_keys({"count", "gpus", "nics", "nvlink", "nvlink_lat", "nic", "nic_lat", "speed", "loopback",
-                   "loopback_lat", "model"},
-                  false))
+  if (!check_keys({"count", "gpus", "nics", "nvlink", "nvlink_lat", "nic", "nic_lat", "speed", "loopback", "loopback_lat", "model"}, false))
     return false;
   auto& nd = p_.nodes;
   uint64_t gpus = 8, count_ = 0, nics = 0;
@@ -55,11 +53,10 @@ bool NodesBuilder::build() {
     return fail_key("nics", "must divide gpus=" + std::to_string(gpus) + " (GPU g uses NIC g / (gpus / nics))");
   if (!hc) count_ = cdiv(std::max<uint32_t>(p_.ranks, 1), gpus);
   if (count_ * gpus > kMaxHosts) return fail("too many GPUs");
-  if (!bw("nvlink", "450GBps", nd.nvlink) || !bw("nic", "400Gbps", nd.nic) ||
-      !time("nvlink_lat", "1us", nd.nvlink_lat) || !time("nic_lat", "2us", nd.nic_lat))
+  if (!bw("nvlink", "450GBps", nd.nvlink) || !bw("nic", "400Gbps", nd.nic) || !time("nvlink_lat", "1us", nd.nvlink_lat) ||
+      !time("nic_lat", "2us", nd.nic_lat))
     return false;
-  if (!common(1e15, nd.nvlink) || !enough_hosts(count_ * gpus) || !not_too_many_links(count_ * (3 * gpus + 2 * nics)))
-    return false;
+  if (!common(1e15, nd.nvlink) || !enough_hosts(count_ * gpus) || !not_too_many_links(count_ * (3 * gpus + 2 * nics))) return false;
   nd.count = static_cast<uint32_t>(count_);
   nd.gpus = static_cast<uint32_t>(gpus);
   nd.nics = static_cast<uint32_t>(nics);
@@ -92,9 +89,7 @@ bool NodesBuilder::build() {
 
 }  // namespace
 
-bool nodes_parse(const std::string& name, Spec& s, Platform& p, std::string& err) {
-  return NodesBuilder(name, s, p, err).build();
-}
+bool nodes_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return NodesBuilder(name, s, p, err).build(); }
 
 void nodes_describe(const Platform& p, std::string& s) {
   s += " GPUs";

@@ -18,8 +18,7 @@ void nodes_zone(Platform& p, s4u::Engine& e, std::vector<s4u::Host*>& out) {
       hosts[h] = zone->create_host(p.host_name(h), p.speed);
       nvlink[h] = make_duplex(zone, p.host_name(h) + "_nvlink", nd.nvlink, nd.nvlink_lat / 2);
       s4u::Link* lb = make_loopback(zone, p, h);
-      zone->add_route(hosts[h]->get_netpoint(), hosts[h]->get_netpoint(), nullptr, nullptr, {s4u::LinkInRoute(lb)},
-                      false);
+      zone->add_route(hosts[h]->get_netpoint(), hosts[h]->get_netpoint(), nullptr, nullptr, {s4u::LinkInRoute(lb)}, false);
     }
     std::vector<s4u::SplitDuplexLink*> nics(nd.nics);
     for (uint32_t k = 0; k < nd.nics; k++) {

@@ -14,8 +14,7 @@ void star_zone(Platform& p, s4u::Engine& e, std::vector<s4u::Host*>& out) {
     // Full duplex: one SimGrid split-duplex link per host, lat/2 each way, so up + down = lat.
     s4u::SplitDuplexLink* l = make_duplex(zone, p.host_name(h) + "_link", p.star.bw, p.star.lat / 2);
     s4u::Link* lb = make_loopback(zone, p, h);
-    zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr,
-                    {s4u::LinkInRoute(l, s4u::LinkInRoute::Direction::UP)}, true);
+    zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, {s4u::LinkInRoute(l, s4u::LinkInRoute::Direction::UP)}, true);
     zone->add_route(host->get_netpoint(), host->get_netpoint(), nullptr, nullptr, {s4u::LinkInRoute(lb)}, false);
   }
   zone->seal();

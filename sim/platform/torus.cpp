@@ -32,14 +32,11 @@ struct TorusRouting final : Routing {
         if ((current / dim_product) % cur_dim != (b / dim_product) % cur_dim) {
           // The direction is decided from the source's coordinate, as SimGrid does.
           const uint64_t my = (a / prefix[j]) % cur_dim, target = (b / prefix[j]) % cur_dim;
-          if ((target > my && target <= my + cur_dim / 2) ||
-              (my > cur_dim / 2 && (my + cur_dim / 2) % cur_dim >= target)) {
-            next = (current / dim_product) % cur_dim == cur_dim - 1 ? current + dim_product - dim_product * cur_dim
-                                                                      : current + dim_product;
+          if ((target > my && target <= my + cur_dim / 2) || (my > cur_dim / 2 && (my + cur_dim / 2) % cur_dim >= target)) {
+            next = (current / dim_product) % cur_dim == cur_dim - 1 ? current + dim_product - dim_product * cur_dim : current + dim_product;
             link = current * stride() + 1 + 2 * j;  // the current node's link, up
           } else {
-            next = (current / dim_product) % cur_dim == 0 ? current - dim_product + dim_product * cur_dim
-                                                          : current - dim_product;
+            next = (current / dim_product) % cur_dim == 0 ? current - dim_product + dim_product * cur_dim : current - dim_product;
             link = next * stride() + 2 + 2 * j;  // the next node's link, down
           }
           break;
@@ -104,8 +101,7 @@ bool TorusBuilder::build() {
     if (hosts > kMaxHosts) return fail("too many hosts");
   }
   if (!bw("bw", "100Gbps", t.bw) || !time("lat", "1us", t.lat)) return false;
-  if (!common(1e12, t.bw) || !enough_hosts(hosts) || !not_too_many_links(hosts * (1 + 2 * t.dims.size())))
-    return false;
+  if (!common(1e12, t.bw) || !enough_hosts(hosts) || !not_too_many_links(hosts * (1 + 2 * t.dims.size()))) return false;
   normalise({{"", join_list(t.dims)}, {"bw", given_or("bw", "100Gbps")}, {"lat", given_or("lat", "1us")}});
   auto r = std::make_shared<detail::TorusRouting>();
   r->dims.assign(t.dims.begin(), t.dims.end());
@@ -134,9 +130,7 @@ bool TorusBuilder::build() {
 
 }  // namespace
 
-bool torus_parse(const std::string& name, Spec& s, Platform& p, std::string& err) {
-  return TorusBuilder(name, s, p, err).build();
-}
+bool torus_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return TorusBuilder(name, s, p, err).build(); }
 
 void torus_describe(const Platform& p, std::string& s) { describe_hops(s, p.torus.bw, p.torus.lat); }
 

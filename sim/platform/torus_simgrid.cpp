@@ -8,8 +8,7 @@ ZoneFn torus_zone;
 
 void torus_zone(Platform& p, s4u::Engine& e, std::vector<s4u::Host*>& out) {
   std::vector<unsigned long> dims(p.torus.dims.begin(), p.torus.dims.end());
-  s4u::create_torus_zone("torus", nullptr, dims, cluster_callbacks(p), p.torus.bw, p.torus.lat,
-                         s4u::Link::SharingPolicy::SPLITDUPLEX)
+  s4u::create_torus_zone("torus", nullptr, dims, cluster_callbacks(p), p.torus.bw, p.torus.lat, s4u::Link::SharingPolicy::SPLITDUPLEX)
       ->seal();
   hosts_by_name(p, e, out);
 }

@@ -24,8 +24,7 @@ struct TableRouting final : Routing {
   std::vector<uint32_t> ids;
   void route(uint32_t a, uint32_t b, std::vector<uint32_t>& out) const override {
     uint64_t r = static_cast<uint64_t>(a) * hosts + b;
-    out.insert(out.end(), ids.begin() + static_cast<std::ptrdiff_t>(offsets[r]),
-               ids.begin() + static_cast<std::ptrdiff_t>(offsets[r + 1]));
+    out.insert(out.end(), ids.begin() + static_cast<std::ptrdiff_t>(offsets[r]), ids.begin() + static_cast<std::ptrdiff_t>(offsets[r + 1]));
   }
 };
 
@@ -36,18 +35,15 @@ std::optional<bool> xml_parse(const std::string& spec, Platform& p, std::string&
   std::string lower = spec;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
   size_t xml_end = std::string::npos;
-  if (lower.ends_with(".xml"))
-    xml_end = spec.size();
-  else if (size_t x = lower.find(".xml,"); x != std::string::npos)
-    xml_end = x + 4;
+  if (lower.ends_with(".xml")) xml_end = spec.size();
+  else if (size_t x = lower.find(".xml,"); x != std::string::npos) xml_end = x + 4;
   if (xml_end == std::string::npos) return std::nullopt;
   p.xml = trim(spec.substr(0, xml_end));
   Spec s;
   if (xml_end < spec.size() && !split_items(spec.substr(xml_end + 1), s, p.xml, err)) return false;
   for (auto& [k, v] : s.items)
     if (k != "model") {
-      err = p.xml + ": an XML platform takes only model= (its hosts, links and speeds come from the file), not '" + k +
-            "'";
+      err = p.xml + ": an XML platform takes only model= (its hosts, links and speeds come from the file), not '" + k + "'";
       return false;
     }
   Builder b(p.xml, s, p, err);

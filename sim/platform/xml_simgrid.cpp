@@ -56,8 +56,8 @@ void xml_zone(Platform& p, s4u::Engine& e, std::vector<s4u::Host*>& hosts) {
     if (have.insert(h).second) hosts.push_back(h);
   if (hosts.empty()) throw std::runtime_error("platform file " + p.xml + ": no hosts");
   if (hosts.size() < p.ranks)
-    throw std::runtime_error("platform file " + p.xml + ": " + std::to_string(hosts.size()) + " hosts, but " +
-                             std::to_string(p.ranks) + " ranks need " + std::to_string(p.ranks));
+    throw std::runtime_error("platform file " + p.xml + ": " + std::to_string(hosts.size()) + " hosts, but " + std::to_string(p.ranks) +
+                             " ranks need " + std::to_string(p.ranks));
 
   const uint32_t n = static_cast<uint32_t>(hosts.size());
   p.host_names.clear();
@@ -82,8 +82,8 @@ void xml_zone(Platform& p, s4u::Engine& e, std::vector<s4u::Host*>& hosts) {
       for (s4u::Link* l : route) {
         auto [it, fresh] = ids.try_emplace(l, static_cast<uint32_t>(links.size()));
         if (fresh)
-          links.push_back(LinkInfo{l->get_name(), l->get_bandwidth(), l->get_latency(),
-                                   l->get_sharing_policy() != s4u::Link::SharingPolicy::FATPIPE});
+          links.push_back(
+              LinkInfo{l->get_name(), l->get_bandwidth(), l->get_latency(), l->get_sharing_policy() != s4u::Link::SharingPolicy::FATPIPE});
         r.links.push_back(it->second);
       }
     }
@@ -220,8 +220,7 @@ bool resolve_xml_platform(Platform& p, std::string& err) {
   }
   close(fd[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || in.empty()) {
     err = "platform file " + p.xml + ": SimGrid could not load it";
     if (WIFSIGNALED(status)) err += " (it died with signal " + std::to_string(WTERMSIG(status)) + ")";

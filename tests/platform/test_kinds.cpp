@@ -57,11 +57,10 @@ TEST_CASE("errors name the bad key and value", "[platform]") {
 }
 
 TEST_CASE("the normalised spec parses back to the same platform, whatever the rank count", "[platform]") {
-  for (const char* spec :
-       {"star", "star:bw=25GBps,lat=2us,speed=10Tf,model=ideal", "fat-tree:leaves=4,per_leaf=4,oversub=2",
-        "fat-tree:down=4x3,up=1x2,links=1x2", "torus:3x4x2,lat=100ns", "torus", "dragonfly",
-        "dragonfly:groups=3,chassis=2,routers=3,nodes=2,blue=2,black=3,green=4,loopback=1TBps",
-        "nodes:gpus=4,nics=1,nic=200Gbps,model=cm02", default_platform_spec()}) {
+  for (const char* spec : {"star", "star:bw=25GBps,lat=2us,speed=10Tf,model=ideal", "fat-tree:leaves=4,per_leaf=4,oversub=2",
+                           "fat-tree:down=4x3,up=1x2,links=1x2", "torus:3x4x2,lat=100ns", "torus", "dragonfly",
+                           "dragonfly:groups=3,chassis=2,routers=3,nodes=2,blue=2,black=3,green=4,loopback=1TBps",
+                           "nodes:gpus=4,nics=1,nic=200Gbps,model=cm02", default_platform_spec()}) {
     Platform p = parse_ok(spec, 12);
     Platform q = parse_ok(p.spec, 1);
     INFO(spec << " -> " << p.spec);
@@ -80,10 +79,9 @@ TEST_CASE("the normalised spec parses back to the same platform, whatever the ra
 
 TEST_CASE("every route of every generated kind is well formed", "[platform]") {
   for (const char* spec :
-       {"star:hosts=5", "fat-tree:down=4x3,up=1x2", "fat-tree:down=2x2x2,up=1x2x2,links=1x2x1",
-        "fat-tree:down=3x2x2,up=2x2x3,links=2x1x1", "fat-tree:leaves=4,per_leaf=4,oversub=4", "torus:3x4x2",
-        "dragonfly:groups=3,chassis=2,routers=3,nodes=2", "dragonfly:groups=4,chassis=3,routers=4,nodes=1",
-        "nodes:count=3,gpus=4,nics=2"}) {
+       {"star:hosts=5", "fat-tree:down=4x3,up=1x2", "fat-tree:down=2x2x2,up=1x2x2,links=1x2x1", "fat-tree:down=3x2x2,up=2x2x3,links=2x1x1",
+        "fat-tree:leaves=4,per_leaf=4,oversub=4", "torus:3x4x2", "dragonfly:groups=3,chassis=2,routers=3,nodes=2",
+        "dragonfly:groups=4,chassis=3,routers=4,nodes=1", "nodes:count=3,gpus=4,nics=2"}) {
     Platform p = parse_ok(spec, 1);
     INFO(p.spec);
     std::vector<uint32_t> ids;
@@ -157,9 +155,8 @@ TEST_CASE("simgrid: every route is SimGrid's, and a lone message takes latency +
 }
 
 TEST_CASE("simgrid: the non-ideal models' lone message is what lone_message_time says", "[platform][simgrid]") {
-  for (const char* spec : {"star:hosts=3,model=lv08", "star:hosts=3,lat=1ms,model=lv08",
-                           "torus:2x3,lat=2us,bw=10GBps,model=cm02", "torus:3,lat=5ms,model=cm02",
-                           "nodes:count=2,gpus=2,model=lv08"}) {
+  for (const char* spec : {"star:hosts=3,model=lv08", "star:hosts=3,lat=1ms,model=lv08", "torus:2x3,lat=2us,bw=10GBps,model=cm02",
+                           "torus:3,lat=5ms,model=cm02", "nodes:count=2,gpus=2,model=lv08"}) {
     std::string r = in_child([spec]() -> std::string {
       Platform p;
       std::string err;

@@ -14,16 +14,16 @@
 #include <string>
 #include <vector>
 
-#include "sim/platform.hpp"
 #include <unistd.h>
+#include "sim/platform.hpp"
 
 #ifdef STEPGRAPH_HAVE_SIMGRID
+#include <sys/wait.h>
 #include <simgrid/s4u/Actor.hpp>
 #include <simgrid/s4u/Comm.hpp>
 #include <simgrid/s4u/Engine.hpp>
 #include <simgrid/s4u/Host.hpp>
 #include <simgrid/s4u/Link.hpp>
-#include <sys/wait.h>
 
 #include "sim/simgrid_platform.hpp"
 #endif
@@ -133,16 +133,16 @@ inline std::string compare_routes(const Platform& p, const std::vector<s4u::Host
         sg_bw = std::min(sg_bw, l->get_bandwidth());
       }
       if ((mine != theirs || lat != sg_lat || p.route_bw(a, b) != sg_bw) && reported++ < 5)
-        out << p.spec << ": " << a << " -> " << b << ": ours [" << mine << "] " << lat << " s " << p.route_bw(a, b)
-            << " B/s; SimGrid's [" << theirs << "] " << sg_lat << " s " << sg_bw << " B/s\n";
+        out << p.spec << ": " << a << " -> " << b << ": ours [" << mine << "] " << lat << " s " << p.route_bw(a, b) << " B/s; SimGrid's ["
+            << theirs << "] " << sg_lat << " s " << sg_bw << " B/s\n";
     }
   return out.str();
 }
 
 // One message at a time between every host pair (itself included), `bytes` each, in SimGrid;
 // each must take what Platform::lone_message_time says (relative `tol`).
-inline std::string lone_messages(const Platform& p, const std::vector<s4u::Host*>& hosts, const std::vector<double>& sizes,
-                          double tol, std::string* worst = nullptr) {
+inline std::string lone_messages(const Platform& p, const std::vector<s4u::Host*>& hosts, const std::vector<double>& sizes, double tol,
+                                 std::string* worst = nullptr) {
   std::ostringstream out;
   int reported = 0;
   double max_err = 0;
