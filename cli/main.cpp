@@ -13,7 +13,9 @@ namespace {
 
 void add_common(CLI::App* app, sg::cli::Common& c, bool many_ranks) {
   app->add_option("target", c.target, "schedule file (FILE or FILE:SCHEDULE) or a library name")->required();
-  app->add_option("-n,--ranks", c.ranks, many_ranks ? "number of ranks: N, a..b (inclusive), or a,b,c" : "number of ranks")->required();
+  app->add_option("-n,--ranks", c.ranks,
+                  many_ranks ? "number of ranks: N, a..b (every count), a..b:x2 (doubling), a..b:+k, or a,b,c" : "number of ranks")
+      ->required();
   app->add_option("--set", c.sets, "set a schedule parameter, e.g. --set size=1GiB (repeatable)");
   std::string points;  // from the pass table, so that a new pass is listed here too
   for (const auto& p : sg::dump_point_names()) points += p + ", ";
@@ -101,8 +103,11 @@ int main(int argc, char** argv) {
       "simulate schedules on a platform (SimGrid or the analytic LogGP model): time, bandwidth, critical path, traces, sweeps, plots");
   sim->add_option("target", sopts.targets, "schedules: files (FILE or FILE:SCHEDULE) or library names, several for a comparison")
       ->required();
-  sim->add_option("-n,--ranks", sopts.ranks, "rank counts: N, a..b (doubling: a, 2a, 4a, … b) or a,b,c")->required();
-  sim->add_option("--set", sopts.sets, "set a schedule parameter, e.g. --set size=1GiB (repeatable)");
+  sim->add_option("-n,--ranks", sopts.ranks, "rank counts: N, a..b (every count), a..b:x2 (doubling: a, 2a, 4a, … b), a..b:+k, or a,b,c")
+      ->required();
+  sim->add_option("--set", sopts.sets,
+                  "set a schedule parameter, e.g. --set size=1GiB; TARGET:NAME=VALUE for one target (repeatable; with several targets, "
+                  "one that has no parameter NAME leaves it out, with a note)");
   sim->add_option("--max-memory", sopts.max_memory, "refuse instances whose estimated size exceeds this");
   sim->add_option("--platform", sopts.platform,
                   "a generator string (star:…, fat-tree:…, torus:…, dragonfly:…, nodes:…) or a SimGrid .xml file");

@@ -144,11 +144,26 @@ bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::stri
       if (!num(part, v)) return false;
       out.push_back(v);
     } else {
+      // a..b every count; a..b:x2 doubling (a, 2a, 4a, … up to b, and b); a..b:+k in steps of k.
+      std::string hi = part.substr(dots + 2), how;
+      if (auto colon = hi.find(':'); colon != std::string::npos) how = hi.substr(colon + 1), hi = hi.substr(0, colon);
       uint32_t a, b;
-      if (!num(part.substr(0, dots), a) || !num(part.substr(dots + 2), b)) return false;
+      if (!num(part.substr(0, dots), a) || !num(hi, b)) return false;
       if (a > b) return err = "empty range " + part, false;
-      if (b - a > 100000) return err = "range " + part + " is too long", false;
-      for (uint32_t v = a; v <= b; ++v) out.push_back(v);
+      if (how.empty() || how == "+1") {
+        if (b - a > 100000) return err = "range " + part + " is too long", false;
+        for (uint32_t v = a; v <= b; ++v) out.push_back(v);
+      } else if (how == "x2") {
+        for (uint64_t v = a; v <= b; v *= 2) out.push_back(static_cast<uint32_t>(v));
+        if (out.back() != b) out.push_back(b);
+      } else if (how.size() > 1 && how[0] == '+' && how.find_first_not_of("0123456789", 1) == std::string::npos && how.size() < 10 &&
+                 std::stoul(how.substr(1)) > 0) {
+        uint32_t k = static_cast<uint32_t>(std::stoul(how.substr(1)));
+        if ((b - a) / k > 100000) return err = "range " + part + " is too long", false;
+        for (uint64_t v = a; v <= b; v += k) out.push_back(static_cast<uint32_t>(v));
+      } else {
+        return err = "'" + how + "' in " + part + " is not a step (a..b:x2 doubles, a..b:+k steps by k)", false;
+      }
     }
   }
   if (out.empty()) return err = "no rank count", false;

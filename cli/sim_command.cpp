@@ -105,14 +105,23 @@ int parse_algo(const SimOpts& o, PointPlan& plan) {
 
 int plan_points(const SimOpts& o, PointPlan& plan) {
   std::string err;
-  std::vector<uint64_t> ns;
-  if (!parse_geometric(o.ranks, false, ns, err)) return fail("bad -n '" + o.ranks + "': " + err);
-  for (uint64_t n : ns)
-    if (n == 0 || n > 0xfffffffeULL) return fail("bad -n '" + o.ranks + "': rank counts go from 1 to 4294967294");
+  // -n as every command reads it: a..b is every count, a..b:x2 doubles (cli/shared.cpp).
+  std::vector<uint32_t> ns;
+  if (!parse_rank_list(o.ranks, ns, err)) return fail("bad -n '" + o.ranks + "': " + err);
+  // --set NAME=VALUE for every target that declares NAME; TARGET:NAME=VALUE for one target (its
+  // schedule's name or the target as written).
+  struct Set {
+    std::string target, key, value;
+  };
+  std::vector<Set> sets;
   for (const auto& kv : o.sets) {
     auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return fail("--set needs NAME=VALUE, got '" + kv + "'");
-    plan.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())
+      return fail("--set needs NAME=VALUE or TARGET:NAME=VALUE, got '" + kv + "'");
+    std::string key = kv.substr(0, eq), target;
+    if (auto colon = key.rfind(':'); colon != std::string::npos) target = key.substr(0, colon), key = key.substr(colon + 1);
+    if (key.empty() || (target.empty() && kv.find(':') < eq)) return fail("--set needs NAME=VALUE or TARGET:NAME=VALUE, got '" + kv + "'");
+    sets.push_back({target, key, kv.substr(eq + 1)});
   }
   std::vector<uint64_t> values;
   if (!o.sweep.empty()) {
@@ -124,22 +133,51 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
   if (o.max_memory.empty()) plan.max_memory = default_memory_limit();
   else if (!parse_size(o.max_memory, plan.max_memory)) return fail("bad --max-memory '" + o.max_memory + "'");
   // Every target must resolve before anything runs.
+  std::vector<std::unique_ptr<Session>> sessions;
+  std::vector<Target> opened;
   for (const auto& t : o.targets) {
     std::stringstream ss(t);
     std::string one;
     while (std::getline(ss, one, ',')) {
       if (one.empty()) continue;
-      Session s;
-      Target tt = open_target(s, one);
-      if (s.diags.has_errors() || !tt.opened()) {
-        s.diags.print(std::cerr, s.sources);
+      auto s = std::make_unique<Session>();
+      Target tt = open_target(*s, one);
+      if (s->diags.has_errors() || !tt.opened()) {
+        s->diags.print(std::cerr, s->sources);
         return 2;
       }
       plan.targets.push_back(one);
       plan.names.push_back(tt.name());
+      opened.push_back(tt);
+      sessions.push_back(std::move(s));
     }
   }
   if (plan.targets.empty()) return fail("sim needs a schedule (a file, FILE:SCHEDULE or a library name)");
+  // Each target's own values. With several targets a key one of them does not take is left out
+  // for it, with a note (one target: the key goes through, and elaboration says it is unknown).
+  for (const Set& x : sets)
+    if (!x.target.empty() && std::none_of(plan.targets.begin(), plan.targets.end(), [&](const std::string& t) { return t == x.target; }) &&
+        std::none_of(plan.names.begin(), plan.names.end(), [&](const std::string& t) { return t == x.target; }))
+      return fail("--set " + x.target + ":" + x.key + "=" + x.value + ": '" + x.target + "' is not one of the targets");
+  bool several = plan.targets.size() > 1;
+  plan.target_sets.resize(plan.targets.size());
+  plan.sweeps.assign(plan.targets.size(), true);
+  for (size_t t = 0; t < plan.targets.size(); ++t) {
+    for (const Set& x : sets) {
+      if (!x.target.empty() && x.target != plan.targets[t] && x.target != plan.names[t]) continue;
+      if (several && x.target.empty() && !opened[t].declares(x.key)) {
+        std::cerr << "stepgraph: note: --set " << x.key << "=" << x.value << " left out for " << plan.names[t]
+                  << ", which has no parameter " << x.key << "\n";
+        continue;
+      }
+      plan.target_sets[t].emplace_back(x.key, x.value);
+    }
+    if (several && !plan.param.empty() && !opened[t].declares(plan.param)) {
+      std::cerr << "stepgraph: note: --sweep " << plan.param << " left out for " << plan.names[t] << ", which has no parameter "
+                << plan.param << "\n";
+      plan.sweeps[t] = false;
+    }
+  }
   for (size_t t = 0; t < plan.targets.size(); ++t)
     for (uint64_t n : ns) {
       if (values.empty()) plan.points.push_back({t, static_cast<uint32_t>(n), 0, false});
@@ -154,8 +192,8 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
   sim::PointSpec spec;
   spec.target = plan.targets[pt.target];
   spec.n = pt.n;
-  spec.sets = plan.sets;
-  if (pt.has_value) spec.sets.emplace_back(plan.param, std::to_string(pt.value));
+  spec.sets = plan.target_sets[pt.target];
+  if (pt.has_value && plan.sweeps[pt.target]) spec.sets.emplace_back(plan.param, std::to_string(pt.value));
   spec.max_memory = plan.max_memory;
   spec.algo = plan.algo;
   spec.platform = o.platform;

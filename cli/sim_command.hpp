@@ -24,7 +24,9 @@ struct Point {
 struct PointPlan {
   std::vector<std::string> targets;
   std::vector<std::string> names;  // the schedule each target names (for trace file names)
-  std::vector<std::pair<std::string, std::string>> sets;
+  // Per target: the --set values it takes, and whether the swept parameter is one of its own.
+  std::vector<std::vector<std::pair<std::string, std::string>>> target_sets;
+  std::vector<bool> sweeps;
   std::string param;  // the swept parameter ("" if none)
   uint64_t max_memory = 0;
   std::vector<Point> points;

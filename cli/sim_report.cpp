@@ -46,10 +46,14 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     }
     *os << "schedule,ranks," << (plan.param.empty() ? "" : plan.param + ",")
         << "size_bytes,time_s,algbw_GBps,busbw_GBps,messages,bytes,completed,wall_s\n";
+    // Empty where a value means nothing: no time for a run that never finished, no size or
+    // bandwidths for a schedule that is not one collective over every rank.
     for (const auto& r : results) {
-      *os << r.schedule << "," << r.n << "," << (plan.param.empty() ? "" : std::to_string(r.param_value) + ",") << r.size_bytes << ","
-          << fmt("%.9g", r.time_s) << "," << fmt("%.6g", r.algbw) << "," << fmt("%.6g", r.busbw) << "," << r.messages << "," << r.bytes
-          << "," << (r.completed ? 1 : 0) << "," << fmt("%.3f", r.wall_s) << "\n";
+      bool bw = r.completed && r.world;
+      *os << r.schedule << "," << r.n << "," << (plan.param.empty() ? "" : std::to_string(r.param_value) + ",")
+          << (r.world ? std::to_string(r.size_bytes) : "") << "," << (r.completed ? fmt("%.9g", r.time_s) : "") << ","
+          << (bw ? fmt("%.6g", r.algbw) : "") << "," << (bw ? fmt("%.6g", r.busbw) : "") << "," << r.messages << "," << r.bytes << ","
+          << (r.completed ? 1 : 0) << "," << fmt("%.3f", r.wall_s) << "\n";
     }
   }
   if (!o.plot.empty()) {
@@ -72,24 +76,35 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
       std::cout << head << ": " << r.error << "\n";
       return rc;
     }
-    std::cout << head << " on " << r.platform << ", " << r.model << "\n";
+    // The header says the engine and the network model, always.
+    std::cout << head << " on " << r.platform << "; engine " << r.model << ", network model " << r.network_model << "\n";
     if (!r.error.empty()) {
       std::cout << "  error: " << r.error << "\n";
       return rc;
     }
-    std::cout << "  time " << human_time(r.time_s);
-    if (r.size_bytes)
-      std::cout << "   algbw " << fmt("%.2f", r.algbw) << " GB/s   busbw " << fmt("%.2f", r.busbw) << " GB/s   (size "
-                << human_bytes2(static_cast<double>(r.size_bytes)) << ", bus factor " << r.factor_name << ")";
-    std::cout << "\n  " << with_commas(r.messages) << " messages, " << human_bytes2(static_cast<double>(r.bytes)) << "; slowest rank "
-              << r.slowest_rank << " (done at " << human_time(r.slowest_s) << ")\n";
-    if (r.compute_s > 0)
-      std::cout << "  rank " << r.slowest_rank << " computes " << human_time(r.compute_s) << " and communicates " << human_time(r.comm_s)
-                << "; " << human_time(r.overlap_s) << " of it (" << fmt("%.0f", r.comm_s > 0 ? 100 * r.overlap_s / r.comm_s : 0)
-                << "%) hides behind the computation\n";
-    if (!r.completed) {
-      std::cout << "  did not finish:\n" << r.text;
+    if (!r.completed) {  // no time, no bandwidth: it never finished
+      std::cout << "  did not finish: " << with_commas(r.messages) << " messages were sent before every rank stopped\n" << r.text;
     } else {
+      std::cout << "  time " << human_time(r.time_s);
+      if (r.world && r.size_bytes)
+        std::cout << "   algbw " << fmt("%.2f", r.algbw) << " GB/s   busbw " << fmt("%.2f", r.busbw) << " GB/s   (size "
+                  << human_bytes2(static_cast<double>(r.size_bytes)) << ", bus factor " << r.factor_name << ")";
+      if (r.model_flops > 0)
+        std::cout << "   " << fmt("%.1f", r.tflops) << " TFLOP/s of attention (" << fmt("%.1f", r.model_flops / 1e12)
+                  << " TFLOP in FlashAttention's count), MFU " << fmt("%.1f", 100 * r.mfu) << "% of the platform's peak";
+      std::cout << "\n  " << with_commas(r.messages) << " messages, " << human_bytes2(static_cast<double>(r.bytes)) << "; slowest rank "
+                << r.slowest_rank << " (done at " << human_time(r.slowest_s) << ")\n";
+      // The overlap, from the critical path's own segments: what of the slowest rank's
+      // communication the path waited for, and what ran beside it.
+      if (r.compute_s > 0) {
+        double off = std::max(0.0, r.comm_s - r.exposed_s);
+        std::cout << "  the critical path spends " << human_time(r.cp_local_s) << " on local work, " << human_time(r.cp_comm_s)
+                  << " waiting for messages and " << human_time(r.cp_sync_s) << " in waits and collectives\n"
+                  << "  rank " << r.slowest_rank << " computes " << human_time(r.compute_s) << " and has messages in flight for "
+                  << human_time(r.comm_s) << " (" << human_time(r.overlap_s) << " of it while computing); " << human_time(r.exposed_s)
+                  << " of its messages' time is on the critical path, " << human_time(off) << " ("
+                  << fmt("%.0f", r.comm_s > 0 ? 100 * off / r.comm_s : 0) << "%) is hidden\n";
+      }
       std::cout << "  critical path, by statement:\n" << r.text;
       if (!r.links_json.empty()) {
         std::cout << "  busiest links:";
@@ -99,6 +114,10 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
         std::cout << "\n";
       }
     }
+    if (!r.world && !r.expansions.empty())
+      std::cout
+          << "  not one collective over every rank: no algbw or busbw; its collectives, each timed from its first member's start to its "
+             "last member's end:\n";
     for (const auto& e : r.expansions) std::cout << "  collective: " << e << "\n";
     std::cout << "  simulated in " << fmt("%.3f", r.wall_s) << " s (" << with_commas(r.events) << " events)";
     if (!r.trace_file.empty()) std::cout << "; trace: " << r.trace_file << " (open it in https://ui.perfetto.dev)";
@@ -116,15 +135,16 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
       std::printf("%-28s %7u %12s  %s\n", r.schedule.c_str(), r.n, v.c_str(), r.error.c_str());
       continue;
     }
-    std::printf("%-28s %7u %12s %12s %11.2f %11.2f %12s %9.3f%s\n", r.schedule.c_str(), r.n, v.c_str(), human_time(r.time_s).c_str(),
-                r.algbw, r.busbw, with_commas(r.messages).c_str(), r.wall_s,
-                !r.error.empty() ? ("  " + r.error).c_str()
-                : r.completed    ? ""
-                                 : "  deadlock");
+    bool bw = r.completed && r.world;
+    std::printf("%-28s %7u %12s %12s %11s %11s %12s %9.3f%s\n", r.schedule.c_str(), r.n, v.c_str(),
+                r.completed ? human_time(r.time_s).c_str() : "deadlock", bw ? fmt("%.2f", r.algbw).c_str() : "-",
+                bw ? fmt("%.2f", r.busbw).c_str() : "-", with_commas(r.messages).c_str(), r.wall_s,
+                !r.error.empty() ? ("  " + r.error).c_str() : "");
   }
   if (!results.empty())
     std::cout << "platform: " << (o.platform.empty() ? std::string(sim::default_platform_spec()) + " (the default)" : o.platform)
-              << "; model: " << o.model << "\n";
+              << "; engine: " << o.model << "; network model: " << (results[0].network_model.empty() ? "ideal" : results[0].network_model)
+              << "\n";
   for (const auto& r : results)
     if (!r.completed && r.error.empty()) std::cout << r.schedule << " N = " << r.n << " did not finish:\n" << r.text;
   for (const auto& r : results) {

@@ -73,7 +73,9 @@ struct Platform {
   std::string xml;              // Xml: the file's path, as given
 
   uint32_t ranks = 0;  // the rank count parse_platform was given
-  NetModel model = NetModel::Lv08;
+  // One default for every platform, the built-in one and any named (docs/sim.md, "Network models"):
+  // ideal, so naming a platform never changes the model behind the user's back.
+  NetModel model = NetModel::Ideal;
   // The SimGrid network-model constants in force (docs/sim.md "Network models"). A message alone
   // on its route from a to b takes
   //   lat_factor * L + bytes / (bw_factor * min(B, tcp_gamma / (2 L)))

@@ -1,6 +1,10 @@
 #include "sim/point.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <sstream>
 
 #include "core/base/format.hpp"
@@ -16,16 +20,36 @@
 namespace sg::sim {
 
 void to_json(nlohmann::json& j, const PointResult& r) {
-  j = {{"schedule", r.schedule}, {"ranks", r.n},          {"platform", r.platform},     {"model", r.model},
-       {"time_s", r.time_s},     {"algbw_GBps", r.algbw}, {"busbw_GBps", r.busbw},      {"messages", r.messages},
-       {"bytes", r.bytes},       {"wall_s", r.wall_s},    {"size_bytes", r.size_bytes}, {"completed", r.completed}};
+  // A run that never finished has no time: null, not the moment it stopped.
+  auto when = [&](double x) { return r.completed ? nlohmann::json(x) : nlohmann::json(nullptr); };
+  auto if_world = [&](double x) { return r.completed && r.world ? nlohmann::json(x) : nlohmann::json(nullptr); };
+  j = {{"schedule", r.schedule},
+       {"ranks", r.n},
+       {"platform", r.platform},
+       {"model", r.model},
+       {"engine", r.model},
+       {"network_model", r.network_model},
+       {"time_s", when(r.time_s)},
+       {"algbw_GBps", if_world(r.algbw)},
+       {"busbw_GBps", if_world(r.busbw)},
+       {"messages", r.messages},
+       {"bytes", r.bytes},
+       {"wall_s", r.wall_s},
+       {"size_bytes", r.world ? nlohmann::json(r.size_bytes) : nlohmann::json(nullptr)},
+       {"completed", r.completed}};
   if (!r.param.empty()) j[r.param] = r.param_value;
   if (!r.error.empty()) j["error"] = r.error;
-  if (!r.expansions.empty()) j["collectives"] = r.expansions;
-  if (r.compute_s > 0) j["overlap"] = {{"compute_s", r.compute_s}, {"comm_s", r.comm_s}, {"hidden_s", r.overlap_s}};
+  if (!r.collectives_json.empty()) j["collectives"] = r.collectives_json;
+  if (r.model_flops > 0) j["attention"] = {{"model_flops", r.model_flops}, {"tflops", when(r.tflops)}, {"mfu", when(r.mfu)}};
   if (r.completed) {
     j["slowest_rank"] = r.slowest_rank;
-    j["critical_path"] = r.critical_json;
+    j["overlap"] = {{"rank", r.slowest_rank},
+                    {"compute_s", r.compute_s},
+                    {"comm_s", r.comm_s},
+                    {"comm_while_computing_s", r.overlap_s},
+                    {"comm_on_critical_path_s", r.exposed_s},
+                    {"comm_off_critical_path_s", std::max(0.0, r.comm_s - r.exposed_s)}};
+    j["critical_path"] = {{"local_s", r.cp_local_s}, {"comm_s", r.cp_comm_s}, {"sync_s", r.cp_sync_s}, {"statements", r.critical_json}};
     j["links"] = r.links_json;
   }
 }
@@ -33,13 +57,25 @@ void to_json(nlohmann::json& j, const PointResult& r) {
 nlohmann::json point_to_json(const PointResult& r) {
   nlohmann::json j;
   to_json(j, r);
+  // What the public form leaves out or rounds away, for the trip between processes.
   j["_text"] = r.text;
   j["_diag"] = r.diag;
+  j["_warnings"] = r.warnings;
   j["_status"] = r.status;
   j["_param"] = r.param;
   j["_factor"] = r.factor_name;
   j["_events"] = r.events;
   j["_slowest_s"] = r.slowest_s;
+  j["_unsupported"] = r.unsupported;
+  j["_trace"] = r.trace_file;
+  j["_raw"] = {r.time_s,    r.algbw,     r.busbw,     r.compute_s,   r.comm_s, r.overlap_s, r.cp_local_s,
+               r.cp_comm_s, r.cp_sync_s, r.exposed_s, r.model_flops, r.tflops, r.mfu};
+  j["_world"] = r.world;
+  j["_size"] = r.size_bytes;
+  j["_slowest"] = r.slowest_rank;
+  j["_critical"] = r.critical_json;
+  j["_links"] = r.links_json;
+  j["_expansions"] = r.expansions;
   return j;
 }
 
@@ -49,36 +85,100 @@ PointResult point_from_json(const nlohmann::json& j) {
   r.n = j.at("ranks");
   r.platform = j.at("platform");
   r.model = j.at("model");
-  r.time_s = j.at("time_s");
-  r.algbw = j.at("algbw_GBps");
-  r.busbw = j.at("busbw_GBps");
+  r.network_model = j.at("network_model");
   r.messages = j.at("messages");
   r.bytes = j.at("bytes");
   r.wall_s = j.at("wall_s");
-  r.size_bytes = j.at("size_bytes");
   r.completed = j.at("completed");
   r.param = j.at("_param");
   if (!r.param.empty()) r.param_value = j.at(r.param);
   if (j.contains("error")) r.error = j.at("error");
-  if (r.completed) {
-    r.slowest_rank = j.at("slowest_rank");
-    r.critical_json = j.at("critical_path");
-    r.links_json = j.at("links");
-  }
+  if (j.contains("collectives")) r.collectives_json = j.at("collectives");
   r.text = j.at("_text");
   r.diag = j.at("_diag");
+  r.warnings = j.at("_warnings");
   r.status = j.at("_status");
   r.factor_name = j.at("_factor");
   r.events = j.at("_events");
   r.slowest_s = j.at("_slowest_s");
-  if (j.contains("overlap")) {
-    r.compute_s = j.at("overlap").at("compute_s");
-    r.comm_s = j.at("overlap").at("comm_s");
-    r.overlap_s = j.at("overlap").at("hidden_s");
-  }
-  if (j.contains("collectives")) r.expansions = j.at("collectives").get<std::vector<std::string>>();
+  r.unsupported = j.at("_unsupported");
+  r.trace_file = j.at("_trace");
+  const nlohmann::json& raw = j.at("_raw");
+  double* fields[] = {&r.time_s,    &r.algbw,     &r.busbw,     &r.compute_s,   &r.comm_s, &r.overlap_s, &r.cp_local_s,
+                      &r.cp_comm_s, &r.cp_sync_s, &r.exposed_s, &r.model_flops, &r.tflops, &r.mfu};
+  for (size_t k = 0; k < std::size(fields); ++k) *fields[k] = raw.at(k);
+  r.world = j.at("_world");
+  r.size_bytes = j.at("_size");
+  r.slowest_rank = j.at("_slowest");
+  r.critical_json = j.at("_critical");
+  r.links_json = j.at("_links");
+  r.expansions = j.at("_expansions").get<std::vector<std::string>>();
   return r;
 }
+
+namespace {
+
+// Expanded collectives by kind of instance (collective, group size, bytes, algorithm): how many,
+// and their simulated time (from the first member's entry to the last member's exit; watched
+// holds every instance's entries then exits, in order) with the bus bandwidth that gives.
+void collective_breakdown(const ExpandReport& rep, const std::vector<double>& watched, PointResult& r) {
+  struct Row {
+    std::string line;
+    CollKind kind;
+    uint32_t members = 0;
+    uint64_t bytes = 0, count = 0, timed = 0;
+    double sum = 0, max = 0;
+  };
+  std::vector<Row> rows;
+  size_t at = 0;
+  for (const ExpandedInstance& e : rep.instances) {
+    if (!e.expanded) continue;
+    double first = std::numeric_limits<double>::infinity(), last = 0;
+    bool ran = true;
+    for (size_t k = 0; k < e.entry.size(); ++k, ++at) {
+      double t = at < watched.size() ? watched[at] : NAN;
+      ran &= std::isfinite(t);
+      if (std::isfinite(t)) first = std::min(first, t);
+    }
+    for (size_t k = 0; k < e.exit.size(); ++k, ++at) {
+      double t = at < watched.size() ? watched[at] : NAN;
+      ran &= std::isfinite(t);
+      if (std::isfinite(t)) last = std::max(last, t);
+    }
+    std::string line = expansion_line(e);
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& x) { return x.line == line; });
+    if (it == rows.end()) it = rows.insert(rows.end(), Row{line, e.kind, e.members, e.bytes});
+    ++it->count;
+    if (ran && e.entry.size()) {
+      double d = std::max(0.0, last - first);
+      ++it->timed;
+      it->sum += d;
+      it->max = std::max(it->max, d);
+    }
+  }
+  for (const Row& x : rows) {
+    double mean = x.timed ? x.sum / static_cast<double>(x.timed) : 0;
+    std::string fname;
+    double factor = 1;
+    switch (x.kind) {  // nccl-tests' factors, for the group the instance runs over
+      case CollKind::Allreduce: factor = bus_factor(ExpectKind::Allreduce, x.members, fname); break;
+      case CollKind::Allgather: factor = bus_factor(ExpectKind::Allgather, x.members, fname); break;
+      case CollKind::ReduceScatter: factor = bus_factor(ExpectKind::ReduceScatter, x.members, fname); break;
+      case CollKind::Alltoall: factor = bus_factor(ExpectKind::Alltoall, x.members, fname); break;
+      default: factor = 1;
+    }
+    double busbw = mean > 0 && x.kind != CollKind::Barrier ? static_cast<double>(x.bytes) / mean / 1e9 * factor : 0;
+    r.collectives_json.push_back(
+        {{"collective", x.line}, {"instances", x.count}, {"mean_s", mean}, {"max_s", x.max}, {"busbw_GBps", busbw}});
+    std::string l = x.line + (x.count > 1 ? "; " + std::to_string(x.count) + " instances" : std::string());
+    if (x.timed)
+      l += ": " + human_time(mean) + (x.count > 1 ? " each (max " + human_time(x.max) + ")" : std::string()) +
+           (busbw > 0 ? ", busbw " + fmt("%.2f", busbw) + " GB/s" : std::string());
+    r.expansions.push_back(l);
+  }
+}
+
+}  // namespace
 
 PointResult run_point(const PointSpec& p) {
   PointResult r;
@@ -93,21 +193,7 @@ PointResult run_point(const PointSpec& p) {
   bo.elab.max_memory = p.max_memory;
   bo.expand = Expansion::ForCost;
   bo.algo = p.algo;
-  Built b = build(s, t, bo);
-  if (!b.ok()) {
-    r.status = 2;
-    r.error = b.unsupported ? "unsupported (" + b.unsupported_reason + ")" : "bad input";
-    r.diag = b.unsupported && p.quiet ? "" : s.diags.render(s.sources);
-    r.unsupported = b.unsupported;
-    return r;
-  }
-  for (const auto& e : b.expansion.instances)
-    if (e.expanded) r.expansions.push_back(expansion_line(e));
-  const std::unique_ptr<StepGraph>& g = b.graph;
-  std::ostringstream warn;
-  for (const auto& d : s.diags.all())
-    if (d.severity == Severity::Warning) warn << render_diagnostic(d, s.sources);
-  r.warnings = warn.str();
+  // The platform first: on GPU nodes the collectives expand as NCCL's would.
   Platform platform;
   std::string perr;
   std::string spec = p.platform.empty() ? default_platform_spec() : p.platform;
@@ -124,6 +210,20 @@ PointResult run_point(const PointSpec& p) {
   }
 #endif
   if (p.platform.empty()) platform.spec += " (the default; --platform to choose)";
+  r.network_model = model_name(platform.model);
+  Built b = build(s, t, bo);
+  if (!b.ok()) {
+    r.status = 2;
+    r.error = b.unsupported ? "unsupported (" + b.unsupported_reason + ")" : "bad input";
+    r.diag = b.unsupported && p.quiet ? "" : s.diags.render(s.sources);
+    r.unsupported = b.unsupported;
+    return r;
+  }
+  const std::unique_ptr<StepGraph>& g = b.graph;
+  std::ostringstream warn;
+  for (const auto& d : s.diags.all())
+    if (d.severity == Severity::Warning) warn << render_diagnostic(d, s.sources);
+  r.warnings = warn.str();
   SimOptions so = p.options;
   so.trace = !p.trace_file.empty();
   if (!so.map.empty() && so.map.size() < p.n) {
@@ -143,6 +243,11 @@ PointResult run_point(const PointSpec& p) {
     r.error = "the platform has " + std::to_string(platform.hosts) + " hosts for " + std::to_string(p.n) + " ranks";
     return r;
   }
+  // Every expanded instance's members' entry and exit steps, to time each instance.
+  for (const ExpandedInstance& e : b.expansion.instances) {
+    so.watch.insert(so.watch.end(), e.entry.begin(), e.entry.end());
+    so.watch.insert(so.watch.end(), e.exit.begin(), e.exit.end());
+  }
   SimResult res = simulate(*g, platform, so);
   r.platform = res.platform;
   r.model = res.model;
@@ -157,13 +262,24 @@ PointResult run_point(const PointSpec& p) {
   r.compute_s = res.compute_s;
   r.comm_s = res.comm_s;
   r.overlap_s = res.overlap_s;
-  ExpectKind kind;
-  r.size_bytes = expected_size(*g, kind);
+  r.cp_local_s = res.cp_local_s;
+  r.cp_comm_s = res.cp_comm_s;
+  r.cp_sync_s = res.cp_sync_s;
+  r.exposed_s = res.exposed_s;
+  // nccl-tests' size and bandwidths: for one collective over every rank only.
+  ExpectKind kind = ExpectKind::Nothing;
+  r.world = world_collective(*g, kind, r.size_bytes);
   double factor = bus_factor(kind, p.n, r.factor_name);
-  if (r.time_s > 0 && r.size_bytes) {
+  if (r.world && r.time_s > 0 && r.size_bytes) {
     r.algbw = static_cast<double>(r.size_bytes) / r.time_s / 1e9;
     r.busbw = r.algbw * factor;
   }
+  // Attention: the model's FLOPs per second, and that against the platform's peak (every rank's).
+  if (attention_model_flops(*g, r.model_flops) && r.time_s > 0) {
+    r.tflops = r.model_flops / r.time_s / 1e12;
+    r.mfu = r.model_flops / (r.time_s * platform.speed * p.n);
+  }
+  collective_breakdown(b.expansion, res.watched, r);
   if (!res.error.empty()) {
     r.status = 3;
     r.error = res.error;

@@ -29,15 +29,23 @@ struct PointSpec {
 // One point's outcome (serialisable: MPI processes send these).
 struct PointResult {
   std::string schedule, platform, model, param, error, diag, warnings, text, factor_name, trace_file;
+  std::string network_model;  // the platform's (ideal, lv08, cm02); `model` is the engine
   uint32_t n = 0;
   uint64_t param_value = 0, size_bytes = 0, messages = 0, bytes = 0, events = 0;
+  // size_bytes, algbw and busbw mean something only for one collective over every rank (world).
+  bool world = false;
   double time_s = 0, algbw = 0, busbw = 0, wall_s = 0, slowest_s = 0;
   double compute_s = 0, comm_s = 0, overlap_s = 0;
+  double cp_local_s = 0, cp_comm_s = 0, cp_sync_s = 0, exposed_s = 0;  // SimResult's, for the overlap line
+  double model_flops = 0, tflops = 0, mfu = 0;                         // attention: model FLOPs, TFLOP/s, and that over the platform's peak
   uint32_t slowest_rank = 0;
   bool completed = false, unsupported = false;
   int status = 0;  // exit code this point asks for: 0 ok, 1 deadlock, 2 bad input, 3 engine failure
   nlohmann::json critical_json, links_json;
-  std::vector<std::string> expansions;  // "allreduce over 8 ranks, 1 MiB: ring_allreduce (why)"
+  // Collectives expanded (composite schedules): per kind of instance (collective, group size,
+  // bytes, algorithm), how many, their simulated time (mean, max) and bus bandwidth.
+  nlohmann::json collectives_json = nlohmann::json::array();
+  std::vector<std::string> expansions;  // a line per row of collectives_json
 };
 
 PointResult run_point(const PointSpec& p);

@@ -40,6 +40,8 @@ std::string result_to_json(const SimResult& r) {
   j["compute_s"] = r.compute_s;
   j["comm_s"] = r.comm_s;
   j["overlap_s"] = r.overlap_s;
+  j["cp"] = {r.cp_local_s, r.cp_comm_s, r.cp_sync_s, r.exposed_s};
+  j["watched"] = times(r.watched);
   j["wall_s"] = r.wall_s;
   j["events"] = r.events;
   json crit = json::array();
@@ -80,6 +82,9 @@ bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
     r.compute_s = j.at("compute_s");
     r.comm_s = j.at("comm_s");
     r.overlap_s = j.at("overlap_s");
+    const json& cp = j.at("cp");
+    r.cp_local_s = cp.at(0), r.cp_comm_s = cp.at(1), r.cp_sync_s = cp.at(2), r.exposed_s = cp.at(3);
+    r.watched = times(j.at("watched"));
     r.wall_s = j.at("wall_s");
     r.events = j.at("events");
     for (const auto& c : j.at("critical")) {

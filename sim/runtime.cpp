@@ -70,6 +70,7 @@ void Runtime::arrived(StepId send, double now) {
   now_ = now;
   st_[send] |= kArrived;
   busy_end(g_.rank(send), 1);
+  busy_end(g_.peer(send), 1);  // in flight for its receiver too
   if (!g_.local(send)) {
     StepId r = g_.ref(send);
     st_[r] |= kArrived;
@@ -163,6 +164,7 @@ void Runtime::start_transfer(StepId send, bool rendezvous) {
   ++messages_;
   bytes_ += b;
   busy_begin(g_.rank(send), 1);
+  busy_begin(g_.peer(send), 1);
   timer_.transfer(send, g_.rank(send), g_.peer(send), b, rendezvous);
 }
 

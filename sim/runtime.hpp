@@ -82,9 +82,9 @@ class Runtime {
   double finish(StepId s) const { return exact_ ? end_[s] : static_cast<double>(endf_[s]); }
   bool ran(StepId s) const { return st_[s] & kCompleted; }
   double end_time() const { return last_; }
-  // Per rank, how long it computed (compute steps), had messages of its own in flight (from a
-  // send's start to its data's arrival), and either: compute and communication overlapped for
-  // compute + communication - either.
+  // Per rank, how long it computed (compute steps), had messages of its own in flight (sent or
+  // to be received: from a send's start to its data's arrival), and either: compute and
+  // communication overlapped for compute + communication - either.
   struct Busy {
     double compute = 0, comm = 0, either = 0;
   };

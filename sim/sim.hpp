@@ -34,6 +34,7 @@ struct SimOptions {
   LogGP loggp;                // analytic only
   std::vector<uint32_t> map;  // rank -> host; empty: rank r on host r
   bool trace = false;         // keep every step's start and end (and each message) for a trace
+  std::vector<StepId> watch;  // steps whose end times the result reports (SimResult::watched)
   unsigned top = 5;           // how many critical-path statements and links to report
   // Called now and then with the fraction of steps completed (for a progress bar; the SimGrid
   // engine calls it in its child process, which shares the terminal).
@@ -52,7 +53,10 @@ struct CriticalEntry {
 struct LinkLoad {
   std::string name;
   uint64_t bytes = 0;
-  double busy = 0;  // bytes / (bandwidth × simulated time): the fraction of the run it was busy
+  // Utilisation: bytes / (bandwidth × simulated time), the share of the run the link would be busy
+  // carrying its bytes at full speed. The busiest links are ranked by it, not by bytes: a fast
+  // NVLink carrying much is less of a bottleneck than a NIC carrying less.
+  double busy = 0;
 };
 
 struct SimResult {
@@ -63,9 +67,17 @@ struct SimResult {
   uint64_t messages = 0, bytes = 0, steps = 0;
   uint32_t slowest_rank = 0;
   double slowest_rank_s = 0;  // when the slowest rank finished
-  // On the slowest rank: time computing, time with its messages in flight, and how much of the
-  // two overlapped (communication hidden behind computation).
+  // On the slowest rank: time computing, time with messages of its own in flight (sent or to be
+  // received), and how much of the two overlapped (communication while it computed).
   double compute_s = 0, comm_s = 0, overlap_s = 0;
+  // The critical path's length by what it was spent on (they add up to time_s): local work
+  // (compute, copies, reductions, a receive's processing), messages the path waited for (from a
+  // send to its arrival), and synchronisation (waits, collectives waiting for their members).
+  double cp_local_s = 0, cp_comm_s = 0, cp_sync_s = 0;
+  // Of cp_comm_s, the slowest rank's messages: comm_s - exposed_s of its communication is off the
+  // critical path (it delayed nothing).
+  double exposed_s = 0;
+  std::vector<double> watched;  // SimOptions::watch: when each step ended (NaN: never)
   std::vector<CriticalEntry> critical;
   std::vector<LinkLoad> links;
   StuckState stuck;     // where it stopped, when !completed

@@ -2,6 +2,7 @@
 // critical path by statement, the busiest links and, after a deadlock, who waits for what.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <unordered_set>
 
@@ -17,8 +18,10 @@ namespace {
 // The critical path, walked back from the step that finished last: at each step, the input that
 // became available last (a dependency's completion, or for a receive the message: its send) is
 // the one that held it up. The time between the two is charged to the later step's statement.
-// (Waiting for a busy CPU or NIC is charged to the step that waited.)
-void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, SimResult& r) {
+// (Waiting for a busy CPU or NIC is charged to the step that waited.) Each segment is also
+// counted by what it was: a message the path waited for (a receive's or a send's segment),
+// synchronisation (waits, collective steps), or local work.
+void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, uint32_t slowest, SimResult& r) {
   auto end = [&](StepId s) { return rt.finish(s); };
   StepId last = kNoStep;
   for (StepId s = 0; s < g.size(); ++s)
@@ -37,6 +40,21 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, SimResul
     for (StepId d : g.deps(s)) consider(d);
     if (g.kind(s) == StepKind::Recv) consider(rt.partner(s));
     double since = pred == kNoStep ? end(s) : end(s) - end(pred);
+    StepKind k = g.kind(s);
+    // A receive's segment runs from its last input to its end: whether that input was its
+    // message's send or one of its dependencies (the data came later or was there already, then
+    // only its processing counts), it is the message's time on the path.
+    bool message = k == StepKind::Send || k == StepKind::Recv;
+    if (message) {
+      r.cp_comm_s += since;
+      StepId other = k == StepKind::Recv ? rt.partner(s) : kNoStep;
+      bool mine = g.rank(s) == slowest || (other != kNoStep && g.rank(other) == slowest) || (k == StepKind::Send && g.peer(s) == slowest);
+      if (mine) r.exposed_s += since;
+    } else if (k == StepKind::Wait || k == StepKind::Collective) {
+      r.cp_sync_s += since;
+    } else {
+      r.cp_local_s += since;
+    }
     CriticalEntry& e = by_stmt[g.stmt(s)];
     e.stmt = g.stmt(s);
     e.loc = g.loc(s);
@@ -76,12 +94,16 @@ void link_loads(const StepGraph& g, const Platform& p, const SimOptions& o, cons
   }
   std::vector<uint32_t> order(p.links.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return bytes[x] > bytes[y] || (bytes[x] == bytes[y] && x < y); });
+  // Ranked by utilisation (bytes over what the link could carry in the run), then bytes.
+  std::vector<double> busy(p.links.size(), 0);
+  for (uint32_t i = 0; i < busy.size(); ++i) busy[i] = p.links[i].bw > 0 ? static_cast<double>(bytes[i]) / (p.links[i].bw * r.time_s) : 0;
+  std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
+    return busy[x] > busy[y] || (busy[x] == busy[y] && (bytes[x] > bytes[y] || (bytes[x] == bytes[y] && x < y)));
+  });
   for (uint32_t i = 0; i < order.size() && r.links.size() < o.top; ++i) {
     uint32_t id = order[i];
     if (bytes[id] == 0) break;
-    const LinkInfo& l = p.links[id];
-    r.links.push_back({l.name, bytes[id], l.bw > 0 ? static_cast<double>(bytes[id]) / (l.bw * r.time_s) : 0});
+    r.links.push_back({p.links[id].name, bytes[id], busy[id]});
   }
 }
 
@@ -102,7 +124,9 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
     r.comm_s = b.comm;
     r.overlap_s = std::max(0.0, b.compute + b.comm - b.either);
   }
-  critical_path(g, rt, o.top, r);
+  critical_path(g, rt, o.top, r.slowest_rank, r);
+  r.watched.reserve(o.watch.size());
+  for (StepId s : o.watch) r.watched.push_back(s < g.size() && rt.ran(s) ? rt.finish(s) : std::numeric_limits<double>::quiet_NaN());
   link_loads(g, p, o, rt, r);
   if (o.trace) {
     r.starts = rt.start_times();
@@ -113,7 +137,9 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
   if (!r.completed) {
     std::vector<StepId> partner(g.size(), kNoStep);
     for (StepId s = 0; s < g.size(); ++s) partner[s] = rt.partner(s);
-    r.stuck = analyze_stuck(g, rt.status(), partner, o.runtime.protocol == Protocol::Rendezvous ? SendMode::Rendezvous : SendMode::Eager);
+    // A send that holds its rank waits for its receive: it went by rendezvous, whatever the
+    // protocol (under auto, it was above the eager limit).
+    r.stuck = analyze_stuck(g, rt.status(), partner, o.runtime.protocol == Protocol::Eager ? SendMode::Eager : SendMode::Rendezvous);
   }
 }
 

@@ -307,7 +307,7 @@ TEST_CASE("under mpiexec a sweep's points are split over the processes and rank 
     WARN("mpiexec is not installed: the split run is not checked");
     return;
   }
-  std::string args = " sim ring_allreduce,bruck_allgather -n 4..16 --model analytic --sweep size=1KiB..64KiB --csv - | cut -d, -f1-8";
+  std::string args = " sim ring_allreduce,bruck_allgather -n 4..16:x2 --model analytic --sweep size=1KiB..64KiB --csv - | cut -d, -f1-8";
   Ran serial = sh("'" + kBin + "'" + args);
   REQUIRE(serial.rc == 0);
   Ran split = sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 mpiexec -n 3 '" + kBin +

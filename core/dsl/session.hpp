@@ -22,6 +22,12 @@ struct Target {
   // The schedule's name, and where it is declared (diagnostics about the whole instance point there).
   const std::string& name() const { return schedule->name; }
   Loc loc() const { return schedule->loc; }
+  // Whether it takes a parameter of that name (--set NAME=…).
+  bool declares(const std::string& param) const {
+    for (const auto& p : schedule->params)
+      if (p.name == param) return true;
+    return false;
+  }
 };
 
 // The library name closest to `name` (a likely misspelling), or "".

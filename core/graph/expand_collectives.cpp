@@ -90,6 +90,10 @@ class Expander {
       return nullptr;
     }
     build(steps, deps);
+    for (uint32_t i = 0; i < rep.instances.size(); ++i) {
+      rep.instances[i].entry = std::move(ends_[i].first);
+      rep.instances[i].exit = std::move(ends_[i].second);
+    }
     if (!run_passes(*out_, diags_, {}, nullptr)) return nullptr;
     if (report) *report = std::move(rep);
     return std::move(out_);
@@ -269,8 +273,17 @@ class Expander {
     }
     // Matched pairs, now that both ends have their new ids.
     for (auto [id, old_ref] : user_chor_) o.set_ref(id, old_new_[old_ref]);
-    for (Plan& p : plans_) {
+    ends_.resize(plans_.size());
+    for (uint32_t i = 0; i < plans_.size(); ++i) {
+      Plan& p = plans_[i];
       for (auto [id, alg_ref] : p.chor_fix) o.set_ref(id, p.alg_new[alg_ref]);
+      // Where each member's part begins and ends (the report's; a simulator times the instance).
+      if (p.expand)
+        for (uint32_t k = 0; k < p.old_steps.size(); ++k) {
+          StepId exit = old_new_[p.old_steps[k]];
+          ends_[i].first.push_back(p.algo ? p.entry[k] : exit);
+          ends_[i].second.push_back(exit);
+        }
       p = Plan{};  // free the maps
     }
     for (const BadWait& b : g_.bad_waits) {
@@ -519,6 +532,7 @@ class Expander {
   std::set<std::string> noted_;
   std::vector<Plan> plans_;
   std::unique_ptr<StepGraph> out_;
+  std::vector<std::pair<std::vector<StepId>, std::vector<StepId>>> ends_;  // per instance: its members' entry and exit steps
   std::vector<StepId> old_new_;                       // old step -> new step (an expanded collective: its member's exit)
   std::vector<std::pair<StepId, StepId>> user_chor_;  // (new step, old step it is matched with)
   std::vector<StepId> deps_;                          // the dependencies of the step being added

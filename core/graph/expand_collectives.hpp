@@ -52,6 +52,9 @@ struct ExpandedInstance {
   std::string schedule;  // the library schedule that replaced it ("" when kept or n = 1)
   std::string why;       // "--algo", Open MPI's choice, a fallback, or why it was kept
   uint64_t steps = 0;    // steps the expansion added (markers included)
+  // Expanded: per member (in group order), the step of the new graph where its part begins and
+  // the one where it ends (one and the same no-op step for a group of one).
+  std::vector<StepId> entry, exit;
 };
 
 struct ExpandReport {

@@ -29,4 +29,46 @@ uint64_t expected_size(const StepGraph& g, ExpectKind& kind) {
   return 0;
 }
 
+bool world_collective(const StepGraph& g, ExpectKind& kind, uint64_t& bytes) {
+  const Expectation* one = nullptr;
+  for (const Expectation& e : g.expects) {
+    if (e.kind == ExpectKind::Nothing) continue;
+    if (one) return false;  // several postconditions: a composite schedule
+    one = &e;
+  }
+  if (!one || one->bufs.empty()) return false;
+  switch (one->kind) {
+    case ExpectKind::Attention:
+    case ExpectKind::AttentionBackward:
+    case ExpectKind::Nothing: return false;
+    default: break;
+  }
+  const GroupInfo& w = g.groups[one->group];
+  if (w.start != 0 || w.stride != 1 || w.count != g.nranks) return false;
+  for (StepId s = 0; s < g.size(); ++s)
+    if (g.kind(s) == StepKind::Compute) return false;  // a training step: its time is not the collective's
+  kind = one->kind;
+  bytes = g.range_bytes(one->bufs.front());
+  return true;
+}
+
+bool attention_model_flops(const StepGraph& g, double& flops) {
+  const Expectation* att = nullptr;
+  for (const Expectation& e : g.expects)
+    if (e.kind == ExpectKind::Attention || e.kind == ExpectKind::AttentionBackward) att = &e;
+  if (!att) return false;
+  double seq = 0, heads = 0, dim = 0, batch = 1;
+  for (const auto& [name, v] : g.params) {
+    if (name == "seq") seq = static_cast<double>(v);
+    else if (name == "heads") heads = static_cast<double>(v);
+    else if (name == "dim") dim = static_cast<double>(v);
+    else if (name == "batch") batch = static_cast<double>(v);
+  }
+  if (seq <= 0 || heads <= 0 || dim <= 0 || batch <= 0) return false;
+  flops = 4.0 * batch * heads * seq * seq * dim;
+  if (att->mask == Mask::Causal) flops /= 2;
+  if (att->kind == ExpectKind::AttentionBackward) flops *= 2.5;
+  return true;
+}
+
 }  // namespace sg

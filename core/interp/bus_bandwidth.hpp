@@ -19,4 +19,15 @@ double bus_factor(ExpectKind k, uint32_t n, std::string& name);
 // kind Nothing when there is none. `kind` gets that postcondition's kind.
 uint64_t expected_size(const StepGraph& g, ExpectKind& kind);
 
+// Whether the schedule is one collective over every rank (its only postcondition, a collective
+// whose group is the world, and no compute step): only then do nccl-tests' size, algbw and busbw
+// describe it. With its kind and size when true.
+bool world_collective(const StepGraph& g, ExpectKind& kind, uint64_t& bytes);
+
+// Attention's work in the count FlashAttention's and the ring-attention benchmarks report:
+// 4·batch·heads·seq²·dim for the forward, halved with a causal mask, × 2.5 for the backward, from
+// the schedule's parameters seq, heads, dim (batch: 1 when absent) and its attention postcondition.
+// False when the schedule has no attention postcondition or lacks one of those parameters.
+bool attention_model_flops(const StepGraph& g, double& flops);
+
 }  // namespace sg

@@ -12,7 +12,7 @@ TEST_CASE("dragonfly: SimGrid's parameters, sizes from the ranks", "[platform]")
   CHECK(p.dragonfly.blue == 2);
   CHECK(p.dragonfly.black == 1);
   CHECK(p.dragonfly.green == 3);
-  CHECK(p.spec == "dragonfly:groups=3,chassis=2,routers=3,nodes=2,blue=2,green=3,bw=10GBps,lat=200ns,model=lv08");
+  CHECK(p.spec == "dragonfly:groups=3,chassis=2,routers=3,nodes=2,blue=2,green=3,bw=10GBps,lat=200ns,model=ideal");
   CHECK(p.route_bw(0, 35) == 10e9);  // the node links (x1) are the bottleneck
   double lat = 0;
   CHECK(route_names(p, 0, 1, &lat).size() == 2);  // same router

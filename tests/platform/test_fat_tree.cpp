@@ -11,7 +11,7 @@ TEST_CASE("fat-tree: SimGrid's parameters, the leaf-spine short form, oversubscr
   CHECK(p.hosts == 12);
   CHECK(p.fat_tree.down == std::vector<uint32_t>{4, 3});
   CHECK(p.fat_tree.up == std::vector<uint32_t>{1, 2});
-  CHECK(p.spec == "fat-tree:levels=2,down=4x3,up=1x2,links=1x1,bw=10GBps,lat=100ns,model=lv08");
+  CHECK(p.spec == "fat-tree:levels=2,down=4x3,up=1x2,links=1x1,bw=10GBps,lat=100ns,model=ideal");
   // 12 loopbacks; 12 host-leaf and 3 x 2 leaf-spine duplex links
   CHECK(p.links.size() == 12 + 2 * (12 + 6));
   double lat = 0;
@@ -26,13 +26,13 @@ TEST_CASE("fat-tree: SimGrid's parameters, the leaf-spine short form, oversubscr
   CHECK(s.fat_tree.up == std::vector<uint32_t>{1, 4});
   CHECK(s.fat_tree.links == std::vector<uint32_t>{1, 1});
   CHECK(s.hosts == 32);
-  CHECK(s.spec == "fat-tree:leaves=4,per_leaf=8,oversub=2,bw=100Gbps,lat=1us,model=lv08");
+  CHECK(s.spec == "fat-tree:leaves=4,per_leaf=8,oversub=2,bw=100Gbps,lat=1us,model=ideal");
 
   Platform d = parse_ok("fat-tree", 40);  // 16 per leaf, as many leaves as the ranks need, non-blocking
   CHECK(d.fat_tree.down == std::vector<uint32_t>{16, 3});
   CHECK(d.fat_tree.up == std::vector<uint32_t>{1, 16});
   CHECK(d.hosts == 48);
-  CHECK(d.spec == "fat-tree:leaves=3,per_leaf=16,bw=100Gbps,lat=1us,model=lv08");
+  CHECK(d.spec == "fat-tree:leaves=3,per_leaf=16,bw=100Gbps,lat=1us,model=ideal");
 
   Platform t = parse_ok("fat-tree:down=2x2x2,up=1x2x2,links=1x2x1", 8);  // levels from down
   CHECK(t.fat_tree.down.size() == 3);

@@ -11,7 +11,7 @@ TEST_CASE("nodes: NVLink inside a node, one NIC per GPU (or nics= per node) betw
   CHECK(p.hosts == 128);
   CHECK(p.nodes.nics == 8);
   CHECK(p.speed == 1e15);
-  CHECK(p.spec == "nodes:count=16,gpus=8,nics=8,nvlink=900GBps,nic=400Gbps,nvlink_lat=1us,nic_lat=2us,model=lv08");
+  CHECK(p.spec == "nodes:count=16,gpus=8,nics=8,nvlink=900GBps,nic=400Gbps,nvlink_lat=1us,nic_lat=2us,model=ideal");
   CHECK(p.host_name(13) == "node-1-gpu-5");  // node-major
   double lat = 0;
   CHECK(route_names(p, 8, 13, &lat) == std::vector<std::string>{"node-1-gpu-0_nvlink_UP", "node-1-gpu-5_nvlink_DOWN"});

@@ -12,12 +12,19 @@ TEST_CASE("star: sized from the rank count, lat end to end, model", "[platform]"
   CHECK(p.star.bw == 12.5e9);
   CHECK(p.star.lat == 1e-6);
   CHECK(p.speed == 1e12);
-  CHECK(p.model == NetModel::Lv08);
-  CHECK_FALSE(p.ideal);
-  CHECK(p.lat_factor == 13.01);
-  CHECK(p.bw_factor == 0.97);
-  CHECK(p.crosstraffic);
-  CHECK(p.spec == "star:hosts=8,bw=100Gbps,lat=1us,model=lv08");
+  // No model named: the one default of every platform, ideal (the built-in platform's too).
+  CHECK(p.model == NetModel::Ideal);
+  CHECK(p.ideal);
+  CHECK(p.lat_factor == 1);
+  CHECK(p.bw_factor == 1);
+  CHECK_FALSE(p.crosstraffic);
+  CHECK(p.spec == "star:hosts=8,bw=100Gbps,lat=1us,model=ideal");
+  Platform lv = parse_ok("star:bw=100Gbps,lat=1us,model=lv08", 8);  // SimGrid's default, named
+  CHECK(lv.model == NetModel::Lv08);
+  CHECK_FALSE(lv.ideal);
+  CHECK(lv.lat_factor == 13.01);
+  CHECK(lv.bw_factor == 0.97);
+  CHECK(lv.crosstraffic);
   CHECK(p.links.size() == 3 * 8);
   double lat = 0;
   CHECK(route_names(p, 2, 5, &lat) == std::vector<std::string>{"host-2_link_UP", "host-5_link_DOWN"});
@@ -43,8 +50,9 @@ TEST_CASE("star: sized from the rank count, lat end to end, model", "[platform]"
   CHECK(q.lone_message_time(0, 1, 1e6) == 5e-7 + 1e6 / 25e9);
 
   Platform d = parse_ok("star", 3);  // every key has a default
-  CHECK(d.spec == "star:hosts=3,bw=100Gbps,lat=1us,model=lv08");
-  CHECK(rel_eq(d.lone_message_time(0, 1, 1e6), 13.01e-6 + 1e6 / (0.97 * 12.5e9), 1e-15));
+  CHECK(d.spec == "star:hosts=3,bw=100Gbps,lat=1us,model=ideal");
+  CHECK(rel_eq(d.lone_message_time(0, 1, 1e6), 1e-6 + 1e6 / 12.5e9, 1e-15));
+  CHECK(rel_eq(parse_ok("star:model=lv08", 3).lone_message_time(0, 1, 1e6), 13.01e-6 + 1e6 / (0.97 * 12.5e9), 1e-15));
   CHECK(parse_ok("star:model=cm02", 2).model == NetModel::Cm02);
   CHECK(parse_ok("star:model=LV08", 2).model == NetModel::Lv08);
 }

@@ -9,7 +9,7 @@ TEST_CASE("torus: dimensions given or sized from the ranks; minimal dimension-or
   Platform p = parse_ok("torus:4x4x4,bw=100Gbps,lat=1us", 64);
   CHECK(p.torus.dims == std::vector<uint32_t>{4, 4, 4});
   CHECK(p.hosts == 64);
-  CHECK(p.spec == "torus:4x4x4,bw=100Gbps,lat=1us,model=lv08");
+  CHECK(p.spec == "torus:4x4x4,bw=100Gbps,lat=1us,model=ideal");
   CHECK(p.links.size() == 64 * (1 + 2 * 3));
   CHECK(parse_ok("torus:dims=3x5", 15).torus.dims == std::vector<uint32_t>{3, 5});
   CHECK(parse_ok("torus", 64).torus.dims == std::vector<uint32_t>{4, 4, 4});

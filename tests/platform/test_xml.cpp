@@ -34,7 +34,7 @@ TEST_CASE("xml: a path, with model=; routes come from SimGrid", "[platform]") {
   Platform p = parse_ok(path, 3);
   CHECK(p.kind == PlatformKind::Xml);
   CHECK(p.xml == path);
-  CHECK(p.spec == path + ",model=lv08");
+  CHECK(p.spec == path + ",model=ideal");
   CHECK_FALSE(p.has_routes());
   std::vector<uint32_t> ids;
   double lat = 0;
@@ -124,7 +124,7 @@ TEST_CASE("simgrid: xml platform, hosts in file order, routes from SimGrid", "[p
   CHECK(route_names(q, 1, 1) == std::vector<std::string>{"lo"});
   CHECK_FALSE(q.links[0].shared == q.links[2].shared);
   CHECK(q.route_bw(0, 2) == 1e9);
-  CHECK(q.describe() == "xml, 3 hosts from " + path + ", 3 links, model lv08");
+  CHECK(q.describe() == "xml, 3 hosts from " + path + ", 3 links, model ideal");
   Platform four = parse_ok(path, 4);
   CHECK_FALSE(resolve_xml_platform(four, err));
   CHECK(err.find("3 hosts, but 4 ranks need 4") != std::string::npos);
