@@ -114,9 +114,10 @@ int main(int argc, char** argv) {
   sim->add_option("--model", sopts.model, "simgrid (contention) or analytic (LogGP / α-β, no contention)")
       ->check(CLI::IsMember({"simgrid", "analytic"}));
   sim->add_option("--algo", sopts.algo, "algorithms for collective steps, e.g. allreduce=ring,bcast=binomial (default: Open MPI's choice)");
-  sim->add_option("--protocol", sopts.protocol, "MPI sends: eager, rendezvous, or auto (rendezvous above --eager-limit)")
+  sim->add_option("--protocol", sopts.protocol, "MPI sends: eager, rendezvous, or auto (rendezvous from --eager-limit bytes on)")
       ->check(CLI::IsMember({"eager", "rendezvous", "auto"}));
-  sim->add_option("--eager-limit", sopts.eager_limit, "auto protocol: largest eager message (default 64KiB)");
+  sim->add_option("--eager-limit", sopts.eager_limit,
+                  "auto protocol: messages smaller than this go eagerly, this size and larger by rendezvous (default 64KiB)");
   sim->add_option("--loggp", sopts.loggp, "analytic: LogGP overheads, e.g. o=1us,g=100ns,O=0.1ns");
   sim->add_option("--gamma", sopts.gamma, "time per reduced byte, e.g. 0.1ns (default 0)");
   sim->add_option("--map", sopts.map, "host of each rank: 0,2,1,3 or @FILE (default: rank r on host r)");

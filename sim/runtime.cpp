@@ -153,11 +153,7 @@ void Runtime::satisfy_successors(StepId s) {
   }
 }
 
-bool Runtime::rendezvous(StepId send) const {
-  if (o_.protocol == Protocol::Eager) return false;
-  if (o_.protocol == Protocol::Rendezvous) return true;
-  return g_.range_bytes(g_.range(send)) > o_.eager_limit;
-}
+bool Runtime::rendezvous(StepId send) const { return by_rendezvous(o_, g_.range_bytes(g_.range(send))); }
 
 void Runtime::start_transfer(StepId send, bool rendezvous) {
   uint64_t b = g_.range_bytes(g_.range(send));

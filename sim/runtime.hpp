@@ -10,13 +10,13 @@
 //   receive was posted from the start and completes when the data has arrived and its own
 //   dependencies are satisfied, after the receive's processing (reduction, LogGP overhead).
 // - An MPI send (on-block) sends eagerly (transfer at once, the send completes at once) or, for
-//   messages above the eager limit, by rendezvous (the transfer starts when the receive is
-//   posted; the send completes when the data has arrived), as MPI libraries do. A receive is
-//   posted when it becomes ready. Receives with a fixed match (the match pass) take that message;
-//   at a destination with wildcard receives matching is dynamic, MPI's: a message goes to the
-//   earliest posted receive it matches, a receive takes the earliest arrived message it matches,
-//   and messages of one source are matched in the order they were sent (later arrivals wait).
-//   Dynamic messages always go eagerly.
+//   messages of the eager limit's size and larger, by rendezvous (the transfer starts when the
+//   receive is posted; the send completes when the data has arrived), as MPI libraries do. A
+//   receive is posted when it becomes ready. Receives with a fixed match (the match pass) take
+//   that message; at a destination with wildcard receives matching is dynamic, MPI's: a message
+//   goes to the earliest posted receive it matches, a receive takes the earliest arrived message
+//   it matches, and messages of one source are matched in the order they were sent (later
+//   arrivals wait). Dynamic messages always go eagerly.
 // - copy / reduce / compute steps are local work; a wait completes when its handles have; a
 //   collective step left unexpanded completes when every member has issued it (no cost).
 #pragma once
@@ -34,12 +34,20 @@ const char* protocol_name(Protocol p);
 
 struct RuntimeOptions {
   Protocol protocol = Protocol::Auto;
-  uint64_t eager_limit = 65536;  // Auto: rendezvous above this many bytes
+  uint64_t eager_limit = 65536;  // Auto: eager below this many bytes, rendezvous from it on
   double gamma = 0;              // seconds per byte reduced (a receive with reduce, a reduce step)
   double copy_bw = 0;            // bytes/s of a local copy (0: free)
   double recv_overhead = 0;      // receiver CPU seconds per message (LogGP o), part of receive processing
   bool record_starts = false;    // keep every step's start time (for a trace)
 };
+
+// Whether an MPI send of `bytes` goes by rendezvous. Auto: a message is eager iff bytes <
+// eager_limit, SMPI's rule (smpi/send-is-detached-thresh, 65536 by default: a send of 65,536 bytes
+// is not detached there); bench/sim_vs_smpi holds the boundary against SMPI.
+inline bool by_rendezvous(const RuntimeOptions& o, uint64_t bytes) {
+  if (o.protocol == Protocol::Auto) return bytes >= o.eager_limit;
+  return o.protocol == Protocol::Rendezvous;
+}
 
 enum class LocalKind : uint8_t { Compute, Receive, Copy, Reduce };
 

@@ -161,8 +161,8 @@ class SimGridTimer : public Timer {
 
  private:
   bool rendezvous(StepId s) const {
-    if (!g_.local(s) || g_.match(s) == kNoStep || ro_.protocol == Protocol::Eager) return false;
-    return ro_.protocol == Protocol::Rendezvous || g_.range_bytes(g_.range(s)) > ro_.eager_limit;
+    if (!g_.local(s) || g_.match(s) == kNoStep) return false;
+    return by_rendezvous(ro_, g_.range_bytes(g_.range(s)));
   }
   static std::string pair_name(uint32_t src, uint32_t dst) {
     std::string n = "e";
