@@ -13,6 +13,7 @@
 #include "core/io/trace.hpp"
 #include "core/io/writers.hpp"
 #include "core/pipeline.hpp"
+#include "sim/link_intervals.hpp"
 #ifdef STEPGRAPH_HAVE_SIMGRID
 #include "sim/simgrid_platform.hpp"
 #endif
@@ -330,7 +331,7 @@ PointResult run_point(const PointSpec& p) {
       r.error = "cannot write the trace '" + file + "'";
       return r;
     }
-    write_chrome_trace(out, *g, s.sources, res.starts, res.ends, res.partners);
+    write_chrome_trace(out, *g, s.sources, trace_run(*g, platform, so, res));
     r.trace_file = file;
   }
   return r;

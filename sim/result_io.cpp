@@ -63,6 +63,8 @@ std::string result_to_json(const SimResult& r) {
   j["starts"] = times(r.starts);
   j["ends"] = times(r.ends);
   j["partners"] = r.partners;
+  j["transfer_starts"] = times(r.transfer_starts);
+  j["arrivals"] = times(r.arrivals);
   return j.dump();
 }
 
@@ -106,6 +108,8 @@ bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
     r.starts = times(j.at("starts"));
     r.ends = times(j.at("ends"));
     r.partners = j.at("partners").get<std::vector<StepId>>();
+    r.transfer_starts = times(j.at("transfer_starts"));
+    r.arrivals = times(j.at("arrivals"));
     return true;
   } catch (const std::exception& e) {
     err = e.what();

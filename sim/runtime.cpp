@@ -17,6 +17,17 @@ const char* protocol_name(Protocol p) {
   return "?";
 }
 
+LocalWork local_work(const StepGraph& g, const RuntimeOptions& o, StepId s) {
+  auto bytes = [&] { return static_cast<double>(g.range_bytes(g.range(s))); };
+  switch (g.kind(s)) {
+    case StepKind::Copy: return {0, o.copy_bw > 0 ? bytes() / o.copy_bw : 0};
+    case StepKind::Reduce: return {0, o.gamma * bytes()};
+    case StepKind::Compute: return {g.compute(s).flops, 0};
+    case StepKind::Recv: return {0, o.recv_overhead + ((g.flags(s) & kFlagReduce) ? o.gamma * bytes() : 0)};
+    default: return {};
+  }
+}
+
 Runtime::Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer) : g_(g), o_(o), timer_(timer), n_(g.size()) {
   pending_.resize(n_);
   st_.assign(n_, 0);
@@ -24,6 +35,8 @@ Runtime::Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer) : g_
   if (exact_) {
     end_.assign(n_, std::numeric_limits<double>::quiet_NaN());
     start_.assign(n_, std::numeric_limits<double>::quiet_NaN());
+    moved_.assign(n_, std::numeric_limits<double>::quiet_NaN());
+    arrived_.assign(n_, std::numeric_limits<double>::quiet_NaN());
   } else {
     endf_.assign(n_, std::numeric_limits<float>::quiet_NaN());
   }
@@ -69,6 +82,7 @@ void Runtime::sent(StepId send, double now) {
 void Runtime::arrived(StepId send, double now) {
   now_ = now;
   st_[send] |= kArrived;
+  if (o_.record_starts) arrived_[send] = now_;
   busy_end(g_.rank(send), 1);
   busy_end(g_.peer(send), 1);  // in flight for its receiver too
   if (!g_.local(send)) {
@@ -161,6 +175,8 @@ void Runtime::start_transfer(StepId send, bool rendezvous) {
   bytes_ += b;
   busy_begin(g_.rank(send), 1);
   busy_begin(g_.peer(send), 1);
+  // A rendezvous message moves once its receive is posted too (whichever comes last).
+  if (o_.record_starts && (!rendezvous || (st_[g_.match(send)] & kIssued))) moved_[send] = now_;
   timer_.transfer(send, g_.rank(send), g_.peer(send), b, rendezvous);
 }
 
@@ -203,24 +219,27 @@ void Runtime::issue(StepId s) {
         post_dynamic(s);
         return;
       }
-      if (rendezvous(m)) timer_.posted(m);  // before or after the send: the timer pairs them
+      if (rendezvous(m)) {
+        timer_.posted(m);  // before or after the send: the timer pairs them
+        if (o_.record_starts && (st_[m] & kIssued)) moved_[m] = now_;
+      }
       if (st_[s] & kArrived) finish_recv(s);
       return;
     }
     case StepKind::Copy: {
-      double secs = o_.copy_bw > 0 ? static_cast<double>(g_.range_bytes(g_.range(s))) / o_.copy_bw : 0;
+      double secs = local_work(g_, o_, s).seconds;
       if (secs > 0) timer_.local(s, rank, LocalKind::Copy, 0, secs);
       else complete(s);
       return;
     }
     case StepKind::Reduce: {
-      double secs = o_.gamma * static_cast<double>(g_.range_bytes(g_.range(s)));
+      double secs = local_work(g_, o_, s).seconds;
       if (secs > 0) timer_.local(s, rank, LocalKind::Reduce, 0, secs);
       else complete(s);
       return;
     }
     case StepKind::Compute: {
-      double flops = g_.compute(s).flops;
+      double flops = local_work(g_, o_, s).flops;
       if (flops > 0) {
         busy_begin(rank, 0);
         timer_.local(s, rank, LocalKind::Compute, flops, 0);
@@ -252,8 +271,7 @@ void Runtime::issue(StepId s) {
 }
 
 void Runtime::finish_recv(StepId r) {
-  double secs = o_.recv_overhead;
-  if (g_.flags(r) & kFlagReduce) secs += o_.gamma * static_cast<double>(g_.range_bytes(g_.range(r)));
+  double secs = local_work(g_, o_, r).seconds;
   if (secs > 0) timer_.local(r, g_.rank(r), LocalKind::Receive, 0, secs);
   else complete(r);
 }

@@ -38,7 +38,7 @@ struct RuntimeOptions {
   double gamma = 0;              // seconds per byte reduced (a receive with reduce, a reduce step)
   double copy_bw = 0;            // bytes/s of a local copy (0: free)
   double recv_overhead = 0;      // receiver CPU seconds per message (LogGP o), part of receive processing
-  bool record_starts = false;    // keep every step's start time (for a trace)
+  bool record_starts = false;    // keep every step's start time, and each message's transfer (for a trace)
 };
 
 // Whether an MPI send of `bytes` goes by rendezvous. Auto: a message is eager iff bytes <
@@ -50,6 +50,14 @@ inline bool by_rendezvous(const RuntimeOptions& o, uint64_t bytes) {
 }
 
 enum class LocalKind : uint8_t { Compute, Receive, Copy, Reduce };
+
+// The local work a step costs its rank, as the runtime hands it to the engine: `flops` of
+// computation and `seconds` of fixed time (a copy, a reduction, a receive's processing). None for
+// sends, waits and collectives. A trace draws the work where it ran: an engine may queue it.
+struct LocalWork {
+  double flops = 0, seconds = 0;
+};
+LocalWork local_work(const StepGraph& g, const RuntimeOptions& o, StepId s);
 
 // What an engine provides: start an activity now; report its end with Runtime::arrived, sent
 // and done. Every call the runtime makes while handling one report concerns the rank that report
@@ -101,6 +109,12 @@ class Runtime {
   // With record_starts: every step's start and end time (NaN if it never did).
   const std::vector<double>& start_times() const { return start_; }
   const std::vector<double>& end_times() const { return end_; }
+  // With record_starts, per send (NaN elsewhere, or if it never happened): when its data began to
+  // move (its start; by rendezvous, once its receive was posted too) and when it arrived. The
+  // engine may hold it back after that (the analytic one queues it behind the NIC's earlier
+  // messages), so the two bound the time the message was the network's business.
+  const std::vector<double>& transfer_starts() const { return moved_; }
+  const std::vector<double>& arrival_times() const { return arrived_; }
   // The send each receive took (and each send's receive), or kNoStep: for a stuck state.
   StepId partner(StepId s) const;
   // Per step kStepIssued | kStepCompleted (core/interp/interpret.hpp), for analyze_stuck.
@@ -135,7 +149,7 @@ class Runtime {
   std::vector<uint8_t> st_;
   bool exact_;
   std::vector<float> endf_;
-  std::vector<double> end_, start_;
+  std::vector<double> end_, start_, moved_, arrived_;
   double last_ = 0;
   std::vector<double> rank_end_;
   // Busy accounting: per rank and kind (compute, comm, either), activities open and since when.

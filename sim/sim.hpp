@@ -83,10 +83,12 @@ struct SimResult {
   StuckState stuck;     // where it stopped, when !completed
   double wall_s = 0;    // the simulation's own run time
   uint64_t events = 0;  // transfers and local activities timed
-  // With SimOptions::trace: per step start and end (NaN if it never ran), and what each send and
-  // receive matched (kNoStep if nothing).
+  // With SimOptions::trace: per step start and end (NaN if it never ran), what each send and
+  // receive matched (kNoStep if nothing), and per send when its data began to move and when it
+  // arrived (Runtime::transfer_starts, arrival_times; NaN elsewhere).
   std::vector<double> starts, ends;
   std::vector<StepId> partners;
+  std::vector<double> transfer_starts, arrivals;
 };
 
 // Runs the graph (collectives already expanded, or left to complete at no cost). The SimGrid

@@ -131,6 +131,8 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
   if (o.trace) {
     r.starts = rt.start_times();
     r.ends = rt.end_times();
+    r.transfer_starts = rt.transfer_starts();
+    r.arrivals = rt.arrival_times();
     r.partners.resize(g.size());
     for (StepId s = 0; s < g.size(); ++s) r.partners[s] = rt.partner(s);
   }

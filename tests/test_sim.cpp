@@ -1,7 +1,7 @@
 // The simulator: accuracy against closed forms on an ideal star in both backends, agreement of
 // the backends where links carry one message at a time, contention where they do not, overlap of
-// computation and communication, deadlocks reported (never a hang), traces, and the CLI's
-// sweeps, CSV, plots and MPI-split runs.
+// computation and communication, deadlocks reported (never a hang), and the CLI's sweeps, CSV,
+// plots and MPI-split runs. Traces: test_trace.cpp.
 #include <catch2/catch.hpp>
 
 #include "run_command.hpp"
@@ -20,7 +20,6 @@
 #include "core/graph/elaborate.hpp"
 #include "core/graph/expand_collectives.hpp"
 #include "core/graph/passes.hpp"
-#include "core/io/trace.hpp"
 #include "sim/sim.hpp"
 
 using namespace sg;
@@ -224,32 +223,6 @@ TEST_CASE("wildcard receives take messages in arrival order", "[sim][wildcard]")
     CHECK(r.ends[recvs[0]] < r.ends[recvs[1]]);
     CHECK(rel(r.time_s, 3e-3 + kAlpha + 1048576 * kBeta) < 1e-6);
   }
-}
-
-TEST_CASE("a Chrome trace has a track per rank, a slice per step and an arrow per message", "[sim][trace]") {
-  auto b = build("ring_allreduce", 4);
-  SimOptions so;
-  so.trace = true;
-  SimResult r = run(*b->g, Model::Analytic, kStar, so);
-  std::ostringstream os;
-  write_chrome_trace(os, *b->g, b->s.sources, r.starts, r.ends, r.partners);
-  auto j = nlohmann::json::parse(os.str());
-  int slices = 0, out = 0, in = 0;
-  std::set<int> tracks;
-  for (const auto& e : j.at("traceEvents")) {
-    if (e.at("ph") == "M") {
-      tracks.insert(e.at("tid").get<int>());
-      continue;
-    }
-    CHECK(e.at("ph") == "X");
-    ++slices;
-    if (e.contains("flow_out")) ++out;
-    if (e.contains("flow_in")) ++in;
-  }
-  CHECK(tracks.size() == 4);
-  CHECK(slices == static_cast<int>(b->g->size()));
-  CHECK(out == 24);  // 2 (N-1) N messages
-  CHECK(in == 24);
 }
 
 // ---------------------------------------------------------------- the command line
