@@ -61,8 +61,8 @@ int main(int argc, char** argv) {
                     "replace every collective by the point-to-point steps of a library algorithm (by default the one "
                     "Open MPI 4.1 would pick for its size and group)");
   compile->add_option("--algo", copts.algo,
-                      "algorithms for --expand, e.g. allreduce=ring,bcast=binomial (implies --expand; "
-                      "see docs/stepgraph.md for the names)");
+                      "algorithms for --expand, e.g. allreduce=ring,bcast=binomial, and whose choice picks the rest: openmpi "
+                      "(the default) or nccl[:gpus=G] (NCCL's tuning model, G GPUs per node) (implies --expand; see docs/stepgraph.md)");
 
   sg::cli::CheckOpts kopts;
   auto* check = app.add_subcommand("check", "run the reference interpreter and check the postcondition, for one N or many");
@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
   auto* analyze =
       app.add_subcommand("analyze", "per-rank bytes, messages, compute, peak extra memory and load imbalance, from the step graph alone");
   add_common(analyze, aopts.c, true);
-  analyze->add_option("--algo", aopts.algo, "algorithms for the collectives' expansion, e.g. allgather=ring (default: Open MPI's choice)");
+  analyze->add_option("--algo", aopts.algo,
+                      "algorithms for the collectives' expansion, e.g. allgather=ring or nccl:gpus=8 (default: Open MPI's choice)");
   analyze->add_option("--unit", aopts.unit, "show bytes in chunks of this buffer, e.g. --unit Q");
   analyze->add_flag("--per-rank", aopts.per_rank, "one row per rank, not only min / mean / max");
   analyze->add_flag("--json", aopts.json, "print JSON: one object (a list for several N), with per_rank, min, mean, max and imbalance");
@@ -113,7 +114,9 @@ int main(int argc, char** argv) {
                   "a generator string (star:…, fat-tree:…, torus:…, dragonfly:…, nodes:…) or a SimGrid .xml file");
   sim->add_option("--model", sopts.model, "simgrid (contention) or analytic (LogGP / α-β, no contention)")
       ->check(CLI::IsMember({"simgrid", "analytic"}));
-  sim->add_option("--algo", sopts.algo, "algorithms for collective steps, e.g. allreduce=ring,bcast=binomial (default: Open MPI's choice)");
+  sim->add_option("--algo", sopts.algo,
+                  "algorithms for collective steps, e.g. allreduce=ring,bcast=binomial, openmpi, nccl[:gpus=G] (default: NCCL's choice on "
+                  "nodes: platforms, Open MPI's elsewhere)");
   sim->add_option("--protocol", sopts.protocol, "MPI sends: eager, rendezvous, or auto (rendezvous from --eager-limit bytes on)")
       ->check(CLI::IsMember({"eager", "rendezvous", "auto"}));
   sim->add_option("--eager-limit", sopts.eager_limit,

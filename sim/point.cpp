@@ -193,6 +193,7 @@ PointResult run_point(const PointSpec& p) {
   bo.elab.sets = p.sets;
   bo.elab.max_memory = p.max_memory;
   bo.expand = Expansion::ForCost;
+  bo.keep_as_written = true;  // what the schedule says (its postconditions) is read off the graph as written
   bo.algo = p.algo;
   // The platform first: on GPU nodes the collectives expand as NCCL's would.
   Platform platform;
@@ -212,6 +213,8 @@ PointResult run_point(const PointSpec& p) {
 #endif
   if (p.platform.empty()) platform.spec += " (the default; --platform to choose)";
   r.network_model = model_name(platform.model);
+  // GPUs in nodes: the collectives expand as NCCL's (unless --algo says openmpi), with the node size.
+  if (platform.kind == PlatformKind::Nodes) apply_gpu_platform(bo.algo, platform.nodes.gpus);
   Built b = build(s, t, bo);
   if (!b.ok()) {
     r.status = 2;
@@ -269,14 +272,15 @@ PointResult run_point(const PointSpec& p) {
   r.exposed_s = res.exposed_s;
   // nccl-tests' size and bandwidths: for one collective over every rank only.
   ExpectKind kind = ExpectKind::Nothing;
-  r.world = world_collective(*g, kind, r.size_bytes);
+  const StepGraph& written = b.as_written ? *b.as_written : *g;  // (the expansion adds its algorithms' postconditions)
+  r.world = world_collective(written, kind, r.size_bytes);
   double factor = bus_factor(kind, p.n, r.factor_name);
   if (r.world && r.time_s > 0 && r.size_bytes) {
     r.algbw = static_cast<double>(r.size_bytes) / r.time_s / 1e9;
     r.busbw = r.algbw * factor;
   }
   // Attention: the model's FLOPs per second, and that against the platform's peak (every rank's).
-  if (attention_model_flops(*g, r.model_flops) && r.time_s > 0) {
+  if (attention_model_flops(written, r.model_flops) && r.time_s > 0) {
     r.tflops = r.model_flops / r.time_s / 1e12;
     r.mfu = r.model_flops / (r.time_s * platform.speed * p.n);
   }

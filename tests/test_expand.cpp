@@ -7,9 +7,11 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/graph/expand_collectives.hpp"
+#include "core/graph/nccl_tuning.hpp"
 #include "test_util.hpp"
 
 using namespace sg;
@@ -347,7 +349,9 @@ TEST_CASE("--algo names collectives and algorithms, and says what is allowed", "
 
   AlgoChoice d;
   CHECK_FALSE(parse_algo_choice("allreduce=ringg", d, err));
-  CHECK(err == "unknown algorithm 'ringg' for allreduce (choose from ring, recursive_doubling, rabenseifner, reduce_bcast, binomial)");
+  CHECK(err ==
+        "unknown algorithm 'ringg' for allreduce (choose from ring, recursive_doubling, rabenseifner, reduce_bcast, binomial, nccl_ring, "
+        "nccl_tree)");
   CHECK_FALSE(parse_algo_choice("allreduc=ring", d, err));
   CHECK(err ==
         "unknown collective 'allreduc' in --algo (choose from allreduce, bcast, reduce, allgather, reduce_scatter, alltoall, barrier)");
@@ -357,7 +361,7 @@ TEST_CASE("--algo names collectives and algorithms, and says what is allowed", "
   CHECK(err == "--algo names bcast twice");
   CHECK_FALSE(parse_algo_choice("", d, err));
   CHECK_FALSE(parse_algo_choice("allgather=pairwise", d, err));
-  CHECK(err == "unknown algorithm 'pairwise' for allgather (choose from ring, recursive_doubling, bruck)");
+  CHECK(err == "unknown algorithm 'pairwise' for allgather (choose from ring, recursive_doubling, bruck, nccl_ring)");
 }
 
 TEST_CASE("every library algorithm named by --algo exists in the library", "[expand][algo]") {
@@ -433,4 +437,190 @@ TEST_CASE("the default follows Open MPI 4.1's tuned decisions", "[expand][algo]"
   REQUIRE(e.rep.instances.size() == 2);
   CHECK(e.rep.instances[0].schedule == "recursive_doubling_allreduce");
   CHECK(e.rep.instances[1].schedule == "rabenseifner_allreduce");
+}
+
+TEST_CASE("--algo openmpi and nccl[:gpus=G] pick the default for the kinds not named", "[expand][algo][nccl]") {
+  std::string err;
+  AlgoChoice c;
+  CHECK(c.defaults == AlgoDefault::Auto);
+  REQUIRE(parse_algo_choice("nccl:gpus=8,allreduce=ring", c, err));
+  CHECK(c.defaults == AlgoDefault::Nccl);
+  CHECK(c.gpus_per_node == 8);
+  CHECK(c[CollKind::Allreduce] == "ring_allreduce");
+  AlgoChoice plain;
+  REQUIRE(parse_algo_choice("nccl", plain, err));
+  CHECK(plain.defaults == AlgoDefault::Nccl);
+  CHECK(plain.gpus_per_node == 0);
+  AlgoChoice o;
+  REQUIRE(parse_algo_choice("bcast=binomial,openmpi", o, err));
+  CHECK(o.defaults == AlgoDefault::OpenMpi);
+  for (const char* bad : {"nccl:gpus=0", "nccl:gpus=", "nccl:gpus=8x", "nccl:gpu=8", "nccl:gpus=-1", "nccl:gpus=+8", "nccl:gpus=99999"}) {
+    AlgoChoice d;
+    INFO(bad);
+    CHECK_FALSE(parse_algo_choice(bad, d, err));
+    CHECK(err.find("gpus=G") != std::string::npos);
+  }
+  AlgoChoice twice;
+  CHECK_FALSE(parse_algo_choice("nccl,openmpi", twice, err));
+  CHECK(err == "--algo names a default twice (openmpi or nccl)");
+
+  // What sim does on a `nodes:` platform: NCCL unless --algo said openmpi; the platform's node
+  // size unless --algo gave one.
+  AlgoChoice none;
+  apply_gpu_platform(none, 8);
+  CHECK(none.defaults == AlgoDefault::Nccl);
+  CHECK(none.gpus_per_node == 8);
+  apply_gpu_platform(o, 8);
+  CHECK(o.defaults == AlgoDefault::OpenMpi);
+  AlgoChoice four;
+  REQUIRE(parse_algo_choice("nccl:gpus=4", four, err));
+  apply_gpu_platform(four, 8);
+  CHECK(four.gpus_per_node == 4);
+  AlgoChoice n8 = nccl_choice(8);
+  CHECK(n8.defaults == AlgoDefault::Nccl);
+  CHECK(n8.gpus_per_node == 8);
+}
+
+TEST_CASE("NCCL's tuning model: the topology, latencies and bandwidths NCCL computes", "[expand][algo][nccl]") {
+  // One node of 8 H100s: 6 ring channels of 60 GB/s doubled to 12 of 30, 24 in the communicator
+  // (NCCL's logs on DGX H100 say 24 channels).
+  NcclTopo one = nccl_topo(8, 8);
+  CHECK(one.nodes == 1);
+  CHECK(one.graph_channels == 12);
+  CHECK(one.graph_bw == Approx(30.0));
+  CHECK(one.comm_channels == 24);
+  // Four nodes: one channel per NIC at 48 GB/s (the PCIe Gen5 path), 16 in the communicator.
+  NcclTopo four = nccl_topo(32, 8);
+  CHECK(four.nodes == 4);
+  CHECK(four.graph_channels == 8);
+  CHECK(four.graph_bw == Approx(48.0));
+  CHECK(four.comm_channels == 16);
+  // Four GPUs a node: 4 channels of 48 doubled to 8 of 24; one GPU a node: 2 of 24.
+  CHECK(nccl_topo(16, 4).graph_channels == 8);
+  CHECK(nccl_topo(16, 4).graph_bw == Approx(24.0));
+  CHECK(nccl_topo(8, 0).nodes == 8);  // 0: every rank a node of its own
+  CHECK(nccl_topo(8, 0).graph_channels == 2);
+
+  // Every number below worked out by hand from tuning.cc's formulas (4 nodes, 32 ranks).
+  NcclTuning t = nccl_tune(CollKind::Allreduce, 1 << 20, 32, 8);
+  auto at = [&](NcclAlgo a, NcclProto p) { return t.cost[static_cast<int>(a)][static_cast<int>(p)]; };
+  CHECK(at(NcclAlgo::Ring, NcclProto::Simple).latency_us == Approx(8.4 + 56 * 3.4 + 6 * 14.0));
+  CHECK(at(NcclAlgo::Ring, NcclProto::Simple).bw_GBps == Approx(384.0 * 32 / 62));
+  CHECK(at(NcclAlgo::Ring, NcclProto::LL).latency_us == Approx(6.6 + 56 * 1.0 + 6 * 2.7));
+  CHECK(at(NcclAlgo::Ring, NcclProto::LL).bw_GBps == Approx(20.4 * 32 / 62));
+  CHECK(at(NcclAlgo::Ring, NcclProto::LL128).latency_us == Approx(14.0 + 56 * 1.9 + 6 * 4.0));
+  CHECK(at(NcclAlgo::Ring, NcclProto::LL128).bw_GBps == Approx(8 * 36.7 * 32 / 62));
+  CHECK(at(NcclAlgo::Tree, NcclProto::Simple).latency_us == Approx(8.4 + 2 * (7 * 4.0 + 2 * 14.0)));
+  CHECK(at(NcclAlgo::Tree, NcclProto::Simple).bw_GBps == Approx(8 * 36.0 / 2));
+  CHECK(at(NcclAlgo::Tree, NcclProto::LL).latency_us == Approx(6.8 + 2 * (7 * 0.6 + 2 * 5.0)));
+  CHECK(at(NcclAlgo::Tree, NcclProto::LL).bw_GBps == Approx(20.4 / 2));
+  CHECK(at(NcclAlgo::Tree, NcclProto::LL128).latency_us == Approx(14.0 + 2 * (7 * 1.25 + 2 * 8.5)));
+  CHECK(at(NcclAlgo::Tree, NcclProto::LL128).bw_GBps == Approx(8 * 29.0 / 2));
+  // 1 MiB: log2(1 MiB / 64) = 14, LL128's tree correction .6.
+  CHECK(at(NcclAlgo::Tree, NcclProto::LL128).time_us == Approx(65.5 + 1048576 / (1000 * 116.0 * .6)));
+  CHECK(t.algo == NcclAlgo::Tree);
+  CHECK(t.proto == NcclProto::LL128);
+  CHECK(t.channels == 16);
+  // One node: the ring's LL latency is 6.6 + 14 NVLink steps of 0.6 µs.
+  NcclTuning u = nccl_tune(CollKind::Allreduce, 1024, 8, 8);
+  CHECK(u.cost[1][0].latency_us == Approx(6.6 + 14 * 0.6));
+  CHECK(u.cost[1][0].bw_GBps == Approx(141.0 * 8 / 14));
+  // Fewer channels for small sizes: while bytes < nc × threads × threshold.
+  CHECK(u.channels == 1);                                                         // LL ring: 1 KiB < 2 × 512 × 8 × 8
+  CHECK(nccl_tune(CollKind::Allreduce, 65536, 8, 8).channels == 2);               // 64 KiB / 32 KiB per channel
+  CHECK(nccl_tune(CollKind::Allreduce, uint64_t{1} << 30, 8, 8).channels == 24);  // all of them
+}
+
+TEST_CASE("NCCL's choice: the tree across nodes up to its crossover, the ring above it and on one node", "[expand][algo][nccl]") {
+  constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
+  struct Case {
+    uint32_t n, gpus;
+    uint64_t bytes;
+    const char* schedule;
+  };
+  const Case cases[] = {
+      {8, 8, 1 * KiB, "nccl_ring_allreduce"},  // one node: the tree is a chain, the ring always wins
+      {8, 8, 16 * MiB, "nccl_ring_allreduce"},   {8, 8, 8 * GiB, "nccl_ring_allreduce"},
+      {16, 8, 1 * KiB, "nccl_tree_allreduce"},  // 2 nodes: tree up to 21.5 MiB
+      {16, 8, 16 * MiB, "nccl_tree_allreduce"},  {16, 8, 32 * MiB, "nccl_ring_allreduce"},
+      {32, 8, 1 * MiB, "nccl_tree_allreduce"},  // 4 nodes: tree up to 25 MiB
+      {32, 8, 16 * MiB, "nccl_tree_allreduce"},  {32, 8, 32 * MiB, "nccl_ring_allreduce"},
+      {32, 8, 1 * GiB, "nccl_ring_allreduce"},   {64, 8, 64 * MiB, "nccl_tree_allreduce"},    // 8 nodes: tree up to 66 MiB
+      {64, 8, 128 * MiB, "nccl_ring_allreduce"}, {128, 8, 512 * MiB, "nccl_tree_allreduce"},  // 16 nodes: up to 800 MiB
+      {128, 8, 1 * GiB, "nccl_ring_allreduce"},
+  };
+  for (const Case& c : cases) {
+    AlgoPick p = nccl_default(CollKind::Allreduce, c.bytes, c.n, c.gpus);
+    INFO(c.bytes << " B at N = " << c.n << ": " << p.why);
+    CHECK(p.schedule == c.schedule);
+    CHECK(p.why.rfind("NCCL 2.30 picks ", 0) == 0);
+    std::map<std::string, int64_t> params(p.params.begin(), p.params.end());
+    CHECK(params["gpus"] == c.gpus);
+    CHECK(params["channels"] >= 1);
+    CHECK(params["chunks"] >= 1);
+    CHECK(params["chunks"] <= kMaxPieces);
+  }
+  AlgoChoice nc = nccl_choice(8);
+  CHECK(default_pick(nc, CollKind::Allgather, 64 * MiB, 32).schedule == "nccl_ring_allgather");
+  CHECK(default_pick(nc, CollKind::ReduceScatter, 64 * MiB, 32).schedule == "nccl_ring_reduce_scatter");
+  CHECK(default_pick(nc, CollKind::Bcast, 64 * MiB, 32).schedule == "nccl_ring_bcast");
+  CHECK(default_pick(nc, CollKind::Reduce, 64 * MiB, 32).schedule == "binomial_reduce");
+  CHECK(default_pick(nc, CollKind::Alltoall, 64 * MiB, 32).schedule == "linear_alltoall");
+  CHECK(default_pick(nc, CollKind::Barrier, 0, 32).schedule == "dissemination_barrier");
+  CHECK(default_pick(AlgoChoice{}, CollKind::Allreduce, 64 * MiB, 32).schedule == "rabenseifner_allreduce");  // Auto: Open MPI
+}
+
+TEST_CASE("an expansion by NCCL's choice validates, and its schedules' postconditions hold", "[expand][nccl]") {
+  // 16 ranks on 4 nodes of 4 GPUs: a small all-reduce (NCCL's tree), a large one (its ring), the
+  // other kinds, and an all-reduce over one rank of each node.
+  const char* text = R"(schedule t() {
+  buffer a[16] bytes 64;
+  buffer b[16] bytes 4MiB;
+  buffer c[16] bytes 4KiB;
+  buffer s[4] bytes 1KiB;
+  init a contrib;
+  init b contrib;
+  init c contrib;
+  init s contrib;
+  expect nothing;
+  allreduce a;
+  allreduce b;
+  allgather c;
+  reduce_scatter c;
+  bcast c root 5;
+  allreduce s over ranks(1, 4, 4);
+})";
+  AlgoChoice choice;
+  std::string err;
+  REQUIRE(parse_algo_choice("nccl:gpus=4", choice, err));
+  Expanded e = expand(text, 16, choice);
+  INFO(e.errors);
+  REQUIRE(e.g);
+  const StepGraph& g = *e.g;
+  CHECK(count_kind(g, StepKind::Collective) == 0);
+  Diagnostics vd;
+  validate(*e.g, vd);
+  CHECK_FALSE(vd.has_errors());
+  REQUIRE(e.rep.instances.size() == 6);
+  CHECK(e.rep.instances[0].schedule == "nccl_tree_allreduce");
+  CHECK(e.rep.instances[1].schedule == "nccl_ring_allreduce");
+  CHECK(e.rep.instances[2].schedule == "nccl_ring_allgather");
+  CHECK(e.rep.instances[3].schedule == "nccl_ring_reduce_scatter");
+  CHECK(e.rep.instances[4].schedule == "nccl_ring_bcast");
+  // One member on each node: NCCL sees 4 nodes of one GPU.
+  CHECK(e.rep.instances[5].why.find("on 4 nodes of 1 GPU") != std::string::npos);
+  InterpResult r = interpret(g);
+  REQUIRE(r.completed);
+  CHECK(r.issues.empty());
+  PostconditionReport post = check_postconditions(g, r.initial, r.final);
+  CHECK(post.chunks_wrong == 0);
+  CHECK(post.chunks_checked > 0);
+
+  // An algorithm named by --algo gets the node size too.
+  AlgoChoice named;
+  REQUIRE(parse_algo_choice("nccl:gpus=4,allreduce=nccl_tree", named, err));
+  Expanded f = expand(text, 16, named);
+  REQUIRE(f.g);
+  CHECK(f.rep.instances[1].schedule == "nccl_tree_allreduce");
+  CHECK(f.rep.instances[1].why == "--algo");
 }

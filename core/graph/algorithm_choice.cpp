@@ -1,5 +1,6 @@
-// The library's algorithms per collective kind, the --algo parser, and Open MPI 4.1's default
-// choice.
+// The library's algorithms per collective kind, the --algo parser, Open MPI 4.1's default
+// choice, and NCCL's (its model is nccl_tuning.cpp; the mapping to our schedules is at the end
+// of this file).
 //
 // Open MPI's tuned component (ompi/mca/coll/tuned/coll_tuned_decision_fixed.c, tag v4.1.8, the
 // same tables throughout 4.1.x) picks an algorithm from the communicator size and a message
@@ -32,8 +33,12 @@
 // (a reduce followed by a scatter), has no counterpart among ours.
 #include "core/graph/algorithm_choice.hpp"
 
+#include <cstdio>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
+
+#include "core/graph/nccl_tuning.hpp"
 
 namespace sg {
 
@@ -237,15 +242,19 @@ const std::vector<AlgoName>& algorithms_for(CollKind k) {
       {"rabenseifner", "rabenseifner_allreduce", nullptr},
       {"reduce_bcast", "reduce_bcast_allreduce", nullptr},
       {"binomial", "binomial_allreduce", nullptr},
+      {"nccl_ring", "nccl_ring_allreduce", nullptr},
+      {"nccl_tree", "nccl_tree_allreduce", nullptr},
   };
   static const std::vector<AlgoName> allgather = {
       {"ring", "ring_allgather", nullptr},
       {"recursive_doubling", "recursive_doubling_allgather", "bruck_allgather"},
       {"bruck", "bruck_allgather", nullptr},
+      {"nccl_ring", "nccl_ring_allgather", nullptr},
   };
   static const std::vector<AlgoName> reduce_scatter = {
       {"ring", "ring_reduce_scatter", nullptr},
       {"recursive_halving", "recursive_halving_reduce_scatter", nullptr},
+      {"nccl_ring", "nccl_ring_reduce_scatter", nullptr},
   };
   static const std::vector<AlgoName> alltoall = {
       {"pairwise", "pairwise_alltoall", nullptr},
@@ -256,6 +265,7 @@ const std::vector<AlgoName>& algorithms_for(CollKind k) {
       {"binomial", "binomial_bcast", nullptr},
       {"pipeline", "pipeline_bcast", nullptr},
       {"scatter_allgather", "scatter_allgather_bcast", nullptr},
+      {"nccl_ring", "nccl_ring_bcast", nullptr},
   };
   static const std::vector<AlgoName> reduce = {{"binomial", "binomial_reduce", nullptr}};
   static const std::vector<AlgoName> barrier = {{"dissemination", "dissemination_barrier", nullptr}};
@@ -298,16 +308,48 @@ bool parse_algo_choice(const std::string& spec, AlgoChoice& out, std::string& er
     return s;
   };
   if (spec.empty()) {
-    err = "empty --algo (write e.g. allreduce=ring,bcast=binomial)";
+    err = "empty --algo (write e.g. allreduce=ring,bcast=binomial, or nccl:gpus=8)";
     return false;
   }
   std::stringstream ss(spec);
   std::string item;
   std::array<bool, kCollKindCount> seen{};
+  bool seen_default = false;
   while (std::getline(ss, item, ',')) {
+    if (item == "openmpi" || item == "nccl" || item.rfind("nccl:", 0) == 0) {
+      if (seen_default) {
+        err = "--algo names a default twice (openmpi or nccl)";
+        return false;
+      }
+      seen_default = true;
+      if (item == "openmpi") {
+        out.defaults = AlgoDefault::OpenMpi;
+        continue;
+      }
+      out.defaults = AlgoDefault::Nccl;
+      if (item == "nccl") continue;
+      std::string opt = item.substr(5);
+      unsigned long g = 0;
+      size_t used = 0;
+      if (opt.rfind("gpus=", 0) == 0 && opt.size() > 5 && opt[5] != '-' && opt[5] != '+') {
+        try {
+          g = std::stoul(opt.substr(5), &used);
+        } catch (const std::logic_error&) {  // invalid_argument, out_of_range
+          used = 0;
+        }
+      }
+      if (used == 0 || 5 + used != opt.size() || g == 0 || g > 1024) {
+        err = "--algo nccl takes gpus=G (GPUs per node, 1 to 1024), got 'nccl:";
+        err += opt;
+        err += "'";
+        return false;
+      }
+      out.gpus_per_node = static_cast<uint32_t>(g);
+      continue;
+    }
     auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-      err = "--algo needs COLLECTIVE=ALGORITHM, got '";
+      err = "--algo needs COLLECTIVE=ALGORITHM, openmpi or nccl[:gpus=G], got '";
       err += item;
       err += "' (collectives: ";
       err += kinds();
@@ -391,6 +433,60 @@ AlgoPick openmpi_default(CollKind k, uint64_t bytes, uint32_t n) {
   p.why += " at N = ";
   p.why += std::to_string(n);
   return p;
+}
+
+// ------------------------------------------------------------------ NCCL's choice
+//
+// nccl_tune (nccl_tuning.cpp, NCCL v2.30.7's ncclTopoTuneModel and topoGetAlgoInfo) picks the
+// algorithm, the protocol and the channel count; we run
+//   ring all-reduce → nccl_ring_allreduce     tree all-reduce → nccl_tree_allreduce
+//   ring all-gather → nccl_ring_allgather     ring reduce-scatter → nccl_ring_reduce_scatter
+//   ring broadcast → nccl_ring_bcast
+// with channels = NCCL's nMaxChannels, chunks = NCCL's chunks per channel (the ring's loops;
+// nccl_tuning.hpp), gpus = the node size. The protocol (LL, LL128, Simple) changes NCCL's
+// estimate and its chunks, not the messages: the platform moves bytes at its links' speed, so
+// LL's halved bandwidth (a flag beside every 8 bytes) is not simulated.
+
+AlgoChoice nccl_choice(uint32_t gpus_per_node) {
+  AlgoChoice c;
+  c.defaults = AlgoDefault::Nccl;
+  c.gpus_per_node = gpus_per_node;
+  return c;
+}
+
+void apply_gpu_platform(AlgoChoice& c, uint32_t gpus_per_node) {
+  if (c.defaults == AlgoDefault::Auto) c.defaults = AlgoDefault::Nccl;
+  if (c.gpus_per_node == 0) c.gpus_per_node = gpus_per_node;
+}
+
+AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_node) {
+  NcclTuning t = nccl_tune(k, bytes, n, gpus_per_node);
+  AlgoPick p;
+  if (!t.modelled) {
+    switch (k) {
+      case CollKind::Reduce: p.schedule = "binomial_reduce"; break;
+      case CollKind::Alltoall: p.schedule = "linear_alltoall"; break;
+      default: p.schedule = "dissemination_barrier"; break;
+    }
+    p.why = std::string("NCCL has no algorithm choice for ") + coll_name(k) + ": " + p.schedule;
+    return p;
+  }
+  // The schedules are named nccl_ALGO_KIND, KIND as the language writes it.
+  p.schedule = std::string("nccl_") + nccl_algo_name(t.algo) + "_" + coll_name(k);
+  p.params = {{"channels", t.channels}, {"chunks", t.pieces}, {"gpus", t.topo.gpus}};
+  char est[64];
+  std::snprintf(est, sizeof est, "%.1f", t.time_us);
+  auto count = [](uint32_t x, const char* one, const char* many) { return std::to_string(x) + " " + (x == 1 ? one : many); };
+  p.why = std::string("NCCL 2.30 picks ") + nccl_algo_name(t.algo) + "/" + nccl_proto_name(t.proto) + " on " +
+          count(static_cast<uint32_t>(t.channels), "channel", "channels") + " of " +
+          count(static_cast<uint32_t>(t.pieces), "chunk", "chunks") + " (" + est + " us) for " + std::to_string(bytes) +
+          " B at N = " + std::to_string(n) + " on " + count(t.topo.nodes, "node", "nodes") + " of " + count(t.topo.gpus, "GPU", "GPUs");
+  return p;
+}
+
+AlgoPick default_pick(const AlgoChoice& c, CollKind k, uint64_t bytes, uint32_t n) {
+  if (c.defaults == AlgoDefault::Nccl) return nccl_default(k, bytes, n, c.gpus_per_node);
+  return openmpi_default(k, bytes, n);
 }
 
 }  // namespace sg

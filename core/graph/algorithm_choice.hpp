@@ -1,7 +1,8 @@
 // Which library algorithm replaces a collective step when collectives are expanded
 // (expand_collectives.hpp): the user's choice per collective kind (`--algo allreduce=ring,…`),
-// or else the algorithm Open MPI 4.1's tuned component would pick for that message size and
-// communicator size, mapped to the closest algorithm the library has.
+// or else a library's own choice for that message size and communicator size, mapped to the
+// closest algorithm the library has: Open MPI 4.1's tuned component (CPU clusters, the default)
+// or NCCL's tuning model (GPU platforms: `--algo nccl`, nccl_tuning.hpp).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -30,17 +31,37 @@ const std::vector<AlgoName>& algorithms_for(CollKind k);
 // The entry for a schedule name, or nullptr.
 const AlgoName* find_algorithm(CollKind k, const std::string& schedule);
 
-// What --algo chose: per collective kind, a library schedule name, or "" for the default.
+// Whose decisions pick the algorithm of a kind --algo does not name. Auto is Open MPI's unless
+// the caller knows better: sim makes it NCCL's on a GPU platform (apply_gpu_platform).
+enum class AlgoDefault : uint8_t { Auto, OpenMpi, Nccl };
+
+// What --algo chose: per collective kind, a library schedule name, or "" for the default; the
+// default; and the platform's shape, which NCCL's choice and its schedules need.
 struct AlgoChoice {
   std::array<std::string, kCollKindCount> schedule;
+  AlgoDefault defaults = AlgoDefault::Auto;
+  // GPUs per node (ranks gpus·k … gpus·k + gpus - 1 share node k's NVLink), from the `nodes:`
+  // platform or `--algo nccl:gpus=G`; 0 on a CPU platform, where NCCL's choice takes every
+  // rank for a node of its own. It also reaches the NCCL schedules' `gpus` when named by --algo.
+  uint32_t gpus_per_node = 0;
   const std::string& operator[](CollKind k) const { return schedule[static_cast<size_t>(k)]; }
 };
 
 // Parses "allreduce=ring,bcast=binomial": collective kinds as the language writes them
 // (allreduce bcast reduce allgather reduce_scatter alltoall barrier), each with a short name
-// from algorithms_for() (a library schedule's full name is accepted too). Adds to `out`; on a
-// mistake returns false with `err` saying what is wrong and what is allowed.
+// from algorithms_for() (a library schedule's full name is accepted too), and the words
+// `openmpi` and `nccl[:gpus=G]`, which set the default for the kinds not named (NCCL's with G
+// GPUs per node). Adds to `out`; on a mistake returns false with `err` saying what is wrong and
+// what is allowed.
 bool parse_algo_choice(const std::string& spec, AlgoChoice& out, std::string& err);
+
+// NCCL's choice for every kind on nodes of `gpus_per_node` GPUs: what `--algo nccl:gpus=G` gives.
+AlgoChoice nccl_choice(uint32_t gpus_per_node);
+
+// What a simulator does on a GPU platform of nodes with `gpus_per_node` GPUs: the kinds --algo
+// did not name follow NCCL unless --algo said `openmpi`, and the node size is the platform's
+// unless --algo said `nccl:gpus=G` (gpus_per_node already set). Per-kind names stay as they are.
+void apply_gpu_platform(AlgoChoice& c, uint32_t gpus_per_node);
 
 // An algorithm to run: a library schedule and parameters it takes beyond `size` and `root`
 // (which the expansion sets from the collective), with the reason it was picked.
@@ -58,6 +79,16 @@ struct AlgoPick {
 // the whole send buffer (alltoall); the tables' own measure is derived from it (allgather and
 // alltoall decide on the per-rank block, bytes / n). Barrier ignores bytes.
 AlgoPick openmpi_default(CollKind k, uint64_t bytes, uint32_t n);
+
+// The algorithm NCCL's tuning model picks (nccl_tuning.hpp: ring or tree, with its protocol and
+// channel count) for the same collective over n >= 2 ranks on nodes of `gpus_per_node` GPUs (0:
+// one rank per node), as an NCCL schedule with `channels`, `chunks` (NCCL's pipeline) and
+// `gpus`. Kinds NCCL has no algorithm choice for: reduce (our only reduce, binomial), alltoall
+// (linear: NCCL posts every peer's send and receive at once), barrier (dissemination).
+AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_node);
+
+// The pick for a kind --algo did not name: NCCL's or Open MPI's, as c.defaults says.
+AlgoPick default_pick(const AlgoChoice& c, CollKind k, uint64_t bytes, uint32_t n);
 
 // The kind's name in --algo and in the language ("reduce_scatter"), and the reverse.
 bool parse_coll_kind(const std::string& s, CollKind& out);

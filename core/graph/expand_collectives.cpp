@@ -48,6 +48,21 @@ struct Plan {
   std::vector<std::pair<StepId, StepId>> chor_fix;  // (new step, algorithm step it is matched with)
 };
 
+// The most members of group `g` on one node of `gpus_per_node` ranks (ranks gpus·k … gpus·k +
+// gpus - 1), or 0 when the platform has no nodes. A group's members ascend, so each node's are
+// consecutive in the group's order, as the NCCL schedules lay nodes out.
+uint32_t gpus_in_group(const GroupInfo& g, uint32_t gpus_per_node) {
+  if (gpus_per_node == 0) return 0;
+  uint32_t most = 0, run = 0, node = kNone;
+  for (uint32_t k = 0; k < g.count; ++k) {
+    uint32_t at = g.member(k) / gpus_per_node;
+    run = at == node ? run + 1 : 1;
+    node = at;
+    most = std::max(most, run);
+  }
+  return most;
+}
+
 class Expander {
  public:
   Expander(const StepGraph& g, Session& s, const AlgoChoice& c, Diagnostics& d, uint64_t max_memory)
@@ -130,12 +145,17 @@ class Expander {
     }
     uint32_t root = static_cast<uint32_t>(std::max<int64_t>(0, p.group.index_of(c.root)));
     bool rooted = c.kind == CollKind::Bcast || c.kind == CollKind::Reduce;
+    // The group's own shape on the platform's nodes: NCCL sees as many GPUs per node as the
+    // group has members there (one for a group strided across nodes).
+    AlgoChoice here = choice_;
+    here.gpus_per_node = gpus_in_group(p.group, choice_.gpus_per_node);
     AlgoPick pick;
     if (!choice_[c.kind].empty()) {
       pick.schedule = choice_[c.kind];
       pick.why = "--algo";
+      if (here.gpus_per_node) pick.params.emplace_back("gpus", here.gpus_per_node);
     } else {
-      pick = openmpi_default(c.kind, e.bytes, n);
+      pick = default_pick(here, c.kind, e.bytes, n);
     }
     // The chosen algorithm, or when it refuses this group size its fallback, then the kind's
     // algorithms in order.
