@@ -128,7 +128,7 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
               "algbw GB/s", "busbw GB/s", "messages", "wall s");
   for (const auto& r : results) {
     if (r.unsupported && o.quiet) continue;
-    std::string v = plan.param.empty()     ? human_bytes2(static_cast<double>(r.size_bytes))
+    std::string v = plan.param.empty()     ? (r.world ? human_bytes2(static_cast<double>(r.size_bytes)) : std::string("-"))
                     : plan.param == "size" ? human_bytes2(static_cast<double>(r.param_value))
                                            : std::to_string(r.param_value);
     if (r.status == 2 || (!r.error.empty() && r.platform.empty())) {
