@@ -108,6 +108,18 @@ TEST_CASE("algbw and busbw only for one collective over every rank", "[sim][metr
   }
 }
 
+TEST_CASE("on GPU nodes collectives expand as NCCL's, elsewhere as Open MPI's", "[sim][metrics][nccl]") {
+  const std::string wrapper = std::string(STEPGRAPH_SOURCE_DIR) + "/tests/sim_cases/allreduce_wrapper.sched";
+  PointResult gpu = point(wrapper, 16, {{"size", "256MiB"}}, "nodes:count=2,gpus=8");
+  REQUIRE(!gpu.collectives_json.empty());
+  CHECK(gpu.collectives_json[0].at("collective").get<std::string>().find("nccl_ring_allreduce") != std::string::npos);
+  CHECK(gpu.world);
+  CHECK(gpu.busbw > 390);  // the bound: 8 NICs of 50 GB/s
+  PointResult cpu = point(wrapper, 16, {{"size", "256MiB"}});
+  REQUIRE(!cpu.collectives_json.empty());
+  CHECK(cpu.collectives_json[0].at("collective").get<std::string>().find("Open MPI") != std::string::npos);
+}
+
 TEST_CASE("attention reports model TFLOP/s and MFU against the platform's peak", "[sim][metrics]") {
   PointResult z = point("zigzag_ring_attention", 8, {{"seq", "16384"}, {"heads", "8"}, {"dim", "128"}}, "nodes:count=1,gpus=8,speed=400Tf");
   double flops = 4.0 * 8 * 16384.0 * 16384 * 128 / 2;  // causal by default
