@@ -148,24 +148,17 @@ Run run_smpi(const Case& c, const Model& m, const std::string& dir, const std::s
 }
 
 // SMPI adds a 16-byte envelope to every message's simulated size (src/smpi/mpi/smpi_request.cpp,
-// Request::start: payload_size_ = size_ + 16, "MPI enveloppe size (tag+dest+communicator)"). The
-// schedule's size parameter that makes each of stepgraph's messages 16 bytes longer, for the
-// column that shows this envelope to be the whole difference.
-long long enveloped_size(const Case& c) {
-  long long m = message_bytes(c) + kEnvelope;
-  return message_bytes(c) == c.size ? m : m * c.n;
-}
-
-// `enveloped`: every message 16 bytes longer, and the eager limit 16 bytes higher, so that each
-// send keeps the protocol its payload has.
+// Request::start: payload_size_ = size_ + 16, "MPI enveloppe size (tag+dest+communicator)").
+// `enveloped`: stepgraph with the same, `sim --envelope 16` (the protocol is decided on the
+// payload on both sides).
 Run run_stepgraph(const Case& c, const Model& m, const std::string& dir, const std::string& platforms, bool enveloped) {
   Run r;
   // From /, with absolute paths: a file named like the schedule in the current folder would be
   // read as the target.
   std::string err = dir + "/stepgraph.err";
   std::string cmd = "cd / && timeout 600 " + quote(STEPGRAPH_BIN) + " sim " + c.program + " -n " + std::to_string(c.n) +
-                    " --set size=" + std::to_string(enveloped ? enveloped_size(c) : c.size);
-  if (enveloped) cmd += " --eager-limit " + std::to_string(65536 + kEnvelope);
+                    " --set size=" + std::to_string(c.size);
+  if (enveloped) cmd += " --envelope " + std::to_string(kEnvelope);
   cmd += " --model simgrid --platform " + quote(platforms + "/" + c.platform + ".xml,model=" + m.name) + " --json -q 2>" + quote(err);
   bool ran = shell(cmd, r.out, r.wall);
   if (!ran) {
@@ -298,17 +291,24 @@ int main(int argc, char** argv) {
         worst_row = std::string(c.program) + " on " + c.platform + ", N = " + std::to_string(c.n) + ", " + human(c.size) + ", " + m.name;
       }
       std::printf("%15.9e %15.9e %10.6f %10.6f %8.3fs %8.3fs  %s\n", s.sim, g.sim, ratio, enveloped, s.wall, g.wall,
-                  off > kGoal  ? "MISSED"
-                  : c.boundary ? "boundary"
-                               : "");
+                  std::fabs(enveloped - 1) > kGoal ? "MISSED"
+                  : off > kGoal                    ? "envelope"
+                  : c.boundary                     ? "boundary"
+                                                   : "");
       std::fflush(stdout);
     }
   }
   if (status == 0) {
-    std::printf("\ngoal: every ratio within %.1f %% of 1: %s (%d of %d rows miss it; the largest difference %.4f %%: %s)\n", kGoal * 100,
-                missed == 0 ? "met" : "NOT met", missed, rows, worst * 100, worst_row.c_str());
-    std::printf("with SMPI's 16-byte envelope added to stepgraph's messages (ratio+16B): the largest difference %.2g %% (%s)\n",
-                worst_enveloped * 100, inexact == 0 ? "every row within 1e-6 %: the envelope is the whole difference" : "NOT exact");
+    // The same send semantics on both sides: SMPI puts a 16-byte header on every message, stepgraph
+    // does with --envelope 16 (column ratio+16B). Without it (column ratio) the header's bytes are
+    // the difference, which shows on the smallest messages.
+    std::printf(
+        "\ngoal: every ratio within %.1f %% of 1 with the same send semantics (stepgraph --envelope 16): %s (the largest "
+        "difference %.2g %%; %s)\n",
+        kGoal * 100, worst_enveloped <= kGoal ? "met" : "NOT met", worst_enveloped * 100,
+        inexact == 0 ? "every row within 1e-6 %: the envelope is the whole difference" : "NOT exact");
+    std::printf("without the envelope: %d of %d rows beyond %.1f %% (marked envelope); the largest difference %.4f %%: %s\n", missed, rows,
+                kGoal * 100, worst * 100, worst_row.c_str());
     // A miss the envelope explains is SMPI's model, not a fault; any other difference fails.
     if (inexact) status = 1;
   }

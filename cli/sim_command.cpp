@@ -37,6 +37,7 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
   else if (o.protocol == "auto") so.runtime.protocol = sim::Protocol::Auto;
   else return fail("--protocol is eager, rendezvous or auto, got '" + o.protocol + "'");
   if (!parse_size(o.eager_limit, so.runtime.eager_limit)) return fail("bad --eager-limit '" + o.eager_limit + "'");
+  if (!parse_size(o.envelope, so.runtime.envelope)) return fail("bad --envelope '" + o.envelope + "'");
   // A platform file from `stepgraph calibrate` carries the measured reduction speed as a
   // `# gamma=…` line: used unless --gamma says otherwise (sim and exec --predict alike).
   std::string gamma = o.gamma;

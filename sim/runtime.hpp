@@ -35,10 +35,13 @@ const char* protocol_name(Protocol p);
 struct RuntimeOptions {
   Protocol protocol = Protocol::Auto;
   uint64_t eager_limit = 65536;  // Auto: eager below this many bytes, rendezvous from it on
-  double gamma = 0;              // seconds per byte reduced (a receive with reduce, a reduce step)
-  double copy_bw = 0;            // bytes/s of a local copy (0: free)
-  double recv_overhead = 0;      // receiver CPU seconds per message (LogGP o), part of receive processing
-  bool record_starts = false;    // keep every step's start time, and each message's transfer (for a trace)
+  // Bytes every message carries on the wire beyond its payload (an MPI header: SMPI simulates 16);
+  // the protocol is still decided on the payload.
+  uint64_t envelope = 0;
+  double gamma = 0;            // seconds per byte reduced (a receive with reduce, a reduce step)
+  double copy_bw = 0;          // bytes/s of a local copy (0: free)
+  double recv_overhead = 0;    // receiver CPU seconds per message (LogGP o), part of receive processing
+  bool record_starts = false;  // keep every step's start time, and each message's transfer (for a trace)
 };
 
 // Whether an MPI send of `bytes` goes by rendezvous. Auto: a message is eager iff bytes <
