@@ -3,6 +3,8 @@
 // view, and internal errors kept apart from the user's diagnostics (core/base/errors.hpp).
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <string>
 
@@ -159,4 +161,13 @@ TEST_CASE("one size-suffix table for the language and the flags", "[base]") {
   CHECK(human_bytes(1536, 2) == "1.50 KiB");
   CHECK(human_bytes(100) == "100 B");
   CHECK(with_commas(1234567) == "1,234,567");
+}
+
+TEST_CASE("a bare library name means the library, even beside a file of that name", "[pipeline][target]") {
+  std::string dir = "/tmp/stepgraph_test_bare_" + std::to_string(::getpid());
+  auto r = sgtest::run_command("mkdir -p " + dir + " && cd " + dir +
+                               " && echo garbage > ring_allreduce && '" STEPGRAPH_BIN "' check ring_allreduce -n 4 2>&1; rc=$?; rm -rf " +
+                               dir + "; exit $rc");
+  CHECK(r.rc == 0);
+  CHECK(r.out.find("check ring_allreduce N = 4: ok") != std::string::npos);
 }

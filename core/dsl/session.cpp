@@ -105,8 +105,11 @@ Target Session::resolve(const std::string& spec) {
     path = spec.substr(0, colon);
     wanted = spec.substr(colon + 1);
   }
-  bool looks_like_file = std::filesystem::exists(path, ec) || path.find('/') != std::string::npos ||
-                         (path.size() > 6 && path.compare(path.size() - 6, 6, ".sched") == 0);
+  // A bare library name means the library, even where a file of that name sits in the current
+  // folder (a binary built beside it, say); ./NAME reads the file.
+  bool sched_suffix = path.size() > 6 && path.compare(path.size() - 6, 6, ".sched") == 0;
+  bool bare_library_name = !sched_suffix && path.find('/') == std::string::npos && find_library(path) != nullptr;
+  bool looks_like_file = (!bare_library_name && std::filesystem::exists(path, ec)) || path.find('/') != std::string::npos || sched_suffix;
   if (!looks_like_file) {
     const Program* prog = load_library(path);
     if (!prog) {
