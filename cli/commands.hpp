@@ -47,7 +47,8 @@ struct CheckOpts {
 
 struct VerifyOpts {
   Common c;
-  std::string semantics = "both";
+  std::string semantics = "auto";  // auto: bounded for a program with connection slots (MSCCL), else both
+  uint32_t slots = 0;              // --slots: a connection's slots under bounded (0: the program's)
   std::string engine = "auto";
   bool json = false;
   double timeout_s = 0;  // the whole run's limit (0: none)

@@ -13,9 +13,10 @@ namespace {
 
 void add_common(CLI::App* app, sg::cli::Common& c, bool many_ranks) {
   app->add_option("target", c.target, "schedule file (FILE or FILE:SCHEDULE) or a library name")->required();
-  app->add_option("-n,--ranks", c.ranks,
-                  many_ranks ? "number of ranks: N, a..b (every count), a..b:x2 (doubling), a..b:+k, or a,b,c" : "number of ranks")
-      ->required();
+  app->add_option(
+      "-n,--ranks", c.ranks,
+      std::string(many_ranks ? "number of ranks: N, a..b (every count), a..b:x2 (doubling), a..b:+k, or a,b,c" : "number of ranks") +
+          " (required, except for a target written for one count: an MSCCL XML's ngpus)");
   app->add_option("--set", c.sets, "set a schedule parameter, e.g. --set size=1GiB (repeatable)");
   std::string points;  // from the pass table, so that a new pass is listed here too
   for (const auto& p : sg::dump_point_names()) points += p + ", ";
@@ -84,7 +85,16 @@ int main(int argc, char** argv) {
   auto* verify =
       app.add_subcommand("verify", "decide deadlock, races, undefined data, lifecycle and wrong results under rendezvous and eager sends");
   add_common(verify, vopts.c, true);
-  verify->add_option("--semantics", vopts.semantics, "rendezvous, eager or both")->check(CLI::IsMember({"rendezvous", "eager", "both"}));
+  verify
+      ->add_option("--semantics", vopts.semantics,
+                   "rendezvous, eager, both, or bounded (a connection holds --slots messages, as NCCL's FIFOs do); default: "
+                   "bounded for an MSCCL file, both otherwise")
+      ->check(CLI::IsMember({"auto", "rendezvous", "eager", "both", "bounded"}));
+  verify
+      ->add_option("--slots", vopts.slots,
+                   "bounded: messages a connection holds before its sender blocks (default: the program's, MSCCL 2 for Simple and 8 for "
+                   "LL and LL128, from NCCL_STEPS = 8)")
+      ->check(CLI::PositiveNumber);
   verify
       ->add_option("--engine", vopts.engine,
                    "explicit, z3, both (they must agree), or auto (explicit decides; z3 decides what its search cannot finish and "
@@ -104,8 +114,9 @@ int main(int argc, char** argv) {
       "simulate schedules on a platform (SimGrid or the analytic LogGP model): time, bandwidth, critical path, traces, sweeps, plots");
   sim->add_option("target", sopts.targets, "schedules: files (FILE or FILE:SCHEDULE) or library names, several for a comparison")
       ->required();
-  sim->add_option("-n,--ranks", sopts.ranks, "rank counts: N, a..b (every count), a..b:x2 (doubling: a, 2a, 4a, … b), a..b:+k, or a,b,c")
-      ->required();
+  sim->add_option("-n,--ranks", sopts.ranks,
+                  "rank counts: N, a..b (every count), a..b:x2 (doubling: a, 2a, 4a, … b), a..b:+k, or a,b,c (required, except "
+                  "for targets written for one count: an MSCCL XML's ngpus)");
   sim->add_option("--set", sopts.sets,
                   "set a schedule parameter, e.g. --set size=1GiB; TARGET:NAME=VALUE for one target (repeatable; with several targets, "
                   "one that has no parameter NAME leaves it out, with a note)");

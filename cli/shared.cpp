@@ -23,8 +23,6 @@ int report_internal_error(const InternalError& e) {
 
 int prepare(const Common& c, Prepared& p, bool many) {
   std::string err;
-  if (!parse_rank_list(c.ranks, p.ns, err)) return fail("bad -n '" + c.ranks + "': " + err);
-  if (!many && p.ns.size() != 1) return fail("this command takes one rank count (-n N), got '" + c.ranks + "'");
   for (const auto& kv : c.sets) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return fail("--set needs NAME=VALUE, got '" + kv + "'");
@@ -51,6 +49,14 @@ int prepare(const Common& c, Prepared& p, bool many) {
     p.s.diags.print(std::cerr, p.s.sources);
     return 2;
   }
+  // -n may be left out only where the target is written for one rank count.
+  if (c.ranks.empty()) {
+    if (p.t.fixed_ranks == 0) return fail("--ranks (-n) is required");
+    p.ns = {p.t.fixed_ranks};
+    return 0;
+  }
+  if (!parse_rank_list(c.ranks, p.ns, err)) return fail("bad -n '" + c.ranks + "': " + err);
+  if (!many && p.ns.size() != 1) return fail("this command takes one rank count (-n N), got '" + c.ranks + "'");
   return 0;
 }
 

@@ -108,7 +108,7 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
   std::string err;
   // -n as every command reads it: a..b is every count, a..b:x2 doubles (cli/shared.cpp).
   std::vector<uint32_t> ns;
-  if (!parse_rank_list(o.ranks, ns, err)) return fail("bad -n '" + o.ranks + "': " + err);
+  if (!o.ranks.empty() && !parse_rank_list(o.ranks, ns, err)) return fail("bad -n '" + o.ranks + "': " + err);
   // --set NAME=VALUE for every target that declares NAME; TARGET:NAME=VALUE for one target (its
   // schedule's name or the target as written).
   struct Set {
@@ -179,8 +179,12 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
       plan.sweeps[t] = false;
     }
   }
+  // Without -n, each target runs at the one count it is written for (an MSCCL XML's ngpus).
   for (size_t t = 0; t < plan.targets.size(); ++t)
-    for (uint64_t n : ns) {
+    if (o.ranks.empty() && opened[t].fixed_ranks == 0)
+      return fail("--ranks (-n) is required (" + plan.targets[t] + " runs at any rank count)");
+  for (size_t t = 0; t < plan.targets.size(); ++t)
+    for (uint64_t n : o.ranks.empty() ? std::vector<uint32_t>{opened[t].fixed_ranks} : ns) {
       if (values.empty()) plan.points.push_back({t, static_cast<uint32_t>(n), 0, false});
       else
         for (uint64_t v : values) plan.points.push_back({t, static_cast<uint32_t>(n), v, true});

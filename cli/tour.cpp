@@ -23,7 +23,9 @@
 
 namespace sg::cli {
 
-// Steps 11 on: real runs under mpiexec (cli/tour_exec.cpp). Returns the tour's exit code.
+// Step 11: an MSCCL XML file verified and simulated (cli/tour_msccl.cpp); steps 12 on: real runs
+// under mpiexec (cli/tour_exec.cpp). Each returns the tour's exit code.
+int tour_msccl(int rc);
 int tour_exec(int rc);
 
 namespace {
@@ -345,7 +347,7 @@ schedule ring_shift() {
     so.platform = "nodes:count=1,gpus=8,nvlink=900GBps,nic=400Gbps,speed=400Tf";
     sim("\n    `sim ring_attention,zigzag_ring_attention,… -n 8 --model analytic --platform nodes:…,speed=400Tf`\n\n", so);
   }
-  return tour_exec(rc);
+  return tour_exec(tour_msccl(rc));
 }
 
 }  // namespace sg::cli

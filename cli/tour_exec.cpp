@@ -1,4 +1,4 @@
-// The tour's second half (`stepgraph demo`, steps 11 on): the same graphs run for real under
+// The tour's second half (`stepgraph demo`, steps 12 on): the same graphs run for real under
 // mpiexec, each step a child process of this one (mpiexec starts its own ranks).
 #include <cstdlib>
 #include <filesystem>
@@ -13,7 +13,7 @@ int tour_exec(int rc) {
   std::string tmp = fs::temp_directory_path().string();
   // Execution: real processes under mpiexec, the same graphs on real buffers.
   if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) {
-    std::cout << "\n11. exec: skipped (mpiexec is not installed)\n";
+    std::cout << "\n12. exec: skipped (mpiexec is not installed)\n";
     return rc;
   }
   std::string self = fs::read_symlink("/proc/self/exe").string();
@@ -23,14 +23,14 @@ int tour_exec(int rc) {
     int st = std::system(cmd.c_str());
     if (st != 0) std::cout << "   (exit status " << st << ")\n";
   };
-  std::cout << "\n11. execute for real: `mpiexec -n 4 stepgraph exec ring_allreduce --sweep size=1KiB..1MiB --check\n"
+  std::cout << "\n12. execute for real: `mpiexec -n 4 stepgraph exec ring_allreduce --sweep size=1KiB..1MiB --check\n"
                "    --compare native` (4 processes, real buffers, every element checked against the postcondition,\n"
                "    timed next to MPI_Allreduce; speed = MPI's time / ours)\n\n";
   run(mpi + "-n 4 '" + self + "' exec ring_allreduce --sweep size=1KiB..1MiB --check --compare native --iters 10 --warmup 2");
-  std::cout << "\n12. the training step for real: `mpiexec -n 4 stepgraph exec dp_bucketed_step --check`, its gradient\n"
+  std::cout << "\n13. the training step for real: `mpiexec -n 4 stepgraph exec dp_bucketed_step --check`, its gradient\n"
                "    all-reduces running while the backward pass computes (real flops)\n\n";
   run(mpi + "-n 4 '" + self + "' exec dp_bucketed_step --set size=4MiB --set flops=50M --check --iters 3 --warmup 1");
-  std::cout << "\n13. ring attention for real: `mpiexec -n 4 stepgraph exec zigzag_ring_attention_bwd --sweep seq=512,1024\n"
+  std::cout << "\n14. ring attention for real: `mpiexec -n 4 stepgraph exec zigzag_ring_attention_bwd --sweep seq=512,1024\n"
                "    --set heads=4 --set dim=64 --check`: real backward tiles on bf16 q, k, v, every gradient compared with\n"
                "    full attention computed on one rank from the same inputs; TFLOP/s in FlashAttention's count\n\n";
   run(mpi + "-n 4 '" + self +
@@ -49,24 +49,24 @@ int tour_exec(int rc) {
          "  }\n"
          "}\n";
   }
-  std::cout << "\n14. a hang becomes a report: a program whose ranks both receive first, run with `--timeout 1`\n"
+  std::cout << "\n15. a hang becomes a report: a program whose ranks both receive first, run with `--timeout 1`\n"
                "    (each rank names the step it waits on, its peer and the source line; the job ends with exit 3)\n\n";
   // Open MPI's own abort banner is left out; the exit code is printed.
   run("( " + mpi + "-n 2 '" + self + "' exec " + stall +
       " --timeout 1; echo \"   exit code $?\" ) 2>&1 | grep -v -e '^---' -e '^$' "
       "-e 'MPI_ABORT' -e 'NOTE:' -e 'You may' -e 'exactly when' -e 'with errorcode' -e 'help message' -e 'orte_base_help'");
   std::string calib = tmp + "/stepgraph_demo.platform";
-  std::cout << "\n15. calibrate, then predict: `mpiexec -n 2 stepgraph calibrate` fits latency and bandwidth from a\n"
+  std::cout << "\n16. calibrate, then predict: `mpiexec -n 2 stepgraph calibrate` fits latency and bandwidth from a\n"
                "    ping-pong and writes a platform file; `exec --predict @FILE` puts the simulator's time next to the\n"
                "    measured one\n\n";
   run(mpi + "-n 2 '" + self + "' calibrate --sizes 1KiB..4MiB --iters 5 -o " + calib + " | grep -v -e '^ *[0-9]' -e 'bytes  measured'");
   run(mpi + "-n 2 '" + self + "' exec ring_allreduce --sweep size=64KiB,1MiB,4MiB --predict @" + calib + " --iters 5 --warmup 1");
 
-  std::cout << "\n16. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
+  std::cout << "\n17. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
                "    PyTorch's master address: `eval` it in a job script before torch.distributed.init_process_group)\n\n";
   run(mpi + "-n 2 '" + self + "' env --export 2>/dev/null | sort");
 
-  std::cout << "\n17. the GPU path: `exec --device cuda` keeps the buffers on each rank's GPU (copies, reductions and attention\n"
+  std::cout << "\n18. the GPU path: `exec --device cuda` keeps the buffers on each rank's GPU (copies, reductions and attention\n"
                "    tiles in CUDA kernels; MPI staged through host memory or CUDA-aware); where there is no GPU it says why.\n"
                "    Device calls go on two streams, local work beside the copies around MPI, ordered by events; MPI touches\n"
                "    memory only after the events it needs (`--device-sync` makes every call wait instead).\n"

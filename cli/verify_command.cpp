@@ -135,6 +135,7 @@ int cmd_verify(const VerifyOpts& o) {
   verify::VerifyOptions vo;
   if (o.semantics == "rendezvous") vo.modes = {SendMode::Rendezvous};
   else if (o.semantics == "eager") vo.modes = {SendMode::Eager};
+  else if (o.semantics == "bounded") vo.modes = {SendMode::Bounded};
   vo.engine = o.engine == "explicit" ? verify::Engine::Explicit
               : o.engine == "z3"     ? verify::Engine::Z3
               : o.engine == "both"   ? verify::Engine::Both
@@ -187,6 +188,14 @@ int cmd_verify(const VerifyOpts& o) {
     std::unique_ptr<StepGraph> g = build(s, t, bo).graph;
     bool built = g != nullptr;
     std::string dumps = dumped.str();
+    if (built) {
+      // The program's own send semantics when it has them (MSCCL: its connections' slots).
+      if (o.slots) g->connection_slots = o.slots;
+      if (o.semantics == "auto")
+        vo.modes =
+            g->connection_slots ? std::vector<SendMode>{SendMode::Bounded} : std::vector<SendMode>{SendMode::Rendezvous, SendMode::Eager};
+      if (std::find(vo.modes.begin(), vo.modes.end(), SendMode::Bounded) != vo.modes.end() && !g->connection_slots) g->connection_slots = 1;
+    }
     // The explicit engine runs the interpreter: refuse what it could not hold.
     if (built && vo.engine != verify::Engine::Z3) built = interpreter_fits(*g, t, bo.elab, s.diags);
     std::string head = "verify " + t.name() + " N = " + std::to_string(n) + ": ";

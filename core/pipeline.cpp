@@ -1,8 +1,10 @@
 #include "core/pipeline.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -11,14 +13,16 @@
 #include "core/dsl/printer.hpp"
 #include "core/graph/passes.hpp"
 #include "core/io/writers.hpp"
+#include "core/msccl/lower.hpp"
 
 namespace sg {
 
 namespace {
 
 // A front end: which targets it reads, how it opens one, how it elaborates an instance. The
-// first entry whose `claims` accepts a spec reads it; the schedule language claims everything
-// left, so it comes last.
+// entry whose `claims` accepts a spec reads it (they claim disjoint specs: the schedule language
+// everything the others do not). The language is entry 0, the front end of a Target built by
+// hand from a parsed program.
 struct FrontEnd {
   const char* name;
   bool (*claims)(const std::string& spec);
@@ -26,11 +30,46 @@ struct FrontEnd {
   std::unique_ptr<StepGraph> (*elaborate)(Session& s, const Target& t, const ElabOptions& o, SizeEstimate* est);
 };
 
+bool ends_with_xml(const std::string& spec) {
+  if (spec.size() < 4) return false;
+  std::string tail = spec.substr(spec.size() - 4);
+  for (char& c : tail) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return tail == ".xml";
+}
+
+// MSCCL XML (core/msccl/): a file whose name ends in .xml.
+Target open_msccl(Session& s, const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    s.diags.error(Loc{}, "'" + path + "' is a directory, not an MSCCL algorithm file");
+    return {};
+  }
+  std::string err;
+  uint32_t id = s.sources.load(path, err);
+  if (id == 0) {
+    s.diags.error(Loc{}, err);
+    return {};
+  }
+  std::shared_ptr<msccl::Program> p = msccl::read_program(s.sources, id, s.diags);
+  if (!p) return {};
+  Target t;
+  t.other_name = p->name.empty() ? std::filesystem::path(path).stem().string() : p->name;
+  t.other_loc = p->loc;
+  t.other_params = {"size", "inplace"};
+  t.fixed_ranks = p->ngpus;
+  t.other = s.keep(p);
+  return t;
+}
+
 const std::vector<FrontEnd>& front_ends() {
   static const std::vector<FrontEnd> table = {
-      {"the schedule language", [](const std::string&) { return true; },
+      {"the schedule language", [](const std::string& spec) { return !ends_with_xml(spec); },
        [](Session& s, const std::string& spec) { return s.resolve(spec); },
        [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate* est) { return elaborate(s, t, o, est); }},
+      {"MSCCL XML", ends_with_xml, open_msccl,
+       [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate*) {
+         return msccl::lower(s, *static_cast<const msccl::Program*>(t.other), o);
+       }},
   };
   return table;
 }
@@ -59,7 +98,7 @@ Target open_target(Session& s, const std::string& spec, const DumpRequest* dump)
     if (!fe[i].claims(spec)) continue;
     Target t = fe[i].open(s, spec);
     t.front_end = static_cast<uint8_t>(i);
-    if (t.opened() && !s.diags.has_errors() && dump && dump->sink && dump->wants("parse")) dump->sink("parse", print_program(*t.program));
+    if (t.program && !s.diags.has_errors() && dump && dump->sink && dump->wants("parse")) dump->sink("parse", print_program(*t.program));
     return t;
   }
   s.diags.error(Loc{}, "no front end reads '" + spec + "'");

@@ -123,6 +123,15 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   MPI_Allreduce(&failed_at, &first_failed, 1, MPI_INT, MPI_MIN, world);
   if ((first_failed < size && me == first_failed) || (first_failed == size && me == 0 && req.print_warnings)) say(diag.str());
   if (first_failed < size) return 2;
+  // FIFO connections (an MSCCL program): a send completes once its message is in the connection,
+  // which MPI's sends do not promise; the executor has no buffered sends yet.
+  if (g->connection_slots) {
+    if (me == 0)
+      say("stepgraph: error: exec of " + g->schedule +
+          ": its sends go into FIFO connections (MSCCL), which complete without the "
+          "receiver; the executor does not run such programs yet (check, verify and sim do)\n");
+    return 2;
+  }
   row.schedule = g->schedule;
   if (req.dtype_forced)
     for (BufferInfo& b : g->buffers) {

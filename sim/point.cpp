@@ -247,6 +247,9 @@ PointResult run_point(const PointSpec& p) {
     r.error = "the platform has " + std::to_string(platform.hosts) + " hosts for " + std::to_string(p.n) + " ranks";
     return r;
   }
+  // A program with FIFO connections (MSCCL) buffers its sends: under --protocol auto they go
+  // eagerly (its slots are not modelled in time; verify's bounded semantics checks them).
+  if (g->connection_slots && so.runtime.protocol == Protocol::Auto) so.runtime.protocol = Protocol::Eager;
   // Every expanded instance's members' entry and exit steps, to time each instance.
   for (const ExpandedInstance& e : b.expansion.instances) {
     so.watch.insert(so.watch.end(), e.entry.begin(), e.entry.end());

@@ -22,8 +22,9 @@ allowed_for() {
     core/graph/*) echo "core/base/ core/dsl/ core/graph/" ;;
     core/device/*) echo "core/base/ core/dsl/ core/graph/ core/device/" ;;
     core/io/*) echo "core/base/ core/dsl/ core/graph/ core/io/" ;;
-    core/pipeline.*) echo "core/base/ core/dsl/ core/graph/ core/io/ core/pipeline.hpp" ;;
-    core/interp/*) echo "core/base/ core/dsl/ core/graph/ core/io/ core/pipeline.hpp core/interp/" ;;
+    core/msccl/*) echo "core/base/ core/dsl/ core/graph/ core/msccl/" ;;
+    core/pipeline.*) echo "core/base/ core/dsl/ core/graph/ core/io/ core/msccl/ core/pipeline.hpp" ;;
+    core/interp/*) echo "core/base/ core/dsl/ core/graph/ core/io/ core/msccl/ core/pipeline.hpp core/interp/" ;;
     core/*) echo "core/" ;;
     sim/*) echo "core/ sim/" ;;
     verify/*) echo "core/ verify/" ;;

@@ -36,6 +36,7 @@ class Explorer {
       if (g_.kind(s) == StepKind::Recv && g_.local(s) && (g_.flags(s) & (kFlagAnySource | kFlagAnyTag))) wild = true;
     // Structural findings first: they hold for every execution that gets that far.
     if (auto cx = find_race(g_)) offer(*cx);
+    if (auto cx = find_unordered_race(g_)) offer(*cx);
     if (auto cx = find_lifecycle(g_)) offer(*cx);
 
     std::vector<size_t> prefix;

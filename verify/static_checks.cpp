@@ -159,4 +159,60 @@ std::optional<Counterexample> find_race(const StepGraph& g) {
   return std::nullopt;
 }
 
+std::optional<Counterexample> find_unordered_race(const StepGraph& g) {
+  if (!g.unordered_hazards) return std::nullopt;
+  auto ix = g.rank_index();
+  std::vector<Range> rd, wr;
+  for (uint32_t rank = 0; rank < g.nranks; ++rank) {
+    uint64_t lo = ix.off[rank], n = ix.off[rank + 1] - lo;
+    if (n == 0 || n > 40000) continue;  // (n² bits of reachability: 200 MB at the bound)
+    // reach[i]: the rank's steps that step i transitively depends on (ids grow along the program).
+    size_t words = (n + 63) / 64;
+    std::vector<uint64_t> reach(n * words, 0);
+    std::unordered_map<StepId, uint32_t> local;
+    for (uint64_t i = 0; i < n; ++i) local.emplace(ix.steps[lo + i], static_cast<uint32_t>(i));
+    for (uint64_t i = 0; i < n; ++i)
+      for (StepId d : g.deps(ix.steps[lo + i])) {
+        auto it = local.find(d);
+        if (it == local.end()) continue;
+        uint64_t j = it->second;
+        reach[i * words + j / 64] |= uint64_t{1} << (j % 64);
+        for (size_t w = 0; w < words; ++w) reach[i * words + w] |= reach[j * words + w];
+      }
+    auto before = [&](uint64_t a, uint64_t b) { return (reach[b * words + a / 64] >> (a % 64)) & 1; };
+    // Accesses per chunk, in step order: (local index, writes).
+    std::unordered_map<uint64_t, std::vector<std::pair<uint32_t, bool>>> by_chunk;
+    for (uint64_t i = 0; i < n; ++i) {
+      StepId s = ix.steps[lo + i];
+      rd.clear();
+      wr.clear();
+      g.reads(s, rd);
+      g.writes(s, wr);
+      for (int w = 0; w < 2; ++w)
+        for (const Range& r : w ? wr : rd)
+          for (uint32_t c = r.lo; c < r.lo + r.cnt; ++c)
+            by_chunk[(uint64_t{r.buf} << 32) | c].emplace_back(static_cast<uint32_t>(i), w == 1);
+    }
+    for (auto& [key, acc] : by_chunk)
+      for (size_t x = 0; x < acc.size(); ++x)
+        for (size_t y = x + 1; y < acc.size(); ++y) {
+          auto [a, wa] = acc[x];
+          auto [b, wb] = acc[y];
+          if ((!wa && !wb) || a == b || before(a, b) || before(b, a)) continue;
+          StepId sa = ix.steps[lo + a], sb = ix.steps[lo + b];
+          Counterexample cx;
+          cx.verdict = Verdict::Race;
+          set_chunk(cx, g, rank, static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key & 0xffffffffu));
+          cx.summary = "rank " + std::to_string(rank) + ": two accesses to " + g.chunk_name(cx.buf, cx.chunk) +
+                       " with nothing ordering them, one a write: they can run at once";
+          cx.steps.push_back(cx_step(g, sa, wa ? "write" : "read"));
+          cx.steps.push_back(cx_step(g, sb, wb ? "write" : "read"));
+          cx.reason = "no dependency path joins #" + std::to_string(sa) + " and #" + std::to_string(sb) +
+                      " (different thread blocks, and no depid/deps between them)";
+          return cx;
+        }
+  }
+  return std::nullopt;
+}
+
 }  // namespace sg::verify

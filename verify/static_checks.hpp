@@ -15,6 +15,10 @@ namespace sg::verify {
 
 std::optional<Counterexample> find_lifecycle(const StepGraph& g);
 std::optional<Counterexample> find_race(const StepGraph& g);
+// Graphs whose dependencies are the program's own (StepGraph::unordered_hazards: MSCCL's thread
+// blocks): two accesses to one chunk of one rank, one a write, with no dependency path between
+// them, can run at once. Decided on the dependency graph's reachability, rank by rank.
+std::optional<Counterexample> find_unordered_race(const StepGraph& g);
 
 CxStep cx_step(const StepGraph& g, StepId s, std::string role = "", std::string note = "");
 

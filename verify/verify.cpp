@@ -137,7 +137,11 @@ VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo, const std
     // z3 decides what the explicit search left open (auto), or cross-checks a decided verdict
     // within its own time budget.
     bool needs_z3 = use_explicit && !decided(e) && !timed_out;
-    if (force_z3 || (vo.engine == Engine::Auto && z3_built && (needs_z3 || crosscheck) && !timed_out)) {
+    if (mode == SendMode::Bounded) {
+      // Z3's encoding knows buffered and zero-buffer sends only: bounded connections are the
+      // explicit engine's (one maximal run decides them: matching is deterministic there).
+      if (force_z3) m.z3_result.note = "no encoding of bounded connections";
+    } else if (force_z3 || (vo.engine == Engine::Auto && z3_built && (needs_z3 || crosscheck) && !timed_out)) {
       Z3Options zo = vo.z3_opts;
       zo.deadline = std::min(zo.deadline, vo.deadline);
       if (vo.engine == Engine::Auto && !needs_z3)

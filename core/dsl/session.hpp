@@ -2,28 +2,41 @@
 // the diagnostics. It resolves "FILE[:SCHEDULE]" and library names to schedules, and `call`
 // targets (same file first, then the library).
 #pragma once
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/dsl/ast.hpp"
 #include "core/dsl/diagnostics.hpp"
 
 namespace sg {
 
-// An opened target. The schedule language's front end fills program and schedule; a front end
-// without an AST adds its own field here, and name(), loc() and opened() learn to read it:
-// commands use only those three (and pass the Target on to build()).
+// An opened target. The schedule language's front end fills program and schedule; another front
+// end (MSCCL XML) fills `other` (its program, owned by the session) with its name, where it
+// starts and the parameters it takes. Commands use only opened(), name(), loc() and declares()
+// (and pass the Target on to build(), which hands it to the front end that opened it).
 struct Target {
+  Target() = default;
+  Target(const Program* p, const Schedule* s) : program(p), schedule(s) {}
   const Program* program = nullptr;
   const Schedule* schedule = nullptr;
   uint8_t front_end = 0;  // the front end that opened it (core/pipeline.cpp's table)
-  bool opened() const { return schedule != nullptr; }
+  const void* other = nullptr;
+  std::string other_name;
+  Loc other_loc;
+  std::vector<std::string> other_params;
+  // The one rank count the target is written for (an MSCCL XML's ngpus), 0 when any N goes:
+  // the commands take it when -n is left out.
+  uint32_t fixed_ranks = 0;
+  bool opened() const { return schedule != nullptr || other != nullptr; }
   // The schedule's name, and where it is declared (diagnostics about the whole instance point there).
-  const std::string& name() const { return schedule->name; }
-  Loc loc() const { return schedule->loc; }
+  const std::string& name() const { return schedule ? schedule->name : other_name; }
+  Loc loc() const { return schedule ? schedule->loc : other_loc; }
   // Whether it takes a parameter of that name (--set NAME=…).
   bool declares(const std::string& param) const {
+    if (!schedule) return std::find(other_params.begin(), other_params.end(), param) != other_params.end();
     for (const auto& p : schedule->params)
       if (p.name == param) return true;
     return false;
@@ -51,11 +64,17 @@ class Session {
   Target resolve(const std::string& spec);
   // A `call` target seen from `from`.
   Target find_callee(const Program& from, const std::string& name);
+  // Keeps a front end's program alive as long as the session (Target::other points into it).
+  const void* keep(std::shared_ptr<const void> program) {
+    kept_.push_back(std::move(program));
+    return kept_.back().get();
+  }
 
  private:
   const Program* parse_and_keep(const std::string& key, uint32_t file);
   Target pick(const Program* prog, const std::string& wanted, const std::string& stem);
   std::map<std::string, std::unique_ptr<Program>> programs_;  // by path or "lib:NAME"
+  std::vector<std::shared_ptr<const void>> kept_;
 };
 
 }  // namespace sg

@@ -182,6 +182,16 @@ class StepGraph {
   std::vector<Expectation> expects;
   std::vector<BadWait> bad_waits;
   std::vector<Loc> stmt_locs;  // the session's statement table (source location of each statement)
+  // What a front end calls a statement where its source line is not enough (an MSCCL step:
+  // "gpu 1 tb 4 step 2 (rcs)"); empty, or one per statement. Printed with the step.
+  std::vector<std::string> stmt_labels;
+  // The dependencies are the program's own, not hazards the elaborator added (MSCCL's thread
+  // blocks run concurrently, ordered only by their dependencies): two accesses to a chunk with
+  // no dependency path between them, one of them a write, are a race (verify/static_checks).
+  bool unordered_hazards = false;
+  // Messages a connection holds before its sender blocks, for the bounded send semantics (MSCCL:
+  // NCCL_STEPS = 8 slots; 2 Simple pieces, 8 LL/LL128 ones); 0 when the program does not say.
+  uint32_t connection_slots = 0;
 
   // ---- access ----
   size_t size() const { return kind_.size(); }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <deque>
 #include <functional>
+#include <map>
 #include <queue>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -248,8 +250,17 @@ class Interp {
         } else {
           const P2PInfo& p = g_.p2p_info(s);
           Msg m{s, rank, p.tag, p.comm, std::move(payload)};
-          if (o_.mode == SendMode::Eager) complete(s);  // the message is buffered
-          else if (g_.nonblocking(s)) release(s);       // an isend has started; it completes when matched
+          if (o_.mode == SendMode::Bounded) {
+            // Its connection's FIFO: the send completes once its message holds a slot.
+            auto& fifo = fifo_[connection(rank, p)];
+            fifo.push_back(s);
+            if (fifo.size() <= std::max<uint32_t>(1, g_.connection_slots)) complete(s);
+            else if (g_.nonblocking(s)) release(s);
+          } else if (o_.mode == SendMode::Eager) {
+            complete(s);  // the message is buffered
+          } else if (g_.nonblocking(s)) {
+            release(s);  // an isend has started; it completes when matched
+          }
           deliver(p.peer, std::move(m));
         }
         break;
@@ -478,6 +489,17 @@ class Interp {
     partner_[m.send] = r;
     complete(r);
     complete(m.send);  // under rendezvous a send completes when matched (no-op when eager)
+    if (o_.mode == SendMode::Bounded) {
+      // Its slot frees: the first send waiting beyond the slots gets it.
+      auto& fifo = fifo_[connection(m.src, g_.p2p_info(m.send))];
+      fifo.erase(std::find(fifo.begin(), fifo.end(), m.send));
+      uint32_t slots = std::max<uint32_t>(1, g_.connection_slots);
+      if (fifo.size() >= slots) complete(fifo[slots - 1]);
+    }
+  }
+  // A connection: source, destination, tag and communicator.
+  static std::tuple<uint32_t, uint32_t, int32_t, uint32_t> connection(uint32_t src, const P2PInfo& p) {
+    return {src, p.peer, p.tag, p.comm};
   }
 
   void compute(StepId s) {
@@ -622,6 +644,8 @@ class Interp {
   std::unordered_map<StepId, std::vector<Value>> inbox_;
   std::vector<std::deque<StepId>> posted_;
   std::vector<std::deque<Msg>> unexpected_;
+  // Bounded sends: per connection, the sends whose messages are not received yet, in order.
+  std::map<std::tuple<uint32_t, uint32_t, int32_t, uint32_t>, std::deque<StepId>> fifo_;
   std::vector<uint32_t> arrived_;
   std::unordered_map<StepId, std::vector<StepId>> waiters_;
   std::unordered_set<StepId> waited_;

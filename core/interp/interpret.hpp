@@ -40,10 +40,13 @@ struct Issue {
 };
 
 // When a send completes: eager (at once, the message is buffered) or rendezvous (when its
-// receive has been posted: MPI's zero-buffer mode). Choreographic receives are posted from the
-// start, so choreographic sends complete at once under both.
-enum class SendMode : uint8_t { Eager, Rendezvous };
-const char* mode_name(SendMode m);  // "eager" / "rendezvous" (stuck.cpp)
+// receive has been posted: MPI's zero-buffer mode), or bounded: a connection (source,
+// destination, tag, communicator) holds StepGraph::connection_slots messages not yet received,
+// and a send completes once its message has a slot (NCCL's and MSCCL's FIFOs: docs/msccl.md).
+// Choreographic receives are posted from the start, so choreographic sends complete at once
+// under all three.
+enum class SendMode : uint8_t { Eager, Rendezvous, Bounded };
+const char* mode_name(SendMode m);  // "eager" / "rendezvous" / "bounded" (stuck.cpp)
 
 struct InterpOptions {
   SendMode mode = SendMode::Eager;

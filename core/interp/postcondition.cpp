@@ -36,6 +36,13 @@ class Checker {
     const GroupInfo& gr = g_.groups[x.group];
     const Range& b = x.bufs[0];
     uint32_t blk = gr.count ? b.cnt / gr.count : 0;
+    // Two ranges (an out-of-place collective, MSCCL's i and o): the terms come from the first,
+    // the result is checked on the second.
+    bool two_range_kind = x.kind == ExpectKind::Allreduce || x.kind == ExpectKind::ReduceScatter || x.kind == ExpectKind::Allgather;
+    if (x.bufs.size() == 2 && two_range_kind) {
+      out_of_place(x, gr, x.bufs[0], x.bufs[1]);
+      return;
+    }
     switch (x.kind) {
       case ExpectKind::Allreduce:
         for (uint32_t j = 0; j < gr.count; ++j)
@@ -78,6 +85,30 @@ class Checker {
       case ExpectKind::Attention: attention(x); break;
       case ExpectKind::AttentionBackward: attention_backward(x); break;
       case ExpectKind::Nothing: break;
+    }
+  }
+
+  // Out of place: in's initial terms, out's final values. allreduce: out[c] = Σ in[c];
+  // reduce_scatter: rank r's out[c] = Σ in[r·|out| + c]; allgather: every rank's
+  // out[k·|in| + c] = rank k's in[c].
+  void out_of_place(const Expectation& x, const GroupInfo& gr, const Range& in, const Range& out) {
+    switch (x.kind) {
+      case ExpectKind::Allreduce:
+        for (uint32_t j = 0; j < gr.count; ++j)
+          for (uint32_t c = 0; c < out.cnt; ++c) compare(x, gr.member(j), out.buf, out.lo + c, sum_over(gr, in.buf, in.lo + c));
+        break;
+      case ExpectKind::ReduceScatter:
+        for (uint32_t j = 0; j < gr.count; ++j)
+          for (uint32_t c = 0; c < out.cnt; ++c)
+            compare(x, gr.member(j), out.buf, out.lo + c, sum_over(gr, in.buf, in.lo + j * out.cnt + c));
+        break;
+      case ExpectKind::Allgather:
+        for (uint32_t j = 0; j < gr.count; ++j)
+          for (uint32_t k = 0; k < gr.count; ++k)
+            for (uint32_t c = 0; c < in.cnt; ++c)
+              compare(x, gr.member(j), out.buf, out.lo + k * in.cnt + c, init_.at(gr.member(k), in.buf, in.lo + c).v);
+        break;
+      default: break;  // (the language writes these with one range)
     }
   }
 

@@ -9,7 +9,14 @@
 
 namespace sg {
 
-const char* mode_name(SendMode m) { return m == SendMode::Eager ? "eager" : "rendezvous"; }
+const char* mode_name(SendMode m) {
+  switch (m) {
+    case SendMode::Eager: return "eager";
+    case SendMode::Rendezvous: return "rendezvous";
+    case SendMode::Bounded: return "bounded";
+  }
+  return "eager";
+}
 
 namespace {
 
@@ -47,7 +54,10 @@ std::pair<std::vector<uint32_t>, std::string> waits_for(const StepGraph& g, cons
     case StepKind::Send: {
       const P2PInfo& p = g.p2p_info(s);
       ranks.push_back(p.peer);
-      why = "waits for rank " + std::to_string(p.peer) + " to post a matching receive (" + mode_name(mode) + ")";
+      why = mode == SendMode::Bounded
+                ? "waits for a slot: rank " + std::to_string(p.peer) + " has not received the " + std::to_string(g.connection_slots) +
+                      " messages ahead of it on the connection (bounded)"
+                : "waits for rank " + std::to_string(p.peer) + " to post a matching receive (" + mode_name(mode) + ")";
       break;
     }
     case StepKind::Wait:

@@ -7,6 +7,12 @@
 namespace sg {
 
 std::string describe_step(const StepGraph& g, StepId s) {
+  std::string out = describe_step_only(g, s);
+  if (g.stmt(s) < g.stmt_labels.size() && !g.stmt_labels[g.stmt(s)].empty()) out += " [" + g.stmt_labels[g.stmt(s)] + "]";
+  return out;
+}
+
+std::string describe_step_only(const StepGraph& g, StepId s) {
   std::string out;
   uint8_t f = g.flags(s);
   Range r = g.range(s);

@@ -60,6 +60,8 @@ void write_goal(std::ostream& os, const StepGraph& g, const GoalPlan& plan, cons
 
 // A compact one-line description of a step ("send data[3] to r1"), used by reports.
 std::string describe_step(const StepGraph& g, StepId s);
+// The same without the front end's label of its statement.
+std::string describe_step_only(const StepGraph& g, StepId s);
 // "file:line" of a step's statement.
 std::string step_where(const StepGraph& g, const SourceManager& sm, StepId s);
 

@@ -1,0 +1,345 @@
+#include "core/msccl/lower.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "core/base/sizes.hpp"
+
+namespace sg::msccl {
+
+bool declares(const std::string& param) { return param == "size" || param == "inplace"; }
+
+namespace {
+
+class Lowering {
+ public:
+  Lowering(Session& s, const Program& p, const ElabOptions& o) : s_(s), p_(p), o_(o), g_(std::make_unique<StepGraph>()) {}
+
+  std::unique_ptr<StepGraph> run() {
+    if (!parameters() || !buffers()) return nullptr;
+    world_ = g_->intern_group(GroupInfo{0, p_.ngpus, 1});
+    // Statement 0 is the <algo> element: the postcondition and the initial values come from its
+    // coll="…", so a wrong result's "required by" note points there.
+    locs_.push_back(p_.loc);
+    labels_.push_back("algo coll=\"" + p_.coll_text + "\"");
+    postcondition();
+    for (uint32_t r = 0; r < p_.ngpus; ++r)
+      if (o_.only_rank < 0 || o_.only_rank == r)
+        if (!gpu(p_.gpus[r])) return nullptr;
+    if (failed_) return nullptr;
+    g_->stmt_locs = std::move(locs_);
+    g_->stmt_labels = std::move(labels_);
+    g_->unordered_hazards = true;
+    // A connection's slots (docs/msccl.md, "Connections"): NCCL_STEPS = 8 per connection; a
+    // Simple piece takes 4 of them (2 in flight), an LL or LL128 piece 1 (8 in flight).
+    g_->connection_slots = p_.proto == "Simple" ? 2 : 8;
+    g_->shrink_dep_offsets();
+    return std::move(g_);
+  }
+
+ private:
+  // A --set value as a source of its own, so that its error shows it with a caret.
+  Loc set_value(const std::string& key, const std::string& value) { return Loc{s_.sources.add("--set " + key, value), 1, 1}; }
+  void error(Loc at, const std::string& msg) {
+    s_.diags.error(at, msg);
+    failed_ = true;
+  }
+
+  // --set size=… and inplace=…; N must be the file's ngpus.
+  bool parameters() {
+    if (o_.nranks != p_.ngpus) {
+      auto& d = s_.diags.error(
+          p_.loc, "this MSCCL algorithm runs on ngpus=" + std::to_string(p_.ngpus) + " ranks, not N = " + std::to_string(o_.nranks));
+      d.unsupported = true;  // the file does not apply to this N: say so, as a schedule's require does
+      return false;
+    }
+    // By default the largest size the file is picked for, or 64 MiB, in whole chunks.
+    size_ = p_.max_bytes > 0 ? static_cast<uint64_t>(p_.max_bytes) : uint64_t{64} << 20;
+    size_ -= size_ % p_.nchunksperloop;
+    if (size_ == 0) size_ = p_.nchunksperloop;
+    inplace_ = p_.inplace;
+    for (const auto& [k, v] : o_.sets) {
+      if (k == "size") {
+        if (!parse_size(v, size_) || size_ == 0) return error(set_value(k, v), "not a size in bytes (e.g. 1MiB, 65536)"), false;
+      } else if (k == "inplace") {
+        if (v != "0" && v != "1") return error(set_value(k, v), "inplace is 0 (out of place) or 1 (in place)"), false;
+        inplace_ = v == "1";
+      } else {
+        auto& d = s_.diags.error(p_.loc, "unknown parameter '" + k + "' (--set " + k + "=" + v + ")");
+        d.notes.push_back({Loc{}, "an MSCCL algorithm takes parameters: size, inplace"});
+        return failed_ = true, false;
+      }
+    }
+    if (inplace_ && !p_.inplace)
+      s_.diags.warning(p_.loc, "inplace=1, but the file declares inplace=\"0\": RCCL would not pick it for an in-place call");
+    if (!inplace_ && !p_.outofplace)
+      s_.diags.warning(p_.loc, "inplace=0, but the file does not declare out-of-place use: RCCL would not pick it for such a call");
+    if (size_ < p_.nchunksperloop)
+      return error(p_.loc, "size " + std::to_string(size_) +
+                               " B is less than one byte per chunk (nchunksperloop=" + std::to_string(p_.nchunksperloop) + ")"),
+             false;
+    if (size_ % p_.nchunksperloop)
+      s_.diags.warning(
+          p_.loc, "size " + std::to_string(size_) + " B is not a multiple of nchunksperloop=" + std::to_string(p_.nchunksperloop) +
+                      ": RCCL would not pick this algorithm for it; chunks of " + std::to_string(size_ / p_.nchunksperloop) + " B here");
+    g_->params = {{"size", static_cast<int64_t>(size_)}, {"inplace", inplace_ ? 1 : 0}};
+    g_->schedule = p_.name.empty() ? s_.sources.file(p_.file).name() : p_.name;
+    g_->file = s_.sources.file(p_.file).name();
+    g_->nranks = p_.ngpus;
+    g_->only_rank = o_.only_rank;
+    return true;
+  }
+
+  // The buffers, with RCCL's aliasing of i and o in place.
+  bool buffers() {
+    uint32_t ic = 0, oc = 0, sc = 0, ntb = 0;
+    for (const Gpu& gp : p_.gpus) {
+      ic = std::max(ic, gp.i_chunks), oc = std::max(oc, gp.o_chunks), sc = std::max(sc, gp.s_chunks);
+      ntb = std::max(ntb, static_cast<uint32_t>(gp.tbs.size()));
+      for (const Tb& t : gp.tbs)
+        for (const Step& st : t.steps)
+          if (st.type == StepType::RecvReduceSend) tmp_per_tb_ = std::max(tmp_per_tb_, static_cast<uint32_t>(st.cnt));
+    }
+    uint32_t tmp = tmp_per_tb_ * ntb;
+    uint32_t n = p_.ngpus, c = p_.nchunksperloop;
+    if ((p_.coll == Coll::Allgather || p_.coll == Coll::ReduceScatter || p_.coll == Coll::Alltoall) && c % n)
+      return error(p_.loc, "nchunksperloop=" + std::to_string(c) + " does not split into ngpus=" + std::to_string(n) + " equal blocks"),
+             false;
+    cf_ = p_.coll == Coll::Allreduce || p_.coll == Coll::Custom ? c : c / n;
+    // The collective's own extents in chunks: input and output.
+    uint32_t in = p_.coll == Coll::Allgather ? cf_ : c, out = p_.coll == Coll::ReduceScatter ? cf_ : c;
+    chunk_bytes_ = size_ / c;
+    auto add = [&](const char* name, uint32_t chunks) {
+      BufferInfo b;
+      b.name = name;
+      b.dims = {chunks};
+      b.chunks = chunks;
+      b.chunk_bytes = chunk_bytes_;
+      b.chunk_elems = chunk_bytes_ / dtype_size(b.dtype);
+      b.loc = p_.loc;
+      g_->buffers.push_back(std::move(b));
+      return static_cast<uint32_t>(g_->buffers.size() - 1);
+    };
+    if (inplace_ && p_.coll == Coll::Allgather) {
+      io_o_ = io_i_ = add("o", std::max({oc, c}));  // i is rank r's window of o
+      window_i_ = true;
+    } else if (inplace_ && p_.coll == Coll::ReduceScatter) {
+      io_i_ = io_o_ = add("i", std::max({ic, c}));  // o is rank r's window of i
+      window_o_ = true;
+    } else if (inplace_ && p_.coll != Coll::Custom) {
+      // coll="custom" has no aliasing: MSCCLang's Collective.get_buffer_index keeps i and o
+      // apart whatever its inplace flag says, and no runtime defines an in-place custom call.
+      io_i_ = io_o_ = add("i", std::max({ic, oc, in, out}));
+    } else {
+      io_i_ = add("i", std::max(ic, in));
+      io_o_ = add("o", std::max(oc, out));
+    }
+    if (sc) s_buf_ = add("s", sc);
+    if (tmp) {
+      tmp_buf_ = add("t", tmp);  // rrs's value on its way: recv ⊕ src, sent, never stored
+    }
+    return true;
+  }
+
+  void postcondition() {
+    uint32_t n = p_.ngpus, c = p_.nchunksperloop;
+    Range in{io_i_, 0, p_.coll == Coll::Allgather ? cf_ : c};
+    auto contrib = [&](Range r) { g_->inits.push_back(InitRule{InitKind::Contrib, r, kAnyRank, world_, r.lo, 0}); };
+    Expectation x;
+    x.group = world_;
+    switch (p_.coll) {
+      case Coll::Allreduce:
+        contrib(Range{io_i_, 0, c});
+        x.kind = ExpectKind::Allreduce;
+        x.bufs = {Range{io_i_, 0, c}};
+        if (io_o_ != io_i_) x.bufs.push_back(Range{io_o_, 0, c});
+        break;
+      case Coll::Allgather:
+        x.kind = ExpectKind::Allgather;
+        if (window_i_) {  // in place: rank r holds its block of o
+          g_->inits.push_back(InitRule{InitKind::Owned, Range{io_o_, 0, c}, kAnyRank, world_, 0, 0});
+          x.bufs = {Range{io_o_, 0, c}};
+        } else {
+          contrib(in);
+          x.bufs = {in, Range{io_o_, 0, c}};
+        }
+        break;
+      case Coll::ReduceScatter:
+        contrib(Range{io_i_, 0, c});
+        x.kind = ExpectKind::ReduceScatter;
+        x.bufs = {Range{io_i_, 0, c}};
+        if (!window_o_) x.bufs.push_back(Range{io_o_, 0, cf_});
+        break;
+      case Coll::Alltoall:
+        contrib(Range{io_i_, 0, c});
+        x.kind = ExpectKind::Alltoall;
+        x.bufs = {Range{io_i_, 0, c}, Range{io_o_, 0, c}};
+        break;
+      case Coll::Custom:
+        contrib(Range{io_i_, 0, std::min(c, g_->buffers[io_i_].chunks)});
+        x.kind = ExpectKind::Nothing;
+        s_.diags.warning(p_.loc, "coll=\"custom\": no postcondition to check (only deadlocks, races and undefined data)");
+        break;
+    }
+    (void)n;
+    g_->expects.push_back(std::move(x));
+  }
+
+  // A step's chunks on gpu r, RCCL's aliasing applied; false after a located error.
+  bool map(const Step& st, char buf, int64_t off, uint32_t r, Range& out) {
+    uint32_t b = 0;
+    int64_t lo = off;
+    if (buf == 'i') {
+      b = io_i_;
+      if (window_i_) lo += int64_t{r} * cf_;
+    } else if (buf == 'o') {
+      b = io_o_;
+      if (window_o_) lo += int64_t{r} * cf_;
+    } else {
+      if (s_buf_ == kNone) return error(st.loc, "the step uses the scratch buffer s, but every gpu has s_chunks=\"0\""), false;
+      b = s_buf_;
+    }
+    const BufferInfo& bi = g_->buffers[b];
+    if (lo < 0 || lo + st.cnt > bi.chunks) {
+      error(st.loc, std::string("chunks ") + buf + "[" + std::to_string(off) + " .. " + std::to_string(off + st.cnt) + "] on gpu " +
+                        std::to_string(r) + " are outside " + (b == io_i_ && b == io_o_ ? "the in-place buffer" : "the buffer") + " " +
+                        bi.name + " of " + std::to_string(bi.chunks) + " chunks");
+      return false;
+    }
+    out = Range{b, static_cast<uint32_t>(lo), static_cast<uint32_t>(st.cnt)};
+    return true;
+  }
+
+  StepId add(StepKind k, uint8_t flags, uint32_t rank, uint32_t stmt, Range r, uint32_t ref, std::initializer_list<StepId> deps) {
+    StepId id = g_->add_step(k, flags, rank, stmt, r, ref);
+    std::vector<StepId> d;
+    for (StepId x : deps)
+      if (x != kNoStep) d.push_back(x);
+    std::sort(d.begin(), d.end());
+    d.erase(std::unique(d.begin(), d.end()), d.end());
+    for (StepId x : d) g_->add_dep(x);
+    g_->finish_step();
+    return id;
+  }
+  uint32_t p2p(uint32_t peer, uint32_t chan) {
+    P2PInfo info;
+    info.peer = peer;
+    info.tag = static_cast<int32_t>(chan);
+    info.comm = world_;
+    g_->p2p.push_back(info);
+    return static_cast<uint32_t>(g_->p2p.size() - 1);
+  }
+  uint32_t source(Range r) {
+    g_->ranges.push_back(r);
+    return static_cast<uint32_t>(g_->ranges.size() - 1);
+  }
+
+  // One gpu's program: its thread blocks' steps, emitted in an order where every cross-tb
+  // dependency points back (a tb's steps stay in their order, which is what matching needs).
+  bool gpu(const Gpu& gp) {
+    uint32_t r = gp.id;
+    size_t ntb = gp.tbs.size();
+    std::vector<size_t> next(ntb, 0);
+    std::vector<std::vector<StepId>> last(ntb);  // per tb, per XML step: its last step in the graph
+    for (size_t t = 0; t < ntb; ++t) last[t].assign(gp.tbs[t].steps.size(), kNoStep);
+    size_t left = 0;
+    for (const Tb& t : gp.tbs) left += t.steps.size();
+    while (left) {
+      bool progress = false;
+      for (size_t t = 0; t < ntb; ++t) {
+        const Tb& tb = gp.tbs[t];
+        while (next[t] < tb.steps.size()) {
+          const Step& st = tb.steps[next[t]];
+          StepId dep = kNoStep;
+          if (st.depid >= 0) {
+            dep = last[static_cast<size_t>(st.depid)][static_cast<size_t>(st.deps)];
+            if (dep == kNoStep) break;  // its thread block has not got there yet
+          }
+          StepId prev = next[t] ? last[t][next[t] - 1] : kNoStep;
+          StepId end = step(gp, tb, st, prev, dep);
+          if (end == kNoStep) return false;
+          last[t][next[t]++] = end;
+          --left;
+          progress = true;
+        }
+      }
+      if (!progress) {
+        // Every remaining thread block waits on another one's later step: a cycle, which the
+        // runtime would spin on for ever.
+        for (size_t t = 0; t < ntb; ++t)
+          if (next[t] < gp.tbs[t].steps.size()) {
+            const Step& st = gp.tbs[t].steps[next[t]];
+            error(st.loc, "deadlock: on gpu " + std::to_string(r) + ", thread block " + std::to_string(t) + " step " +
+                              std::to_string(st.s) + " waits for thread block " + std::to_string(st.depid) + " step " +
+                              std::to_string(st.deps) + ", which waits, through the thread blocks' orders and dependencies, for it");
+            return false;
+          }
+      }
+    }
+    return true;
+  }
+
+  // The steps of one XML step; returns the last (kNoStep after an error).
+  StepId step(const Gpu& gp, const Tb& tb, const Step& st, StepId prev, StepId dep) {
+    uint32_t r = gp.id;
+    uint32_t stmt = static_cast<uint32_t>(locs_.size());
+    locs_.push_back(st.loc);
+    labels_.push_back("gpu " + std::to_string(r) + " tb " + std::to_string(tb.id) + " step " + std::to_string(st.s) + " (" +
+                      step_word(st.type) + ")");
+    Range src{}, dst{};
+    if (st.reads_src() && !map(st, st.srcbuf, st.srcoff, r, src)) return kNoStep;
+    if (st.writes_dst() && !map(st, st.dstbuf, st.dstoff, r, dst)) return kNoStep;
+    const uint8_t local = kFlagLocal;
+    const uint8_t reduce = kFlagLocal | kFlagReduce | op_flag(ReduceOp::Sum);
+    auto send = [&](Range what, StepId after) {
+      return add(StepKind::Send, local, r, stmt, what, p2p(static_cast<uint32_t>(tb.send), tb.chan), {after, dep, prev});
+    };
+    auto recv = [&](Range into, bool reducing, StepId after) {
+      return add(StepKind::Recv, reducing ? reduce : local, r, stmt, into, p2p(static_cast<uint32_t>(tb.recv), tb.chan),
+                 {after, dep, prev});
+    };
+    switch (st.type) {
+      case StepType::Send: return send(src, kNoStep);
+      case StepType::Recv: return recv(dst, false, kNoStep);
+      case StepType::RecvCopySend: return send(dst, recv(dst, false, kNoStep));
+      case StepType::RecvReduceSend: {
+        Range t{tmp_buf_, tb.id * tmp_per_tb_, static_cast<uint32_t>(st.cnt)};  // the tb's own slots
+        StepId x = recv(t, false, kNoStep);
+        StepId y = add(StepKind::Reduce, 0, r, stmt, t, source(src), {x});
+        return send(t, y);
+      }
+      case StepType::RecvReduceCopy:
+      case StepType::RecvReduceCopySend: {
+        StepId c = kNoStep;
+        if (!(src == dst)) c = add(StepKind::Copy, 0, r, stmt, dst, source(src), {dep, prev});  // dst = src, then ⊕= recv
+        StepId x = recv(dst, true, c);
+        return st.type == StepType::RecvReduceCopy ? x : send(dst, x);
+      }
+      case StepType::Copy: return add(StepKind::Copy, 0, r, stmt, dst, source(src), {dep, prev});
+      case StepType::Reduce: return add(StepKind::Reduce, 0, r, stmt, dst, source(src), {dep, prev});
+      case StepType::Nop: {
+        uint32_t off = static_cast<uint32_t>(g_->wait_handles.size());
+        g_->wait_handles.push_back(0);
+        return add(StepKind::Wait, 0, r, stmt, Range{}, off, {dep, prev});
+      }
+    }
+    return kNoStep;
+  }
+
+  static constexpr uint32_t kNone = 0xffffffffu;
+  Session& s_;
+  const Program& p_;
+  const ElabOptions& o_;
+  std::unique_ptr<StepGraph> g_;
+  uint64_t size_ = 0, chunk_bytes_ = 0;
+  bool inplace_ = false, window_i_ = false, window_o_ = false, failed_ = false;
+  uint32_t cf_ = 0, world_ = 0, io_i_ = 0, io_o_ = 0, s_buf_ = kNone, tmp_buf_ = kNone, tmp_per_tb_ = 0;
+  std::vector<Loc> locs_;
+  std::vector<std::string> labels_;
+};
+
+}  // namespace
+
+std::unique_ptr<StepGraph> lower(Session& s, const Program& p, const ElabOptions& opts) { return Lowering(s, p, opts).run(); }
+
+}  // namespace sg::msccl

@@ -1,0 +1,178 @@
+// The MSCCL XML front end (docs/msccl.md): files read with located errors, lowered to step graphs
+// with RCCL's aliasing, and checked and verified with the right verdict at the right step; the
+// fixed file passes. The msccl-tools outputs in tests/msccl/generated/ are held against
+// MSCCLang's own Check() (and an independent chunk simulator): the same files pass and fail.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/io/writers.hpp"
+#include "core/pipeline.hpp"
+#include "run_command.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+const std::string kDir = STEPGRAPH_SOURCE_DIR "/tests/msccl/";
+
+// Runs stepgraph with `args`; stdout only (stderr to /dev/null), or both with `with_stderr`.
+sgtest::Ran run(const std::string& args, bool with_stderr = false) {
+  return sgtest::run_command("'" STEPGRAPH_BIN "' " + args + (with_stderr ? " 2>&1" : " 2>/dev/null"));
+}
+
+json run_json(const std::string& args, int rc) {
+  sgtest::Ran r = run(args + " --json");
+  INFO(args << "\n" << r.out);
+  REQUIRE(r.rc == rc);
+  return json::parse(r.out);
+}
+
+// The lowered graph of a test file (library level).
+std::unique_ptr<sg::StepGraph> lower(const std::string& file, std::vector<std::pair<std::string, std::string>> sets = {}) {
+  sg::Session s;
+  sg::Target t = sg::open_target(s, kDir + file);
+  REQUIRE(t.opened());
+  REQUIRE(t.fixed_ranks > 0);
+  sg::BuildOptions bo;
+  bo.elab.nranks = t.fixed_ranks;
+  bo.elab.sets = std::move(sets);
+  sg::Built b = sg::build(s, t, bo);
+  REQUIRE(b.ok());
+  return std::move(b.graph);
+}
+
+}  // namespace
+
+TEST_CASE("an MSCCL file lowers to one rank per gpu, steps in thread-block order, labelled", "[msccl]") {
+  auto g = lower("allgather_pair.xml", {{"size", "1MiB"}});
+  CHECK(g->nranks == 2);
+  CHECK(g->size() == 6);            // 2 sends, 2 receives, 2 copies
+  CHECK(g->connection_slots == 2);  // Simple: 2 pieces in flight on a connection (NCCL_STEPS = 8)
+  CHECK(g->unordered_hazards);
+  // Chunk = size / nchunksperloop; out of place: i has 1 chunk, o 2.
+  REQUIRE(g->buffers.size() >= 2);
+  CHECK(g->buffers[0].name == "i");
+  CHECK(g->buffers[0].chunks == 1);
+  CHECK(g->buffers[1].name == "o");
+  CHECK(g->buffers[1].chunks == 2);
+  CHECK(g->buffers[0].chunk_bytes == 512 * 1024);
+  std::string d = sg::describe_step(*g, 1);
+  CHECK(d.find("gpu 0 tb 0 step 1 (r)") != std::string::npos);
+  auto ll = lower("send3_ll.xml");
+  CHECK(ll->connection_slots == 8);  // LL: 8 slots
+}
+
+TEST_CASE("check and verify find the defect of each broken file, at its step, and pass the fixed one", "[msccl]") {
+  SECTION("a race between two thread blocks with no depid between them") {
+    json v = run_json("verify '" + kDir + "allgather_race.xml'", 1);
+    CHECK(v["verdicts"][0]["verdict"] == "race");
+    CHECK(v["verdicts"][0]["semantics"] == "bounded");
+    auto steps = v["counterexample"]["steps"];
+    REQUIRE(steps.size() == 2);
+    CHECK(steps[0]["line"] == 6);   // gpu 0 tb 0 step 0: sends o[0]
+    CHECK(steps[1]["line"] == 10);  // gpu 0 tb 1 step 0: copies into o[0]
+    CHECK(v["counterexample"]["chunk"] == "o[0]");
+    json f = run_json("verify '" + kDir + "allgather_race_fixed.xml'", 0);
+    CHECK(f["verdicts"][0]["verdict"] == "ok");
+    json c = run_json("check '" + kDir + "allgather_race_fixed.xml'", 0);
+    CHECK(c[0]["result"] == "ok");
+    CHECK(c[0]["chunks_checked"] == 4);
+  }
+  SECTION("a wrong result: a copy of the wrong block") {
+    json c = run_json("check '" + kDir + "allgather_wrong.xml'", 1);
+    CHECK(c[0]["result"] == "wrong-result");
+    CHECK(c[0]["findings"][0]["line"] == 18);
+    CHECK(c[0]["findings"][0]["message"].get<std::string>().find("rank 1, o[0]") != std::string::npos);
+    json v = run_json("verify '" + kDir + "allgather_wrong.xml'", 1);
+    CHECK(v["verdicts"][0]["verdict"] == "wrong-result");
+  }
+  SECTION("a send nobody receives") {
+    json v = run_json("verify '" + kDir + "allgather_unmatched.xml'", 1);
+    CHECK(v["verdicts"][0]["verdict"] == "unmatched");
+    CHECK(v["counterexample"]["steps"][0]["line"] == 5);
+  }
+  SECTION("the correct file passes both") {
+    CHECK(run_json("check '" + kDir + "allgather_pair.xml'", 0)[0]["result"] == "ok");
+    CHECK(run_json("verify '" + kDir + "allgather_pair.xml'", 0)["verdicts"][0]["verdict"] == "ok");
+  }
+}
+
+TEST_CASE("bounded connections: three sends each way deadlock with Simple's 2 slots, not with LL's 8", "[msccl][bounded]") {
+  json v = run_json("verify '" + kDir + "send3_simple.xml'", 1);
+  CHECK(v["verdicts"][0]["verdict"] == "deadlock");
+  CHECK(v["verdicts"][0]["semantics"] == "bounded");
+  auto steps = v["counterexample"]["steps"];
+  REQUIRE(steps.size() == 2);
+  CHECK(steps[0]["line"] == 9);  // each gpu's third send waits for a slot
+  CHECK(steps[1]["line"] == 19);
+  CHECK(run_json("verify '" + kDir + "send3_ll.xml'", 0)["verdicts"][0]["verdict"] == "ok");
+  // One slot more, and the Simple file passes; unbounded (eager) too; rendezvous deadlocks.
+  CHECK(run_json("verify '" + kDir + "send3_simple.xml' --slots 3", 0)["verdicts"][0]["verdict"] == "ok");
+  CHECK(run_json("verify '" + kDir + "send3_simple.xml' --semantics eager", 0)["verdicts"][0]["verdict"] == "ok");
+  // The deterministic check runs sends eagerly: it cannot see the slot limit.
+  CHECK(run_json("check '" + kDir + "send3_simple.xml'", 0)[0]["result"] == "ok");
+}
+
+TEST_CASE("malformed MSCCL files get located errors and exit 2", "[msccl][errors]") {
+  struct Case {
+    std::string file, where, what;
+  };
+  // Each is the first error of a file made from allgather_pair.xml by one edit.
+  std::vector<Case> cases = {
+      {"bad/mismatched_tag.xml", ":7:10: error:", "</tbx> closes <tb>"},
+      {"bad/step_type.xml", ":5:19: error:", "unknown step type 'q'"},
+      {"bad/offset.xml", ":6:7: error:", "outside the buffer o of 2 chunks"},
+      {"bad/peer.xml", ":4:16: error:", "send=7 is out of range"},
+      {"bad/integer.xml", ":5:72: error:", "cnt=\"x\" is not an integer"},
+      {"bad/ngpus.xml", ":2:1: error:", "ngpus=3 but 2 <gpu> elements"},
+      {"allgather_cycle.xml", ":5:7: error:", "deadlock: on gpu 0, thread block 0 step 0 waits for thread block 1 step 0"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.file);
+    sgtest::Ran r = run("check '" + kDir + c.file + "'", true);
+    INFO(r.out);
+    CHECK(r.rc == 2);
+    CHECK(r.out.find(c.file + c.where) != std::string::npos);
+    CHECK(r.out.find(c.what) != std::string::npos);
+    CHECK(r.out.find("^") != std::string::npos);  // the source line and a caret
+  }
+  // A rank count other than ngpus.
+  sgtest::Ran r = run("verify '" + kDir + "allgather_pair.xml' -n 3", true);
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("allgather_pair.xml:2:1: error: this MSCCL algorithm runs on ngpus=2 ranks, not N = 3") != std::string::npos);
+  // A parameter an MSCCL file does not take.
+  r = run("check '" + kDir + "allgather_pair.xml' --set chunks=4", true);
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("unknown parameter 'chunks'") != std::string::npos);
+}
+
+TEST_CASE("msccl-tools' own outputs: the files MSCCLang's Check() passes pass, the one it fails fails", "[msccl][peer]") {
+  // tests/msccl/generated/README.md: which msccl-tools example made each file, and how.
+  for (const char* f : {"allgather_ring_8gpu_1ch_1inst_Simple.xml", "allreduce_a100_ring_4gpu_4ch_2inst_LL.xml",
+                        "allreduce_a100_ring_8gpu_1ch_1inst_Simple.xml", "alltoall_allpairs_8gpu_1inst_Simple.xml",
+                        "hierarchical_allreduce_4gpn_2node_1inst_Simple.xml"}) {
+    INFO(f);
+    CHECK(run_json(std::string("check '") + kDir + "generated/" + f + "'", 0)[0]["result"] == "ok");
+    CHECK(run_json(std::string("verify '") + kDir + "generated/" + f + "'", 0)["verdicts"][0]["verdict"] == "ok");
+  }
+  // allreduce_a100_pcie_hierarchical.py: its own Check() fails too. Rank 0's first chunk ends up
+  // with rank 1's contribution twice and none of ranks 2 and 3.
+  json c = run_json("check '" + kDir + "generated/allreduce_a100_pcie_hierarchical_4gpu_1inst_LL.xml'", 1);
+  CHECK(c[0]["result"] == "wrong-result");
+  CHECK(c[0]["findings"][0]["message"].get<std::string>().find("d(1, 0) counted twice") != std::string::npos);
+}
+
+TEST_CASE("the same file simulates at the size asked; run out of place, an in-place file leaves o unwritten", "[msccl][sim]") {
+  sgtest::Ran r = run("sim '" + kDir + "generated/allreduce_a100_ring_8gpu_1ch_1inst_Simple.xml' --set size=1MiB --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  json j = json::parse(r.out);
+  CHECK(j["ranks"] == 8);  // -n left out: the file's ngpus
+  CHECK(j["completed"] == true);
+  CHECK(j["time_s"].get<double>() > 0);
+  // Out of place, which this in-place file does not declare: a warning, and o is never written.
+  sgtest::Ran w = run("check '" + kDir + "generated/allreduce_a100_ring_8gpu_1ch_1inst_Simple.xml' --set inplace=0", true);
+  CHECK(w.rc == 1);
+  CHECK(w.out.find("wrong result: rank 0, o[0]: never written") != std::string::npos);
+  CHECK(w.out.find("warning: inplace=0, but the file does not declare out-of-place use") != std::string::npos);
+}
