@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "cli/shared.hpp"
@@ -179,12 +180,18 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
       plan.sweeps[t] = false;
     }
   }
-  // Without -n, each target runs at the one count it is written for (an MSCCL XML's ngpus).
+  // Without -n, each target runs at the one count it is written for (an MSCCL XML's ngpus), and
+  // a target that runs at any count at the count the others are written for, if they agree.
+  std::set<uint32_t> fixed;
+  for (const Target& t : opened)
+    if (t.fixed_ranks) fixed.insert(t.fixed_ranks);
   for (size_t t = 0; t < plan.targets.size(); ++t)
-    if (o.ranks.empty() && opened[t].fixed_ranks == 0)
+    if (o.ranks.empty() && opened[t].fixed_ranks == 0 && fixed.size() != 1)
       return fail("--ranks (-n) is required (" + plan.targets[t] + " runs at any rank count)");
   for (size_t t = 0; t < plan.targets.size(); ++t)
-    for (uint64_t n : o.ranks.empty() ? std::vector<uint32_t>{opened[t].fixed_ranks} : ns) {
+    for (uint64_t n : !o.ranks.empty()            ? ns
+                      : opened[t].fixed_ranks > 0 ? std::vector<uint32_t>{opened[t].fixed_ranks}
+                                                  : std::vector<uint32_t>{*fixed.begin()}) {
       if (values.empty()) plan.points.push_back({t, static_cast<uint32_t>(n), 0, false});
       else
         for (uint64_t v : values) plan.points.push_back({t, static_cast<uint32_t>(n), v, true});

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 
 #include "cli/shared.hpp"
 #include "cli/sim_command.hpp"
@@ -17,6 +19,34 @@ namespace {
 
 // Sizes in sim's printouts carry two decimals.
 std::string human_bytes2(double b) { return human_bytes(b, 2); }
+
+// "RCCL picks it for 1.00 MiB to 64.00 MiB (minBytes, maxBytes)": an MSCCL file's window.
+std::string window_line(const PointResult& r) {
+  std::string hi = r.window_max > 0 ? human_bytes2(static_cast<double>(r.window_max)) : std::string("any size");
+  return "the runtime picks it for " + human_bytes2(static_cast<double>(r.window_min)) + " to " + hi + " (minBytes, maxBytes)";
+}
+
+// With several targets: at each N and swept value, which target is fastest and by how much over
+// the next (a window the fastest is outside of is said, since the runtime would not pick it there).
+void print_ranking(const std::vector<PointResult>& results, const std::vector<std::string>& labels, const std::string& param) {
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<size_t>> at;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (results[i].completed) at[{results[i].n, results[i].param_value}].push_back(i);
+  bool header = false;
+  for (auto& [key, rs] : at) {
+    if (rs.size() < 2) continue;
+    std::sort(rs.begin(), rs.end(), [&](size_t a, size_t b) { return results[a].time_s < results[b].time_s; });
+    if (!header) std::cout << "fastest:\n", header = true;
+    const PointResult& w = results[rs[0]];
+    std::string v = param.empty() ? "" : param == "size" ? human_bytes2(static_cast<double>(key.second)) : std::to_string(key.second);
+    bool outside =
+        w.window_min >= 0 && param == "size" &&
+        (static_cast<int64_t>(key.second) < w.window_min || (w.window_max > 0 && static_cast<int64_t>(key.second) > w.window_max));
+    std::cout << "  N = " << key.first << (v.empty() ? "" : ", " + param + " " + v) << ": " << labels[rs[0]] << ", "
+              << fmt("%.2f", results[rs[1]].time_s / w.time_s) << "x faster than " << labels[rs[1]]
+              << (outside ? " (outside its window: the runtime would not pick it)" : "") << "\n";
+  }
+}
 
 }  // namespace
 
@@ -78,6 +108,8 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     }
     // The header says the engine and the network model, always.
     std::cout << head << " on " << r.platform << "; engine " << r.model << ", network model " << r.network_model << "\n";
+    if (!r.wire.empty()) std::cout << "  " << r.wire << "\n";
+    if (r.window_min >= 0) std::cout << "  " << window_line(r) << "\n";
     if (!r.error.empty()) {
       std::cout << "  error: " << r.error << "\n";
       return rc;
@@ -124,19 +156,27 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     std::cout << "\n";
     return rc;
   }
+  // Targets named alike (MSCCL files often are) go by the target as written.
+  std::vector<std::string> labels(results.size());
+  for (size_t i = 0; i < results.size() && i < plan.points.size(); ++i) {
+    size_t t = plan.points[i].target;
+    bool alike = std::count(plan.names.begin(), plan.names.end(), plan.names[t]) > 1;
+    labels[i] = alike ? plan.targets[t].substr(plan.targets[t].rfind('/') + 1) : plan.names[t];
+  }
   std::printf("%-28s %7s %12s %12s %11s %11s %12s %9s\n", "schedule", "N", plan.param.empty() ? "size" : plan.param.c_str(), "time",
               "algbw GB/s", "busbw GB/s", "messages", "wall s");
-  for (const auto& r : results) {
+  for (size_t i = 0; i < results.size(); ++i) {
+    const PointResult& r = results[i];
     if (r.unsupported && o.quiet) continue;
     std::string v = plan.param.empty()     ? (r.world ? human_bytes2(static_cast<double>(r.size_bytes)) : std::string("-"))
                     : plan.param == "size" ? human_bytes2(static_cast<double>(r.param_value))
                                            : std::to_string(r.param_value);
     if (r.status == 2 || (!r.error.empty() && r.platform.empty())) {
-      std::printf("%-28s %7u %12s  %s\n", r.schedule.c_str(), r.n, v.c_str(), r.error.c_str());
+      std::printf("%-28s %7u %12s  %s\n", labels[i].c_str(), r.n, v.c_str(), r.error.c_str());
       continue;
     }
     bool bw = r.completed && r.world;
-    std::printf("%-28s %7u %12s %12s %11s %11s %12s %9.3f%s\n", r.schedule.c_str(), r.n, v.c_str(),
+    std::printf("%-28s %7u %12s %12s %11s %11s %12s %9.3f%s\n", labels[i].c_str(), r.n, v.c_str(),
                 r.completed ? human_time(r.time_s).c_str() : "deadlock", bw ? fmt("%.2f", r.algbw).c_str() : "-",
                 bw ? fmt("%.2f", r.busbw).c_str() : "-", with_commas(r.messages).c_str(), r.wall_s,
                 !r.error.empty() ? ("  " + r.error).c_str() : "");
@@ -145,6 +185,16 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     std::cout << "platform: " << (o.platform.empty() ? std::string(sim::default_platform_spec()) + " (the default)" : o.platform)
               << "; engine: " << o.model << "; network model: " << (results[0].network_model.empty() ? "ideal" : results[0].network_model)
               << "\n";
+  // Each program's protocol and window, once; then, with several targets, the fastest at each point.
+  std::set<std::string> said;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const PointResult& r = results[i];
+    if (said.count(labels[i]) || (r.wire.empty() && r.window_min < 0)) continue;
+    said.insert(labels[i]);
+    std::cout << labels[i] << ": " << (r.wire.empty() ? "" : r.wire + (r.window_min >= 0 ? "; " : ""))
+              << (r.window_min >= 0 ? window_line(r) : "") << "\n";
+  }
+  if (plan.targets.size() > 1) print_ranking(results, labels, plan.param);
   for (const auto& r : results)
     if (!r.completed && r.error.empty()) std::cout << r.schedule << " N = " << r.n << " did not finish:\n" << r.text;
   for (const auto& r : results) {

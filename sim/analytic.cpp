@@ -116,7 +116,7 @@ class AnalyticTimer : public Timer {
   void land(StepId send, double t) {
     const LogGP& l = o_.loggp;
     uint32_t dst = g_.peer(send);
-    double k = static_cast<double>(g_.range_bytes(g_.range(send)) + o_.runtime.envelope);
+    double k = static_cast<double>(wire_bytes(o_.runtime, g_.range_bytes(g_.range(send))));
     double k1 = k > 0 ? k - 1 : 0;
     const Path& pa = path(host(g_.rank(send)), host(dst));
     double start = std::max({t, cpu_free_[dst], recv_free_[pa.recv_port]});

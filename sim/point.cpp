@@ -40,6 +40,8 @@ void to_json(nlohmann::json& j, const PointResult& r) {
        {"completed", r.completed}};
   if (!r.param.empty()) j[r.param] = r.param_value;
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.wire.empty()) j["wire"] = r.wire;
+  if (r.window_min >= 0) j["window"] = {{"min_bytes", r.window_min}, {"max_bytes", r.window_max}};
   if (!r.collectives_json.empty()) j["collectives"] = r.collectives_json;
   if (r.model_flops > 0) j["attention"] = {{"model_flops", r.model_flops}, {"tflops", when(r.tflops)}, {"mfu", when(r.mfu)}};
   if (r.completed) {
@@ -87,6 +89,8 @@ PointResult point_from_json(const nlohmann::json& j) {
   r.platform = j.at("platform");
   r.model = j.at("model");
   r.network_model = j.at("network_model");
+  r.wire = j.value("wire", "");
+  if (j.contains("window")) r.window_min = j["window"].at("min_bytes"), r.window_max = j["window"].at("max_bytes");
   r.messages = j.at("messages");
   r.bytes = j.at("bytes");
   r.wall_s = j.at("wall_s");
@@ -250,6 +254,9 @@ PointResult run_point(const PointSpec& p) {
   // A program with FIFO connections (MSCCL) buffers its sends: under --protocol auto they go
   // eagerly (its slots are not modelled in time; verify's bounded semantics checks them).
   if (g->connection_slots && so.runtime.protocol == Protocol::Auto) so.runtime.protocol = Protocol::Eager;
+  so.runtime.wire_factor = g->wire_factor;
+  r.wire = g->wire_why;
+  r.window_min = g->window_min, r.window_max = g->window_max;
   // Every expanded instance's members' entry and exit steps, to time each instance.
   for (const ExpandedInstance& e : b.expansion.instances) {
     so.watch.insert(so.watch.end(), e.entry.begin(), e.entry.end());

@@ -177,7 +177,7 @@ void Runtime::start_transfer(StepId send, bool rendezvous) {
   busy_begin(g_.peer(send), 1);
   // A rendezvous message moves once its receive is posted too (whichever comes last).
   if (o_.record_starts && (!rendezvous || (st_[g_.match(send)] & kIssued))) moved_[send] = now_;
-  timer_.transfer(send, g_.rank(send), g_.peer(send), b + o_.envelope, rendezvous);
+  timer_.transfer(send, g_.rank(send), g_.peer(send), wire_bytes(o_, b), rendezvous);
 }
 
 void Runtime::issue(StepId s) {

@@ -38,6 +38,8 @@ struct RuntimeOptions {
   // Bytes every message carries on the wire beyond its payload (an MPI header: SMPI simulates 16);
   // the protocol is still decided on the payload.
   uint64_t envelope = 0;
+  // Bytes on the wire per payload byte (a protocol's flags: MSCCL's LL 2, LL128 1/0.92).
+  double wire_factor = 1.0;
   double gamma = 0;            // seconds per byte reduced (a receive with reduce, a reduce step)
   double copy_bw = 0;          // bytes/s of a local copy (0: free)
   double recv_overhead = 0;    // receiver CPU seconds per message (LogGP o), part of receive processing
@@ -47,6 +49,12 @@ struct RuntimeOptions {
 // Whether an MPI send of `bytes` goes by rendezvous. Auto: a message is eager iff bytes <
 // eager_limit, SMPI's rule (smpi/send-is-detached-thresh, 65536 by default: a send of 65,536 bytes
 // is not detached there); bench/sim_vs_smpi holds the boundary against SMPI.
+// What a message of `payload` bytes puts on the wire.
+inline uint64_t wire_bytes(const RuntimeOptions& o, uint64_t payload) {
+  double w = o.wire_factor == 1.0 ? static_cast<double>(payload) : static_cast<double>(payload) * o.wire_factor + 0.5;
+  return static_cast<uint64_t>(w) + o.envelope;
+}
+
 inline bool by_rendezvous(const RuntimeOptions& o, uint64_t bytes) {
   if (o.protocol == Protocol::Auto) return bytes >= o.eager_limit;
   return o.protocol == Protocol::Rendezvous;

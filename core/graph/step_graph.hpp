@@ -192,6 +192,13 @@ class StepGraph {
   // Messages a connection holds before its sender blocks, for the bounded send semantics (MSCCL:
   // NCCL_STEPS = 8 slots; 2 Simple pieces, 8 LL/LL128 ones); 0 when the program does not say.
   uint32_t connection_slots = 0;
+  // Bytes on the wire per payload byte, and why (MSCCL's LL: 2, a flag beside every 8 data bytes;
+  // LL128: 16/15, a flag word in every 128-byte line): the simulator moves that many more.
+  double wire_factor = 1.0;
+  std::string wire_why;
+  // The sizes a runtime picks this program for (MSCCL's minBytes / maxBytes, max 0: no bound);
+  // -1 when the program does not say. sim prints the window beside its times.
+  int64_t window_min = -1, window_max = -1;
 
   // ---- access ----
   size_t size() const { return kind_.size(); }

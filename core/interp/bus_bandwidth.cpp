@@ -1,5 +1,7 @@
 #include "core/interp/bus_bandwidth.hpp"
 
+#include <algorithm>
+
 namespace sg {
 
 double bus_factor(ExpectKind k, uint32_t n, std::string& name) {
@@ -48,7 +50,11 @@ bool world_collective(const StepGraph& g, ExpectKind& kind, uint64_t& bytes) {
   for (StepId s = 0; s < g.size(); ++s)
     if (g.kind(s) == StepKind::Compute) return false;  // a training step: its time is not the collective's
   kind = one->kind;
-  bytes = g.range_bytes(one->bufs.front());
+  // The collective's size as nccl-tests counts it: the whole vector (an all-gather's gathered
+  // buffer, a reduce-scatter's input). With two ranges (MSCCL's out of place: input, output)
+  // that is the larger.
+  bytes = 0;
+  for (const Range& r : one->bufs) bytes = std::max(bytes, g.range_bytes(r));
   return true;
 }
 

@@ -33,6 +33,13 @@ class Lowering {
     // A connection's slots (docs/msccl.md, "Connections"): NCCL_STEPS = 8 per connection; a
     // Simple piece takes 4 of them (2 in flight), an LL or LL128 piece 1 (8 in flight).
     g_->connection_slots = p_.proto == "Simple" ? 2 : 8;
+    // The protocol's bandwidth (docs/msccl.md, "Simulation"): NCCL's tuning model runs a ring
+    // with LL at busBw / 2 and with LL128 at 0.92 busBw (src/graph/tuning.cc:327-337, the
+    // factors core/graph/nccl_tuning.cpp uses), the cost of their flags: LL sends a 4-byte flag
+    // beside every 4 data bytes, LL128 one flag word per line.
+    if (p_.proto == "LL") g_->wire_factor = 2.0, g_->wire_why = "proto LL: 2 bytes on the wire per payload byte";
+    if (p_.proto == "LL128") g_->wire_factor = 1 / 0.92, g_->wire_why = "proto LL128: 1/0.92 bytes on the wire per payload byte";
+    if (p_.has_outofplace) g_->window_min = p_.min_bytes, g_->window_max = p_.max_bytes;
     g_->shrink_dep_offsets();
     return std::move(g_);
   }
@@ -78,6 +85,11 @@ class Lowering {
       return error(p_.loc, "size " + std::to_string(size_) +
                                " B is less than one byte per chunk (nchunksperloop=" + std::to_string(p_.nchunksperloop) + ")"),
              false;
+    if (p_.has_outofplace &&
+        (static_cast<int64_t>(size_) < p_.min_bytes || (p_.max_bytes > 0 && static_cast<int64_t>(size_) > p_.max_bytes)))
+      s_.diags.warning(p_.loc, "size " + std::to_string(size_) +
+                                   " B is outside the file's window (minBytes=" + std::to_string(p_.min_bytes) +
+                                   ", maxBytes=" + std::to_string(p_.max_bytes) + "): RCCL would not pick this algorithm for it");
     if (size_ % p_.nchunksperloop)
       s_.diags.warning(
           p_.loc, "size " + std::to_string(size_) + " B is not a multiple of nchunksperloop=" + std::to_string(p_.nchunksperloop) +

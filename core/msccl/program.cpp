@@ -163,6 +163,23 @@ class Loader {
       g.tbs.push_back(tb(*te, g, p));
       if (failed_) return g;
     }
+    // A connection (this gpu, peer, channel) has one sending and one receiving thread block:
+    // RCCL connects each channel's peers once (msccl_setup.cc l.96-111) and two blocks on one
+    // FIFO would interleave their messages. RCCL's parser does not check it; no file in the
+    // corpus does it.
+    std::map<std::pair<int64_t, uint32_t>, uint32_t> senders, receivers;
+    for (const Tb& t : g.tbs) {
+      bool sends = false, receives = false;
+      for (const Step& s : t.steps) sends |= s.sends(), receives |= s.receives();
+      if (sends && !senders.emplace(std::make_pair(t.send, t.chan), t.id).second)
+        error(t.loc, "thread blocks " + std::to_string(senders[{t.send, t.chan}]) + " and " + std::to_string(t.id) + " of gpu " +
+                         std::to_string(g.id) + " both send to gpu " + std::to_string(t.send) + " on channel " + std::to_string(t.chan) +
+                         ": a connection has one sender");
+      if (receives && !receivers.emplace(std::make_pair(t.recv, t.chan), t.id).second)
+        error(t.loc, "thread blocks " + std::to_string(receivers[{t.recv, t.chan}]) + " and " + std::to_string(t.id) + " of gpu " +
+                         std::to_string(g.id) + " both receive from gpu " + std::to_string(t.recv) + " on channel " +
+                         std::to_string(t.chan) + ": a connection has one receiver");
+    }
     // Cross-tb dependencies name a tb of this gpu and one of its steps.
     for (const Tb& t : g.tbs)
       for (const Step& s : t.steps) {
