@@ -1,6 +1,7 @@
 // The tour's MSCCL step (`stepgraph demo`, step 11): an algorithm file as MSCCL and RCCL load
 // it, written to a temporary folder, verified with its race found at the XML line, then fixed.
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -79,6 +80,17 @@ int tour_msccl(int rc) {
   so.platform = "nodes:count=1,gpus=2";
   std::cout << "\n";
   if (int r = cmd_sim(so)) rc = std::max(rc, r);
+  // And for real, where mpiexec is: two processes, real buffers, checked and next to MPI_Allgather.
+  if (std::system("command -v mpiexec >/dev/null 2>&1") == 0) {
+    std::cout << "\n    run for real: `mpiexec -n 2 stepgraph exec FILE.xml --check --compare native` (every thread block's\n"
+                 "    steps in order, its sends buffered as the connection buffers them)\n\n";
+    std::cout.flush();
+    std::string self = fs::read_symlink("/proc/self/exe").string();
+    std::string cmd =
+        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 120 mpiexec -n 2 '" + self +
+        "' exec '" + fixed + "' --set size=1MiB --check --compare native --iters 5 --warmup 1";
+    if (int st = std::system(cmd.c_str()); st != 0) std::cout << "   (exit status " << st << ")\n";
+  }
   std::cout << "    (docs/msccl.md: every rule with its source in RCCL and msccl-tools, and the RCCL corpus table)\n";
   return rc;
 }

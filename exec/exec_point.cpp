@@ -124,12 +124,13 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   if ((first_failed < size && me == first_failed) || (first_failed == size && me == 0 && req.print_warnings)) say(diag.str());
   if (first_failed < size) return 2;
   // FIFO connections (an MSCCL program): a send completes once its message is in the connection,
-  // which MPI's sends do not promise; the executor has no buffered sends yet.
-  if (g->connection_slots) {
+  // which the executor does by copying it (Executor's buffered sends); the transfer lane of
+  // --transport nccl issues sends that complete with their receive, so it cannot run them.
+  if (g->connection_slots && stream) {
     if (me == 0)
       say("stepgraph: error: exec of " + g->schedule +
-          ": its sends go into FIFO connections (MSCCL), which complete without the "
-          "receiver; the executor does not run such programs yet (check, verify and sim do)\n");
+          ": its sends go into FIFO connections (MSCCL) and complete without their receiver, which --transport nccl's "
+          "grouped transfers do not; use --transport staged or auto\n");
     return 2;
   }
   row.schedule = g->schedule;
@@ -247,9 +248,19 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   MPI_Allreduce(MPI_IN_PLACE, &inputs, 1, MPI_INT, MPI_LAND, world);
   bool compare_mpi = req.check && inputs && world_group && ref.available() && dtype_supported(shown_type);
   std::vector<unsigned char> input;
+  // Out of place (two ranges: MSCCL's i and o): MPI runs the in-place form on the input laid out
+  // as it wants it (an all-gather's block at this rank's place), and its result is held against
+  // the output range.
+  bool two = x && x->bufs.size() == 2 &&
+             (x->kind == ExpectKind::Allreduce || x->kind == ExpectKind::Allgather || x->kind == ExpectKind::ReduceScatter);
   if (compare_mpi) {
     const Range& in = x->bufs[0];
-    input.assign(ex.data(in), ex.data(in) + g->range_bytes(in));
+    if (two && x->kind == ExpectKind::Allgather) {
+      input.assign(g->range_bytes(x->bufs[1]), 0);
+      std::memcpy(input.data() + static_cast<uint64_t>(me) * g->range_bytes(in), ex.data(in), g->range_bytes(in));
+    } else {
+      input.assign(ex.data(in), ex.data(in) + g->range_bytes(in));
+    }
   }
   if (req.check) {
     one(nullptr, true, true);
@@ -284,7 +295,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
       ref.run(world);
       // Where MPI's result is, and the part of ours it must equal.
       const unsigned char* theirs = ref.a.data();
-      const unsigned char* ours = ex.data(x->bufs[0]);
+      const unsigned char* ours = ex.data(x->bufs[two ? 1 : 0]);
       uint64_t n = input.size();
       switch (ref.kind) {
         case ExpectKind::Reduce:
@@ -292,7 +303,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
           break;
         case ExpectKind::ReduceScatter:
           theirs = ref.b.data();
-          ours += static_cast<uint64_t>(me) * static_cast<uint64_t>(ref.per) * esize;
+          if (!two) ours += static_cast<uint64_t>(me) * static_cast<uint64_t>(ref.per) * esize;
           n = static_cast<uint64_t>(ref.per) * esize;
           break;
         case ExpectKind::Alltoall:

@@ -33,6 +33,8 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   req_step.clear();
   req_kind.clear();
   waits.clear();
+  sent_copy.clear();
+  buffered_out = 0;
   completed = 0;
   compute_s = 0;
   error.clear();
@@ -79,7 +81,7 @@ RunResult Executor::Impl::run(bool compute, bool values) {
       }
       last = Clock::now();
     }
-    if (!error.empty() || completed == n) break;
+    if (!error.empty() || (completed == n && buffered_out == 0)) break;
     if (flow_lanes && !gated.empty()) {
       if (open_gates()) {
         last = Clock::now();
@@ -191,6 +193,21 @@ void Executor::Impl::issue(StepId s) {
           error = "no communicator for " + describe(s);
           return;
         }
+        if (g.connection_slots) {  // buffered: the message leaves a copy, and the send is done
+          if (dev_direct) {
+            error = "buffered sends (FIFO connections: MSCCL) copy their message on the host; " + describe(s) +
+                    " is in device memory under a CUDA-aware transport (use --transport staged)";
+            return;
+          }
+          if (sent_copy.size() < g.size()) sent_copy.resize(g.size());
+          sent_copy[s].assign(mpi_ptr(r), mpi_ptr(r) + bytes(r));
+          rc = MPI_Isend(sent_copy[s].data(), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
+          if (!check_rc(rc, "MPI_Isend", s)) return;
+          track(q, s, Req::BufferedSend);
+          ++buffered_out;
+          complete(s);
+          return;
+        }
         rc = MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
       }
       if (!check_rc(rc, "MPI_Isend", s)) return;
@@ -296,6 +313,10 @@ void Executor::Impl::on_request_done(StepId s, Req kind) {
       else if (st[s] & kIssued) finish_choreo_recv(s);
       break;
     case Req::Send: complete(s); break;
+    case Req::BufferedSend:
+      --buffered_out;
+      std::vector<unsigned char>().swap(sent_copy[s]);
+      break;
     case Req::LocalRecv: {
       Range r = g.range(s);
       if (dev && (g.flags(s) & kFlagReduce)) finish_staged_on_device(s, r, staging.p + stage_off[s]);

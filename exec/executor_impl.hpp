@@ -47,7 +47,7 @@ struct Executor::Impl {
   // A step's state in a run (st[s]).
   enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4, kTaken = 8, kDeferred = 16 };
   // What a request in flight is (on_request_done).
-  enum class Req : uint8_t { ChoreoData, Send, LocalRecv, Coll };
+  enum class Req : uint8_t { ChoreoData, Send, LocalRecv, Coll, BufferedSend };
 
   // Aligned storage: reductions vectorise better on 64-byte boundaries.
   struct Block {
@@ -116,6 +116,11 @@ struct Executor::Impl {
   std::vector<StepId> req_step;
   std::vector<Req> req_kind;
   std::vector<StepId> waits;  // wait steps issued whose handles are not all complete
+  // Buffered sends (a graph with FIFO connections, MSCCL): the message is copied here and the
+  // send completes at once, as it does once it holds a slot of its connection; the copy lives
+  // until MPI is done with it, and the run ends only when every one is.
+  std::vector<std::vector<unsigned char>> sent_copy;
+  uint64_t buffered_out = 0;
   uint64_t completed = 0;
   std::string error;
   double compute_s = 0;

@@ -63,6 +63,13 @@ std::string Executor::Impl::stall_report(double waited) const {
              " starts (collectives on one communicator start in program order)";
       ++shown;
     }
+  if (shown == 0 && buffered_out > 0)
+    for (StepId s = 0; s < sent_copy.size(); ++s)
+      if (!sent_copy[s].empty()) {  // the first buffered send no receive has taken
+        out += "\n  " + std::to_string(buffered_out) + " buffered send(s) not received yet, the first:" + waits_on(s);
+        ++shown;
+        break;
+      }
   if (shown == 0)
     for (StepId s = 0; s < g.size(); ++s)
       if (!(st[s] & kIssued)) {

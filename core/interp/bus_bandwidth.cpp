@@ -21,12 +21,26 @@ double bus_factor(ExpectKind k, uint32_t n, std::string& name) {
   return f;
 }
 
+namespace {
+
+// A collective's size as nccl-tests counts it: the whole vector (an all-gather's gathered buffer,
+// a reduce-scatter's input). With two ranges (MSCCL's out of place: input, output) that is the
+// larger; attention's first range is Q.
+uint64_t size_of(const StepGraph& g, const Expectation& e) {
+  if (e.kind == ExpectKind::Attention || e.kind == ExpectKind::AttentionBackward) return g.range_bytes(e.bufs.front());
+  uint64_t bytes = 0;
+  for (const Range& r : e.bufs) bytes = std::max(bytes, g.range_bytes(r));
+  return bytes;
+}
+
+}  // namespace
+
 uint64_t expected_size(const StepGraph& g, ExpectKind& kind) {
   kind = ExpectKind::Nothing;
   for (const Expectation& e : g.expects) {
     if (e.bufs.empty()) continue;
     kind = e.kind;
-    return g.range_bytes(e.bufs.front());
+    return size_of(g, e);
   }
   return 0;
 }
@@ -50,11 +64,7 @@ bool world_collective(const StepGraph& g, ExpectKind& kind, uint64_t& bytes) {
   for (StepId s = 0; s < g.size(); ++s)
     if (g.kind(s) == StepKind::Compute) return false;  // a training step: its time is not the collective's
   kind = one->kind;
-  // The collective's size as nccl-tests counts it: the whole vector (an all-gather's gathered
-  // buffer, a reduce-scatter's input). With two ranges (MSCCL's out of place: input, output)
-  // that is the larger.
-  bytes = 0;
-  for (const Range& r : one->bufs) bytes = std::max(bytes, g.range_bytes(r));
+  bytes = size_of(g, *one);
   return true;
 }
 
