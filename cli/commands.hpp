@@ -26,9 +26,10 @@ struct CompileOpts {
   std::string output;
   uint64_t max_steps = 0;
   bool timing = false;
-  GoalOptions goal;     // --format goal: --ns-per-flop, --ns-per-byte
-  bool expand = false;  // --expand: collectives replaced by library algorithms
-  std::string algo;     // --algo SPEC (implies --expand)
+  GoalOptions goal;              // --format goal: --ns-per-flop, --ns-per-byte
+  bool expand = false;           // --expand: collectives replaced by library algorithms
+  std::string algo;              // --algo SPEC (implies --expand)
+  std::string proto = "Simple";  // --format msccl: the file's protocol
 };
 
 struct AnalyzeOpts {

@@ -5,11 +5,14 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 
 #include "cli/commands.hpp"
 #include "cli/shared.hpp"
 #include "core/graph/stream_order.hpp"
+#include "core/interp/bus_bandwidth.hpp"
 #include "core/io/writers.hpp"
+#include "core/msccl/export.hpp"
 #include "core/pipeline.hpp"
 
 namespace sg::cli {
@@ -37,6 +40,7 @@ int cmd_compile(const CompileOpts& o) {
   p.opts.only_rank = o.format == "stream" ? -1 : o.rank;  // the stream order needs every rank's program
   if (o.format == "goal" && o.rank >= 0)
     return fail("--format goal needs every rank's program: LogGOPSim simulates them all (drop --rank)");
+  if (o.format == "msccl" && o.rank >= 0) return fail("--format msccl needs every rank's program: the file holds every gpu (drop --rank)");
   if (o.rank >= 0 && o.rank >= static_cast<int64_t>(p.ns[0]))
     return fail("--rank " + std::to_string(o.rank) + " is out of range for -n " + std::to_string(p.ns[0]));
   auto t0 = std::chrono::steady_clock::now();
@@ -68,6 +72,21 @@ int cmd_compile(const CompileOpts& o) {
     p.s.diags.print(std::cerr, p.s.sources);  // the warnings too
     return 2;
   }
+  std::ostringstream msccl_text;
+  if (o.format == "msccl") {
+    msccl::ExportOptions eo;
+    eo.proto = o.proto;
+    ExpectKind kind;
+    std::string params;
+    for (const auto& [k, v] : g->params) params += ", " + k + " = " + std::to_string(v);
+    eo.comment = "exported by stepgraph " + std::string(STEPGRAPH_VERSION) + " from " + o.c.target +
+                 " at N = " + std::to_string(g->nranks) + params + "; its collective's size is " + std::to_string(expected_size(*g, kind)) +
+                 " bytes (set size to that to run it as exported)";
+    if (!msccl::write_msccl(msccl_text, *g, eo, p.s.diags)) {
+      p.s.diags.print(std::cerr, p.s.sources);
+      return 2;
+    }
+  }
   print_warnings(p.s);
   std::ofstream file;
   std::ostream* os = &std::cout;
@@ -77,6 +96,7 @@ int cmd_compile(const CompileOpts& o) {
     os = &file;
   }
   if (o.format == "stream") *os << stream_text;
+  else if (o.format == "msccl") *os << msccl_text.str();
   else if (o.format == "text") write_text(*os, *g, p.s.sources, o.max_steps);
   else if (o.format == "json") write_json(*os, *g, p.s.sources);
   else if (o.format == "dot") write_dot(*os, *g, p.s.sources);

@@ -42,9 +42,12 @@ int main(int argc, char** argv) {
   add_common(compile, copts.c, false);
   compile
       ->add_option("--format", copts.format,
-                   "text, json, dot, stats, goal (LogGOPSim's schedule format) or stream (the order exec --transport nccl issues "
-                   "each rank's transfers in: groups in one global order on a transfer lane, local work between them)")
-      ->check(CLI::IsMember({"text", "json", "dot", "stats", "goal", "stream"}));
+                   "text, json, dot, stats, goal (LogGOPSim's schedule format), msccl (an MSCCL algorithm file, as MSCCL and RCCL "
+                   "load it) or stream (the order exec --transport nccl issues each rank's transfers in: groups in one global order "
+                   "on a transfer lane, local work between them)")
+      ->check(CLI::IsMember({"text", "json", "dot", "stats", "goal", "msccl", "stream"}));
+  compile->add_option("--proto", copts.proto, "msccl format: the file's protocol (Simple, LL or LL128; default Simple)")
+      ->check(CLI::IsMember({"Simple", "LL", "LL128"}));
   compile->add_option("--rank", copts.rank,
                       "elaborate only this rank's program (what an executor needs); with --format stream: print only this rank's order");
   compile->add_option("-o,--output", copts.output, "write to this file instead of standard output");

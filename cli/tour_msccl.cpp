@@ -91,6 +91,21 @@ int tour_msccl(int rc) {
         "' exec '" + fixed + "' --set size=1MiB --check --compare native --iters 5 --warmup 1";
     if (int st = std::system(cmd.c_str()); st != 0) std::cout << "   (exit status " << st << ")\n";
   }
+  // And out: a library schedule as an MSCCL file, read back and verified.
+  std::string exported = (dir / "ring_allreduce_4.xml").string();
+  std::cout << "\n    and out: `stepgraph compile ring_allreduce -n 4 --set size=4KiB --format msccl -o FILE.xml` (thread\n"
+               "    blocks from the schedule's chains of steps, its dependencies as depid/deps), then `verify FILE.xml`:\n\n";
+  std::cout.flush();
+  CompileOpts co;
+  co.c.target = "ring_allreduce";
+  co.c.ranks = "4";
+  co.c.sets = {"size=4KiB"};
+  co.format = "msccl";
+  co.output = exported;
+  if (int r = cmd_compile(co)) rc = std::max(rc, r);
+  vo.c.target = exported;
+  vo.c.sets = {"size=4096"};
+  if (int r = cmd_verify(vo)) rc = std::max(rc, r);
   std::cout << "    (docs/msccl.md: every rule with its source in RCCL and msccl-tools, and the RCCL corpus table)\n";
   return rc;
 }

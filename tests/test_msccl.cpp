@@ -209,3 +209,81 @@ TEST_CASE("sim ranks an MSCCL file against a library schedule across sizes, with
   CHECK(w.rc == 0);
   CHECK(w.out.find("outside the file's window (minBytes=1024, maxBytes=65536)") != std::string::npos);
 }
+
+namespace {
+
+// A number from the last "size is N bytes" of an exported file's comment.
+uint64_t exported_size(const std::string& file) {
+  sgtest::Ran r = sgtest::run_command("grep -o 'size is [0-9]*' '" + file + "' | grep -o '[0-9]*'");
+  return std::stoull(r.out);
+}
+
+std::string verdicts(const json& v) {
+  std::string out;
+  for (const auto& m : v["verdicts"]) {
+    if (!out.empty()) out += ",";
+    out += m["verdict"].get<std::string>();
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("export round trip: every library collective MSCCL can hold, at N = 8 and 16, same verdict and simulated time",
+          "[msccl][export]") {
+  sgtest::Ran list = run("list");
+  REQUIRE(list.rc == 0);
+  std::vector<std::string> names;
+  for (size_t at = 0; at < list.out.size();) {
+    size_t end = list.out.find('\n', at);
+    std::string line = list.out.substr(at, end - at);
+    if (!line.empty()) names.push_back(line.substr(0, line.find(' ')));
+    at = end == std::string::npos ? list.out.size() : end + 1;
+  }
+  const std::string tmp = "/tmp/sg_test_msccl_export_" + std::to_string(::getpid()) + ".xml";
+  int exported = 0;
+  for (uint32_t n : {8u, 16u})
+    for (const std::string& s : names) {
+      sgtest::Ran c = run("compile " + s + " -n " + std::to_string(n) + " --set size=64KiB --format msccl -o " + tmp, true);
+      if (c.rc != 0) {
+        // Refused with the reason at the statement: not a collective MSCCL names, or a schedule
+        // with compute or several postconditions, or one without a size (attention).
+        INFO(s << "\n" << c.out);
+        CHECK(c.rc == 2);
+        CHECK((c.out.find("cannot export to MSCCL") != std::string::npos || c.out.find("unknown parameter 'size'") != std::string::npos));
+        continue;
+      }
+      ++exported;
+      INFO(s << " N = " << n);
+      std::string size = std::to_string(exported_size(tmp));
+      // The verdict: every semantics of the original, the bounded one of the file: all ok.
+      json a = run_json("verify " + s + " -n " + std::to_string(n) + " --set size=64KiB", 0);
+      json b = run_json("verify " + tmp + " --set size=" + size, 0);
+      CHECK(verdicts(a).find_first_not_of("ok,") == std::string::npos);
+      CHECK(verdicts(b) == "ok");
+      // The time: the file's sends are buffered as in MSCCL, so the original runs with eager sends.
+      json sa = run_json("sim " + s + " -n " + std::to_string(n) + " --set size=64KiB --model analytic --protocol eager", 0);
+      json sb = run_json("sim " + tmp + " --set size=" + size + " --model analytic", 0);
+      CHECK(sb["time_s"].get<double>() == Approx(sa["time_s"].get<double>()).epsilon(1e-12));
+    }
+  std::remove(tmp.c_str());
+  CHECK(exported >= 38);  // 19 collectives at each N (docs/msccl.md, "Export")
+}
+
+TEST_CASE("export refuses what MSCCL cannot hold, at the statement, and keeps a defect's verdict", "[msccl][export]") {
+  sgtest::Ran b = run("compile binomial_bcast -n 8 --format msccl", true);
+  CHECK(b.rc == 2);
+  CHECK(b.out.find("binomial_bcast.sched:16:3: error: cannot export to MSCCL: this is broadcast") != std::string::npos);
+  sgtest::Ran d = run("compile dp_bucketed_step -n 4 --format msccl", true);
+  CHECK(d.rc == 2);
+  CHECK(d.out.find("MSCCL has no compute step") != std::string::npos);
+  sgtest::Ran r = run("compile ring_allreduce -n 4 --rank 1 --format msccl", true);
+  CHECK(r.rc == 2);
+  // A schedule with a wrong result: exported, imported, the same verdict at the file's line.
+  const std::string tmp = "/tmp/sg_test_msccl_bad_" + std::to_string(::getpid()) + ".xml";
+  REQUIRE(run("compile '" STEPGRAPH_SOURCE_DIR "/tests/verify_cases/doubled_reduce.sched:bad' -n 3 --format msccl -o " + tmp).rc == 0);
+  json v = run_json("verify " + tmp + " --set size=" + std::to_string(exported_size(tmp)), 1);
+  CHECK(verdicts(v) == "wrong-result");
+  CHECK(v["counterexample"]["steps"][0]["file"] == tmp);
+  std::remove(tmp.c_str());
+}
