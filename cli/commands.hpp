@@ -68,11 +68,12 @@ struct SimOpts {
   std::string algo;  // --algo allreduce=ring,…
   std::string protocol = "auto";
   std::string eager_limit = "64KiB";
-  std::string envelope = "0";  // bytes added to every message on the wire
-  std::string loggp;           // "o=1us,g=100ns,O=0"
-  std::string gamma;           // seconds per reduced byte, e.g. "0.1ns"
-  std::string map;             // "0,2,1,3" or "@file"
-  std::string sweep;           // "size=1KiB..1GiB"
+  std::string envelope = "0";   // bytes added to every message on the wire
+  std::string message_latency;  // --message-latency (empty: the program's protocol's)
+  std::string loggp;            // "o=1us,g=100ns,O=0"
+  std::string gamma;            // seconds per reduced byte, e.g. "0.1ns"
+  std::string map;              // "0,2,1,3" or "@file"
+  std::string sweep;            // "size=1KiB..1GiB"
   std::string trace, csv, plot;
   unsigned top = 5;
   bool json = false, quiet = false;

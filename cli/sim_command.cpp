@@ -39,6 +39,12 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
   else return fail("--protocol is eager, rendezvous or auto, got '" + o.protocol + "'");
   if (!parse_size(o.eager_limit, so.runtime.eager_limit)) return fail("bad --eager-limit '" + o.eager_limit + "'");
   if (!parse_size(o.envelope, so.runtime.envelope)) return fail("bad --envelope '" + o.envelope + "'");
+  if (!o.message_latency.empty()) {
+    std::string why;
+    if (!parse_seconds(o.message_latency, so.runtime.message_latency, why) || so.runtime.message_latency < 0)
+      return fail("bad --message-latency '" + o.message_latency + "' (a time, e.g. 2.8us)");
+    so.runtime.message_latency_given = true;
+  }
   // A platform file from `stepgraph calibrate` carries the measured reduction speed as a
   // `# gamma=…` line: used unless --gamma says otherwise (sim and exec --predict alike).
   std::string gamma = o.gamma;

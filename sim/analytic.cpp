@@ -94,7 +94,7 @@ class AnalyticTimer : public Timer {
     double k = static_cast<double>(bytes);
     if (!o_.loggp.enabled) {
       uint32_t f = ports_.add(send, pa.send_port, pa.recv_port, k, 1.0 / pa.per_byte);
-      push(now_ + pa.lat, f, Kind::Join);
+      push(now_ + pa.lat + o_.runtime.message_latency, f, Kind::Join);
       return;
     }
     const LogGP& l = o_.loggp;
@@ -102,7 +102,7 @@ class AnalyticTimer : public Timer {
     double start = std::max({now_, cpu_free_[src], send_free_[pa.send_port]});
     cpu_free_[src] = start + l.o + k1 * l.O;
     if (pa.send_port != kNoPort) send_free_[pa.send_port] = start + l.g + k1 * pa.per_byte;
-    push(start + l.o + pa.lat, send, Kind::Landed);
+    push(start + l.o + pa.lat + o_.runtime.message_latency, send, Kind::Landed);
   }
 
   // α-β: the new ends of the flows whose rates changed.

@@ -255,6 +255,7 @@ PointResult run_point(const PointSpec& p) {
   // eagerly (its slots are not modelled in time; verify's bounded semantics checks them).
   if (g->connection_slots && so.runtime.protocol == Protocol::Auto) so.runtime.protocol = Protocol::Eager;
   so.runtime.wire_factor = g->wire_factor;
+  if (!so.runtime.message_latency_given) so.runtime.message_latency = g->message_latency;
   r.wire = g->wire_why;
   r.window_min = g->window_min, r.window_max = g->window_max;
   // Every expanded instance's members' entry and exit steps, to time each instance.

@@ -40,10 +40,14 @@ struct RuntimeOptions {
   uint64_t envelope = 0;
   // Bytes on the wire per payload byte (a protocol's flags: MSCCL's LL 2, LL128 1/0.92).
   double wire_factor = 1.0;
-  double gamma = 0;            // seconds per byte reduced (a receive with reduce, a reduce step)
-  double copy_bw = 0;          // bytes/s of a local copy (0: free)
-  double recv_overhead = 0;    // receiver CPU seconds per message (LogGP o), part of receive processing
-  bool record_starts = false;  // keep every step's start time, and each message's transfer (for a trace)
+  // Seconds every message waits before its data moves, beyond the route's latency (a protocol's
+  // handshake: MSCCL's Simple and LL128 against LL).
+  double message_latency = 0;
+  bool message_latency_given = false;  // --message-latency: not the program's protocol's
+  double gamma = 0;                    // seconds per byte reduced (a receive with reduce, a reduce step)
+  double copy_bw = 0;                  // bytes/s of a local copy (0: free)
+  double recv_overhead = 0;            // receiver CPU seconds per message (LogGP o), part of receive processing
+  bool record_starts = false;          // keep every step's start time, and each message's transfer (for a trace)
 };
 
 // Whether an MPI send of `bytes` goes by rendezvous. Auto: a message is eager iff bytes <

@@ -48,7 +48,7 @@ namespace sg4 = simgrid::s4u;
 
 constexpr uint32_t kWindow = 1;  // gets kept posted per incoming pair mailbox (when few pairs)
 
-enum class What : uint8_t { EagerPut, RendezvousPut, PairGet, LaneGet, Exec };
+enum class What : uint8_t { EagerPut, RendezvousPut, PairGet, LaneGet, Exec, Delay };
 
 struct Pending {
   What what;
@@ -115,7 +115,13 @@ class SimGridTimer : public Timer {
   }
 
   void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) override {
-    requests_.push_back({rendezvous ? What::RendezvousPut : What::EagerPut, send, src, dst, static_cast<double>(bytes)});
+    What put = rendezvous ? What::RendezvousPut : What::EagerPut;
+    if (ro_.message_latency > 0) {  // the put waits first (Delay), then goes as asked
+      delayed_[send] = {put, send, src, dst, static_cast<double>(bytes)};
+      requests_.push_back({What::Delay, send, src, dst, 0});
+      return;
+    }
+    requests_.push_back({put, send, src, dst, static_cast<double>(bytes)});
   }
   void posted(StepId send) override { requests_.push_back({What::LaneGet, send, g_.rank(send), g_.peer(send), 0}); }
   void local(StepId step, uint32_t rank, LocalKind, double flops, double seconds) override {
@@ -148,6 +154,12 @@ class SimGridTimer : public Timer {
           break;
         case What::LaneGet: rt.arrived(p.step, now); break;
         case What::Exec: rt.done(p.step, now); break;
+        case What::Delay: {
+          auto it = delayed_.find(p.step);
+          requests_.push_back(it->second);
+          delayed_.erase(it);
+          break;
+        }
       }
       if (p.payload) me.free_slots.push_back(p.payload);
       launch(me);
@@ -243,6 +255,21 @@ class SimGridTimer : public Timer {
           me.pending.push_back({What::Exec, q.step, 0, nullptr});
           break;
         }
+        case What::Delay: {
+          // A wait of message_latency seconds that shares nothing: an execution on the sender's
+          // host bounded to a rate far below the host's, so that neither it nor the host's
+          // other work slows the other (by a part in 1e9 at most).
+          sg4::Host* h = hosts_[host(q.src)];
+          double rate = h->get_speed() * 1e-9;
+          sg4::ExecPtr e = sg4::Exec::init();
+          e->set_flops_amount(ro_.message_latency * rate);
+          e->set_bound(rate);
+          e->set_host(h);
+          e->start();
+          me.acts.push_back(e);
+          me.pending.push_back({What::Delay, q.step, 0, nullptr});
+          break;
+        }
         default: break;
       }
     }
@@ -258,6 +285,7 @@ class SimGridTimer : public Timer {
   std::vector<Worker> workers_;
   std::vector<std::map<uint32_t, uint32_t>> pair_index_;  // per destination: source -> incoming index
   std::vector<Request> requests_, launching_;
+  std::unordered_map<StepId, Request> delayed_;  // puts waiting out their message latency
   uint64_t events_ = 0;
 };
 

@@ -178,21 +178,31 @@ TEST_CASE("the same file simulates at the size asked; run out of place, an in-pl
   CHECK(w.out.find("warning: inplace=0, but the file does not declare out-of-place use") != std::string::npos);
 }
 
-TEST_CASE("the protocol sets the bandwidth: LL moves 2 bytes per payload byte, in both engines", "[msccl][sim]") {
-  auto time_of = [](const std::string& file, const std::string& model) {
-    sgtest::Ran r = run("sim '" + kDir + file + "' --set size=48MiB --model " + model + " --json");
+TEST_CASE("the protocol sets bandwidth and latency: LL moves 2 bytes per byte, Simple waits 2.8 us more, in both engines", "[msccl][sim]") {
+  auto sim = [](const std::string& file, const std::string& size, const std::string& model) {
+    sgtest::Ran r = run("sim '" + kDir + file + "' --set size=" + size + " --model " + model + " --json");
     INFO(r.out);
     REQUIRE(r.rc == 0);
     return json::parse(r.out);
   };
-  for (const char* model : {"analytic", "simgrid"}) {
+  double small[2][2] = {};
+  for (int m = 0; m < 2; ++m) {
+    const char* model = m ? "simgrid" : "analytic";
     INFO(model);
-    json simple = time_of("send3_simple.xml", model), ll = time_of("send3_ll.xml", model);
-    CHECK_FALSE(simple.contains("wire"));
+    json simple = sim("send3_simple.xml", "48MiB", model), ll = sim("send3_ll.xml", "48MiB", model);
+    CHECK(simple["wire"] == "proto Simple: 2.8 us more per message than LL");
     CHECK(ll["wire"] == "proto LL: 2 bytes on the wire per payload byte");
-    // The same steps; only the bandwidth term doubles (the latency is a few µs of 4 ms).
+    // Large: the same steps, the bandwidth term doubles (the latency is µs of ms).
     CHECK(ll["time_s"].get<double>() / simple["time_s"].get<double>() == Approx(2.0).epsilon(0.01));
+    // Small (three 1 KiB messages each way, sent at once): Simple's 2.8 µs handshake against
+    // LL's doubled bytes (3 × 82 ns at 100 Gb/s).
+    small[m][0] = sim("send3_simple.xml", "3KiB", model)["time_s"].get<double>();
+    small[m][1] = sim("send3_ll.xml", "3KiB", model)["time_s"].get<double>();
+    CHECK(small[m][0] - small[m][1] > 2.5e-6);
+    CHECK(small[m][0] - small[m][1] < 2.8e-6);
   }
+  CHECK(small[0][0] == Approx(small[1][0]).epsilon(1e-9));  // the engines agree
+  CHECK(small[0][1] == Approx(small[1][1]).epsilon(1e-9));
 }
 
 TEST_CASE("sim ranks an MSCCL file against a library schedule across sizes, with the file's window", "[msccl][sim]") {
@@ -200,7 +210,7 @@ TEST_CASE("sim ranks an MSCCL file against a library schedule across sizes, with
   sgtest::Ran r = run("sim '" + kDir + "allgather_window.xml',ring_allgather --sweep size=16KiB..256KiB --model analytic");
   INFO(r.out);
   REQUIRE(r.rc == 0);
-  CHECK(r.out.find("allgather_window: the runtime picks it for 1.00 KiB to 64.00 KiB (minBytes, maxBytes)") != std::string::npos);
+  CHECK(r.out.find("the runtime picks it for 1.00 KiB to 64.00 KiB (minBytes, maxBytes)") != std::string::npos);
   CHECK(r.out.find("fastest:") != std::string::npos);
   CHECK(r.out.find("N = 2, size 16.00 KiB: ") != std::string::npos);
   CHECK(r.out.find("N = 2, size 256.00 KiB: ") != std::string::npos);
@@ -261,8 +271,10 @@ TEST_CASE("export round trip: every library collective MSCCL can hold, at N = 8 
       json b = run_json("verify " + tmp + " --set size=" + size, 0);
       CHECK(verdicts(a).find_first_not_of("ok,") == std::string::npos);
       CHECK(verdicts(b) == "ok");
-      // The time: the file's sends are buffered as in MSCCL, so the original runs with eager sends.
-      json sa = run_json("sim " + s + " -n " + std::to_string(n) + " --set size=64KiB --model analytic --protocol eager", 0);
+      // The time: the file's sends are buffered as in MSCCL, so the original runs with eager sends,
+      // and with the Simple protocol's handshake on every message, which the file pays.
+      json sa = run_json(
+          "sim " + s + " -n " + std::to_string(n) + " --set size=64KiB --model analytic --protocol eager --message-latency 2.8us", 0);
       json sb = run_json("sim " + tmp + " --set size=" + size + " --model analytic", 0);
       CHECK(sb["time_s"].get<double>() == Approx(sa["time_s"].get<double>()).epsilon(1e-12));
     }

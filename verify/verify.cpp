@@ -161,6 +161,11 @@ VerifyReport verify_graph(const StepGraph& g, const VerifyOptions& vo, const std
     if (on_mode) on_mode(rep);
   }
   bool any_z3 = std::any_of(rep.modes.begin(), rep.modes.end(), [](const ModeResult& m) { return m.ran_z3; });
+  bool bounded = std::any_of(rep.modes.begin(), rep.modes.end(), [](const ModeResult& m) { return m.mode == SendMode::Bounded; });
+  if (bounded && force_z3) {
+    rep.note = "z3 has no encoding of bounded connections yet: the explicit engine decides them (--engine explicit or auto)";
+    return rep;
+  }
   if (vo.engine == Engine::Auto && !z3_built) rep.note = "z3 skipped: this stepgraph was built without Z3 (STEPGRAPH_WITH_Z3=OFF)";
   else if (vo.engine == Engine::Auto && !any_z3 && !crosscheck)
     rep.note = "no z3 cross-check above " + with_commas(vo.crosscheck_max_steps) + " steps (--engine both forces it)";

@@ -196,6 +196,9 @@ class StepGraph {
   // LL128: 16/15, a flag word in every 128-byte line): the simulator moves that many more.
   double wire_factor = 1.0;
   std::string wire_why;
+  // Seconds every message waits before its data moves, beyond the platform's latency (MSCCL's
+  // Simple and LL128: their handshake against LL's, from NCCL's tuning tables).
+  double message_latency = 0;
   // The sizes a runtime picks this program for (MSCCL's minBytes / maxBytes, max 0: no bound);
   // -1 when the program does not say. sim prints the window beside its times.
   int64_t window_min = -1, window_max = -1;

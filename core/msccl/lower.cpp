@@ -37,8 +37,14 @@ class Lowering {
     // with LL at busBw / 2 and with LL128 at 0.92 busBw (src/graph/tuning.cc:327-337, the
     // factors core/graph/nccl_tuning.cpp uses), the cost of their flags: LL sends a 4-byte flag
     // beside every 4 data bytes, LL128 one flag word per line.
+    // Its latency: LL's flags land with the data, so the platform's latency is LL's; Simple
+    // (data, then a flag after a fence) and LL128 pay NCCL's difference per hop, hwLatencies
+    // for a ring over NVLink (tuning.cc:159): LL 0.6 µs, LL128 1.9 µs, Simple 3.4 µs.
     if (p_.proto == "LL") g_->wire_factor = 2.0, g_->wire_why = "proto LL: 2 bytes on the wire per payload byte";
-    if (p_.proto == "LL128") g_->wire_factor = 1 / 0.92, g_->wire_why = "proto LL128: 1/0.92 bytes on the wire per payload byte";
+    if (p_.proto == "LL128")
+      g_->wire_factor = 1 / 0.92, g_->message_latency = 1.3e-6,
+      g_->wire_why = "proto LL128: 1/0.92 bytes on the wire per payload byte, 1.3 us more per message than LL";
+    if (p_.proto == "Simple") g_->message_latency = 2.8e-6, g_->wire_why = "proto Simple: 2.8 us more per message than LL";
     if (p_.has_outofplace) g_->window_min = p_.min_bytes, g_->window_max = p_.max_bytes;
     g_->shrink_dep_offsets();
     return std::move(g_);
