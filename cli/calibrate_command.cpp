@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include "exec/calibrate.hpp"
+#include "exec/mpi_world.hpp"
 #endif
 
 namespace sg::cli {
@@ -24,9 +25,17 @@ int cmd_calibrate(const CalibrateOpts& o) {
   std::vector<uint64_t> sizes;
   std::string err;
   if (!parse_geometric(o.sizes, true, sizes, err)) return fail("bad --sizes '" + o.sizes + "': " + err);
+  bool speak = true;
+  if (!exec::launcher_agrees(-1, err, speak)) return speak ? fail(err) : 2;
   MPI_Init(nullptr, nullptr);
-  int me = 0;
+  int me = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  if (!exec::launcher_agrees(n, err, speak)) {
+    if (speak) fail(err);
+    MPI_Finalize();
+    return 2;
+  }
   exec::Calibration c;
   bool ok = exec::calibrate(MPI_COMM_WORLD, sizes, o.iters, c, err);
   int rc = 0;

@@ -23,6 +23,10 @@
 #include "exec/launcher.hpp"
 
 #ifdef STEPGRAPH_HAVE_MPI
+#include "exec/mpi_world.hpp"
+#endif
+
+#ifdef STEPGRAPH_HAVE_MPI
 #include <mpi.h>
 #endif
 
@@ -42,36 +46,6 @@ std::vector<std::string> environment_names() {
 }
 
 #ifdef STEPGRAPH_HAVE_MPI
-// The MPI this binary is linked with, by the macros of its mpi.h.
-std::string linked_mpi() {
-#if defined(OPEN_MPI)
-  return "openmpi";
-#elif defined(I_MPI_VERSION)
-  return "intel-mpi";
-#elif defined(MVAPICH2_VERSION)
-  return "mvapich2";
-#elif defined(MPICH_VERSION)
-  return "mpich";
-#else
-  return "";
-#endif
-}
-
-// False (with the reason) when the process was started by a launcher this MPI cannot join: its
-// MPI_Init would start a singleton (slow, and its answers would be wrong).
-bool can_join(const std::string& linked, const std::string& flavour, std::string& why) {
-  bool mpich_family = flavour == "mpich-hydra" || flavour == "intel-mpi" || flavour == "mvapich2";
-  if (linked == "openmpi" && mpich_family) {
-    why = "started by " + flavour + "'s launcher but built with Open MPI";
-    return false;
-  }
-  if (linked != "openmpi" && !linked.empty() && flavour == "openmpi") {
-    why = "started by Open MPI's mpiexec but built with " + linked;
-    return false;
-  }
-  return true;
-}
-
 exec::MpiFacts ask_mpi() {
   exec::MpiFacts f;
   MPI_Init(nullptr, nullptr);
@@ -122,6 +96,17 @@ int cmd_env(const EnvOpts& o) {
   std::vector<std::string> names = environment_names();
   exec::LaunchInfo info = exec::detect_launch(get, device_count, names);
   info.backend_reason += probing;
+#ifdef STEPGRAPH_HAVE_MPI
+  {
+    // A launcher this binary's MPI cannot join: env would describe a job exec never joins.
+    std::string err;
+    bool speak = true;
+    if (!exec::launcher_agrees(-1, err, speak)) {
+      if (speak) std::cerr << "stepgraph env: error: " << err << "\n";
+      return 2;
+    }
+  }
+#endif
   if (exec::wants_mpi(info) && o.no_mpi) {
     info.notes.push_back("MPI not asked: --no-mpi");
   } else if (exec::wants_mpi(info)) {
@@ -131,7 +116,7 @@ int cmd_env(const EnvOpts& o) {
       info.notes.push_back(
           "MPI not asked: no process manager to reach (no PMIX_SERVER_URI*, OMPI_MCA_orte_hnp_uri, PMI_FD, PMI_PORT, "
           "MPIRUN_HOST or SLURM_STEP_ID), so MPI_Init would start a singleton");
-    } else if (can_join(linked_mpi(), info.mpi, why)) {
+    } else if (exec::can_join(exec::linked_mpi(), info.mpi, why)) {
       exec::complete_from_mpi(info, ask_mpi(), device_count);
       info.backend_reason += probing;
     } else {

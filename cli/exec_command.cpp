@@ -18,6 +18,7 @@
 
 #include "cli/exec_table.hpp"
 #include "exec/exec_point.hpp"
+#include "exec/mpi_world.hpp"
 #include "exec/native.hpp"
 #include "exec/transport.hpp"
 #endif
@@ -60,12 +61,20 @@ double predict(const ExecOpts& o, int size, const std::vector<std::string>& sets
 
 int cmd_exec(const ExecOpts& o) {
   std::string err;
-  if (!o.native_algo.empty() && !exec::set_native_algo(o.native_algo, err)) return fail(err);
+  bool speak = true;
+  // Before MPI_Init: a launcher whose job this MPI cannot join (each process would run alone).
+  if (!exec::launcher_agrees(-1, err, speak)) return speak ? fail(err) : 2;
+  if (!o.native_algo.empty() && !exec::set_native_algo(o.native_algo, err)) return speak ? fail(err) : 2;
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided);
   int me = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (!exec::launcher_agrees(size, err, speak)) {  // and after: the launcher's world is MPI's
+    if (speak) fail(err);
+    MPI_Finalize();
+    return 2;
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   // Where the buffers live and how bytes move (host memory and MPI, or a device and its transport).
   exec::Transport tr;
@@ -112,7 +121,9 @@ int cmd_exec(const ExecOpts& o) {
   bool swept = !values.empty();
   if (!swept) values.push_back(0);  // one point at the schedule's own values (or --set)
 
-  std::vector<exec::PointRow> rows;
+  ExecTable x{o, size, tr.device != nullptr, tr.name, tr.why, tr.device_note, swept ? sweep_param : std::string()};
+  ExecPrinter printer(x);
+  uint64_t total_wrong = 0;
   for (uint64_t v : values) {
     exec::PointRequest req;
     req.target = o.target;
@@ -134,21 +145,15 @@ int cmd_exec(const ExecOpts& o) {
     req.value = v;
     exec::PointRow row;
     if (exec::run_exec_point(req, MPI_COMM_WORLD, row) != 0) {
+      if (me == 0 && v != values.front()) printer.end(total_wrong);  // the rows before stay a whole table
       finalize();
       return 2;
     }
     if (!o.predict.empty() && me == 0) row.predicted_s = predict(o, size, req.sets, row.predict_error);
-    rows.push_back(row);
+    total_wrong += row.wrong + static_cast<uint64_t>(std::max<int64_t>(0, row.mpi_differs));
+    if (me == 0) printer.row(row);  // now: a job killed later keeps it
   }
-
-  uint64_t total_wrong = 0;
-  for (const exec::PointRow& r : rows) total_wrong += r.wrong + static_cast<uint64_t>(std::max<int64_t>(0, r.mpi_differs));
-  if (me == 0) {
-    ExecTable x{o, size, tr.device != nullptr, tr.name, tr.why, tr.device_note, swept ? sweep_param : std::string()};
-    if (o.json) print_exec_json(x, rows);
-    else print_exec_text(x, rows, total_wrong);
-    std::fflush(stdout);
-  }
+  if (me == 0) printer.end(total_wrong);
   finalize();
   return total_wrong ? 1 : 0;
 }

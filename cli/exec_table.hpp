@@ -17,7 +17,23 @@ struct ExecTable {
   std::string sweep_param;  // "" when nothing is swept
 };
 
-void print_exec_json(const ExecTable& x, const std::vector<exec::PointRow>& rows);
-void print_exec_text(const ExecTable& x, const std::vector<exec::PointRow>& rows, uint64_t total_wrong);
+// Rank 0's printer: each row as soon as it is measured (and flushed, so a job killed mid-sweep
+// keeps the rows before), the notes at the end.
+class ExecPrinter {
+ public:
+  explicit ExecPrinter(const ExecTable& x);
+  void row(const exec::PointRow& r);
+  void end(uint64_t total_wrong);
+
+ private:
+  void json_row(const exec::PointRow& r);
+  void text_header(const exec::PointRow& first);
+  void text_row(const exec::PointRow& r);
+  const ExecTable& x_;
+  int rows_ = 0;
+  bool shaped_ = false, lead_ = false;
+  std::string words_;  // the attention rows' direction, mask and input type so far
+  std::vector<exec::PointRow> seen_;
+};
 
 }  // namespace sg::cli

@@ -14,6 +14,8 @@
 
 #ifdef STEPGRAPH_HAVE_MPI
 #include <mpi.h>
+
+#include "exec/mpi_world.hpp"
 #endif
 
 namespace sg::cli {
@@ -61,10 +63,21 @@ int run_points_distributed(const SimOpts& o, const PointPlan& plan, std::vector<
   int size = launcher_world_size();
 #ifdef STEPGRAPH_HAVE_MPI
   if (size > 1) {
+    std::string err;
+    bool speak = true;
+    if (!exec::launcher_agrees(-1, err, speak)) {
+      if (speak) std::fprintf(stderr, "stepgraph: error: %s\n", err.c_str());
+      return 2;
+    }
     MPI_Init(nullptr, nullptr);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (!exec::launcher_agrees(size, err, speak)) {
+      if (speak) std::fprintf(stderr, "stepgraph: error: %s\n", err.c_str());
+      MPI_Finalize();
+      return 2;
+    }
     root = rank == 0;
     ProgressBar bar(total);
     size_t done = 0;

@@ -213,7 +213,11 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   };
   // Fault injection for the tests: STEPGRAPH_EXEC_DIE=R makes rank R die (SIGKILL) before it
   // runs, as a crashed or killed process would; the launcher must take the job down.
-  if (const char* die = std::getenv("STEPGRAPH_EXEC_DIE"); die && std::atoi(die) == me) raise(SIGKILL);
+  // STEPGRAPH_EXEC_DIE=R@V: at the point whose swept value is V (the rows before must stay).
+  if (const char* die = std::getenv("STEPGRAPH_EXEC_DIE"); die && std::atoi(die) == me) {
+    const char* at = std::strchr(die, '@');
+    if (!at || std::strtoull(at + 1, nullptr, 10) == req.value) raise(SIGKILL);
+  }
   auto fill = [&] {
     std::string why;
     if (!ex.fill_inputs(why)) {
@@ -224,11 +228,14 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   fill();
   // MPI's own collective on the same inputs, for --check: the postcondition's range before the
   // run (an all-to-all's input buffer), compared afterwards with ours, element for element.
-  const Expectation* x = g->expects.empty() || g->expects[0].bufs.empty() ? nullptr : &g->expects[0];
-  bool world_group =
-      x && g->groups[x->group].start == 0 && g->groups[x->group].stride == 1 && g->groups[x->group].count == static_cast<uint32_t>(size);
+  // It runs on the postconditions' groups (one call per group), as the schedule does.
+  NativeGroup ng;
+  native_group(*g, world, ng);
+  row.group_ranks = ng.size > 0 ? ng.size : size;
+  row.native_why = ng.why;
+  const Expectation* x = ng.x;
   Native ref;  // set up once the inputs are known
-  ref.kind = x ? x->kind : ExpectKind::Nothing;
+  ref.kind = row.kind;
   // Only where the postcondition's buffer holds inputs: initialised by `init`, written by no
   // compute step (a training step's gradients are computed: MPI would get other inputs).
   int inputs = 0;
@@ -246,18 +253,18 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
       }
   }
   MPI_Allreduce(MPI_IN_PLACE, &inputs, 1, MPI_INT, MPI_LAND, world);
-  bool compare_mpi = req.check && inputs && world_group && ref.available() && dtype_supported(shown_type);
+  bool compare_mpi = req.check && inputs && ng.why.empty() && ref.available() && dtype_supported(shown_type);
   std::vector<unsigned char> input;
   // Out of place (two ranges: MSCCL's i and o): MPI runs the in-place form on the input laid out
   // as it wants it (an all-gather's block at this rank's place), and its result is held against
   // the output range.
   bool two = x && x->bufs.size() == 2 &&
              (x->kind == ExpectKind::Allreduce || x->kind == ExpectKind::Allgather || x->kind == ExpectKind::ReduceScatter);
-  if (compare_mpi) {
+  if (compare_mpi && x) {
     const Range& in = x->bufs[0];
     if (two && x->kind == ExpectKind::Allgather) {
       input.assign(g->range_bytes(x->bufs[1]), 0);
-      std::memcpy(input.data() + static_cast<uint64_t>(me) * g->range_bytes(in), ex.data(in), g->range_bytes(in));
+      std::memcpy(input.data() + static_cast<uint64_t>(ng.index) * g->range_bytes(in), ex.data(in), g->range_bytes(in));
     } else {
       input.assign(ex.data(in), ex.data(in) + g->range_bytes(in));
     }
@@ -288,22 +295,24 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
         row.attention_checked = ac.checked;
       }
     }
-    if (compare_mpi) {
+    unsigned long long differ = 0;
+    if (compare_mpi && x) {
       uint64_t esize = dtype_size(shown_type);
-      ref = native_for(x->kind, shown_type, ex.reduce_op(), static_cast<int>(x->root), input.size(), size);
+      int root = static_cast<int>(std::max<int64_t>(0, g->groups[x->group].index_of(x->root)));
+      ref = native_for(x->kind, shown_type, ex.reduce_op(), root, input.size(), ng.size);
       ref.a = input;
-      ref.run(world);
+      ref.run(ng.comm);
       // Where MPI's result is, and the part of ours it must equal.
       const unsigned char* theirs = ref.a.data();
       const unsigned char* ours = ex.data(x->bufs[two ? 1 : 0]);
       uint64_t n = input.size();
       switch (ref.kind) {
         case ExpectKind::Reduce:
-          if (me != ref.root) n = 0;
+          if (ng.index != ref.root) n = 0;
           break;
         case ExpectKind::ReduceScatter:
           theirs = ref.b.data();
-          if (!two) ours += static_cast<uint64_t>(me) * static_cast<uint64_t>(ref.per) * esize;
+          if (!two) ours += static_cast<uint64_t>(ng.index) * static_cast<uint64_t>(ref.per) * esize;
           n = static_cast<uint64_t>(ref.per) * esize;
           break;
         case ExpectKind::Alltoall:
@@ -312,8 +321,10 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
           break;
         default: break;
       }
-      unsigned long long differ = 0, total = 0;
       for (uint64_t e = 0; e + esize <= n; e += esize) differ += std::memcmp(theirs + e, ours + e, esize) != 0;
+    }
+    if (compare_mpi) {  // every rank: those in no group add nothing
+      unsigned long long total = 0;
       MPI_Reduce(&differ, &total, 1, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, world);
       row.mpi_differs = static_cast<int64_t>(total);
     }
@@ -324,15 +335,27 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   compute /= req.iters;
   double any_compute = 0;
   MPI_Allreduce(&compute, &any_compute, 1, MPI_DOUBLE, MPI_MAX, world);
-  if (any_compute > 0) {
+  // Overlap only where there is compute to hide behind: flops to burn or tiles to compute (a
+  // compute step with flops = 0 still writes its values, which is no work to hide anything).
+  int work = 0, any_work = 0;
+  for (StepId s = 0; s < g->size() && !work; ++s)
+    if (g->kind(s) == StepKind::Compute && (g->compute(s).flops > 0 || g->compute(s).kind != ComputeKind::Generic)) work = 1;
+  MPI_Allreduce(&work, &any_work, 1, MPI_INT, MPI_MAX, world);
+  if (any_compute > 0 && any_work) {
     row.compute_s = any_compute;
     row.comm_s = slowest_mean(world, std::min(req.warmup, 1), req.iters, [&](bool) { one(nullptr, false); });
-    if (row.comm_s > 0) row.overlap = std::clamp((row.compute_s + row.comm_s - row.time_s) / row.comm_s, 0.0, 1.0);
+    // What was hidden is at most the shorter of the two: noise must not claim more.
+    double hidden = std::clamp(row.compute_s + row.comm_s - row.time_s, 0.0, std::min(row.compute_s, row.comm_s));
+    if (row.comm_s > 0) row.overlap = hidden / row.comm_s;
   }
-  if (req.compare_native) {
-    Native nat =
-        native_for(row.kind, shown_type, ex.reduce_op(), g->expects.empty() ? 0 : static_cast<int>(g->expects[0].root), row.size, size);
-    if (nat.available()) row.native_s = slowest_mean(world, req.warmup, req.iters, [&](bool) { nat.run(world); });
+  if (req.compare_native && ng.why.empty()) {
+    int root = x ? static_cast<int>(std::max<int64_t>(0, g->groups[x->group].index_of(x->root))) : 0;
+    Native nat = native_for(row.kind, shown_type, ex.reduce_op(), root, row.size, ng.size);
+    if (!nat.available()) row.native_why = "MPI has no collective for its postcondition";
+    else
+      row.native_s = slowest_mean(world, req.warmup, req.iters, [&](bool) {
+        if (x) nat.run(ng.comm);
+      });
   }
   return 0;
 }

@@ -44,6 +44,8 @@ struct PointRow {
   std::string redop = "sum";
   uint64_t size = 0, count = 0;
   double time_s = 0, native_s = -1;
+  std::string native_why;  // why MPI's own collective was not run (--compare native, --check), "" when it was
+  int group_ranks = 0;     // ranks in the postcondition's group (the bus factor's N)
   uint64_t wrong = 0;
   bool checked = false;
   int64_t mpi_differs = -1;  // --check: elements where MPI's own collective on the same inputs differs (-1: not compared)

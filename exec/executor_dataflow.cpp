@@ -40,8 +40,7 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   error.clear();
   direct.assign(n, 0);
   taken.assign(srcs.size(), 0);
-  unissued.resize(srcs.size());
-  for (size_t i = 0; i < srcs.size(); ++i) unissued[i] = static_cast<uint32_t>(from_src[i].size());
+  if (probe) held.assign(n, MPI_MESSAGE_NULL);
   flow_lanes = lanes = dev && o.lanes;
   if (flow_lanes) {
     cur_lane = -1;
@@ -217,8 +216,12 @@ void Executor::Impl::issue(StepId s) {
     }
     case StepKind::Recv: {
       if (!g.local(s)) {
-        --unissued[src_index[s]];
-        if (st[s] & kArrived) finish_choreo_recv(s);
+        if (st[s] & kArrived) {
+          finish_choreo_recv(s);
+        } else if (st[s] & kHeld) {
+          st[s] &= static_cast<uint8_t>(~kHeld);
+          receive_matched(s, held[s]);
+        }
         return;  // finished when its data arrives
       }
       MPI_Comm c;

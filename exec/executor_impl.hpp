@@ -45,7 +45,7 @@ struct Executor::Impl {
   using Clock = std::chrono::steady_clock;
 
   // A step's state in a run (st[s]).
-  enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4, kTaken = 8, kDeferred = 16 };
+  enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4, kTaken = 8, kDeferred = 16, kHeld = 32 };
   // What a request in flight is (on_request_done).
   enum class Req : uint8_t { ChoreoData, Send, LocalRecv, Coll, BufferedSend };
 
@@ -88,12 +88,13 @@ struct Executor::Impl {
   // Choreographic receives by source: the steps of each source by sequence number (= tag), for
   // matched probes (MPI_Improbe / MPI_Imrecv): a message whose receive step has started lands
   // straight in its destination; one that comes early lands in staging, as the design says.
-  std::vector<uint32_t> srcs;                   // the sources choreographic messages come from
-  std::vector<std::vector<StepId>> from_src;    // per entry of srcs: its receive steps by sequence
-  bool probe = false;                           // matched probes (false: every receive pre-posted into staging)
-  std::vector<uint32_t> taken;                  // per run, per entry of srcs: messages taken
-  std::vector<uint32_t> unissued;               // per run, per entry of srcs: receive steps not started yet
-  std::vector<uint32_t> src_index;              // per choreographic receive step: its entry in srcs
+  std::vector<uint32_t> srcs;                 // the sources choreographic messages come from
+  std::vector<std::vector<StepId>> from_src;  // per entry of srcs: its receive steps by sequence
+  bool probe = false;                         // matched probes (false: every receive pre-posted into staging)
+  std::vector<uint32_t> taken;                // per run, per entry of srcs: messages taken
+  // Per step: a message matched (MPI_Improbe) before its receive started, held until it does and
+  // then received straight into its destination (kHeld in st).
+  std::vector<MPI_Message> held;
   std::vector<uint8_t> direct;                  // per run, per step: its data went straight to the destination
   const StepGraph::Successors* succ = nullptr;  // the graph's successor view
   // MPI matches nonblocking collectives on a communicator by the order they are started in, which
@@ -303,6 +304,7 @@ struct Executor::Impl {
 
   // ---- executor_transfers.cpp ----
   bool take_messages(bool& expecting);
+  bool receive_matched(StepId s, MPI_Message& msg);
   bool deps_soon(StepId s, int depth) const;
   void finish_choreo_recv(StepId s);
   void finish_staged_on_device(StepId s, const Range& r, const unsigned char* src);

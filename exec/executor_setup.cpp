@@ -122,8 +122,6 @@ bool Executor::Impl::setup_local(std::string& err) {
         from_src.emplace_back();
       }
       from_src[static_cast<size_t>(index[src])].push_back(s);
-      if (src_index.empty()) src_index.assign(g.size(), 0);
-      src_index[s] = static_cast<uint32_t>(index[src]);
     }
     // A probe per source per poll: worth it for the few sources of rings, trees and
     // recursive doubling; an all-to-all from thousands of sources keeps pre-posted receives.

@@ -8,6 +8,7 @@
 #endif
 
 #include <cstddef>
+#include <vector>
 
 #include "exec/kernels.hpp"
 
@@ -17,12 +18,58 @@ bool dtype_supported(DType) { return true; }
 
 namespace {
 
+std::vector<MPI_Datatype>& types_made() {
+  static std::vector<MPI_Datatype> v;
+  return v;
+}
+std::vector<MPI_Op>& ops_made() {
+  static std::vector<MPI_Op> v;
+  return v;
+}
+
+// MPI_Finalize deletes MPI_COMM_SELF's attributes first, while MPI still works (MPI 4.0,
+// 11.2.4): their delete callback is the one place every exit path (a run, a refused setup, an
+// error) goes through, so the types and operators are freed there.
+int free_made(MPI_Comm, int, void*, void*) {
+  for (MPI_Datatype& t : types_made()) MPI_Type_free(&t);
+  for (MPI_Op& o : ops_made()) MPI_Op_free(&o);
+  types_made().clear();
+  ops_made().clear();
+  return MPI_SUCCESS;
+}
+
+void free_at_finalize() {
+  static bool armed = false;
+  if (armed) return;
+  armed = true;
+  int key = MPI_KEYVAL_INVALID;
+  MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, &free_made, &key, nullptr);
+  MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr);
+  MPI_Comm_free_keyval(&key);  // freed for real once the attribute is deleted
+}
+
+}  // namespace
+
+MPI_Datatype made(MPI_Datatype t) {
+  free_at_finalize();
+  types_made().push_back(t);
+  return t;
+}
+
+MPI_Op made(MPI_Op o) {
+  free_at_finalize();
+  ops_made().push_back(o);
+  return o;
+}
+
+namespace {
+
 MPI_Datatype half_type() {
   static MPI_Datatype t = [] {
     MPI_Datatype x;
     MPI_Type_contiguous(2, MPI_BYTE, &x);
     MPI_Type_commit(&x);
-    return x;
+    return made(x);
   }();
   return t;
 }
@@ -42,6 +89,7 @@ MPI_Op half_mpi_op(ReduceOp op) {
                            : op == ReduceOp::Min ? &half_op<T, ReduceOp::Min>
                                                  : &half_op<T, ReduceOp::Prod>;
     MPI_Op_create(f, 1, &ops[k]);  // every one of them commutes
+    made(ops[k]);
   }
   return ops[k];
 }

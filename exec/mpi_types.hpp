@@ -18,6 +18,10 @@ bool dtype_supported(DType t);
 MPI_Datatype mpi_type(DType t);
 // MPI's operator for op on t; on f16 and bf16 a user-defined operator that computes in float.
 MPI_Op mpi_op(ReduceOp op, DType t);
+// Records a datatype or operator this process created, to be freed inside MPI_Finalize (before
+// MPI checks for leaked handles); returns it.
+MPI_Datatype made(MPI_Datatype t);
+MPI_Op made(MPI_Op o);
 // MPI's words for an error code.
 std::string mpi_error_string(int rc);
 

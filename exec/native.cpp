@@ -1,9 +1,11 @@
 #include "exec/native.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 
 #include "exec/mpi_types.hpp"
+#include "exec/mpi_world.hpp"
 
 namespace sg::exec {
 
@@ -36,6 +38,17 @@ const std::map<std::string, std::map<std::string, int>>& tuned_algorithms() {
 }  // namespace
 
 bool set_native_algo(const std::string& spec, std::string& err) {
+  // Open MPI reads these variables at MPI_Init; another MPI ignores them, and its collective
+  // would be timed under a name it did not run.
+  if (linked_mpi() != "openmpi")
+    return err =
+               "--native-algo picks an algorithm of Open MPI's tuned collectives (OMPI_MCA_coll_tuned_*), and this stepgraph is built "
+               "with " +
+               mpi_library() + ", which has no such control here" +
+               (linked_mpi() == "mpich" ? " (MPICH chooses by its own variables, e.g. MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring, set in "
+                                          "the environment before mpiexec)"
+                                        : std::string()),
+           false;
   const auto& t = tuned_algorithms();
   std::vector<std::pair<std::string, int>> set;
   auto eq = spec.find('=');
@@ -87,6 +100,47 @@ void Native::run(MPI_Comm c) {
     case ExpectKind::Alltoall: MPI_Alltoall(a.data(), per, t, b.data(), per, t, c); break;
     default: break;
   }
+}
+
+NativeGroup::~NativeGroup() {
+  int done = 0;
+  MPI_Finalized(&done);
+  if (comm != MPI_COMM_NULL && !done) MPI_Comm_free(&comm);
+}
+
+void native_group(const StepGraph& g, MPI_Comm world, NativeGroup& ng) {
+  int me = 0;
+  MPI_Comm_rank(world, &me);
+  const Expectation* first = nullptr;
+  int problem = 0, mine = 0;  // problem: 1 kinds or sizes differ, 2 a rank in two groups, 3 none
+  for (const Expectation& e : g.expects) {
+    if (e.bufs.empty() || e.kind == ExpectKind::Nothing) continue;
+    const GroupInfo& gr = g.groups[e.group];
+    if (!first) first = &e;
+    else if (e.kind != first->kind || gr.count != g.groups[first->group].count) problem = std::max(problem, 1);
+    if (gr.index_of(static_cast<uint32_t>(me)) >= 0) {
+      ++mine;
+      ng.x = &e;
+    }
+  }
+  if (!first) problem = 3;
+  if (mine > 1) problem = std::max(problem, 2);
+  int worst = 0;
+  MPI_Allreduce(&problem, &worst, 1, MPI_INT, MPI_MAX, world);
+  if (worst == 1) ng.why = "its postconditions differ in kind or in group size: no one MPI call does them all";
+  if (worst == 2) ng.why = "a rank is in the groups of two postconditions: no one MPI call per group does that";
+  if (worst == 3) ng.why = "it has no postcondition to run as MPI's collective";
+  if (worst) {
+    ng.x = nullptr;
+    return;
+  }
+  // No rank is in two groups, so a group's first member names it.
+  const GroupInfo* gr = ng.x ? &g.groups[ng.x->group] : nullptr;
+  int color = gr ? static_cast<int>(gr->start) : MPI_UNDEFINED;
+  MPI_Comm_split(world, color, me, &ng.comm);
+  ng.size = static_cast<int>(g.groups[first->group].count);
+  if (gr) ng.index = static_cast<int>(gr->index_of(static_cast<uint32_t>(me)));
+  if (ng.comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(ng.comm, MPI_ERRORS_RETURN);
 }
 
 Native native_for(ExpectKind kind, DType t, ReduceOp op, int root, uint64_t bytes, int size) {

@@ -29,6 +29,24 @@ struct Native {
   void run(MPI_Comm c);
 };
 
+// Where MPI's own collective runs for a schedule: on the groups of its postconditions, one call
+// per group, as the schedule does it (seed 002's all-reduce in every model-parallel group is
+// MPI_Allreduce on each group's communicator, not one over the world). Needs postconditions of
+// one kind on groups of one size that no rank shares; otherwise `why` says so and nothing runs.
+struct NativeGroup {
+  const Expectation* x = nullptr;  // this rank's postcondition (null: this rank is in none)
+  MPI_Comm comm = MPI_COMM_NULL;   // its group's communicator (owned; null when x is)
+  int size = 0;                    // ranks per group
+  int index = -1;                  // this rank's place in its group
+  std::string why;                 // non-empty: no native collective, and why (the same on every rank)
+  NativeGroup() = default;
+  NativeGroup(const NativeGroup&) = delete;
+  NativeGroup& operator=(const NativeGroup&) = delete;
+  ~NativeGroup();
+};
+// Collective over `world` (every rank calls it).
+void native_group(const StepGraph& g, MPI_Comm world, NativeGroup& ng);
+
 // The collective for `kind` on `bytes` per rank of type t, with op and root; zeroed buffers.
 Native native_for(ExpectKind kind, DType t, ReduceOp op, int root, uint64_t bytes, int size);
 

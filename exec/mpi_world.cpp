@@ -1,0 +1,86 @@
+#include "exec/mpi_world.hpp"
+
+#include <mpi.h>
+
+#include <cstdlib>
+
+namespace sg::exec {
+
+std::string linked_mpi() {
+#if defined(OPEN_MPI)
+  return "openmpi";
+#elif defined(I_MPI_VERSION)
+  return "intel-mpi";
+#elif defined(MVAPICH2_VERSION)
+  return "mvapich2";
+#elif defined(MPICH_VERSION)
+  return "mpich";
+#else
+  return "";
+#endif
+}
+
+std::string mpi_library() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  if (MPI_Get_library_version(v, &len) != MPI_SUCCESS) return linked_mpi();
+  std::string s(v, static_cast<size_t>(len));
+  s = s.substr(0, s.find_first_of("\n\r"));
+  if (s.size() > 80) s = s.substr(0, s.find(',') < 80 ? s.find(',') : 80);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == ',')) s.pop_back();
+  return s.empty() ? linked_mpi() : s;
+}
+
+// Hydra-family launchers speak PMI-1 (PMI_FD / PMI_PORT), Open MPI's its own runtime's
+// (OMPI_MCA_orte_hnp_uri, PMIx): neither joins the other's job.
+bool can_join(const std::string& linked, const std::string& flavour, std::string& why) {
+  bool mpich_family = flavour == "mpich-hydra" || flavour == "intel-mpi" || flavour == "mvapich2";
+  if (linked == "openmpi" && mpich_family) {
+    why = "started by " + flavour + "'s launcher but built with Open MPI";
+    return false;
+  }
+  if (linked != "openmpi" && !linked.empty() && flavour == "openmpi") {
+    why = "started by Open MPI's mpiexec but built with " + linked;
+    return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::string launcher_words(const LaunchInfo& info) {
+  std::string who = info.launcher == "srun" ? "srun" : info.launcher;
+  if (info.mpi == "mpich-hydra") who = "MPICH's Hydra (" + info.launcher + ")";
+  else if (info.mpi == "intel-mpi") who = "Intel MPI's Hydra (" + info.launcher + ")";
+  else if (info.mpi == "mvapich2") who = "MVAPICH2's " + info.launcher;
+  else if (info.mpi == "openmpi") who = "Open MPI's " + info.launcher;
+  else if (!info.mpi.empty()) who = info.launcher + " (" + info.mpi + ")";
+  return who;
+}
+
+}  // namespace
+
+bool launcher_agrees(int mpi_size, std::string& err, bool& speak) {
+  LaunchInfo info = detect_launch([](const char* n) -> const char* { return std::getenv(n); }, -1);
+  speak = info.rank <= 0;
+  if (info.launcher == "single") return true;
+  std::string why;
+  std::string count = info.world_size > 0 ? std::to_string(info.world_size) + " processes" : "its processes";
+  if (!can_join(linked_mpi(), info.mpi, why)) {
+    err = launcher_words(info) + " started " + count + ", but this stepgraph is built with " + mpi_library() +
+          ", which cannot join that launcher's job: each process would run alone, as a world of 1. Start it with its own MPI's mpiexec "
+          "(" +
+          linked_mpi() + "), or build stepgraph against the launcher's MPI (cmake -DMPI_CXX_COMPILER=…)";
+    return false;
+  }
+  if (mpi_size >= 0 && info.world_size > 0 && info.world_size != mpi_size) {
+    err = launcher_words(info) + " started " + count + ", but " + mpi_library() + " sees a world of " + std::to_string(mpi_size) +
+          ": this binary's MPI is not the launcher's (or the launcher has no MPI plugin, e.g. srun without --mpi=pmix). Start it "
+          "with its own MPI's mpiexec (" +
+          linked_mpi() + "), or build stepgraph against the launcher's MPI";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace sg::exec
