@@ -390,7 +390,7 @@ MPI_Datatype attention_row_type(uint32_t dim) {
   MPI_Datatype t;
   MPI_Type_contiguous(static_cast<int>(dim) + 1, MPI_FLOAT, &t);
   MPI_Type_commit(&t);
-  types[dim] = made(t);
+  types[dim] = made_type(t);
   return t;
 }
 
@@ -398,7 +398,7 @@ MPI_Op attention_merge_op() {
   static MPI_Op op = [] {
     MPI_Op o;
     MPI_Op_create(&merge_op, 1, &o);  // the merge is exactly commutative
-    return made(o);
+    return made_op(o);
   }();
   return op;
 }

@@ -50,13 +50,13 @@ void free_at_finalize() {
 
 }  // namespace
 
-MPI_Datatype made(MPI_Datatype t) {
+MPI_Datatype made_type(MPI_Datatype t) {
   free_at_finalize();
   types_made().push_back(t);
   return t;
 }
 
-MPI_Op made(MPI_Op o) {
+MPI_Op made_op(MPI_Op o) {
   free_at_finalize();
   ops_made().push_back(o);
   return o;
@@ -69,7 +69,7 @@ MPI_Datatype half_type() {
     MPI_Datatype x;
     MPI_Type_contiguous(2, MPI_BYTE, &x);
     MPI_Type_commit(&x);
-    return made(x);
+    return made_type(x);
   }();
   return t;
 }
@@ -89,7 +89,7 @@ MPI_Op half_mpi_op(ReduceOp op) {
                            : op == ReduceOp::Min ? &half_op<T, ReduceOp::Min>
                                                  : &half_op<T, ReduceOp::Prod>;
     MPI_Op_create(f, 1, &ops[k]);  // every one of them commutes
-    made(ops[k]);
+    made_op(ops[k]);
   }
   return ops[k];
 }

@@ -20,8 +20,8 @@ MPI_Datatype mpi_type(DType t);
 MPI_Op mpi_op(ReduceOp op, DType t);
 // Records a datatype or operator this process created, to be freed inside MPI_Finalize (before
 // MPI checks for leaked handles); returns it.
-MPI_Datatype made(MPI_Datatype t);
-MPI_Op made(MPI_Op o);
+MPI_Datatype made_type(MPI_Datatype t);
+MPI_Op made_op(MPI_Op o);  // (two names: in MPICH both handles are int)
 // MPI's words for an error code.
 std::string mpi_error_string(int rc);
 

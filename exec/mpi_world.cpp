@@ -26,6 +26,11 @@ std::string mpi_library() {
   if (MPI_Get_library_version(v, &len) != MPI_SUCCESS) return linked_mpi();
   std::string s(v, static_cast<size_t>(len));
   s = s.substr(0, s.find_first_of("\n\r"));
+  // MPICH says "MPICH Version:<tab>4.0.2": "MPICH 4.0.2".
+  if (size_t at = s.find(" Version:"); at != std::string::npos) s.erase(at, 9);
+  for (char& c : s)
+    if (c == '\t') c = ' ';
+  for (size_t at = s.find("  "); at != std::string::npos; at = s.find("  ")) s.erase(at, 1);
   if (s.size() > 80) s = s.substr(0, s.find(',') < 80 ? s.find(',') : 80);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == ',')) s.pop_back();
   return s.empty() ? linked_mpi() : s;

@@ -33,8 +33,8 @@ void Transport::close() { held_->stream_comm.reset(); }
 namespace {
 
 Refusal refuse(std::string msg) { return Refusal{true, true, std::move(msg)}; }
-// A refusal whose words only the failing rank has ("" on the others).
-Refusal refuse_here(std::string msg) { return Refusal{true, false, std::move(msg)}; }
+// A refusal whose words only the failing rank has ("" on the others): CUDA's and NCCL's.
+[[maybe_unused]] Refusal refuse_here(std::string msg) { return Refusal{true, false, std::move(msg)}; }
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 #include "exec/cuda/attention_gemm.cuh"
 #include "exec/cuda/device.hpp"
 #include "exec/half.hpp"
+#include "mpi_launch.hpp"
 #include "run_command.hpp"
 
 namespace {
@@ -247,11 +248,10 @@ TEST_CASE("the GPU attention tiles (forward, merge, backward) agree with the CPU
 }
 
 TEST_CASE("exec --device cuda: refused with the runtime's reason without a device; with one, the CPU's exact results", "[cuda][exec]") {
-  if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) return;
+  if (!sgtest::have_mpiexec()) return;
   auto exec = [](int n, const std::string& args) {
-    return sgtest::run_command(
-        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 120 mpiexec -n " +
-        std::to_string(n) + " '" + std::string(STEPGRAPH_BIN) + "' exec " + args + " 2>&1");
+    return sgtest::run_command(sgtest::mpiexec(120) + " -n " + std::to_string(n) + " '" + std::string(STEPGRAPH_BIN) + "' exec " + args +
+                               " 2>&1");
   };
   if (cuda::probe_devices().count == 0) {
     sgtest::Ran r = exec(2, "ring_allreduce --device cuda --check");
@@ -282,11 +282,9 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
   // full attention (and its gradients).
   for (const char* name : {"ring_attention", "zigzag_ring_attention_bwd"})
     for (const char* elem : {"4", "2"}) {
-      sgtest::Ran r = sgtest::run_command(
-          "STEPGRAPH_ATTN=gemm OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 120 "
-          "mpiexec -n 4 '" +
-          std::string(STEPGRAPH_BIN) + "' exec " + name + " --set seq=4096 --set heads=8 --set dim=64 --set elem=" + elem +
-          " --device cuda --check --iters 2 --warmup 1 --json 2>&1");
+      sgtest::Ran r = sgtest::run_command("STEPGRAPH_ATTN=gemm " + sgtest::mpiexec(120) + " -n 4 '" + std::string(STEPGRAPH_BIN) +
+                                          "' exec " + name + " --set seq=4096 --set heads=8 --set dim=64 --set elem=" + elem +
+                                          " --device cuda --check --iters 2 --warmup 1 --json 2>&1");
       INFO("STEPGRAPH_ATTN=gemm " << name << " elem " << elem << ":\n" << r.out);
       REQUIRE(r.rc == 0);
       CHECK(r.out.find("\"wrong\": 0") != std::string::npos);
@@ -295,12 +293,11 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
 
 TEST_CASE("exec --transport nccl: NCCL on a GPU per rank gives the staged transport's results; ranks sharing a GPU are refused",
           "[cuda][exec][nccl]") {
-  if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) return;
+  if (!sgtest::have_mpiexec()) return;
   if (!have_device()) return;
   auto exec = [](int n, const std::string& args) {
-    return sgtest::run_command(
-        "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 180 mpiexec -n " +
-        std::to_string(n) + " '" + std::string(STEPGRAPH_BIN) + "' exec " + args + " 2>&1");
+    return sgtest::run_command(sgtest::mpiexec(180) + " -n " + std::to_string(n) + " '" + std::string(STEPGRAPH_BIN) + "' exec " + args +
+                               " 2>&1");
   };
   int gpus = cuda::probe_devices().count;
   // More ranks than GPUs on the node: NCCL cannot run two ranks on one device.

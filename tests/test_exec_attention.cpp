@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "mpi_launch.hpp"
 #include "run_command.hpp"
 
 namespace {
@@ -18,10 +19,8 @@ using sgtest::Ran;
 
 const std::string kBin = STEPGRAPH_BIN;
 const std::string kSrc = STEPGRAPH_SOURCE_DIR;
-const std::string kMpi =
-    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 120 mpiexec";
-
-bool have_mpiexec() { return std::system("command -v mpiexec >/dev/null 2>&1") == 0; }
+const std::string kMpi = sgtest::mpiexec();
+using sgtest::have_mpiexec;
 
 Ran exec(int n, const std::string& args) {
   return sgtest::run_command(kMpi + " -n " + std::to_string(n) + " '" + kBin + "' exec " + args + " 2>&1");
@@ -179,7 +178,7 @@ TEST_CASE("attention rows give the shape and TFLOP/s in the model count, and --s
 TEST_CASE("a causal ring that also computes the upper tiles runs, and --check finds its outputs wrong", "[exec][mpi][attention][fail]") {
   if (!have_mpiexec()) return;
   // ring_attention with the mask test dropped: every rank computes every tile, the upper ones too.
-  const std::string path = "/tmp/stepgraph_test_exec_attn_upper.sched";
+  const std::string path = sgtest::temp_path("exec_attn_upper.sched");
   write_file(path, R"(schedule upper(seq = 480, heads = 2, dim = 16, batch = 1, causal = 1, elem = 4) {
   let blk = seq / N;
   buffer Q[N] bytes batch * heads * blk * dim * elem;
@@ -305,7 +304,7 @@ TEST_CASE("partial outputs reduced along a tree of choreographic sends are merge
   // For each root i: rank h collects the partials of ranks a and b in `mid` (send … reduce), then
   // sends its own partial and `mid` to the root. `mid` is tied to the outputs only through send
   // statements: exec joins a statement's two sides across ranks (summing there gave errors of 3.6).
-  const std::string path = "/tmp/stepgraph_test_exec_attn_tree.sched";
+  const std::string path = sgtest::temp_path("exec_attn_tree.sched");
   write_file(path, R"(schedule tree(seq = 480, heads = 2, dim = 16, batch = 1, causal = 0, elem = 4) {
   require N == 4, "four ranks";
   let blk = seq / N;
