@@ -47,7 +47,7 @@ void print_exec_json(const ExecTable& x, const std::vector<PointRow>& rows) {
                         {"ranks", size},
                         {"size_bytes", r.size},
                         {"count", r.count},
-                        {"dtype", dtype_name(shown_type)},
+                        {"dtype", r.shaped() ? (r.shape.bf16 ? "bf16" : "f32") : dtype_name(shown_type)},  // attention: the inputs
                         {"redop", redop},
                         {"time_us", r.time_s * 1e6},
                         {"algbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0.0},
@@ -65,6 +65,7 @@ void print_exec_json(const ExecTable& x, const std::vector<PointRow>& rows) {
       j["mask"] = r.shape.causal ? "causal" : "full";
       j["direction"] = r.shape.backward ? "backward" : "forward";
       j["attention_inputs"] = r.shape.bf16 ? "bf16" : "fp32";
+      j["attention_outputs"] = "fp32";  // O|lse, dQ, dKV
       j["model_flops"] = r.model_flops();
       j["tflops"] = r.tflops();
       j["tflops_per_rank"] = r.tflops() / size;
