@@ -425,6 +425,46 @@ TEST_CASE("attention laid out from its declarations: shape and dtype of the buff
   }
 }
 )");
+  // The backward from its declarations: the q bundle per row is q and dO in bf16, then lse and D
+  // in f32 (2·dim + 4 bf16 slots); gradients in f32.
+  const std::string bwd = "/tmp/stepgraph_test_exec_attn_declared_bwd.sched";
+  write_file(bwd, R"(schedule ring_bwd(seq = 480, heads = 3, dim = 16) {
+  let blk = seq / N;
+  buffer Q[N] shape [heads, blk, 2 * dim + 4] dtype bf16;
+  buffer KV[N] shape [2, heads, blk, dim] dtype bf16;
+  buffer dQ[N] shape [heads, blk, dim] dtype f32;
+  buffer dKV[N] shape [2, heads, blk, dim] dtype f32;
+  buffer cur[2] shape [2, heads, blk, dim] dtype bf16;
+  buffer dcur[3] shape [2, heads, blk, dim] dtype f32;
+  init Q owned;
+  init KV owned;
+  expect attention_backward(Q, KV, dQ, dKV, causal);
+  for r in 0 .. N { copy KV[r] into cur[0] at r; }
+  for s in 0 .. N {
+    for r in 0 .. N {
+      let j = (r - s) % N;
+      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }
+      if s >= 2 { copy dcur[2] into dcur[s % 2] at r; }
+      if j < r { compute attn_bwd(Q[r], cur[s % 2]) into dQ[r], dcur[s % 2] mask full at r; }
+      if j == r { compute attn_bwd(Q[r], cur[s % 2]) into dQ[r], dcur[s % 2] mask causal at r; }
+      if s >= 1 { send dcur[(s - 1) % 2] from (r - 1) % N to r into dcur[s % 2] reduce; }
+    }
+  }
+  for r in 0 .. N { send dcur[(N - 1) % 2] from r to (r + 1) % N into dKV[(r + 1) % N]; }
+}
+)");
+  Ran b = exec(4, bwd + " --check --iters 1 --warmup 0 --json");
+  INFO(b.out);
+  REQUIRE(b.rc == 0);
+  nlohmann::json jb = row_of(b);
+  CHECK(jb["wrong"] == 0);
+  CHECK(jb["direction"] == "backward");
+  CHECK(jb["dtype"] == "bf16");
+  CHECK(jb["seq"] == 480);
+  CHECK(jb["heads"] == 3);
+  CHECK(jb["dim"] == 16);
+  CHECK(jb["elements_checked"].get<uint64_t>() == 3u * 16u * 480u * 3u);  // dQ, dK, dV
+  CHECK(jb["max_abs_err"].get<double>() < 1e-4);
   Ran l = exec(4, lit + " --check --iters 1 --warmup 0 --json");
   INFO(l.out);
   REQUIRE(l.rc == 0);
