@@ -45,7 +45,7 @@ nlohmann::json row_json(const ExecTable& x, const PointRow& r) {
                       {"ranks", x.size},
                       {"size_bytes", r.size},
                       {"count", r.count},
-                      {"dtype", dtype_name(r.shown_type)},
+                      {"dtype", r.shaped() ? (r.shape.bf16 ? "bf16" : "f32") : dtype_name(r.shown_type)},  // attention: the inputs
                       {"redop", r.redop},
                       {"time_us", r.time_s * 1e6},
                       {"algbw_GBps", r.time_s > 0 ? static_cast<double>(r.size) / r.time_s / 1e9 : 0.0},
@@ -64,6 +64,7 @@ nlohmann::json row_json(const ExecTable& x, const PointRow& r) {
     j["mask"] = r.shape.causal ? "causal" : "full";
     j["direction"] = r.shape.backward ? "backward" : "forward";
     j["attention_inputs"] = r.shape.bf16 ? "bf16" : "fp32";
+    j["attention_outputs"] = "fp32";  // O|lse, dQ, dKV
     j["model_flops"] = r.model_flops();
     j["tflops"] = r.tflops();
     j["tflops_per_rank"] = r.tflops() / x.size;

@@ -34,8 +34,94 @@ bool chunk_fits(const StepGraph& g, uint32_t b, uint64_t want, const char* role,
   where = bi.loc;
   err = "buffer " + bi.name + " holds " + role + " items: a chunk of " + std::to_string(bi.chunk_bytes) + " bytes, but one item (" +
         shape_text(a) + ") is " + std::to_string(want) +
-        " bytes; exec computes attention tiles from the parameters seq, heads, dim, batch and elem";
+        " bytes; exec lays attention tiles out from the buffers' declared shape and dtype, else from the parameters seq, heads, dim, "
+        "batch and elem";
   return false;
+}
+
+// The roles of attention buffers: what one item (chunk) holds.
+enum class Role { Q, Bundle, KV, O, DQ, DKV };
+
+const char* role_name(Role r) {
+  switch (r) {
+    case Role::Q: return "q";
+    case Role::Bundle: return "the q bundle (q, dO, lse, D)";
+    case Role::KV: return "kv";
+    case Role::O: return "O|lse";
+    case Role::DQ: return "dq";
+    case Role::DKV: return "dkv";
+  }
+  return "";
+}
+
+bool is_input(Role r) { return r == Role::Q || r == Role::Bundle || r == Role::KV; }
+
+// One item's extents: batch × heads (of its head group) × rows × dim.
+struct Dims {
+  uint64_t batch = 1, heads = 1, rows = 0, dim = 0;
+  bool operator==(const Dims&) const = default;
+};
+
+std::string shape_list(const std::vector<uint64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string dims_text(const Dims& d) {
+  return "batch " + std::to_string(d.batch) + " × " + std::to_string(d.heads) + " head" + (d.heads == 1 ? "" : "s") + " × " +
+         std::to_string(d.rows) + " rows × dim " + std::to_string(d.dim);
+}
+
+// The layout a chunk shape of role r is read in (its last extent in the buffer's own dtype).
+std::string role_layout(Role r, const BufferInfo& b) {
+  switch (r) {
+    case Role::Q:
+    case Role::DQ: return "[batch, heads, rows, dim]";
+    case Role::KV:
+    case Role::DKV: return "[2, batch, heads, rows, dim] (K then V)";
+    case Role::O: return "[batch, heads, rows, dim + 1] (a row's output, then its log-sum-exp)";
+    case Role::Bundle:
+      return b.dtype == DType::BF16 ? "[batch, heads, rows, 2·dim + 4] (per row q and dO in bf16, lse and D in f32)"
+                                    : "[batch, heads, rows, 2·dim + 2] (per row q, dO, lse, D)";
+  }
+  return "";
+}
+
+// Reads one item's extents off buffer b's declared chunk shape in role r: the trailing extents
+// are rows and the role's row width, leading batch and heads may be left out (1). Else false
+// with a message (the caller points at the shape).
+bool read_shape(const BufferInfo& b, Role r, Dims& d, std::string& err) {
+  std::vector<uint64_t> s = b.shape;
+  auto bad = [&](const std::string& why) {
+    err = "buffer " + b.name + " holds " + role_name(r) + " items, but its chunk shape " + shape_list(b.shape) + " " + why +
+          "; exec reads it as " + role_layout(r, b) + ", batch and heads may be left out";
+    return false;
+  };
+  if (r == Role::KV || r == Role::DKV) {
+    if (s.empty() || s[0] != 2) return bad("does not start with 2");
+    s.erase(s.begin());
+  }
+  if (s.size() < 2 || s.size() > 4) return bad("has " + std::to_string(b.shape.size()) + " extents");
+  for (uint64_t x : s)
+    if (x < 1 || x > (uint64_t{1} << 30)) return bad("has an extent out of range");
+  d = Dims{};
+  size_t n = s.size();
+  d.rows = s[n - 2];
+  if (n > 2) d.heads = s[n - 3];
+  if (n > 3) d.batch = s[n - 4];
+  uint64_t w = s[n - 1];
+  if (r == Role::O) {
+    if (w < 2) return bad("has rows of " + std::to_string(w) + " element, not dim + 1");
+    d.dim = w - 1;
+  } else if (r == Role::Bundle) {
+    uint64_t extra = b.dtype == DType::BF16 ? 4 : 2;
+    if (w <= extra || (w - extra) % 2) return bad("has rows of " + std::to_string(w) + " elements, not 2·dim + " + std::to_string(extra));
+    d.dim = (w - extra) / 2;
+  } else {
+    d.dim = w;
+  }
+  return true;
 }
 
 }  // namespace
@@ -69,20 +155,107 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   a.kv = x->bufs[1];
   a.out0 = x->bufs[2];
   if (a.backward) a.out1 = x->bufs[3];
-  int64_t seq = 0, heads = 0, dim = 0, batch = 1, elem = 4;
-  std::string missing;
-  for (auto [name, v] : {std::pair<const char*, int64_t*>{"seq", &seq}, {"heads", &heads}, {"dim", &dim}})
-    if (!param(g, name, *v)) missing += std::string(missing.empty() ? "" : ", ") + name;
-  param(g, "batch", batch);
-  param(g, "elem", elem);
-  where = x->stmt < g.stmt_locs.size() ? g.stmt_locs[x->stmt] : Loc{};
-  if (!missing.empty()) {
-    err = "exec computes attention tiles from the schedule's parameters seq, heads, dim (and batch, elem); " + g.schedule + " has no " +
-          missing;
+  const Loc expect_loc = x->stmt < g.stmt_locs.size() ? g.stmt_locs[x->stmt] : Loc{};
+  where = expect_loc;
+  if (a.q.cnt == 0 || a.q.cnt % a.groups || a.kv.cnt != a.q.cnt) {
+    err = "the attention expect needs Q and KV with the same number of items, a multiple of its heads (" + std::to_string(a.groups) + ")";
     return false;
   }
-  if (elem != 2 && elem != 4) {
+  a.blocks = a.q.cnt / a.groups;
+  const Role q_role = a.backward ? Role::Bundle : Role::Q;
+  const std::vector<std::pair<uint32_t, Role>> roles = {
+      {a.q.buf, q_role}, {a.kv.buf, Role::KV}, {a.out0.buf, a.backward ? Role::DQ : Role::O}, {a.out1.buf, Role::DKV}};
+  const size_t nroles = a.backward ? 4 : 3;
+
+  // The input type: Q's and KV's declared dtype, else the parameter elem, else fp32.
+  int64_t elem = 4;
+  bool has_elem = param(g, "elem", elem);
+  const BufferInfo* typed = nullptr;
+  for (size_t i = 0; i < 2; ++i) {
+    const BufferInfo& b = g.buffers[roles[i].first];
+    if (!b.dtype_declared) continue;
+    where = b.dtype_loc;
+    if (b.dtype != DType::BF16 && b.dtype != DType::F32) {
+      err = "buffer " + b.name + " holds attention inputs (" + role_name(roles[i].second) + "), declared " + dtype_name(b.dtype) +
+            "; exec stores them as bf16 or f32";
+      return false;
+    }
+    if (typed && typed->dtype != b.dtype) {
+      err = "buffer " + b.name + " is declared " + dtype_name(b.dtype) + " but " + typed->name + " " + dtype_name(typed->dtype) +
+            ": q and kv of one attention have one input type";
+      return false;
+    }
+    if (has_elem && elem != dtype_size(b.dtype)) {
+      err = "buffer " + b.name + " is declared " + dtype_name(b.dtype) + ", but the parameter elem = " + std::to_string(elem) + " says " +
+            (elem == 2   ? "bf16"
+             : elem == 4 ? "fp32"
+                         : "another type") +
+            " inputs; the declaration gives the input type, so drop elem or make it agree";
+      return false;
+    }
+    typed = &b;
+  }
+  if (typed) {
+    a.bf16 = typed->dtype == DType::BF16;
+  } else if (elem != 2 && elem != 4) {
+    where = expect_loc;
     err = "exec stores attention inputs as bf16 (elem = 2) or fp32 (elem = 4), not elem = " + std::to_string(elem);
+    return false;
+  } else {
+    a.bf16 = elem == 2;
+  }
+  for (size_t i = 2; i < nroles; ++i) {
+    const BufferInfo& b = g.buffers[roles[i].first];
+    if (!b.dtype_declared || b.dtype == DType::F32) continue;
+    where = b.dtype_loc;
+    err = "buffer " + b.name + " holds attention outputs (" + role_name(roles[i].second) + "), declared " + dtype_name(b.dtype) +
+          "; exec computes them in f32";
+    return false;
+  }
+
+  // The tile's dimensions: from the expect's buffers' declared shapes (the first one that has
+  // one; the others must agree), else from the parameters seq, heads, dim, batch.
+  Dims decl;
+  const BufferInfo* shaped = nullptr;
+  Role shaped_role = Role::Q;
+  for (size_t i = 0; i < nroles; ++i) {
+    const BufferInfo& b = g.buffers[roles[i].first];
+    if (b.shape.empty()) continue;
+    Dims d;
+    where = b.shape_loc;
+    if (!read_shape(b, roles[i].second, d, err)) return false;
+    if (shaped && !(d == decl)) {
+      err = "buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + role_name(roles[i].second) + " of " + dims_text(d) +
+            ", but " + shaped->name + "'s " + shape_list(shaped->shape) + " is of " + dims_text(decl);
+      return false;
+    }
+    if (!shaped) decl = d, shaped = &b, shaped_role = roles[i].second;
+  }
+  int64_t seq = 0, heads = 0, dim = 0, batch = 1;
+  std::string missing;
+  for (auto [name, v] : {std::pair<const char*, int64_t*>{"seq", &seq}, {"heads", &heads}, {"dim", &dim}, {"batch", &batch}}) {
+    bool has = param(g, name, *v);
+    if (shaped) {
+      const Dims& d = decl;
+      uint64_t from_shape = *name == 's' ? d.rows * a.blocks : *name == 'h' ? d.heads * a.groups : *name == 'd' ? d.dim : d.batch;
+      if (has && static_cast<uint64_t>(*v) != from_shape) {
+        where = shaped->shape_loc;
+        err = "buffer " + shaped->name + "'s chunk shape " + shape_list(shaped->shape) + ", read as " + role_layout(shaped_role, *shaped) +
+              ", gives " + name + " = " + std::to_string(from_shape) + ", but the parameter " + name + " = " + std::to_string(*v);
+        return false;
+      }
+      *v = static_cast<int64_t>(from_shape);
+    } else if (!has && *name != 'b') {
+      missing += std::string(missing.empty() ? "" : ", ") + name;
+    }
+  }
+  where = expect_loc;
+  if (!missing.empty()) {
+    err =
+        "exec computes attention tiles from the schedule's parameters seq, heads, dim (and batch, elem) or from the chunk shapes its "
+        "buffers declare (shape [batch, heads, rows, dim]); " +
+        g.schedule + " has no " + missing + ", and none of " + g.buffers[a.q.buf].name + ", " + g.buffers[a.kv.buf].name +
+        " declares a shape";
     return false;
   }
   auto positive = [&](const char* n, int64_t v) {
@@ -91,11 +264,6 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     return false;
   };
   if (!positive("seq", seq) || !positive("heads", heads) || !positive("dim", dim) || !positive("batch", batch)) return false;
-  if (a.q.cnt == 0 || a.q.cnt % a.groups || a.kv.cnt != a.q.cnt) {
-    err = "the attention expect needs Q and KV with the same number of items, a multiple of its heads (" + std::to_string(a.groups) + ")";
-    return false;
-  }
-  a.blocks = a.q.cnt / a.groups;
   if (seq % a.blocks || heads % a.groups) {
     err = "seq = " + std::to_string(seq) + " does not split into " + std::to_string(a.blocks) +
           " blocks, or heads = " + std::to_string(heads) + " into " + std::to_string(a.groups) + " head groups";
@@ -110,12 +278,11 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   a.heads = static_cast<uint32_t>(heads);
   a.dim = static_cast<uint32_t>(dim);
   a.batch = static_cast<uint32_t>(batch);
-  a.bf16 = elem == 2;
   auto rows = static_cast<uint32_t>(seq / a.blocks);
   a.tile = TileShape{a.batch, a.heads / a.groups, rows, rows, a.dim};
   a.scale = 1.0f / std::sqrt(static_cast<float>(a.dim));
   uint64_t rows_all = uint64_t{a.batch} * a.tile.heads * rows;
-  auto e = static_cast<uint64_t>(elem);
+  uint64_t e = a.bf16 ? 2 : 4;
   a.q_bytes = a.backward ? rows_all * (2 * a.dim * e + 8) : rows_all * a.dim * e;
   a.kv_bytes = 2 * rows_all * a.dim * e;
   a.o_bytes = rows_all * (a.dim + uint64_t{1}) * 4;
@@ -128,6 +295,8 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
           ? !chunk_fits(g, a.out0.buf, a.dq_bytes, "dq", a, where, err) || !chunk_fits(g, a.out1.buf, a.dkv_bytes, "dkv", a, where, err)
           : !chunk_fits(g, a.out0.buf, a.o_bytes, "O|lse", a, where, err))
     return false;
+
+  const Dims layout{a.batch, a.tile.heads, rows, a.dim};
 
   // Every tile's operands and outputs, and the merge buffers.
   a.merge.assign(g.buffers.size(), 0);
@@ -145,6 +314,29 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     const Range& rq = g.ranges[ci.reads_off];
     const Range& rkv = g.ranges[ci.reads_off + 1];
     const Range& w0 = g.ranges[ci.writes_off];
+    // A declared dtype or shape of an operand must be the item's, as the expect's buffers are.
+    auto declared_fits = [&](const Range& r, Role role) {
+      const BufferInfo& b = g.buffers[r.buf];
+      DType want = is_input(role) && a.bf16 ? DType::BF16 : DType::F32;
+      std::string line = std::to_string(g.loc(s).line);
+      if (b.dtype_declared && b.dtype != want) {
+        where = b.dtype_loc;
+        err = "buffer " + b.name + " is declared " + dtype_name(b.dtype) + ", but the tile at line " + line + " uses it as " +
+              role_name(role) + ", whose items are " + dtype_name(want);
+        return false;
+      }
+      if (b.shape.empty()) return true;
+      Dims d;
+      where = b.shape_loc;
+      if (!read_shape(b, role, d, err)) return false;
+      if (d == layout) return true;
+      err = "buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + role_name(role) + " of " + dims_text(d) +
+            ", but the tile at line " + line + " uses it as an item of " + dims_text(layout);
+      return false;
+    };
+    if (!declared_fits(rq, bwd ? Role::Bundle : Role::Q) || !declared_fits(rkv, Role::KV) || !declared_fits(w0, bwd ? Role::DQ : Role::O) ||
+        (bwd && !declared_fits(g.ranges[ci.writes_off + 1], Role::DKV)))
+      return false;
     auto fits = [&](const Range& r, uint64_t want, const char* what) {
       if (g.buffers[r.buf].chunk_bytes == want) return true;
       err = at(s) + "this tile's " + what + " operand " + g.range_name(r) + " has chunks of " +

@@ -2,11 +2,15 @@
 // with which shapes, from which inputs, and how partial outputs are reduced.
 //
 // The layout comes from the schedule itself: its `expect attention(Q, KV, O, mask[, heads H])`
-// (or attention_backward(Q, KV, dQ, dKV, …)) names the buffers, and its parameters seq, heads,
-// dim, batch and elem give the sizes. Q has C items, C = blocks · H; item x is sequence block
-// x / H and head group x % H, so every item is one tile operand of
+// (or attention_backward(Q, KV, dQ, dKV, …)) names the buffers, and their declarations give the
+// sizes and the input type: `shape […]` in the kernels' layout (q [batch, heads, rows, dim],
+// kv [2, batch, heads, rows, dim], O [batch, heads, rows, dim + 1]; batch and heads may be left
+// out) and `dtype bf16|f32` of Q and KV. Where they say nothing (`bytes E`, no dtype), the
+// parameters seq, heads, dim, batch and elem do (the library's convention: elem 4 fp32, 2 bf16).
+// Q has C items, C = blocks · H; item x is sequence block x / H and head group x % H, so every
+// item is one tile operand of
 //   batch × heads/H × rows × dim,  rows = seq / blocks.
-// elem 4 stores q, k, v (and dO) as fp32, elem 2 as bf16; outputs (O|lse, dQ, dKV) are fp32.
+// q, k, v (and dO) are stored as fp32 or bf16; outputs (O|lse, dQ, dKV) are fp32.
 // Chunk layouts are those of exec/attention_kernels.hpp; the backward's Q item is the bundle
 // q, dO, lse, D per row (with elem 2: q and dO as bf16, lse and D as fp32, 4·dim + 8 bytes).
 //
@@ -36,7 +40,7 @@ namespace sg::exec {
 struct AttentionLayout {
   bool active = false;    // the schedule has an attention expect or attention tiles
   bool backward = false;  // attention_backward: Q items are bundles, outputs dQ and dKV
-  bool bf16 = false;      // elem 2: q, kv, dO stored as bf16
+  bool bf16 = false;      // q, kv, dO stored as bf16 (declared dtype bf16, or elem 2)
   bool causal = false;
   uint32_t seq = 0, heads = 0, dim = 0, batch = 0;
   uint32_t groups = 1;         // H: head groups per block
@@ -57,7 +61,7 @@ struct AttentionLayout {
 double attention_model_flops(const AttentionLayout& a);
 
 // Reads the layout off g (one rank's graph) and checks that every attention tile's operands
-// and outputs have the item sizes the parameters give. Not active (and true) when g has no
+// and outputs have the item sizes, and the declared shapes and types, the layout gives. Not active (and true) when g has no
 // attention at all. False with a message (naming the tile's source line) when the schedule
 // cannot be executed for real. Collective over `world` (the merge buffers are agreed on by all
 // ranks, so that every member of a collective reduces with the same operator); every rank

@@ -134,7 +134,11 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     return 2;
   }
   row.schedule = g->schedule;
-  if (req.dtype_forced)
+  // Not an attention schedule's: its declared types lay out its tiles, and --dtype is refused below.
+  bool attention_expect = std::any_of(g->expects.begin(), g->expects.end(), [](const Expectation& x) {
+    return x.kind == ExpectKind::Attention || x.kind == ExpectKind::AttentionBackward;
+  });
+  if (req.dtype_forced && !attention_expect)
     for (BufferInfo& b : g->buffers) {
       b.dtype = req.dtype;
       b.chunk_elems = b.chunk_bytes / dtype_size(req.dtype);
@@ -170,9 +174,8 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     // Attention buffers have fixed types (q, kv in elem's type, outputs fp32).
     if (req.dtype_forced) {
       if (me == 0)
-        say("stepgraph: error: --dtype does not apply to attention schedules: their inputs' type is the parameter elem (--set elem=4 for "
-            "fp32, 2 for "
-            "bf16) and their outputs are fp32\n");
+        say("stepgraph: error: --dtype does not apply to attention schedules: their inputs' type is Q's and KV's declared dtype, else "
+            "the parameter elem (--set elem=4 for fp32, 2 for bf16), and their outputs are fp32\n");
       return 2;
     }
     // Real tiles on CPUs: about 25 GFLOP/s per core (exec/attention_kernels); --check's

@@ -74,7 +74,7 @@ TEST_CASE("every library schedule runs under mpiexec, gives exactly the postcond
     int ran = 0;
     for (int n : {2, 3, 4, 8}) {
       std::string sets = "--set size=48KiB";
-      if (name == "tp_forward" || name == "tp_backward" || name == "hierarchical_allreduce") sets += " --set mp=2";
+      if (name.rfind("tp_", 0) == 0 || name == "hierarchical_allreduce" || name == "dp_grid_allreduce") sets += " --set mp=2";
       if (name == "dp_bucketed_step" || name.rfind("tp_", 0) == 0) sets += " --set flops=1M";
       Ran r = exec(n, name + " " + sets + " --check --iters 1 --warmup 0 --timeout 20 --json", true);
       if (r.rc == 2 && r.out.find("unsupported") != std::string::npos) continue;  // its require refuses this N
@@ -261,14 +261,26 @@ TEST_CASE("bad input is refused on every rank with one message and exit 2", "[ex
 
 TEST_CASE("the training steps run for real on an mp = 2 x dp = 4 grid, checked, with the overlap achieved", "[exec][mpi]") {
   if (!have_mpiexec()) return;
-  for (const char* s : {"tp_forward", "tp_backward"}) {
-    Ran r = exec(8, std::string(s) + " --set mp=2 --set size=64KiB --set flops=20M --check --iters 2 --warmup 1 --json");
+  // The sequence-parallel pair and Megatron-LM's all-reduce pair (three layers: three
+  // all-reduces per mp group, each checked over its group only).
+  for (const char* s : {"tp_forward", "tp_backward", "tp_allreduce_forward", "tp_allreduce_backward"}) {
+    std::string layers = std::string(s).find("allreduce") != std::string::npos ? " --set layers=3" : "";
+    Ran r = exec(8, std::string(s) + " --set mp=2 --set size=64KiB --set flops=20M" + layers + " --check --iters 2 --warmup 1 --json");
     INFO(s << "\n" << r.out);
     REQUIRE(r.rc == 0);
     auto j = nlohmann::json::parse(r.out);
     CHECK(j[0]["wrong"] == 0);
     CHECK(j[0].contains("overlap"));
     CHECK(j[0]["compute_us"].get<double>() > 0);
+  }
+  // The gradient all-reduce in the dp groups ranks(t, 4, 2): summed over dp = 4 ranks, not 8.
+  for (const char* mp : {"2", "4"}) {
+    Ran g = exec(8, std::string("dp_grid_allreduce --set mp=") + mp + " --set size=64KiB --check --iters 2 --warmup 1 --json");
+    INFO("dp_grid_allreduce mp = " << mp << "\n" << g.out);
+    REQUIRE(g.rc == 0);
+    auto jg = nlohmann::json::parse(g.out);
+    CHECK(jg[0]["wrong"] == 0);
+    CHECK(jg[0]["ranks"] == 8);
   }
   Ran dp = exec(4, "dp_bucketed_step --set size=256KiB --set flops=20M --check --iters 2 --warmup 1 --json");
   REQUIRE(dp.rc == 0);
@@ -347,7 +359,7 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
     std::string name = line.substr(0, line.find(' '));
     if (name.empty() || name == "dissemination_barrier" || name.find("attention") != std::string::npos) continue;
     std::string sets = "--set size=48KiB";
-    if (name == "tp_forward" || name == "tp_backward" || name == "hierarchical_allreduce") sets += " --set mp=2";
+    if (name.rfind("tp_", 0) == 0 || name == "hierarchical_allreduce" || name == "dp_grid_allreduce") sets += " --set mp=2";
     if (name == "dp_bucketed_step" || name.rfind("tp_", 0) == 0) sets += " --set flops=1M";
     // Staged (MPI on host mirrors) at N = 4, MPI on the "device" memory itself (what CUDA-aware
     // MPI does) at N = 3, and NCCL's rules (transfers matched by issue order, in groups issued in

@@ -93,6 +93,8 @@ TEST_CASE("bf16 inputs: the ring's outputs and gradients stay far inside Transfo
     nlohmann::json j = row_of(r);
     CHECK(j["wrong"] == 0);
     CHECK(j["attention_inputs"] == "bf16");
+    CHECK(j["dtype"] == "bf16");  // the inputs' type, not the buffers' default f32 (elem = 2 says bf16)
+    CHECK(j["attention_outputs"] == "fp32");
     CHECK(j["tolerance"].get<double>() == Approx(2.5e-2));
     CHECK(j["max_abs_err"].get<double>() < 1e-4);
   }
@@ -344,4 +346,182 @@ TEST_CASE("partial outputs reduced along a tree of choreographic sends are merge
     CHECK(j["wrong"] == 0);
     CHECK(j["max_abs_err"].get<double>() < 1e-5);
   }
+}
+
+namespace {
+
+// A hand-written bf16 ring attention that says its layout only in its declarations: shape and
+// dtype of every buffer, no elem (and no batch). %Q% and %O% are the declarations of Q and O.
+std::string declared_ring(const std::string& params, const std::string& q_decl, const std::string& o_decl,
+                          const std::string& cur_type = "bf16") {
+  return "schedule ring(" + params + R"() {
+  let blk = seq / N;
+  )" + q_decl +
+         R"(
+  buffer KV[N] shape [2, heads, blk, dim] dtype bf16;   # K then V
+  )" + o_decl +
+         R"(
+  buffer cur[2] shape [2, heads, blk, dim] dtype )" +
+         cur_type + R"(;
+  init Q owned;
+  init KV owned;
+  expect attention(Q, KV, O, causal);
+  for r in 0 .. N { copy KV[r] into cur[0] at r; }
+  for s in 0 .. N {
+    for r in 0 .. N {
+      let j = (r - s) % N;
+      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }
+      if j < r { compute attn(Q[r], cur[s % 2]) into O[r] mask full at r; }
+      if j == r { compute attn(Q[r], cur[s % 2]) into O[r] mask causal at r; }
+    }
+  }
+}
+)";
+}
+
+const std::string kDeclQ = "buffer Q[N] shape [heads, blk, dim] dtype bf16;";
+const std::string kDeclO = "buffer O[N] shape [heads, blk, dim + 1] dtype f32;   # a row's output, then its lse";
+
+}  // namespace
+
+TEST_CASE("attention laid out from its declarations: shape and dtype of the buffers, no elem", "[exec][mpi][attention]") {
+  if (!have_mpiexec()) return;
+  const std::string path = "/tmp/stepgraph_test_exec_attn_declared.sched";
+  write_file(path, declared_ring("seq = 480, heads = 3, dim = 16", kDeclQ, kDeclO));
+  Ran r = exec(4, path + " --check --iters 1 --warmup 0 --json");
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  nlohmann::json j = row_of(r);
+  CHECK(j["wrong"] == 0);
+  CHECK(j["dtype"] == "bf16");
+  CHECK(j["attention_inputs"] == "bf16");
+  CHECK(j["attention_outputs"] == "fp32");
+  CHECK(j["seq"] == 480);
+  CHECK(j["heads"] == 3);
+  CHECK(j["dim"] == 16);
+  CHECK(j["batch"] == 1);
+  CHECK(j["mask"] == "causal");
+  CHECK(j["tolerance"].get<double>() == Approx(2.5e-2));
+  CHECK(j["elements_checked"].get<uint64_t>() == 17u * 480u * 3u);  // O|lse of every row
+  CHECK(j["max_abs_err"].get<double>() < 1e-4);
+  CHECK(j["max_abs_err"].get<double>() > 0);
+  // The parameters are only names for the extents: --set seq resizes the shapes.
+  Ran s = exec(4, path + " --set seq=240 --check --iters 1 --warmup 0 --json");
+  INFO(s.out);
+  REQUIRE(s.rc == 0);
+  CHECK(row_of(s)["seq"] == 240);
+  CHECK(row_of(s)["wrong"] == 0);
+  // No parameters at all: the shapes say everything (batch 2 as a leading extent).
+  const std::string lit = "/tmp/stepgraph_test_exec_attn_literal.sched";
+  write_file(lit, R"(schedule literal() {
+  require N == 4, "four ranks";
+  buffer Q[N] shape [2, 2, 24, 8] dtype bf16;
+  buffer KV[N] shape [2, 2, 2, 24, 8] dtype bf16;
+  buffer O[N] shape [2, 2, 24, 9];
+  init Q owned;
+  init KV owned;
+  expect attention(Q, KV, O, full);
+  for s in 0 .. N {
+    for r in 0 .. N { compute attn(Q[r], KV[(r + s) % N]) into O[r] mask full at r; }
+    for r in 0 .. N { if s < N - 1 { send KV[(r + s) % N] from r to (r + N - 1) % N; } }
+  }
+}
+)");
+  // The backward from its declarations: the q bundle per row is q and dO in bf16, then lse and D
+  // in f32 (2·dim + 4 bf16 slots); gradients in f32.
+  const std::string bwd = "/tmp/stepgraph_test_exec_attn_declared_bwd.sched";
+  write_file(bwd, R"(schedule ring_bwd(seq = 480, heads = 3, dim = 16) {
+  let blk = seq / N;
+  buffer Q[N] shape [heads, blk, 2 * dim + 4] dtype bf16;
+  buffer KV[N] shape [2, heads, blk, dim] dtype bf16;
+  buffer dQ[N] shape [heads, blk, dim] dtype f32;
+  buffer dKV[N] shape [2, heads, blk, dim] dtype f32;
+  buffer cur[2] shape [2, heads, blk, dim] dtype bf16;
+  buffer dcur[3] shape [2, heads, blk, dim] dtype f32;
+  init Q owned;
+  init KV owned;
+  expect attention_backward(Q, KV, dQ, dKV, causal);
+  for r in 0 .. N { copy KV[r] into cur[0] at r; }
+  for s in 0 .. N {
+    for r in 0 .. N {
+      let j = (r - s) % N;
+      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }
+      if s >= 2 { copy dcur[2] into dcur[s % 2] at r; }
+      if j < r { compute attn_bwd(Q[r], cur[s % 2]) into dQ[r], dcur[s % 2] mask full at r; }
+      if j == r { compute attn_bwd(Q[r], cur[s % 2]) into dQ[r], dcur[s % 2] mask causal at r; }
+      if s >= 1 { send dcur[(s - 1) % 2] from (r - 1) % N to r into dcur[s % 2] reduce; }
+    }
+  }
+  for r in 0 .. N { send dcur[(N - 1) % 2] from r to (r + 1) % N into dKV[(r + 1) % N]; }
+}
+)");
+  Ran b = exec(4, bwd + " --check --iters 1 --warmup 0 --json");
+  INFO(b.out);
+  REQUIRE(b.rc == 0);
+  nlohmann::json jb = row_of(b);
+  CHECK(jb["wrong"] == 0);
+  CHECK(jb["direction"] == "backward");
+  CHECK(jb["dtype"] == "bf16");
+  CHECK(jb["seq"] == 480);
+  CHECK(jb["heads"] == 3);
+  CHECK(jb["dim"] == 16);
+  CHECK(jb["elements_checked"].get<uint64_t>() == 3u * 16u * 480u * 3u);  // dQ, dK, dV
+  CHECK(jb["max_abs_err"].get<double>() < 1e-4);
+  Ran l = exec(4, lit + " --check --iters 1 --warmup 0 --json");
+  INFO(l.out);
+  REQUIRE(l.rc == 0);
+  nlohmann::json jl = row_of(l);
+  CHECK(jl["wrong"] == 0);
+  CHECK(jl["seq"] == 96);
+  CHECK(jl["heads"] == 2);
+  CHECK(jl["dim"] == 8);
+  CHECK(jl["batch"] == 2);
+  CHECK(jl["dtype"] == "bf16");
+}
+
+TEST_CASE("attention declarations that disagree with the tiles are refused at their line, exit 2", "[exec][mpi][attention][fail]") {
+  if (!have_mpiexec()) return;
+  const std::string path = "/tmp/stepgraph_test_exec_attn_decl_bad.sched";
+  auto refused = [&](const std::string& text, const std::string& where, const std::string& what) {
+    write_file(path, text);
+    Ran r = exec(2, path + " --check --iters 1 --warmup 0");
+    INFO(text << "\n" << r.out);
+    CHECK(r.rc == 2);
+    CHECK(r.out.find("stepgraph_test_exec_attn_decl_bad.sched:" + where + ": error: " + what) != std::string::npos);
+    CHECK(r.out.find("^") != std::string::npos);
+  };
+  const std::string p = "seq = 480, heads = 3, dim = 16";
+  // Sequence-major shapes ([blk, heads, dim]) are read as [heads, rows, dim]: the parameter seq
+  // disagrees with what they give.
+  std::string seq_major =
+      declared_ring(p, "buffer Q[N] shape [blk, heads, dim] dtype bf16;", "buffer O[N] shape [blk, heads, dim + 1] dtype f32;");
+  for (size_t at; (at = seq_major.find("[2, heads, blk, dim]")) != std::string::npos;) seq_major.replace(at, 20, "[2, blk, heads, dim]");
+  refused(seq_major, "3:22",
+          "buffer Q's chunk shape [240, 3, 16], read as [batch, heads, rows, dim], gives seq = 6, but the parameter seq = 480");
+  // The kv double buffer holds the same bytes as a kv item, transposed: the tile reading it is refused.
+  std::string transposed = declared_ring(p, kDeclQ, kDeclO);
+  transposed.replace(transposed.find("buffer cur[2] shape [2, heads, blk, dim]"), 40, "buffer cur[2] shape [2, heads, dim, blk]");
+  refused(transposed, "6:24",
+          "buffer cur's chunk shape [2, 3, 16, 240] is kv of batch 1 × 3 heads × 16 rows × dim 240, but the tile at line 16 uses it as "
+          "an item of batch 1 × 3 heads × 240 rows × dim 16");
+  // The kv double buffer in f32 while the inputs are bf16: the copy into it is refused.
+  refused(declared_ring(p, kDeclQ, kDeclO, "f32"), "10:37", "a copy between");
+  // Outputs are f32.
+  refused(declared_ring(p, kDeclQ, "buffer O[N] shape [heads, blk, dim + 1] dtype bf16;"), "5:49",
+          "buffer O holds attention outputs (O|lse), declared bf16; exec computes them in f32");
+  // O's rows need the lse: dim + 1 wide.
+  refused(declared_ring(p, kDeclQ, "buffer O[N] shape [heads, blk, dim] dtype f32;"), "5:22",
+          "buffer O's chunk shape [3, 240, 16] is O|lse of batch 1 × 3 heads × 240 rows × dim 15, but Q's [3, 240, 16] is of batch 1 × 3 "
+          "heads × 240 rows × dim 16");
+  // A leftover elem that says fp32.
+  refused(declared_ring(p + ", elem = 4", kDeclQ, kDeclO), "3:45",
+          "buffer Q is declared bf16, but the parameter elem = 4 says fp32 inputs");
+  // --dtype would retype the declared buffers: refused as such, not at a declaration it rewrote.
+  write_file(path, declared_ring(p, kDeclQ, kDeclO));
+  Ran d = exec(2, path + " --dtype bf16 --check --iters 1");
+  INFO(d.out);
+  CHECK(d.rc == 2);
+  CHECK(d.out.find("--dtype does not apply to attention schedules: their inputs' type is Q's and KV's declared dtype") !=
+        std::string::npos);
+  CHECK(d.out.find("sched:") == std::string::npos);
 }

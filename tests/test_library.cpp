@@ -89,7 +89,8 @@ TEST_CASE("library schedules warn about chunk sizes only where size / N loses by
 }
 
 TEST_CASE("grid schedules check for other model-parallel widths", "[library][interp]") {
-  for (const char* name : {"hierarchical_allreduce", "tp_forward", "tp_backward"}) {
+  for (const char* name :
+       {"hierarchical_allreduce", "tp_forward", "tp_backward", "tp_allreduce_forward", "tp_allreduce_backward", "dp_grid_allreduce"}) {
     for (int mp : {1, 2, 3, 8}) {
       for (uint32_t n = 2; n <= 17; ++n) {
         if (n % mp) continue;
@@ -101,6 +102,26 @@ TEST_CASE("grid schedules check for other model-parallel widths", "[library][int
         CheckOutcome c = run_check(s, t, o);
         INFO(name << " mp=" << mp << " N=" << n << "\n" << s.diags.render(s.sources) << c.findings.render(s.sources));
         CHECK(c.ok);
+      }
+    }
+  }
+}
+
+TEST_CASE("Megatron-LM's tensor-parallel pair checks for any number of layers, each all-reduce over its mp group only",
+          "[library][interp]") {
+  for (const char* name : {"tp_allreduce_forward", "tp_allreduce_backward"}) {
+    for (int layers : {1, 2, 5}) {
+      for (uint32_t n : {4u, 8u, 12u}) {
+        Session s;
+        Target t = s.resolve(name);
+        ElabOptions o;
+        o.nranks = n;
+        o.sets = {{"mp", "2"}, {"layers", std::to_string(layers)}};
+        CheckOutcome c = run_check(s, t, o);
+        INFO(name << " layers=" << layers << " N=" << n << "\n" << s.diags.render(s.sources) << c.findings.render(s.sources));
+        REQUIRE(c.ok);
+        // Every rank's row of every layer (mp = 2 chunks) is checked against its own group's sum.
+        CHECK(c.post.chunks_checked == uint64_t{n} * static_cast<uint64_t>(layers) * 2);
       }
     }
   }

@@ -747,6 +747,7 @@ class Elaborator {
       fail(s.dtype_loc, static_cast<uint32_t>(s.dtype.size()),
            "unknown dtype '" + s.dtype + "' (use f16, bf16, f32, f64, i8, i32, i64 or u8)");
     uint64_t bytes = 0, elems = 0;
+    std::vector<uint64_t> shape;
     LossyDiv lossy;
     const Expr* lossy_size = nullptr;
     uint64_t lossy_value = 0;
@@ -765,6 +766,7 @@ class Elaborator {
         if (v < 0) fail(d->loc, d->length, "a shape extent must not be negative (got " + std::to_string(v) + ")");
         if (here.div && !lossy.div) lossy = here, lossy_size = d.get(), lossy_value = static_cast<uint64_t>(v);
         if (__builtin_mul_overflow(elems, static_cast<uint64_t>(v), &elems)) fail(d->loc, d->length, "chunk shape overflows 64 bits");
+        shape.push_back(static_cast<uint64_t>(v));
       }
       if (__builtin_mul_overflow(elems, uint64_t{dtype_size(dt)}, &bytes)) fail(s.loc, s.length, "chunk size overflows 64 bits");
     }
@@ -773,7 +775,7 @@ class Elaborator {
     for (uint32_t i = 0; i < g_->buffers.size(); ++i) {
       const BufferInfo& b = g_->buffers[i];
       if (b.name != name) continue;
-      bool same = b.dims == dims && b.chunk_bytes == bytes && b.dtype == dt;
+      bool same = b.dims == dims && b.chunk_bytes == bytes && b.dtype == dt && b.shape == shape;
       // The same declaration running again (in a loop, or in a second call) with the same shape
       // names the same memory; anything else is a conflict.
       if (b.stmt != s.id || !same) {
@@ -797,6 +799,10 @@ class Elaborator {
     b.dtype = dt;
     b.loc = s.loc;
     b.stmt = s.id;
+    b.shape = std::move(shape);
+    b.dtype_declared = !s.dtype.empty();
+    if (!s.shape.empty()) b.shape_loc = s.shape[0]->loc;
+    b.dtype_loc = s.dtype_loc;
     g_->buffers.push_back(std::move(b));
     est.hazard_bytes += uint64_t{rank_slots_} * chunks * sizeof(ChunkState);
     v = View{static_cast<uint32_t>(g_->buffers.size() - 1), 0, static_cast<uint32_t>(chunks), true, true, s.id};

@@ -68,6 +68,12 @@ struct BufferInfo {
   bool accumulator = false;  // written by attn/attn_bwd: never-written chunks are empty, not undefined
   Loc loc;
   uint32_t stmt = 0;  // the declaring statement
+  // What the declaration said beyond the byte count: its `shape [s0, s1, …]` extents (empty for
+  // `bytes E`) and whether it named a dtype (else dtype is the default f32), with where they
+  // were written. Exec lays attention tiles out from them (exec/attention_exec.hpp).
+  std::vector<uint64_t> shape{};
+  bool dtype_declared = false;
+  Loc shape_loc{}, dtype_loc{};
 };
 
 // A group of ranks: start + k*stride for k < count.
