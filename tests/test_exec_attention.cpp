@@ -386,7 +386,7 @@ const std::string kDeclO = "buffer O[N] shape [heads, blk, dim + 1] dtype f32;  
 
 TEST_CASE("attention laid out from its declarations: shape and dtype of the buffers, no elem", "[exec][mpi][attention]") {
   if (!have_mpiexec()) return;
-  const std::string path = "/tmp/stepgraph_test_exec_attn_declared.sched";
+  const std::string path = sgtest::temp_path("exec_attn_declared.sched");
   write_file(path, declared_ring("seq = 480, heads = 3, dim = 16", kDeclQ, kDeclO));
   Ran r = exec(4, path + " --check --iters 1 --warmup 0 --json");
   INFO(r.out);
@@ -412,7 +412,7 @@ TEST_CASE("attention laid out from its declarations: shape and dtype of the buff
   CHECK(row_of(s)["seq"] == 240);
   CHECK(row_of(s)["wrong"] == 0);
   // No parameters at all: the shapes say everything (batch 2 as a leading extent).
-  const std::string lit = "/tmp/stepgraph_test_exec_attn_literal.sched";
+  const std::string lit = sgtest::temp_path("exec_attn_literal.sched");
   write_file(lit, R"(schedule literal() {
   require N == 4, "four ranks";
   buffer Q[N] shape [2, 2, 24, 8] dtype bf16;
@@ -429,7 +429,7 @@ TEST_CASE("attention laid out from its declarations: shape and dtype of the buff
 )");
   // The backward from its declarations: the q bundle per row is q and dO in bf16, then lse and D
   // in f32 (2·dim + 4 bf16 slots); gradients in f32.
-  const std::string bwd = "/tmp/stepgraph_test_exec_attn_declared_bwd.sched";
+  const std::string bwd = sgtest::temp_path("exec_attn_declared_bwd.sched");
   write_file(bwd, R"(schedule ring_bwd(seq = 480, heads = 3, dim = 16) {
   let blk = seq / N;
   buffer Q[N] shape [heads, blk, 2 * dim + 4] dtype bf16;
@@ -481,13 +481,13 @@ TEST_CASE("attention laid out from its declarations: shape and dtype of the buff
 
 TEST_CASE("attention declarations that disagree with the tiles are refused at their line, exit 2", "[exec][mpi][attention][fail]") {
   if (!have_mpiexec()) return;
-  const std::string path = "/tmp/stepgraph_test_exec_attn_decl_bad.sched";
+  const std::string path = sgtest::temp_path("exec_attn_decl_bad.sched");
   auto refused = [&](const std::string& text, const std::string& where, const std::string& what) {
     write_file(path, text);
     Ran r = exec(2, path + " --check --iters 1 --warmup 0");
     INFO(text << "\n" << r.out);
     CHECK(r.rc == 2);
-    CHECK(r.out.find("stepgraph_test_exec_attn_decl_bad.sched:" + where + ": error: " + what) != std::string::npos);
+    CHECK(r.out.find("exec_attn_decl_bad.sched:" + where + ": error: " + what) != std::string::npos);
     CHECK(r.out.find("^") != std::string::npos);
   };
   const std::string p = "seq = 480, heads = 3, dim = 16";
