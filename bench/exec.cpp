@@ -178,11 +178,12 @@ int hand_table(bool quick, const std::vector<int>& procs, int iters, int warmup,
         std::string out;
         std::string cmd = mpiexec(p, 600) + STEPGRAPH_BIN + " exec " + name + " --sweep size=" + list +
                           " --compare native --check --iters " + std::to_string(iters) + " --warmup " + std::to_string(warmup) + " --json";
-        if (!run(cmd, out)) {
+        nlohmann::json rows;
+        if (!run(cmd, out) || (rows = nlohmann::json::parse(out, nullptr, false)).is_discarded()) {
           std::printf("  exec %s: failed (%s)\n", name.c_str(), cmd.c_str());
           status = 1;
         } else {
-          for (const auto& row : nlohmann::json::parse(out)) {
+          for (const auto& row : rows) {
             HandPoint& h = table[name][row["size_bytes"].get<uint64_t>()];
             if (!row["wrong"].is_null() && row["wrong"].get<long>() != 0) {
               std::printf("  exec %s: %ld wrong elements at %s\n", name.c_str(), row["wrong"].get<long>(),
@@ -196,12 +197,11 @@ int hand_table(bool quick, const std::vector<int>& procs, int iters, int warmup,
         out.clear();
         cmd = mpiexec(p, 600) + STEPGRAPH_HAND_DIR + "/hand_" + name + " " + list + " " + std::to_string(iters) + " " +
               std::to_string(warmup) + " 1";
-        if (!run(cmd, out)) {
+        if (!run(cmd, out) || (rows = nlohmann::json::parse(out, nullptr, false)).is_discarded()) {
           std::printf("  hand %s: failed or wrong (%s)\n", name.c_str(), cmd.c_str());
           status = 1;
         } else {
-          for (const auto& row : nlohmann::json::parse(out))
-            keep_fastest(table[name][row["size_bytes"].get<uint64_t>()].hand_us, row["time_us"].get<double>());
+          for (const auto& row : rows) keep_fastest(table[name][row["size_bytes"].get<uint64_t>()].hand_us, row["time_us"].get<double>());
         }
       }
     }
