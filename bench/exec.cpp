@@ -7,10 +7,23 @@
 // 0.7x MPI_Allreduce) and every size where a library schedule beats MPI's own. Every row is also
 // checked (--check): a wrong element fails the benchmark.
 //
-// Usage: bench_exec [--quick] [--procs P] [--iters K]. --quick: 2 processes, 1 KiB..16 KiB, two
-// schedules, as a smoke test (asserts nothing about time).
+// --hand: exec against the hand-written C program of the same algorithm (bench/hand/, built
+// -O3 -march=native) and MPI's own collective, for six schedules at 2 and 4 processes, 1 KiB to
+// 64 MiB in steps of 4x. Each pass is one `mpiexec … stepgraph exec` sweep and one
+// `mpiexec … hand_NAME` sweep of the same sizes, iterations and warm-up (each: warm-up, barrier,
+// K timed iterations, the slowest rank's mean); each time is the fastest of the passes. Printed
+// per algorithm and size: exec, hand and MPI in us, exec/hand, exec/MPI and the goal (exec/hand
+// <= 1.1 at >= 64 KiB, <= 1.3 below) as PASS or MISS. A MISS does not fail the benchmark (the
+// timing is noisy); a wrong result of exec or of a hand program does.
+//
+// Usage: bench_exec [--quick] [--hand] [--procs P] [--iters K] [--warmup W] [--passes R].
+// Defaults: the library table at 4 processes; --hand at 2 and 4 (--procs P: only P); 20
+// iterations, 5 warm-up (exec's defaults), 5 passes (--hand only). --quick: 2 processes, tiny
+// sizes, one pass, as a smoke test that asserts nothing about time: the library table on two
+// schedules, then every hand program next to exec at 1 and 4 KiB; with --hand, only the latter.
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,25 +54,19 @@ std::string human(uint64_t b) {
   return std::to_string(b) + " B";
 }
 
+// The mpiexec prefix of every run: root allowed, oversubscription allowed (4 processes on a
+// 2-core machine is part of the measurement), cut off after limit_s.
+std::string mpiexec(int procs, int limit_s) {
+  return "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout " +
+         std::to_string(limit_s) + " mpiexec -n " + std::to_string(procs) + " ";
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
-  bool quick = false;
-  int procs = 4, iters = 20;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    else if (std::strcmp(argv[i], "--procs") == 0 && i + 1 < argc) procs = std::atoi(argv[++i]);
-    else if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) iters = std::atoi(argv[++i]);
-    else {
-      std::fprintf(stderr, "usage: bench_exec [--quick] [--procs P] [--iters K]\n");
-      return 2;
-    }
-  }
-  if (quick) procs = 2, iters = 2;
-  if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) {
-    std::printf("bench/exec: mpiexec is not installed; nothing to measure\n");
-    return 0;
-  }
+namespace {
+
+// The library schedules against MPI's own collective (the default table).
+int library_table(bool quick, int procs, int iters) {
   const std::vector<std::string> allreduce =
       quick ? std::vector<std::string>{"ring_allreduce"}
             : std::vector<std::string>{"ring_allreduce", "rabenseifner_allreduce", "recursive_doubling_allreduce", "binomial_allreduce",
@@ -68,9 +75,7 @@ int main(int argc, char** argv) {
       quick ? std::vector<std::string>{"ring_allgather"}
             : std::vector<std::string>{"ring_allgather", "bruck_allgather", "recursive_doubling_allgather"};
   const std::string sweep = quick ? "1KiB..16KiB" : "1KiB..64MiB";
-  const std::string mpi =
-      "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 timeout 900 mpiexec -n " +
-      std::to_string(procs) + " " + STEPGRAPH_BIN;
+  const std::string mpi = mpiexec(procs, 900) + STEPGRAPH_BIN;
   std::printf("bench/exec: library schedules against MPI's own collective, %d processes on this machine, %d iterations per size\n", procs,
               iters);
   std::printf("speed = MPI's time / ours (above 1: the schedule is faster than MPI's own); every point checked\n\n");
@@ -129,5 +134,134 @@ int main(int argc, char** argv) {
   }
   std::printf("sizes where a library schedule beats MPI's own: %s\n", wins.empty() ? "none" : "");
   for (const std::string& w : wins) std::printf("  %s\n", w.c_str());
+  return status;
+}
+
+// One algorithm at one size: the fastest pass of each (-1: not measured).
+struct HandPoint {
+  double exec_us = -1, hand_us = -1, mpi_us = -1;
+};
+
+void keep_fastest(double& best, double t) {
+  if (t > 0 && (best < 0 || t < best)) best = t;
+}
+
+std::string ratio(double a, double b) {
+  if (a <= 0 || b <= 0) return "-";
+  char cell[32];
+  std::snprintf(cell, sizeof cell, "%.2fx", a / b);
+  return cell;
+}
+
+// exec, the hand-written program and MPI's own collective for each library schedule that has a
+// hand-written twin in bench/hand/, per process count and size.
+int hand_table(bool quick, const std::vector<int>& procs, int iters, int warmup, int passes) {
+  const std::vector<std::string> algos = {
+      "ring_allreduce", "recursive_doubling_allreduce", "rabenseifner_allreduce", "ring_allgather", "bruck_allgather", "pairwise_alltoall"};
+  std::vector<uint64_t> sizes;
+  for (uint64_t s = 1024; s <= (quick ? 4096u : 64u << 20); s *= 4) sizes.push_back(s);
+  std::string list;
+  for (uint64_t s : sizes) {
+    if (!list.empty()) list += ',';
+    list += std::to_string(s);
+  }
+  std::printf("bench/exec --hand: stepgraph exec against the hand-written C program (bench/hand/, -O3 -march=native) and MPI's own\n");
+  std::printf("collective; %d iterations after %d warm-up per size, the slowest rank's mean, fastest of %d pass(es)\n", iters, warmup,
+              passes);
+  std::printf("goal: exec/hand <= 1.1 at >= 64 KiB, <= 1.3 below (MISS is reported, not failed); every point checked\n");
+  const auto start = std::chrono::steady_clock::now();
+  int status = 0;
+  for (int p : procs) {
+    std::map<std::string, std::map<uint64_t, HandPoint>> table;
+    for (const std::string& name : algos) {
+      for (int pass = 0; pass < passes; ++pass) {
+        std::string out;
+        std::string cmd = mpiexec(p, 600) + STEPGRAPH_BIN + " exec " + name + " --sweep size=" + list +
+                          " --compare native --check --iters " + std::to_string(iters) + " --warmup " + std::to_string(warmup) + " --json";
+        nlohmann::json rows;
+        if (!run(cmd, out) || (rows = nlohmann::json::parse(out, nullptr, false)).is_discarded()) {
+          std::printf("  exec %s: failed (%s)\n", name.c_str(), cmd.c_str());
+          status = 1;
+        } else {
+          for (const auto& row : rows) {
+            HandPoint& h = table[name][row["size_bytes"].get<uint64_t>()];
+            if (!row["wrong"].is_null() && row["wrong"].get<long>() != 0) {
+              std::printf("  exec %s: %ld wrong elements at %s\n", name.c_str(), row["wrong"].get<long>(),
+                          human(row["size_bytes"].get<uint64_t>()).c_str());
+              status = 1;
+            }
+            keep_fastest(h.exec_us, row["time_us"].get<double>());
+            if (!row["native_time_us"].is_null()) keep_fastest(h.mpi_us, row["native_time_us"].get<double>());
+          }
+        }
+        out.clear();
+        cmd = mpiexec(p, 600) + STEPGRAPH_HAND_DIR + "/hand_" + name + " " + list + " " + std::to_string(iters) + " " +
+              std::to_string(warmup) + " 1";
+        if (!run(cmd, out) || (rows = nlohmann::json::parse(out, nullptr, false)).is_discarded()) {
+          std::printf("  hand %s: failed or wrong (%s)\n", name.c_str(), cmd.c_str());
+          status = 1;
+        } else {
+          for (const auto& row : rows) keep_fastest(table[name][row["size_bytes"].get<uint64_t>()].hand_us, row["time_us"].get<double>());
+        }
+      }
+    }
+    std::printf("\n%d processes\n%-30s %8s %11s %11s %11s %9s %9s %10s\n", p, "algorithm", "size", "exec (us)", "hand (us)", "MPI (us)",
+                "exec/hand", "exec/MPI", "goal");
+    int met = 0, points = 0;
+    std::vector<std::string> misses;
+    for (const std::string& name : algos) {
+      for (uint64_t s : sizes) {
+        const HandPoint& h = table[name][s];
+        double limit = s >= (64u << 10) ? 1.1 : 1.3;
+        bool measured = h.exec_us > 0 && h.hand_us > 0, pass = measured && h.exec_us <= limit * h.hand_us;
+        char goal[32];
+        std::snprintf(goal, sizeof goal, "<=%.1f %s", limit, measured ? (pass ? "PASS" : "MISS") : "-");
+        std::printf("%-30s %8s %11.1f %11.1f %11.1f %9s %9s %10s\n", name.c_str(), human(s).c_str(), h.exec_us, h.hand_us, h.mpi_us,
+                    ratio(h.exec_us, h.hand_us).c_str(), ratio(h.exec_us, h.mpi_us).c_str(), goal);
+        points += measured;
+        met += pass;
+        if (measured && !pass) misses.push_back(name + " " + human(s) + " (" + ratio(h.exec_us, h.hand_us) + ")");
+      }
+    }
+    std::printf("goal met at %d of %d points at %d processes%s\n", met, points, p, misses.empty() ? "" : "; missed at:");
+    for (const std::string& m : misses) std::printf("  %s\n", m.c_str());
+  }
+  std::printf("\n%.0f s in all\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return status;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false, hand = false;
+  int procs = 0, iters = 20, warmup = 5, passes = 5;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else if (std::strcmp(argv[i], "--hand") == 0) hand = true;
+    else if (std::strcmp(argv[i], "--procs") == 0 && i + 1 < argc) procs = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) iters = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) warmup = std::atoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--passes") == 0 && i + 1 < argc) passes = std::atoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: bench_exec [--quick] [--hand] [--procs P] [--iters K] [--warmup W] [--passes R]\n");
+      return 2;
+    }
+  }
+  if (procs < 0 || iters < 1 || warmup < 0 || passes < 1) {
+    std::fprintf(stderr, "bench_exec: --procs, --iters and --passes must be positive, --warmup not negative\n");
+    return 2;
+  }
+  if (quick) procs = 2, iters = 2, warmup = 1, passes = 1;
+  if (std::system("command -v mpiexec >/dev/null 2>&1") != 0) {
+    std::printf("bench/exec: mpiexec is not installed; nothing to measure\n");
+    return 0;
+  }
+  std::vector<int> hand_procs = procs ? std::vector<int>{procs} : std::vector<int>{2, 4};
+  if (hand) return hand_table(quick, hand_procs, iters, warmup, passes);
+  int status = library_table(quick, procs ? procs : 4, iters);
+  if (quick) {
+    std::printf("\n");
+    status |= hand_table(quick, hand_procs, iters, warmup, passes);
+  }
   return status;
 }
