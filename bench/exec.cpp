@@ -9,8 +9,9 @@
 //
 // --hand: exec against the hand-written C program of the same algorithm (bench/hand/, built
 // -O3 -march=native) and MPI's own collective, for six schedules at 2 and 4 processes, 1 KiB to
-// 64 MiB in steps of 4x. Each pass is one `mpiexec … stepgraph exec` sweep and one
-// `mpiexec … hand_NAME` sweep of the same sizes, iterations and warm-up (each: warm-up, barrier,
+// 64 MiB in steps of 4x. Each pass is, per size band, one `mpiexec … stepgraph exec` sweep and one
+// `mpiexec … hand_NAME` sweep of the same sizes, iterations and warm-up (K x50 up to 16 KiB, x5
+// from 64 KiB to 1 MiB, K above; each: warm-up, barrier,
 // K timed iterations, the slowest rank's mean); each time is the fastest of the passes. Printed
 // per algorithm and size: exec, hand and MPI in us, exec/hand, exec/MPI and the goal (exec/hand
 // <= 1.1 at >= 64 KiB, <= 1.3 below) as PASS or MISS. A MISS does not fail the benchmark (the
@@ -18,7 +19,7 @@
 //
 // Usage: bench_exec [--quick] [--hand] [--procs P] [--iters K] [--warmup W] [--passes R].
 // Defaults: the library table at 4 processes; --hand at 2 and 4 (--procs P: only P); 20
-// iterations, 5 warm-up (exec's defaults), 5 passes (--hand only). --quick: 2 processes, tiny
+// iterations, 5 warm-up (exec's defaults), 3 passes (--hand only). --quick: 2 processes, tiny
 // sizes, one pass, as a smoke test that asserts nothing about time: the library table on two
 // schedules, then every hand program next to exec at 1 and 4 KiB; with --hand, only the latter.
 #include <sys/wait.h>
@@ -30,6 +31,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -160,14 +162,26 @@ int hand_table(bool quick, const std::vector<int>& procs, int iters, int warmup,
       "ring_allreduce", "recursive_doubling_allreduce", "rabenseifner_allreduce", "ring_allgather", "bruck_allgather", "pairwise_alltoall"};
   std::vector<uint64_t> sizes;
   for (uint64_t s = 1024; s <= (quick ? 4096u : 64u << 20); s *= 4) sizes.push_back(s);
-  std::string list;
-  for (uint64_t s : sizes) {
-    if (!list.empty()) list += ',';
-    list += std::to_string(s);
+  // Iterations by size band, the same for exec and the hand program: 20 iterations of a 1 KiB
+  // all-reduce take 0.1 ms, less than one time slice of the scheduler that 4 processes on 2
+  // cores share, so small sizes get 50x the iterations and middle ones 5x (as nccl-tests scales
+  // its iterations by size); each band is its own launch.
+  struct Band {
+    std::string list;
+    int iters, warmup;
+  };
+  std::vector<Band> bands;
+  for (auto [lo, hi, times] : {std::tuple<uint64_t, uint64_t, int>{0, 16u << 10, 50}, {64u << 10, 1u << 20, 5}, {4u << 20, ~0ull, 1}}) {
+    Band b{"", iters * (quick ? 1 : times), warmup * (quick ? 1 : times)};
+    for (uint64_t s : sizes)
+      if (s >= lo && s <= hi) b.list += (b.list.empty() ? "" : ",") + std::to_string(s);
+    if (!b.list.empty()) bands.push_back(b);
   }
   std::printf("bench/exec --hand: stepgraph exec against the hand-written C program (bench/hand/, -O3 -march=native) and MPI's own\n");
-  std::printf("collective; %d iterations after %d warm-up per size, the slowest rank's mean, fastest of %d pass(es)\n", iters, warmup,
-              passes);
+  std::printf(
+      "collective; %d iterations after %d warm-up per size (x50 up to 16 KiB, x5 from 64 KiB to 1 MiB), the slowest rank's mean, fastest "
+      "of %d pass(es)\n",
+      iters, warmup, passes);
   std::printf("goal: exec/hand <= 1.1 at >= 64 KiB, <= 1.3 below (MISS is reported, not failed); every point checked\n");
   const auto start = std::chrono::steady_clock::now();
   int status = 0;
@@ -175,33 +189,36 @@ int hand_table(bool quick, const std::vector<int>& procs, int iters, int warmup,
     std::map<std::string, std::map<uint64_t, HandPoint>> table;
     for (const std::string& name : algos) {
       for (int pass = 0; pass < passes; ++pass) {
-        std::string out;
-        std::string cmd = mpiexec(p, 600) + STEPGRAPH_BIN + " exec " + name + " --sweep size=" + list +
-                          " --compare native --check --iters " + std::to_string(iters) + " --warmup " + std::to_string(warmup) + " --json";
-        nlohmann::json rows;
-        if (!run(cmd, out) || (rows = nlohmann::json::parse(out, nullptr, false)).is_discarded()) {
-          std::printf("  exec %s: failed (%s)\n", name.c_str(), cmd.c_str());
-          status = 1;
-        } else {
-          for (const auto& row : rows) {
-            HandPoint& h = table[name][row["size_bytes"].get<uint64_t>()];
-            if (!row["wrong"].is_null() && row["wrong"].get<long>() != 0) {
-              std::printf("  exec %s: %ld wrong elements at %s\n", name.c_str(), row["wrong"].get<long>(),
-                          human(row["size_bytes"].get<uint64_t>()).c_str());
-              status = 1;
+        for (const Band& band : bands) {
+          std::string out;
+          std::string cmd = mpiexec(p, 600) + STEPGRAPH_BIN + " exec " + name + " --sweep size=" + band.list +
+                            " --compare native --check --iters " + std::to_string(band.iters) + " --warmup " + std::to_string(band.warmup) +
+                            " --json";
+          nlohmann::json rows;
+          if (!run(cmd, out) || (rows = nlohmann::json::parse(out, nullptr, false)).is_discarded()) {
+            std::printf("  exec %s: failed (%s)\n", name.c_str(), cmd.c_str());
+            status = 1;
+          } else {
+            for (const auto& row : rows) {
+              HandPoint& h = table[name][row["size_bytes"].get<uint64_t>()];
+              if (!row["wrong"].is_null() && row["wrong"].get<long>() != 0) {
+                std::printf("  exec %s: %ld wrong elements at %s\n", name.c_str(), row["wrong"].get<long>(),
+                            human(row["size_bytes"].get<uint64_t>()).c_str());
+                status = 1;
+              }
+              keep_fastest(h.exec_us, row["time_us"].get<double>());
+              if (!row["native_time_us"].is_null()) keep_fastest(h.mpi_us, row["native_time_us"].get<double>());
             }
-            keep_fastest(h.exec_us, row["time_us"].get<double>());
-            if (!row["native_time_us"].is_null()) keep_fastest(h.mpi_us, row["native_time_us"].get<double>());
           }
-        }
-        out.clear();
-        cmd = mpiexec(p, 600) + STEPGRAPH_HAND_DIR + "/hand_" + name + " " + list + " " + std::to_string(iters) + " " +
-              std::to_string(warmup) + " 1";
-        if (!run(cmd, out) || (rows = nlohmann::json::parse(out, nullptr, false)).is_discarded()) {
-          std::printf("  hand %s: failed or wrong (%s)\n", name.c_str(), cmd.c_str());
-          status = 1;
-        } else {
-          for (const auto& row : rows) keep_fastest(table[name][row["size_bytes"].get<uint64_t>()].hand_us, row["time_us"].get<double>());
+          out.clear();
+          cmd = mpiexec(p, 600) + STEPGRAPH_HAND_DIR + "/hand_" + name + " " + band.list + " " + std::to_string(band.iters) + " " +
+                std::to_string(band.warmup) + " 1";
+          if (!run(cmd, out) || (rows = nlohmann::json::parse(out, nullptr, false)).is_discarded()) {
+            std::printf("  hand %s: failed or wrong (%s)\n", name.c_str(), cmd.c_str());
+            status = 1;
+          } else {
+            for (const auto& row : rows) keep_fastest(table[name][row["size_bytes"].get<uint64_t>()].hand_us, row["time_us"].get<double>());
+          }
         }
       }
     }
@@ -234,7 +251,7 @@ int hand_table(bool quick, const std::vector<int>& procs, int iters, int warmup,
 
 int main(int argc, char** argv) {
   bool quick = false, hand = false;
-  int procs = 0, iters = 20, warmup = 5, passes = 5;
+  int procs = 0, iters = 20, warmup = 5, passes = 3;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else if (std::strcmp(argv[i], "--hand") == 0) hand = true;

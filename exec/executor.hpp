@@ -72,7 +72,7 @@ struct RunResult {
   std::string error;     // an MPI error, with its string
   std::string report;    // when stalled: the steps this rank waits on, with source lines
   double compute_s = 0;  // time spent in compute steps
-  double wall_s = 0;
+  double wall_s = 0;     // the stream-ordered run's own time (the dataflow run reads no clock: callers time it)
 };
 
 struct CheckResult {

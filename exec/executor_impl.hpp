@@ -95,6 +95,12 @@ struct Executor::Impl {
   // Per step: a message matched (MPI_Improbe) before its receive started, held until it does and
   // then received straight into its destination (kHeld in st).
   std::vector<MPI_Message> held;
+  // Receives that depend on nothing (host memory, matched-probe mode): posted at the start of
+  // every run straight into their destination (a reducing one into its staging slot), as a
+  // hand-written program posts its MPI_Irecv before its send; the rest are probed for.
+  // probe_count: per entry of srcs, the messages a run probes for.
+  std::vector<uint8_t> prepost;
+  std::vector<uint32_t> probe_count;
   std::vector<uint8_t> direct;                  // per run, per step: its data went straight to the destination
   const StepGraph::Successors* succ = nullptr;  // the graph's successor view
   // MPI matches nonblocking collectives on a communicator by the order they are started in, which

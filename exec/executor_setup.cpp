@@ -32,6 +32,15 @@ bool Executor::Impl::setup(std::string& err) {
     if (it != last.end()) coll_prev[s] = it->second, coll_next[it->second] = s;
     last[c] = s;
   }
+  probe_count.clear();
+  for (const auto& v : from_src) probe_count.push_back(static_cast<uint32_t>(v.size()));
+  prepost.clear();
+  if (probe && !dev && !o.stream) {
+    prepost.assign(g.size(), 0);
+    for (size_t i = 0; i < from_src.size(); ++i)
+      for (StepId s : from_src[i])
+        if (g.dep_count(s) == 0) prepost[s] = 1, --probe_count[i];
+  }
   if (!plan_attention(g, sources, world, att, err)) return false;
   bool ok = !o.stream || plan_streams(err);
   int bad_plan = ok ? 0 : 1, any_plan = 0;

@@ -24,7 +24,7 @@ namespace sg::exec {
 bool Executor::Impl::take_messages(bool& expecting) {
   bool took = false;
   for (size_t i = 0; i < srcs.size(); ++i) {
-    while (taken[i] < from_src[i].size()) {
+    while (taken[i] < probe_count[i]) {
       expecting = true;
       int flag = 0;
       MPI_Message msg;
@@ -38,6 +38,10 @@ bool Executor::Impl::take_messages(bool& expecting) {
         return false;
       }
       StepId s = from_src[i][seq];
+      if (!prepost.empty() && prepost[s]) {  // (its receive was posted: MPI matches it there first)
+        error = "internal: a message for the posted receive " + describe(s) + " was probed";
+        return false;
+      }
       ++taken[i];
       st[s] |= kTaken;
       took = true;
@@ -70,10 +74,14 @@ bool Executor::Impl::receive_matched(StepId s, MPI_Message& msg) {
   return error.empty();
 }
 
-// Whether every unsatisfied dependency of s will be done without waiting on another rank:
-// local work (copy, reduce, compute) whose own dependencies are so, or a choreographic
-// receive whose message is already taken. Sends, on-block steps and collectives wait on
-// peers, so a message is never held back behind them (that could deadlock).
+// Whether every unsatisfied dependency of s will be done without waiting on anything but
+// messages already under way: local work (copy, reduce, compute) whose own dependencies are so,
+// a choreographic receive whose message is already taken, or a choreographic send already
+// started (its receiver takes every message as it comes, into staging when it cannot hold it,
+// so the send completes without the receiver's program moving on). On-block steps and
+// collectives wait on their peers' programs, so a message is never held back behind them (that
+// could deadlock). Holding behind a started send saves a staged copy of the whole message
+// where a rank reuses a buffer it is still sending from (recursive doubling's tmp: 1.4x).
 bool Executor::Impl::deps_soon(StepId s, int depth) const {
   if (depth == 0) return false;
   for (StepId d : g.deps(s)) {
@@ -82,6 +90,8 @@ bool Executor::Impl::deps_soon(StepId s, int depth) const {
     StepKind k = g.kind(d);
     bool local_work = k == StepKind::Copy || k == StepKind::Reduce || k == StepKind::Compute;
     bool incoming = k == StepKind::Recv && !g.local(d) && (x & kTaken);
+    bool outgoing = k == StepKind::Send && !g.local(d) && (x & kIssued);
+    if (outgoing) continue;
     if (!(local_work || incoming) || !deps_soon(d, depth - 1)) return false;
   }
   return true;
