@@ -6,6 +6,10 @@
 #include <iostream>
 #include <string>
 
+#ifdef STEPGRAPH_HAVE_MPI
+#include "exec/mpi_world.hpp"
+#endif
+
 namespace sg::cli {
 
 int tour_exec(int rc) {
@@ -30,11 +34,33 @@ int tour_exec(int rc) {
   std::cout << "\n13. the training step for real: `mpiexec -n 4 stepgraph exec dp_bucketed_step --check`, its gradient\n"
                "    all-reduces running while the backward pass computes (real flops)\n\n";
   run(mpi + "-n 4 '" + self + "' exec dp_bucketed_step --set size=4MiB --set flops=50M --check --iters 3 --warmup 1");
+  std::cout << "\n    Megatron-LM's tensor-parallel forward on an mp = 2 x dp = 2 grid: per layer a GEMM, then an all-reduce in\n"
+               "    each mp group; `--compare native` runs MPI_Allreduce on the same groups (one call per group) and the bus\n"
+               "    factor uses the group's size\n\n";
+  run(mpi + "-n 4 '" + self +
+      "' exec tp_allreduce_forward --set mp=2 --set layers=2 --set size=1MiB --set flops=20M --check --compare native --iters 3 "
+      "--warmup 1");
   std::cout << "\n14. ring attention for real: `mpiexec -n 4 stepgraph exec zigzag_ring_attention_bwd --sweep seq=512,1024\n"
                "    --set heads=4 --set dim=64 --check`: real backward tiles on bf16 q, k, v, every gradient compared with\n"
                "    full attention computed on one rank from the same inputs; TFLOP/s in FlashAttention's count\n\n";
   run(mpi + "-n 4 '" + self +
       "' exec zigzag_ring_attention_bwd --sweep seq=512,1024 --set heads=4 --set dim=64 --check --iters 3 --warmup 1");
+  std::string declared = tmp + "/stepgraph_demo_declared_attention.sched";
+  {
+    std::ofstream f(declared);
+    f << "# Ring attention written by hand: the layout and the input type come from the declarations.\n"
+         "schedule ring(seq = 512, heads = 2, dim = 32) {\n  let blk = seq / N;\n"
+         "  buffer Q[N] shape [heads, blk, dim] dtype bf16;\n  buffer KV[N] shape [2, heads, blk, dim] dtype bf16;\n"
+         "  buffer O[N] shape [heads, blk, dim + 1] dtype f32;\n  buffer cur[2] shape [2, heads, blk, dim] dtype bf16;\n"
+         "  init Q owned;\n  init KV owned;\n  expect attention(Q, KV, O, causal);\n"
+         "  for r in 0 .. N { copy KV[r] into cur[0] at r; }\n  for s in 0 .. N {\n    for r in 0 .. N {\n"
+         "      let j = (r - s) % N;\n      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }\n"
+         "      if j < r { compute attn(Q[r], cur[s % 2]) into O[r] mask full at r; }\n"
+         "      if j == r { compute attn(Q[r], cur[s % 2]) into O[r] mask causal at r; }\n    }\n  }\n}\n";
+  }
+  std::cout << "\n    A ring attention written by hand, with no library parameters: `buffer Q[N] shape [heads, blk, dim] dtype\n"
+               "    bf16` and its kin say the tiles' shape and the input type\n\n";
+  run(mpi + "-n 4 '" + self + "' exec " + declared + " --check --iters 1 --warmup 0 | grep -v '^#  '");
   std::string stall = tmp + "/stepgraph_demo_stall.sched";
   {
     std::ofstream f(stall);
@@ -65,6 +91,19 @@ int tour_exec(int rc) {
   std::cout << "\n17. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
                "    PyTorch's master address: `eval` it in a job script before torch.distributed.init_process_group)\n\n";
   run(mpi + "-n 2 '" + self + "' env --export 2>/dev/null | sort");
+  // The other MPI's launcher, where Debian has both: one refusal, never two one-rank runs.
+  std::cout << "\n    Started by another MPI's launcher (an Open MPI build under MPICH's Hydra, or the reverse), each process\n"
+               "    would run alone; exec, env, calibrate and sim refuse once, naming both MPIs:\n\n";
+#ifdef STEPGRAPH_HAVE_MPI
+  std::string other = exec::linked_mpi() == "openmpi" ? "/usr/bin/mpiexec.mpich" : "/usr/bin/mpiexec.openmpi";
+  if (!fs::exists(other)) other.clear();
+#else
+  std::string other;
+#endif
+  if (other.empty()) std::cout << "    (skipped: no other MPI's launcher on this machine)\n";
+  else
+    run("( OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 " + other + " -n 2 '" + self +
+        "' exec ring_allreduce --set size=1KiB --check; echo \"   exit code $?\" ) 2>&1 | grep -e 'error' -e 'exit code' | cut -c1-160");
 
   std::cout << "\n18. the GPU path: `exec --device cuda` keeps the buffers on each rank's GPU (copies, reductions and attention\n"
                "    tiles in CUDA kernels; MPI staged through host memory or CUDA-aware); where there is no GPU it says why.\n"
