@@ -11,6 +11,8 @@
 namespace sg::exec {
 
 Executor::Impl::~Impl() {
+  for (MPI_Request& q : persistent)
+    if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
   for (MPI_Comm& c : owned_comms)
     if (c != MPI_COMM_NULL) MPI_Comm_free(&c);
   if (dev) {

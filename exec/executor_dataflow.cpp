@@ -57,11 +57,11 @@ RunResult Executor::Impl::run(bool compute, bool values) {
       Range r = g.range(s);
       bool reduces = g.flags(s) & kFlagReduce;
       direct[s] = !reduces;
-      MPI_Request q;
-      if (!check_rc(MPI_Irecv(reduces ? mpi_stage(s) : mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s],
-                              choreo, &q),
-                    "MPI_Irecv", s))
-        break;
+      MPI_Request q = persistent.empty() ? MPI_REQUEST_NULL : persistent[s];
+      int rc = q != MPI_REQUEST_NULL ? MPI_Start(&q)
+                                     : MPI_Irecv(reduces ? mpi_stage(s) : mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE,
+                                                 static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+      if (!check_rc(rc, "MPI_Irecv", s)) break;
       track(q, s, Req::ChoreoData);
       continue;
     }
@@ -200,7 +200,10 @@ void Executor::Impl::issue(StepId s) {
       MPI_Request q;
       int rc;
       if (!g.local(s)) {
-        rc = MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+        q = persistent.empty() ? MPI_REQUEST_NULL : persistent[s];
+        rc = q != MPI_REQUEST_NULL
+                 ? MPI_Start(&q)
+                 : MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
       } else {
         MPI_Comm c;
         int peer = 0;

@@ -101,6 +101,10 @@ struct Executor::Impl {
   // probe_count: per entry of srcs, the messages a run probes for.
   std::vector<uint8_t> prepost;
   std::vector<uint32_t> probe_count;
+  // Persistent requests (host memory): per choreographic send and per posted receive, made once
+  // in setup (MPI_Send_init / MPI_Recv_init: the buffer, count, peer and tag never change between
+  // runs) and started every run; MPI_REQUEST_NULL for every other step. Empty when none.
+  std::vector<MPI_Request> persistent;
   std::vector<uint8_t> direct;                  // per run, per step: its data went straight to the destination
   const StepGraph::Successors* succ = nullptr;  // the graph's successor view
   // MPI matches nonblocking collectives on a communicator by the order they are started in, which

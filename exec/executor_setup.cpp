@@ -41,6 +41,22 @@ bool Executor::Impl::setup(std::string& err) {
       for (StepId s : from_src[i])
         if (g.dep_count(s) == 0) prepost[s] = 1, --probe_count[i];
   }
+  persistent.clear();
+  if (!dev && !o.stream && !g.connection_slots) {
+    persistent.assign(g.size(), MPI_REQUEST_NULL);
+    for (StepId s = 0; s < g.size(); ++s) {
+      bool send = g.kind(s) == StepKind::Send && !g.local(s), recv = !prepost.empty() && prepost[s];
+      if (!send && !recv) continue;
+      Range r = g.range(s);
+      std::string why;
+      int count = count_of(bytes(r), why);
+      if (count < 0) continue;  // (refused when the step starts)
+      int rc = send ? MPI_Send_init(mpi_ptr(r), count, MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &persistent[s])
+                    : MPI_Recv_init((g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(r), count, MPI_BYTE, static_cast<int>(g.peer(s)),
+                                    tag[s], choreo, &persistent[s]);
+      if (rc != MPI_SUCCESS) persistent[s] = MPI_REQUEST_NULL;  // the plain call then, which reports the error
+    }
+  }
   if (!plan_attention(g, sources, world, att, err)) return false;
   bool ok = !o.stream || plan_streams(err);
   int bad_plan = ok ? 0 : 1, any_plan = 0;
