@@ -54,6 +54,7 @@ nlohmann::json row_json(const ExecTable& x, const PointRow& r) {
                       {"device", o.device},
                       {"transport", x.transport}};
   if (r.group_ranks > 0 && r.group_ranks != x.size) j["group_ranks"] = r.group_ranks;
+  if (!r.plan.empty()) j["plan"] = r.plan;
   if (x.device) j["device_calls"] = o.device_sync ? "sync" : "streams";
   if (r.checked) j["mpi_agrees"] = r.mpi_differs < 0 ? nlohmann::json(nullptr) : nlohmann::json(r.mpi_differs == 0);
   if (r.shaped()) {
@@ -141,6 +142,7 @@ void ExecPrinter::text_header(const PointRow& first) {
                           : std::string();
   std::printf("# stepgraph exec %s: %d ranks, %d iterations after %d warm-up%s%s\n", first.schedule.c_str(), x_.size, o.iters, o.warmup,
               shaped_ ? "" : (", bus factor " + factor_name + group).c_str(), o.check ? ", checked" : "");
+  if (!first.plan.empty()) std::printf("# rank 0's runs: %s\n", first.plan.c_str());
   if (x_.device)
     std::printf("# device: %s; transport: %s (%s); device calls: %s\n", x_.device_note.c_str(), x_.transport.c_str(),
                 x_.transport_why.c_str(),

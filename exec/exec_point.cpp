@@ -195,6 +195,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
           " s on CPU cores; choose a smaller --set seq (and heads, dim) for a CPU run\n");
   }
   row.redop = op_name(ex.reduce_op());
+  row.plan = ex.plan();
   for (const BufferInfo& b : g->buffers) row.shown_type = b.dtype;
   if (!g->expects.empty() && !g->expects[0].bufs.empty()) row.shown_type = g->buffers[g->expects[0].bufs[0].buf].dtype;
   const DType shown_type = row.shown_type;

@@ -43,6 +43,7 @@ CheckResult Executor::check() const {
   return r;
 }
 bool Executor::has_attention() const { return impl_->att.active; }
+std::string Executor::plan() const { return impl_->plan(); }
 const AttentionLayout& Executor::attention_layout() const { return impl_->att; }
 AttentionCheck Executor::check_attention() const {
   impl_->down_all();  // device mode: the outputs are read from the host mirrors

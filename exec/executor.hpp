@@ -105,6 +105,9 @@ class Executor {
   CheckResult check() const;
   // Whether the schedule computes attention (then check() leaves the attention outputs unchecked
   // and check_attention compares them with the one-rank reference).
+  // How this rank's runs move messages (after setup), one line: e.g. "12 steps; 3 receives posted
+  // at the start, 3 matched by probe; 9 persistent requests", or why a path is not taken.
+  std::string plan() const;
   bool has_attention() const;
   // Its shapes (seq, heads, dim, batch, mask, direction), read off the schedule by setup().
   const AttentionLayout& attention_layout() const;

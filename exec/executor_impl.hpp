@@ -300,6 +300,8 @@ struct Executor::Impl {
   bool setup_device(std::string& err);
   bool setup_local(std::string& err);
 
+  std::string plan() const;
+
   // ---- executor_comms.cpp ----
   bool build_communicators(std::string& err);
   bool p2p_target(StepId s, MPI_Comm& comm, int& peer) const;

@@ -159,4 +159,40 @@ bool Executor::Impl::setup_local(std::string& err) {
   return true;
 }
 
+// The run's message plan in words, for exec's header: what setup made once (posted receives,
+// persistent requests) and, where a path is not taken, why.
+std::string Executor::Impl::plan() const {
+  uint64_t posted = 0, probed = 0, staged = 0, persist = 0, on_block = 0;
+  for (StepId s = 0; s < g.size(); ++s) {
+    if (!persistent.empty() && persistent[s] != MPI_REQUEST_NULL) ++persist;
+    if (g.kind(s) != StepKind::Recv && g.kind(s) != StepKind::Send) continue;
+    if (g.local(s)) {
+      ++on_block;
+      continue;
+    }
+    if (g.kind(s) != StepKind::Recv) continue;
+    if (!prepost.empty() && prepost[s]) ++posted;
+    else if (probe) ++probed;
+    else ++staged;
+  }
+  std::string out = std::to_string(g.size()) + " steps";
+  if (posted + probed + staged) {
+    out += "; choreographic receives: ";
+    std::string parts;
+    auto add = [&](uint64_t k, const char* what) {
+      if (k) parts += (parts.empty() ? "" : ", ") + std::to_string(k) + " " + what;
+    };
+    add(posted, "posted at the start");
+    add(probed, "matched by probe as they come");
+    add(staged, "posted into staging (more than 64 sources)");
+    out += parts;
+  }
+  if (on_block) out += "; " + std::to_string(on_block) + " on-block sends and receives posted when reached";
+  if (persist) out += "; " + std::to_string(persist) + (persist == 1 ? " persistent request" : " persistent requests");
+  else if (dev) out += "; no persistent requests (device memory: buffers move through staging)";
+  else if (o.stream) out += "; no persistent requests (the stream-ordered transport)";
+  else if (g.connection_slots) out += "; no persistent requests (buffered sends copy each message)";
+  return out;
+}
+
 }  // namespace sg::exec
