@@ -25,7 +25,6 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   }
   RunResult res;
   size_t n = g.size();
-  pending.assign(n, 0);
   st.assign(n, 0);
   ready.clear();
   reqs.clear();
@@ -51,32 +50,27 @@ RunResult Executor::Impl::run(bool compute, bool values) {
     lane_values.clear();
     to_lane(0);
   }
-  for (StepId s = 0; s < n; ++s) {
-    pending[s] = g.dep_count(s);
-    if (!prepost.empty() && prepost[s] && error.empty()) {
-      Range r = g.range(s);
+  // The plan setup made (executor_setup.cpp): the dependency counts and first ready steps are
+  // copied, and only the receives to post at the start are visited.
+  pending = pending0;
+  for (StepId s : post0) {
+    if (!error.empty()) break;  // not after a failed start (a refused lane): nothing may be left posted
+    Range r = g.range(s);
+    MPI_Request q = persistent.empty() ? MPI_REQUEST_NULL : persistent[s];
+    int rc;
+    if (!probe) {  // more than 64 sources: every receive into staging
+      rc = MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+    } else {  // a receive that depends on nothing: straight into its destination, or its staging slot to reduce
       bool reduces = g.flags(s) & kFlagReduce;
       direct[s] = !reduces;
-      MPI_Request q = persistent.empty() ? MPI_REQUEST_NULL : persistent[s];
-      int rc = q != MPI_REQUEST_NULL ? MPI_Start(&q)
-                                     : MPI_Irecv(reduces ? mpi_stage(s) : mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE,
-                                                 static_cast<int>(g.peer(s)), tag[s], choreo, &q);
-      if (!check_rc(rc, "MPI_Irecv", s)) break;
-      track(q, s, Req::ChoreoData);
-      continue;
+      rc = q != MPI_REQUEST_NULL ? MPI_Start(&q)
+                                 : MPI_Irecv(reduces ? mpi_stage(s) : mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE,
+                                             static_cast<int>(g.peer(s)), tag[s], choreo, &q);
     }
-    // Not after a failed start (a refused lane): nothing may be left posted into the staging.
-    if (!probe && error.empty() && g.kind(s) == StepKind::Recv && !g.local(s)) {
-      Range r = g.range(s);
-      MPI_Request q;
-      if (!check_rc(MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q),
-                    "MPI_Irecv", s))
-        break;
-      track(q, s, Req::ChoreoData);
-    }
+    if (!check_rc(rc, "MPI_Irecv", s)) break;
+    track(q, s, Req::ChoreoData);
   }
-  for (StepId s = 0; s < n; ++s)
-    if (pending[s] == 0) ready.push_back(s);
+  ready.assign(ready0.begin(), ready0.end());
   // Progress since the stall timer last looked: the clock is read only every 1,024 idle polls
   // (reading it on every completion, and at the start and end of a run, took 11% of a 1 KiB
   // all-gather on 2 processes), and any progress in between restarts the wait.

@@ -105,6 +105,10 @@ struct Executor::Impl {
   // in setup (MPI_Send_init / MPI_Recv_init: the buffer, count, peer and tag never change between
   // runs) and started every run; MPI_REQUEST_NULL for every other step. Empty when none.
   std::vector<MPI_Request> persistent;
+  // The rest of the plan, made once in setup: every step's dependency count, the steps ready at
+  // the start, the receives posted at the start (prepost, or all of them without probes).
+  std::vector<uint32_t> pending0;
+  std::vector<StepId> ready0, post0;
   std::vector<uint8_t> direct;                  // per run, per step: its data went straight to the destination
   const StepGraph::Successors* succ = nullptr;  // the graph's successor view
   // MPI matches nonblocking collectives on a communicator by the order they are started in, which

@@ -41,6 +41,15 @@ bool Executor::Impl::setup(std::string& err) {
       for (StepId s : from_src[i])
         if (g.dep_count(s) == 0) prepost[s] = 1, --probe_count[i];
   }
+  pending0.assign(g.size(), 0);
+  ready0.clear();
+  post0.clear();
+  for (StepId s = 0; s < g.size(); ++s) {
+    pending0[s] = g.dep_count(s);
+    if (pending0[s] == 0) ready0.push_back(s);
+    bool choreo_recv = g.kind(s) == StepKind::Recv && !g.local(s);
+    if ((!prepost.empty() && prepost[s]) || (!probe && choreo_recv)) post0.push_back(s);
+  }
   persistent.clear();
   if (!dev && !o.stream && !g.connection_slots) {
     persistent.assign(g.size(), MPI_REQUEST_NULL);
