@@ -54,9 +54,12 @@ struct Executor::Impl {
     unsigned char* p = nullptr;
     uint64_t size = 0;
     DeviceOps* pinned_by = nullptr;  // device mode: host memory from the device (pinned), given back to it
-    void allocate(uint64_t n) {
+    // False when the memory is not there (the caller refuses the run: fill_inputs would write
+    // through a null pointer).
+    bool allocate(uint64_t n) {
       size = n;
-      p = static_cast<unsigned char*>(std::aligned_alloc(64, std::max<uint64_t>(64, (n + 63) / 64 * 64)));
+      p = n > UINT64_MAX - 63 ? nullptr : static_cast<unsigned char*>(std::aligned_alloc(64, std::max<uint64_t>(64, (n + 63) / 64 * 64)));
+      return p != nullptr;
     }
     // Replaces the (still unused) allocation with the device's host memory: DMA-able, so the staged
     // copies run at full speed.

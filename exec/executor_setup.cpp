@@ -98,7 +98,11 @@ bool Executor::Impl::setup_local(std::string& err) {
     if (!dtype_supported(b.dtype))
       return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed", false;
     auto blk = std::make_unique<Block>();
-    blk->allocate(uint64_t{b.chunks} * b.chunk_bytes);
+    uint64_t n = 0;
+    if (__builtin_mul_overflow(uint64_t{b.chunks}, b.chunk_bytes, &n) || !blk->allocate(n))
+      return err = "rank " + std::to_string(g.only_rank) + ": buffer " + b.name + " needs " + std::to_string(b.chunks) + " x " +
+                   std::to_string(b.chunk_bytes) + " bytes, which this process cannot allocate (choose a smaller --set size)",
+             false;
     bufs.push_back(std::move(blk));
   }
   // The reduction operator the postcondition's numbers are computed with.
@@ -144,7 +148,10 @@ bool Executor::Impl::setup_local(std::string& err) {
       if (c.kind == CollKind::ReduceScatter || (c.kind == CollKind::Alltoall && c.into.cnt == 0)) stage_for(s, bytes(g.range(s)));
     }
   }
-  staging.allocate(stage);
+  if (!staging.allocate(stage))
+    return err = "rank " + std::to_string(g.only_rank) + ": the staging area for received messages needs " + std::to_string(stage) +
+                 " bytes, which this process cannot allocate (choose a smaller --set size)",
+           false;
   {
     std::vector<int64_t> index(g.nranks, -1);
     for (StepId s = 0; s < g.size(); ++s) {

@@ -305,3 +305,37 @@ TEST_CASE("names are resolved statically", "[resolve]") {
   CHECK(d[1].message == "unknown buffer 'd'");
   CHECK(d[2].message == "'N' is a reserved name and cannot be bound");
 }
+
+TEST_CASE("long operator chains are an error at the first operator past the depth limit, never a stack overflow", "[parser][bounds]") {
+  // Issue 23: `1**1**…` (75,000 operators) and `1 ? 1 ? … : 1` (100,000) crashed the parser's
+  // stack. Each recursion of ** and of the conditional's arms counts as a level of nesting.
+  std::string pow = "schedule s() {\n  let a = 1";
+  for (int i = 0; i < 75000; ++i) pow += "**1";
+  pow += ";\n}\n";
+  std::string tern = "schedule s() {\n  let a = ";
+  for (int i = 0; i < 100000; ++i) tern += "1 ? ";
+  tern += "1";
+  for (int i = 0; i < 100000; ++i) tern += " : 1";
+  tern += ";\n}\n";
+  for (const std::string* text : {&pow, &tern}) {
+    auto b = sgtest::build(*text, 2);
+    REQUIRE_FALSE(b.ok());
+    const auto& all = b.session->diags.all();
+    REQUIRE_FALSE(all.empty());
+    CHECK(all[0].message == "nesting too deep (more than 200 levels)");
+    CHECK(all[0].loc.line == 2);
+  }
+  // The first token past the limit: the schedule's block is one level, so the operand of the
+  // 199th `**` is the 201st.
+  auto p = sgtest::build(pow, 2);
+  CHECK(p.session->diags.all()[0].loc.col == 11 + 3 * 199);
+  // Within the limit both forms still parse and evaluate.
+  std::string ok = "schedule s() {\n  buffer d[1] bytes 4;\n  init d contrib;\n  expect nothing;\n  let a = 2";
+  for (int i = 0; i < 150; ++i) ok += "**1";
+  ok += ";\n  let b = ";
+  for (int i = 0; i < 150; ++i) ok += "1 ? ";
+  ok += "a";
+  for (int i = 0; i < 150; ++i) ok += " : 0";
+  ok += ";\n  require b == 2, \"b\";\n}\n";
+  CHECK(sgtest::build(ok, 2).ok());
+}

@@ -525,3 +525,17 @@ TEST_CASE("f16 and bf16 leave no MPI handle behind; a launcher of another MPI is
   CHECK(e.rc == 2);
   CHECK(count(e.out, "cannot join that launcher's job") == 1);
 }
+
+TEST_CASE("buffers that cannot be allocated are refused once with exit 2, never a crash in fill_inputs", "[exec][mpi][fail]") {
+  if (!have_mpiexec()) return;
+  // Issue 23: every rank crashed in fill_inputs (memset on a null allocation). Only where the
+  // kernel refuses such an allocation (overcommit heuristic or strict), or the run would be an
+  // OOM kill instead of a test.
+  std::ifstream oc("/proc/sys/vm/overcommit_memory");
+  int mode = 1;
+  if (!(oc >> mode) || mode == 1) return;
+  Ran r = exec(2, "ring_allreduce --set size=1TiB", true);
+  INFO(r.out);
+  CHECK(r.rc == 2);
+  CHECK(count(r.out, "which this process cannot allocate") == 1);
+}

@@ -748,6 +748,9 @@ class Parser {
       e->kind = ExprKind::Cond;
       e->loc = c->loc;
       e->args.push_back(std::move(c));
+      // Both arms recurse (`1 ? 1 ? … : 1 : 1`, `c ? a : c ? b : …`): counted, so a long chain
+      // is an error at the first `?` past the limit, not a stack overflow.
+      Nest nest(*this);
       e->args.push_back(expr());
       expect(Tok::Colon, "in a conditional expression (c ? a : b)");
       e->args.push_back(cond());
@@ -802,7 +805,10 @@ class Parser {
       int p = prec(peek().kind);
       if (p < 0 || p < min_prec) break;
       Tok t = next().kind;
-      // ** is right-associative, the rest left-associative.
+      // ** is right-associative, the rest left-associative. The right operand recurses: for a
+      // chain of ** once per operator, so that recursion is counted (an error at the first
+      // operator past the limit, not a stack overflow: `1**1**…` with 75,000 operators crashed).
+      Nest nest(*this);
       auto rhs = binary(t == Tok::StarStar ? p : p + 1);
       auto e = std::make_unique<Expr>();
       e->kind = ExprKind::Binary;
