@@ -2,14 +2,46 @@
 // This file only declares the command line (CLI11 stays in this one translation unit); each
 // subcommand's cli/<name>_command.cpp does the work through the libraries.
 #include <CLI/CLI.hpp>
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
+#include <string>
 
 #include "cli/commands.hpp"
 #include "cli/env_command.hpp"
 #include "core/base/errors.hpp"
 #include "core/pipeline.hpp"
+#include "exec/launcher.hpp"
 
 namespace {
+
+// CLI11's number checks print their range in full ("not in range 0.000000 to 1797693…", 309
+// digits) and let inf through; these say what is wanted, with the same names in --help.
+double number_of(const std::string& s, bool& ok) {
+  try {
+    size_t used = 0;
+    double v = std::stod(s, &used);
+    ok = used == s.size() && std::isfinite(v);
+    return v;
+  } catch (const std::exception&) {
+    ok = false;
+    return 0;
+  }
+}
+const CLI::Validator kPositive(
+    [](std::string& s) -> std::string {
+      bool ok = false;
+      double v = number_of(s, ok);
+      return ok && v > 0 ? std::string() : "must be a number above 0, got '" + s + "'";
+    },
+    "POSITIVE", "POSITIVE");
+const CLI::Validator kNonNegative(
+    [](std::string& s) -> std::string {
+      bool ok = false;
+      double v = number_of(s, ok);
+      return ok && v >= 0 ? std::string() : "must be a finite number, 0 or more, got '" + s + "'";
+    },
+    "NONNEGATIVE", "NONNEGATIVE");
 
 void add_common(CLI::App* app, sg::cli::Common& c, bool many_ranks) {
   app->add_option("target", c.target, "schedule file (FILE or FILE:SCHEDULE) or a library name")->required();
@@ -56,11 +88,11 @@ int main(int argc, char** argv) {
   compile
       ->add_option("--ns-per-flop", copts.goal.ns_per_flop,
                    "goal format: a compute step takes ceil(flops × this) ns (default 0.001: 1 TFLOP/s)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   compile
       ->add_option("--ns-per-byte", copts.goal.ns_per_byte,
                    "goal format: copy, reduce and reducing receives take ceil(bytes × this) ns (default 0.1: 10 GB/s)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   compile->add_flag("--expand", copts.expand,
                     "replace every collective by the point-to-point steps of a library algorithm (by default the one "
                     "Open MPI 4.1 would pick for its size and group)");
@@ -97,15 +129,16 @@ int main(int argc, char** argv) {
       ->add_option("--slots", vopts.slots,
                    "bounded: messages a connection holds before its sender blocks (default: the program's, MSCCL 2 for Simple and 8 for "
                    "LL and LL128, from NCCL_STEPS = 8)")
-      ->check(CLI::PositiveNumber);
+      ->check(kPositive);
   verify
       ->add_option("--engine", vopts.engine,
                    "explicit, z3, both (they must agree), or auto (explicit decides; z3 decides what its search cannot finish and "
                    "cross-checks small graphs)")
       ->check(CLI::IsMember({"auto", "explicit", "z3", "both"}));
   verify->add_flag("--json", vopts.json, "print JSON: one object (a list for several N)");
-  verify->add_option("--timeout", vopts.timeout_s,
-                     "end the whole run after this many seconds (exit 3), printing what was decided (0: never)");
+  verify
+      ->add_option("--timeout", vopts.timeout_s, "end the whole run after this many seconds (exit 3), printing what was decided (0: never)")
+      ->check(kNonNegative);
   verify->add_option("--max-executions", vopts.max_executions, "explicit: executions to explore with wildcard receives");
   verify->add_flag("--time", vopts.timing, "also report how long each engine took, and the total");
   verify->add_flag("-q,--quiet", vopts.quiet, "print only what is not ok");
@@ -165,8 +198,8 @@ int main(int argc, char** argv) {
                    "sweep a parameter: NAME=a..b (doubling) or NAME=a,b,c, e.g. size=1KiB..64MiB, or seq=1024,2048 for attention");
   exec->add_option("--dtype", eopts.dtype, "element type of every buffer: f32 (default), f64, f16, bf16, i32, i64, i8, u8")
       ->check(CLI::IsMember({"f32", "f64", "i32", "i64", "i8", "u8", "f16", "bf16"}));
-  exec->add_option("--iters", eopts.iters, "timed iterations per point (default 20)")->check(CLI::PositiveNumber);
-  exec->add_option("--warmup", eopts.warmup, "untimed iterations first (default 5)")->check(CLI::NonNegativeNumber);
+  exec->add_option("--iters", eopts.iters, "timed iterations per point (default 20)")->check(kPositive);
+  exec->add_option("--warmup", eopts.warmup, "untimed iterations first (default 5)")->check(kNonNegative);
   exec->add_flag("--check", eopts.check, "compare every buffer a postcondition covers with its expected values; count wrong elements");
   exec->add_option("--compare", eopts.compare, "native: also time MPI's own collective on the same data")->check(CLI::IsMember({"native"}));
   exec->add_option(
@@ -174,7 +207,7 @@ int main(int argc, char** argv) {
       "force an Open MPI tuned algorithm for --compare native: allreduce ring, recursive_doubling, rabenseifner, … or its number");
   exec->add_option("--timeout", eopts.timeout_s,
                    "a run that makes no progress this many seconds stops and says what each rank waits on (exit 3)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kNonNegative);
   exec->add_flag("--json", eopts.json, "print JSON: a list of objects, one per size");
   exec->add_option("--device", eopts.device,
                    "cpu (default); cuda: buffers, copies and reductions on the GPU of this process's local rank, MPI staged through host "
@@ -198,7 +231,7 @@ int main(int argc, char** argv) {
       "under mpiexec: ping-pong per pair class (same node, other node), an alpha-beta fit, and a platform file for sim and exec --predict");
   calibrate->add_option("-o,--output", calopts.output, "the platform file to write (default calibration.platform)");
   calibrate->add_option("--sizes", calopts.sizes, "message sizes: a..b (doubling) or a,b,c (default 8..16MiB)");
-  calibrate->add_option("--iters", calopts.iters, "round trips per size; the fastest counts (default 20)")->check(CLI::PositiveNumber);
+  calibrate->add_option("--iters", calopts.iters, "round trips per size; the fastest counts (default 20)")->check(kPositive);
   calibrate->add_flag("--json", calopts.json, "print JSON");
   exec->footer("Exit codes: 0 ok, 1 wrong elements, 2 bad input (every rank refuses), 3 no progress or an MPI error (the job is aborted).");
 
@@ -231,7 +264,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "stepgraph: error: " << e.what() << "\n(run with --help for usage)\n";
+    // Under a launcher every process parses the same line: the launcher's rank 0 alone says why.
+    auto get = [](const char* n) -> const char* { return std::getenv(n); };
+    if (sg::exec::detect_launch(get, -1).rank <= 0) std::cerr << "stepgraph: error: " << e.what() << "\n(run with --help for usage)\n";
     return 2;
   }
   // A broken invariant of stepgraph itself is not the user's error: its own words and exit code.

@@ -66,6 +66,11 @@ TEST_CASE("bad tokens are diagnosed with their column", "[lexer]") {
   Diagnostics d2;
   lex_text("99999999999999999999", d2);
   CHECK(d2.has_errors());
+  // A byte that is not a character is named in hex (issue 23: 0xD0 was "byte 0x208").
+  Diagnostics d3;
+  lex_text("a \xD0 b", d3);
+  REQUIRE(d3.all().size() == 1);
+  CHECK(d3.all()[0].message == "unexpected character byte 0xD0");
 }
 
 TEST_CASE("the design's example parses and elaborates as the design says", "[parser]") {

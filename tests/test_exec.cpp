@@ -539,3 +539,16 @@ TEST_CASE("buffers that cannot be allocated are refused once with exit 2, never 
   CHECK(r.rc == 2);
   CHECK(count(r.out, "which this process cannot allocate") == 1);
 }
+
+TEST_CASE("option errors say what is wanted, once per job", "[exec][mpi][fail]") {
+  if (!have_mpiexec()) return;
+  // Issue 23: "Value 0 not in range 0.000000 to 1797693…" (309 digits), printed by every rank.
+  Ran r = exec(3, "ring_allreduce --iters 0", true);
+  INFO(r.out);
+  CHECK(r.rc == 2);
+  CHECK(count(r.out, "--iters: must be a number above 0, got '0'") == 1);
+  CHECK(r.out.find("179769") == std::string::npos);
+  Ran t = sh("'" + kBin + "' verify ring_allreduce -n 4 --timeout inf", true);
+  CHECK(t.rc == 2);
+  CHECK(t.out.find("--timeout: must be a finite number, 0 or more, got 'inf'") != std::string::npos);
+}

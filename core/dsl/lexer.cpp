@@ -1,6 +1,7 @@
 #include "core/dsl/lexer.hpp"
 
 #include <cctype>
+#include <cstdio>
 
 #include "core/base/sizes.hpp"
 
@@ -166,7 +167,9 @@ std::vector<Token> lex(const SourceManager& sm, uint32_t file, Diagnostics& diag
       }
       if (k == Tok::Error) {
         unsigned char uc = static_cast<unsigned char>(c);
-        std::string shown = std::isprint(uc) ? std::string("'") + c + "'" : "byte 0x" + std::to_string(uc);
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "0x%02X", uc);  // (hex, not the decimal 208 of 0xD0)
+        std::string shown = std::isprint(uc) ? std::string("'") + c + "'" : std::string("byte ") + hex;
         diags.error(t.loc, "unexpected character " + shown);
         // Skip a whole UTF-8 sequence so one bad character gives one error.
         advance(1);
