@@ -129,6 +129,8 @@ bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>&
 bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err) {
   out.clear();
   if (s.empty()) return err = "empty", false;
+  // (getline drops a trailing empty entry: `-n 4,` must not pass as `-n 4`)
+  if (s.front() == ',' || s.back() == ',' || s.find(",,") != std::string::npos) return err = "an empty entry in the list", false;
   std::stringstream ss(s);
   std::string part;
   auto num = [&](const std::string& t, uint32_t& v) {

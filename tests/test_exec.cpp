@@ -551,4 +551,8 @@ TEST_CASE("option errors say what is wanted, once per job", "[exec][mpi][fail]")
   Ran t = sh("'" + kBin + "' verify ring_allreduce -n 4 --timeout inf", true);
   CHECK(t.rc == 2);
   CHECK(t.out.find("--timeout: must be a finite number, 0 or more, got 'inf'") != std::string::npos);
+  // Accepted silently before: a trailing comma in -n.
+  Ran n = sh("'" + kBin + "' check ring_allreduce -n 4,", true);
+  CHECK(n.rc == 2);
+  CHECK(n.out.find("bad -n '4,': an empty entry in the list") != std::string::npos);
 }
