@@ -302,8 +302,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     unsigned long long differ = 0;
     if (compare_mpi && x) {
       uint64_t esize = dtype_size(shown_type);
-      int root = static_cast<int>(std::max<int64_t>(0, g->groups[x->group].index_of(x->root)));
-      ref = native_for(x->kind, shown_type, ex.reduce_op(), root, input.size(), ng.size);
+      ref = native_for(x->kind, shown_type, ex.reduce_op(), ng.root, input.size(), ng.size);
       ref.a = input;
       ref.run(ng.comm);
       // Where MPI's result is, and the part of ours it must equal.
@@ -353,8 +352,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     if (row.comm_s > 0) row.overlap = hidden / row.comm_s;
   }
   if (req.compare_native && ng.why.empty()) {
-    int root = x ? static_cast<int>(std::max<int64_t>(0, g->groups[x->group].index_of(x->root))) : 0;
-    Native nat = native_for(row.kind, shown_type, ex.reduce_op(), root, row.size, ng.size);
+    Native nat = native_for(row.kind, shown_type, ex.reduce_op(), ng.root, row.size, ng.size);
     if (!nat.available()) row.native_why = "MPI has no collective for its postcondition";
     else
       row.native_s = slowest_mean(world, req.warmup, req.iters, [&](bool) {

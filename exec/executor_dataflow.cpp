@@ -38,7 +38,6 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   error.clear();
   direct.assign(n, 0);
   taken.assign(srcs.size(), 0);
-  if (probe) held.assign(n, MPI_MESSAGE_NULL);
   flow_lanes = lanes = dev && o.lanes;
   if (flow_lanes) {
     cur_lane = -1;

@@ -41,6 +41,9 @@ bool Executor::Impl::setup(std::string& err) {
       for (StepId s : from_src[i])
         if (g.dep_count(s) == 0) prepost[s] = 1, --probe_count[i];
   }
+  // A held message's slot is read only while its step has kHeld, so it is sized once, not reset
+  // per run.
+  if (probe) held.assign(g.size(), MPI_MESSAGE_NULL);
   pending0.assign(g.size(), 0);
   ready0.clear();
   post0.clear();

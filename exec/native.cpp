@@ -140,6 +140,7 @@ void native_group(const StepGraph& g, MPI_Comm world, NativeGroup& ng) {
   MPI_Comm_split(world, color, me, &ng.comm);
   ng.size = static_cast<int>(g.groups[first->group].count);
   if (gr) ng.index = static_cast<int>(gr->index_of(static_cast<uint32_t>(me)));
+  if (gr) ng.root = static_cast<int>(std::max<int64_t>(0, gr->index_of(ng.x->root)));
   if (ng.comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(ng.comm, MPI_ERRORS_RETURN);
 }
 

@@ -38,6 +38,7 @@ struct NativeGroup {
   MPI_Comm comm = MPI_COMM_NULL;   // its group's communicator (owned; null when x is)
   int size = 0;                    // ranks per group
   int index = -1;                  // this rank's place in its group
+  int root = 0;                    // the postcondition's root, as a place in its group (0 when it has none)
   std::string why;                 // non-empty: no native collective, and why (the same on every rank)
   NativeGroup() = default;
   NativeGroup(const NativeGroup&) = delete;
