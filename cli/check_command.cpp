@@ -25,6 +25,7 @@ int cmd_check(const CheckOpts& o) {
     uint64_t errors_before = 0;
     size_t diags_before = 0;
     BuildOptions bo = build_options(o.c, p, n, std::cout, true);
+    count_interpreter(bo.elab);
     std::unique_ptr<StepGraph> g = build(p.s, p.t, bo).graph;
     bool dumped_ok = g != nullptr;
     if (dumped_ok) dumped_ok = interpreter_fits(*g, p.t, bo.elab, p.s.diags);
@@ -32,7 +33,7 @@ int cmd_check(const CheckOpts& o) {
     if (!g || !dumped_ok || p.s.diags.error_count() > errors_before) {
       rc = 2;
       std::string text;
-      for (size_t i = diags_before; i < p.s.diags.all().size(); ++i) text += render_diagnostic(p.s.diags.all()[i], p.s.sources);
+      text = p.s.diags.render(p.s.sources, diags_before);
       // An N the schedule refuses through `require` is not a mistake in the input: it says so,
       // with the reason; -q leaves it out (the exit code still tells).
       if (const Diagnostic* why = p.s.diags.unsupported_since(diags_before)) {

@@ -53,7 +53,9 @@ void add_common(CLI::App* app, sg::cli::Common& c, bool many_ranks) {
   std::string points;  // from the pass table, so that a new pass is listed here too
   for (const auto& p : sg::dump_point_names()) points += p + ", ";
   app->add_option("--dump-after", c.dump_after, "print the graph after a pass: " + points + "all (repeatable)");
-  app->add_option("--max-memory", c.max_memory, "refuse instances whose estimated size exceeds this (default: 80% of free memory)");
+  app->add_option(
+      "--max-memory", c.max_memory,
+      "refuse instances whose estimated size exceeds this (default: 80% of the memory available, or of the cgroup's room where less)");
 }
 
 }  // namespace

@@ -105,7 +105,7 @@ class Watchdog {
           {"schedule", p_.schedule}, {"ranks", p_.n}, {"verdicts", nlohmann::json::array()}, {"undecided", why}, {"decided", p_.decided}};
       std::cout << (p_.json_list ? (p_.json_first ? "[\n" : ",\n") : "") << o.dump(2) << (p_.json_list ? "\n]" : "") << "\n";
     } else {
-      std::cout << "verify " << p_.schedule << " N = " << p_.n << ": undecided  (" << why
+      std::cout << "verify " << p_.schedule << (p_.n ? " N = " + std::to_string(p_.n) : std::string()) << ": undecided  (" << why
                 << (p_.decided.empty() ? "" : "; decided: " + p_.decided) << ")\n";
     }
     std::cout.flush();
@@ -127,6 +127,14 @@ class Watchdog {
 int cmd_verify(const VerifyOpts& o) {
   auto t_start = Clock::now();
   if (!(o.timeout_s >= 0)) return fail("--timeout needs a number of seconds >= 0");
+  // The limit covers reading and parsing the schedule too: the watchdog starts first.
+  auto deadline = Clock::time_point::max();
+  if (o.timeout_s > 0) deadline = t_start + std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
+  Progress prog;
+  prog.schedule = o.c.target;
+  prog.phase = "reading the schedule";
+  prog.json = o.json;
+  Watchdog dog(deadline, o.timeout_s, prog);
   Prepared p;
   if (int rc = prepare(o.c, p, true)) return rc;
   Session& s = p.s;
@@ -141,13 +149,12 @@ int cmd_verify(const VerifyOpts& o) {
               : o.engine == "both"   ? verify::Engine::Both
                                      : verify::Engine::Auto;
   vo.explicit_opts.max_executions = o.max_executions;
-  if (o.timeout_s > 0) vo.deadline = t_start + std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
-
-  Progress prog;
-  prog.schedule = t.name();
-  prog.json = o.json;
-  prog.json_list = ns.size() > 1;
-  Watchdog dog(vo.deadline, o.timeout_s, prog);
+  vo.deadline = deadline;
+  {
+    std::lock_guard<std::mutex> l(prog.mu);
+    prog.schedule = t.name();
+    prog.json_list = ns.size() > 1;
+  }
   // Everything printed for one N goes out under the lock, then is flushed: a kill or the
   // watchdog loses nothing already decided, and never cuts a line in half.
   auto emit = [&](const std::string& out, const std::string& errs) {
@@ -185,6 +192,7 @@ int cmd_verify(const VerifyOpts& o) {
     std::ostringstream dumped;
     BuildOptions bo = build_options(o.c, p, n, dumped, true);
     bo.elab.lifecycle_as_findings = true;
+    if (vo.engine != verify::Engine::Z3) count_interpreter(bo.elab);  // the explicit engine runs it
     std::unique_ptr<StepGraph> g = build(s, t, bo).graph;
     bool built = g != nullptr;
     std::string dumps = dumped.str();

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/base/errors.hpp"
+#include "core/base/memory.hpp"
 #include "core/base/sizes.hpp"
 #include "core/dsl/printer.hpp"
 #include "core/graph/passes.hpp"
@@ -82,15 +83,7 @@ bool DumpRequest::wants(const std::string& point) const {
 
 std::vector<std::string> dump_point_names() { return dump_points(); }
 
-uint64_t default_memory_limit() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  uint64_t kb = 0;
-  std::string unit;
-  while (in >> key >> kb >> unit)
-    if (key == "MemAvailable:") return kb * 1024 / 10 * 8;
-  return uint64_t{8} << 30;
-}
+uint64_t default_memory_limit() { return memory_room().available / 10 * 8; }
 
 Target open_target(Session& s, const std::string& spec, const DumpRequest* dump) {
   const auto& fe = front_ends();

@@ -69,8 +69,9 @@ Target open_target(Session& s, const std::string& spec, const DumpRequest* dump 
 // Builds one instance of an opened target. Errors (and the expansion's notes) go to s.diags.
 Built build(Session& s, const Target& t, const BuildOptions& o);
 
-// 80% of MemAvailable (/proc/meminfo; 8 GiB where there is none): the default bound over which
-// an instance is refused before it is built (--max-memory).
+// 80% of the memory this process may still use (the host's MemAvailable, or less under a cgroup
+// limit; core/base/memory.hpp): the default bound over which an instance is refused before it
+// is built (--max-memory).
 uint64_t default_memory_limit();
 
 // The names --dump-after accepts: parse, elaborate and every pass.

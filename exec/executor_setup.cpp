@@ -3,12 +3,15 @@
 // messages come from, the successors, the order of collectives per communicator; then the
 // communicators (executor_comms.cpp), the attention plan and the stream-ordered plan
 // (executor_streamed.cpp). The agreement steps make every rank fail together.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "core/base/memory.hpp"
+#include "core/base/sizes.hpp"
 #include "exec/executor_impl.hpp"
 
 namespace sg::exec {
@@ -95,8 +98,40 @@ bool Executor::Impl::setup_device(std::string& err) {
   return true;
 }
 
+// This rank's share of the memory it may use: what the host (or the cgroup, when that is
+// tighter) has available, split among the ranks on this host, less a tenth for MPI and the rest.
+// A run past it would be killed by the kernel without a word (issue 23); refusing says why.
+static uint64_t rank_memory_share(MPI_Comm world, uint32_t& local_ranks, MemoryRoom& room) {
+  MPI_Comm node = MPI_COMM_NULL;
+  int local = 1;
+  if (MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node) == MPI_SUCCESS && node != MPI_COMM_NULL) {
+    MPI_Comm_size(node, &local);
+    MPI_Comm_free(&node);
+  }
+  local_ranks = static_cast<uint32_t>(std::max(local, 1));
+  room = memory_room();
+  return room.available / 10 * 9 / local_ranks;
+}
+
 bool Executor::Impl::setup_local(std::string& err) {
   me = static_cast<uint32_t>(g.only_rank);
+  uint32_t local_ranks = 1;
+  MemoryRoom room;
+  const uint64_t share = rank_memory_share(world, local_ranks, room);
+  uint64_t need = 0;  // buffers, then staging: checked against the share before allocating
+  auto too_much = [&](const std::string& what) {
+    err = "rank " + std::to_string(g.only_rank) + ": " + what + " would take this rank to " + human_bytes(static_cast<double>(need)) +
+          ", more than its share of memory, " + human_bytes(static_cast<double>(share)) + " (" +
+          human_bytes(static_cast<double>(room.available)) + " available" + (room.cgroup_path.empty() ? "" : " under " + room.cgroup_path) +
+          ", for " + std::to_string(local_ranks) + " rank" + (local_ranks == 1 ? "" : "s") + " on this host); choose a smaller --set size";
+    return false;
+  };
+  for (const BufferInfo& b : g.buffers) {
+    uint64_t n = 0;
+    if (__builtin_mul_overflow(uint64_t{b.chunks}, b.chunk_bytes, &n) || __builtin_add_overflow(need, n, &need)) need = UINT64_MAX;
+    if (need > share)
+      return too_much("buffer " + b.name + " (" + std::to_string(b.chunks) + " x " + std::to_string(b.chunk_bytes) + " bytes)");
+  }
   for (const BufferInfo& b : g.buffers) {
     if (!dtype_supported(b.dtype))
       return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed", false;
@@ -151,6 +186,8 @@ bool Executor::Impl::setup_local(std::string& err) {
       if (c.kind == CollKind::ReduceScatter || (c.kind == CollKind::Alltoall && c.into.cnt == 0)) stage_for(s, bytes(g.range(s)));
     }
   }
+  if (__builtin_add_overflow(need, stage, &need)) need = UINT64_MAX;
+  if (need > share) return too_much("the staging area for received messages (" + std::to_string(stage) + " bytes)");
   if (!staging.allocate(stage))
     return err = "rank " + std::to_string(g.only_rank) + ": the staging area for received messages needs " + std::to_string(stage) +
                  " bytes, which this process cannot allocate (choose a smaller --set size)",

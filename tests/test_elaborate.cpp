@@ -403,3 +403,81 @@ schedule shapes() {
     }
   }
 }
+
+TEST_CASE("check's interpreter is counted before the graph is built", "[elaborate][estimate][bounds]") {
+  // Issue 23: check ring_allreduce -n 8192 built its 268 M-step graph (8.7 GB, 150-210 s) before
+  // refusing it for the interpreter's state. Now the interpreter's need is part of the estimate.
+  Session s;
+  Target t = s.resolve("ring_allreduce");
+  ElabOptions o;
+  o.nranks = 8192;
+  o.max_memory = uint64_t{16} << 30;
+  count_interpreter(o);
+  SizeEstimate est;
+  auto g = elaborate(s, t, o, &est);
+  CHECK_FALSE(g);
+  CHECK(est.chunks == 8192);
+  std::string text = s.diags.render(s.sources);
+  INFO(text);
+  CHECK(text.find("instance too big to build: 268,402,688 steps") != std::string::npos);
+  CHECK(text.find("of it for the interpreter's state") != std::string::npos);
+  // The estimate is an upper bound of what interpret() is then charged at a size that fits.
+  Session s2;
+  ElabOptions o2;
+  o2.nranks = 64;
+  count_interpreter(o2);
+  SizeEstimate e2;
+  auto g2 = elaborate(s2, s2.resolve("ring_allreduce"), o2, &e2);
+  REQUIRE(g2);
+  CHECK(interpreter_bytes(e2, 64) >= interpreter_bytes(*g2));
+}
+
+TEST_CASE("loops that build nothing are bounded: iterations count as work", "[elaborate][bounds]") {
+  // Issue 23: an empty loop of 2^62 iterations elaborated for ever (only statements were counted),
+  // and one whose body is an `if` that never holds ran 2,000,000,000 statements (26 s) first.
+  for (const char* body : {"", "if t == -1 { send a[0] from 0 to 1; }"}) {
+    std::string text = std::string("schedule big() {\n  buffer a[4] bytes 64;\n  init a contrib;\n  expect nothing;\n") +
+                       "  for t in 0 .. 4611686018427387904 { " + body + " }\n}\n";
+    auto b = sgtest::build(text, 2);
+    INFO(b.errors);
+    REQUIRE_FALSE(b.ok());
+    CHECK(b.errors.find("test.sched:5:3: error: elaboration would run more than 300,000,000 statements or loop iterations") !=
+          std::string::npos);
+  }
+  // A long loop that builds steps is bounded by memory instead, not by the work limit.
+  auto ok = sgtest::build(
+      "schedule many() {\n  buffer a[2] bytes 8;\n  init a contrib;\n  expect nothing;\n"
+      "  for t in 0 .. 200000 { copy a[0] into a[1] at 0; }\n}\n",
+      1);
+  CHECK(ok.ok());
+}
+
+TEST_CASE("byte sizes and totals past 4 EiB are refused where they arise, never wrapped", "[elaborate][bounds]") {
+  // Issue 23: compile ring_allreduce -n 4 --set size=8388607TiB printed 18,446,737,476,639,784,960
+  // bytes moved (the total wrapped at 2^64).
+  Session s;
+  ElabOptions o;
+  o.nranks = 4;
+  o.sets = {{"size", "8388607TiB"}};
+  auto g = elaborate(s, s.resolve("ring_allreduce"), o);
+  CHECK_FALSE(g);
+  REQUIRE(s.diags.error_count() == 1);  // not followed by "used before it is declared" at every use
+  const Diagnostic& d = s.diags.all()[0];
+  CHECK(d.message.find("buffer 'data' would hold 4 chunks of 2,305,842,734,335,787,008 bytes on every rank, more than 2^62 bytes") == 0);
+  CHECK(d.loc.line == 10);
+  CHECK(d.loc.col == 24);  // the size expression
+  // Each buffer fits, but the data all ranks move does not: the totals pass stops at the statement.
+  auto b = sgtest::build(
+      "schedule wide() {\n  buffer a[2] bytes 1TiB * 1024;\n  init a contrib;\n  expect nothing;\n"
+      "  for k in 0 .. 4096 { send a[0] from 0 to 1; }\n}\n",
+      2);
+  INFO(b.errors);
+  CHECK_FALSE(b.ok());
+  CHECK(b.errors.find("test.sched:5:24: error: the data this instance moves comes to more than 2^62 bytes") != std::string::npos);
+  // Just under the limit the totals are exact.
+  auto fits = sgtest::build(
+      "schedule wide() {\n  buffer a[2] bytes 1TiB * 1024;\n  init a contrib;\n  expect nothing;\n"
+      "  for k in 0 .. 1000 { send a[0] from 0 to 1; }\n}\n",
+      2);
+  CHECK(fits.ok());
+}

@@ -6,9 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "core/base/errors.hpp"
+#include "core/base/memory.hpp"
 #include "core/base/sizes.hpp"
 #include "core/graph/passes.hpp"
 #include "core/pipeline.hpp"
@@ -170,4 +173,35 @@ TEST_CASE("a bare library name means the library, even beside a file of that nam
                                dir + "; exit $rc");
   CHECK(r.rc == 0);
   CHECK(r.out.find("check ring_allreduce N = 4: ok") != std::string::npos);
+}
+
+TEST_CASE("the memory limit reads the cgroup's room where it is tighter than the host's", "[base][memory]") {
+  // Issue 23: exec --set size=4GiB in a 2 GiB cgroup was OOM-killed without a word: the default
+  // limit read MemAvailable only. A fake /proc and /sys/fs/cgroup under a temporary root.
+  namespace fs = std::filesystem;
+  fs::path root = fs::temp_directory_path() / ("stepgraph_memroom_" + std::to_string(getpid()));
+  auto write = [&](const std::string& rel, const std::string& text) {
+    fs::create_directories((root / rel).parent_path());
+    std::ofstream(root / rel) << text;
+  };
+  write("proc/meminfo", "MemTotal: 33554432 kB\nMemFree: 1000 kB\nMemAvailable: 16777216 kB\n");  // 16 GiB
+  write("proc/self/cgroup", "0::/job/42\n");
+  write("sys/fs/cgroup/job/42/memory.max", "2147483648\n");  // 2 GiB, 512 MiB used
+  write("sys/fs/cgroup/job/42/memory.current", "536870912\n");
+  MemoryRoom v2 = memory_room(root.string());
+  CHECK(v2.host == uint64_t{16} << 30);
+  CHECK(v2.cgroup == uint64_t{1536} << 20);
+  CHECK(v2.available == uint64_t{1536} << 20);
+  CHECK(v2.cgroup_path.find("job/42/memory.max") != std::string::npos);
+  // "max": no limit; cgroup v1's huge number likewise.
+  write("sys/fs/cgroup/job/42/memory.max", "max\n");
+  CHECK(memory_room(root.string()).available == uint64_t{16} << 30);
+  fs::remove_all(root / "sys");
+  write("proc/self/cgroup", "4:memory:/slurm/7\n0::/\n");
+  write("sys/fs/cgroup/memory/slurm/7/memory.limit_in_bytes", "1073741824\n");
+  write("sys/fs/cgroup/memory/slurm/7/memory.usage_in_bytes", "0\n");
+  CHECK(memory_room(root.string()).available == uint64_t{1} << 30);
+  write("sys/fs/cgroup/memory/slurm/7/memory.limit_in_bytes", "9223372036854771712\n");
+  CHECK(memory_room(root.string()).available == uint64_t{16} << 30);
+  fs::remove_all(root);
 }

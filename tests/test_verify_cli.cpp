@@ -95,3 +95,24 @@ TEST_CASE("--time shows each engine once and a total that matches the wall clock
   CHECK(total <= r.seconds + 0.001);
   CHECK(total >= r.seconds - 0.3);
 }
+
+TEST_CASE("--timeout covers reading and parsing the schedule too", "[cli][timeout][bounds]") {
+  // Issue 23: the watchdog started after parsing, so a huge file ran past the limit unchecked.
+  std::string path = "/tmp/stepgraph_test_" + std::to_string(getpid()) + "_huge.sched";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    REQUIRE(f);
+    std::fputs("schedule s() {\n", f);
+    std::string line(1 << 20, ' ');
+    for (size_t i = 0; i + 3 < line.size(); i += 3) line[i] = 'x', line[i + 1] = ';';
+    for (int i = 0; i < 40; ++i) std::fputs(line.c_str(), f);  // 14 M stray statements, 40 MiB
+    std::fputs("}\n", f);
+    std::fclose(f);
+  }
+  Ran r = run("verify '" + path + "' -n 2 --timeout 0.2");
+  std::remove(path.c_str());
+  INFO(r.out);
+  CHECK(r.rc == 3);
+  CHECK(r.seconds < 1.5);
+  CHECK(r.out.find("undecided  (time limit of 0.200 s reached while reading the schedule)") != std::string::npos);
+}

@@ -46,20 +46,35 @@ void render_excerpt(std::string& out, Loc loc, uint32_t length, const SourceMana
 
 }  // namespace
 
+std::string Diagnostics::fold_key(const Loc& loc, const std::string& message) {
+  return std::to_string(loc.file) + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col) + ":" +
+         message.substr(0, message.find(" ("));
+}
+
+void Diagnostics::reindex() {
+  folds_.clear();
+  if (!fold_) return;
+  for (size_t i = 0; i < diags_.size(); ++i)
+    if (diags_[i].severity == Severity::Error) folds_.emplace(fold_key(diags_[i].loc, diags_[i].message), i);
+}
+
 Diagnostic& Diagnostics::add(Severity s, Loc loc, std::string message, uint32_t length) {
+  if (s == Severity::Error) ++errors_;
   if (s == Severity::Error && fold_) {
     // Loops repeat statements: report each failing statement once, with its first instance.
-    std::string key = message.substr(0, message.find(" ("));
-    for (auto& d : diags_) {
-      if (d.severity == s && d.loc.file == loc.file && d.loc.line == loc.line && d.loc.col == loc.col &&
-          d.message.substr(0, d.message.find(" (")) == key) {
-        ++d.repeats;
-        ++errors_;
-        return d;
-      }
+    std::string key = fold_key(loc, message);
+    auto it = folds_.find(key);
+    if (it != folds_.end()) {
+      ++diags_[it->second].repeats;
+      return diags_[it->second];
     }
+    if (diags_.size() < kMaxKept) folds_.emplace(std::move(key), diags_.size());
   }
-  if (s == Severity::Error) ++errors_;
+  if (fold_ && diags_.size() >= kMaxKept) {
+    ++(s == Severity::Error ? dropped_errors_ : dropped_others_);
+    spare_ = Diagnostic{s, loc, length ? length : 1, std::move(message), {}, 0, false};
+    return spare_;
+  }
   diags_.push_back(Diagnostic{s, loc, length ? length : 1, std::move(message), {}, 0, false});
   return diags_.back();
 }
@@ -71,6 +86,7 @@ void Diagnostics::sort_from(size_t from) {
     if (a.loc.line != b.loc.line) return a.loc.line < b.loc.line;
     return a.loc.col < b.loc.col;
   });
+  reindex();
 }
 
 const Diagnostic* Diagnostics::unsupported_since(size_t from) const {
@@ -115,9 +131,15 @@ std::string render_diagnostic(const Diagnostic& d, const SourceManager& sm) {
   return out;
 }
 
-std::string Diagnostics::render(const SourceManager& sm) const {
+std::string Diagnostics::render(const SourceManager& sm, size_t from) const {
   std::string out;
-  for (const auto& d : diags_) out += render_diagnostic(d, sm);
+  for (size_t i = from; i < diags_.size(); ++i) out += render_diagnostic(diags_[i], sm);
+  if (dropped() > 0) {
+    auto count = [](uint64_t n, const char* what) { return std::to_string(n) + " more " + what + (n == 1 ? "" : "s"); };
+    std::string more = dropped_errors_ ? count(dropped_errors_, "error") : std::string();
+    if (dropped_others_) more += (more.empty() ? "" : " and ") + count(dropped_others_, "warning or note");
+    out += "stepgraph: note: " + more + " not shown (the first " + std::to_string(kMaxKept) + " are above)\n";
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/dsl/source.hpp"
@@ -32,7 +33,10 @@ struct Diagnostic {
 class Diagnostics {
  public:
   // Reports an error; an error at a location already reported with the same message prefix
-  // (up to the first '(') is counted as a repeat instead of printed again.
+  // (up to the first '(') is counted as a repeat instead of printed again. Past kMaxKept
+  // diagnostics (with folding on) new ones are only counted: a file of 100,000 stray tokens
+  // gives the first hundred errors and "N more", in linear time, not a wall of text.
+  static constexpr size_t kMaxKept = 100;
   Diagnostic& error(Loc loc, std::string message, uint32_t length = 1);
   Diagnostic& warning(Loc loc, std::string message, uint32_t length = 1);
   // Information that changes nothing about the result (e.g. an algorithm substituted for one
@@ -44,7 +48,10 @@ class Diagnostics {
   bool too_many() const { return errors_ >= max_errors_; }
   void set_max_errors(uint64_t n) { max_errors_ = n; }
   // Findings (one per rank or chunk) must not be folded into repeats like loop errors.
-  void set_fold_repeats(bool on) { fold_ = on; }
+  void set_fold_repeats(bool on) {
+    fold_ = on;
+    reindex();
+  }
   // Orders the diagnostics from index `from` on by source position (the lexer's and the
   // parser's errors interleave that way).
   void sort_from(size_t from);
@@ -53,8 +60,12 @@ class Diagnostics {
   const Diagnostic* unsupported_since(size_t from) const;
   void clear() {
     diags_.clear();
+    folds_.clear();
     errors_ = 0;
+    dropped_errors_ = dropped_others_ = 0;
   }
+  // Diagnostics counted but not kept (past kMaxKept).
+  uint64_t dropped() const { return dropped_errors_ + dropped_others_; }
   // Drops the warnings and notes from index n on, keeping errors (a second elaboration of the
   // same schedule repeats the first one's warnings).
   void drop_warnings_from(size_t n) {
@@ -65,14 +76,20 @@ class Diagnostics {
         ++k;
       }
     if (k < diags_.size()) diags_.resize(k);
+    reindex();
   }
-  // Renders every diagnostic; returns the text.
-  std::string render(const SourceManager& sm) const;
+  // Renders every diagnostic from index `from` on, then how many were not kept; returns the text.
+  std::string render(const SourceManager& sm, size_t from = 0) const;
   void print(std::ostream& os, const SourceManager& sm) const;
 
  private:
   Diagnostic& add(Severity s, Loc loc, std::string message, uint32_t length);
+  static std::string fold_key(const Loc& loc, const std::string& message);
+  void reindex();  // rebuilds folds_ after diags_ moved
   std::vector<Diagnostic> diags_;
+  std::unordered_map<std::string, size_t> folds_;  // fold key -> index of the error in diags_
+  Diagnostic spare_;                               // what add returns for a diagnostic not kept
+  uint64_t dropped_errors_ = 0, dropped_others_ = 0;
   uint64_t errors_ = 0;
   uint64_t max_errors_ = 10000;
   bool fold_ = true;

@@ -264,6 +264,11 @@ class Parser {
     Block b;
     while (!at(Tok::RBrace) && !at(Tok::End)) {
       size_t before = pos_;
+      if (at(Tok::Semi)) {  // a run of stray ';' is one mistake, one error
+        if (!after_lex_error()) diags_.error(peek().loc, "expected a statement, found ';'");
+        while (at(Tok::Semi)) next();
+        continue;
+      }
       try {
         auto st = statement();
         if (st) b.push_back(std::move(st));

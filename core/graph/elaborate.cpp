@@ -5,6 +5,7 @@
 #include <fstream>
 #include <unordered_map>
 
+#include "core/base/checked.hpp"
 #include "core/base/sizes.hpp"
 #include "core/dsl/parser.hpp"
 #include "core/dsl/printer.hpp"
@@ -497,14 +498,21 @@ class Elaborator {
     throw Abort{};
   }
 
+  // Counts one statement or loop iteration; counting stops when the work beyond the steps built
+  // passes ElabOptions::max_work, at the outermost loop running (a build runs only after its
+  // count passed). Steps are bounded by the memory limit instead.
+  void tick(const Stmt& st) {
+    if (++est.work > sat_add(opts_.max_work, est.steps) && mode_ == Mode::Count) {
+      est.too_much_work = true;
+      est.work_loc = loop_stmts_.empty() ? st.loc : loop_stmts_.front()->loc;
+      throw Abort{};
+    }
+  }
+
   // ------------------------------------------------------------------ statements
   void block(const Block& b, Frame& f) {
     for (const auto& st : b) {
-      if (++est.work > opts_.max_work && mode_ == Mode::Count) {
-        est.too_much_work = true;
-        est.work_loc = loop_stmts_.empty() ? st->loc : loop_stmts_.front()->loc;
-        throw Abort{};
-      }
+      tick(*st);
       try {
         stmt(*st, f);
       } catch (const EvalError& e) {
@@ -597,14 +605,15 @@ class Elaborator {
       SizeEstimate before = est;
       var = Val{false, lo, {}};
       block(s.body, f);
-      auto scale = [&](uint64_t SizeEstimate::*m) { est.*m = before.*m + (est.*m - before.*m) * iters; };
+      auto scale = [&](uint64_t SizeEstimate::*m) { est.*m = sat_add(before.*m, sat_mul(est.*m - before.*m, iters)); };
       scale(&SizeEstimate::steps);
       scale(&SizeEstimate::transfers);
       scale(&SizeEstimate::p2p);
       scale(&SizeEstimate::collectives);
       scale(&SizeEstimate::computes);
       scale(&SizeEstimate::work);
-      if (est.work > opts_.max_work) {
+      est.work = sat_add(est.work, iters);  // the iterations themselves, as the build will run them
+      if (est.work > sat_add(opts_.max_work, est.steps)) {
         est.too_much_work = true;
         est.work_loc = loop_stmts_.front()->loc;
         throw Abort{};
@@ -621,6 +630,7 @@ class Elaborator {
       }
       int64_t v = lo;
       for (uint64_t k = 0; k < iters; ++k, v += step) {
+        tick(s);  // an iteration is work even when its body is empty or skipped
         var = Val{false, v, {}};
         block(s.body, f);
       }
@@ -770,6 +780,15 @@ class Elaborator {
       }
       if (__builtin_mul_overflow(elems, uint64_t{dtype_size(dt)}, &bytes)) fail(s.loc, s.length, "chunk size overflows 64 bits");
     }
+    if (static_cast<u128>(bytes) * chunks > kMaxBytes) {
+      const Expr* at = s.bytes ? s.bytes.get() : (s.shape.empty() ? nullptr : s.shape[0].get());
+      // Fatal for the instance: every later use of the buffer would only repeat it.
+      diags_.error(at ? at->loc : s.loc,
+                   "buffer '" + s.name + "' would hold " + with_commas(chunks) + " chunks of " + with_commas(bytes) +
+                       " bytes on every rank, more than 2^62 bytes (4 EiB): sizes and totals past that overflow 64-bit arithmetic",
+                   at ? at->length : s.length);
+      throw Abort{};
+    }
     std::string name = f.prefix + s.name;
     View& v = f.bufs[static_cast<size_t>(s.slot)];
     for (uint32_t i = 0; i < g_->buffers.size(); ++i) {
@@ -805,6 +824,7 @@ class Elaborator {
     b.dtype_loc = s.dtype_loc;
     g_->buffers.push_back(std::move(b));
     est.hazard_bytes += uint64_t{rank_slots_} * chunks * sizeof(ChunkState);
+    est.chunks += chunks;
     v = View{static_cast<uint32_t>(g_->buffers.size() - 1), 0, static_cast<uint32_t>(chunks), true, true, s.id};
     if (lossy.div) warn_lossy(s, *lossy_size, lossy, lossy_value, s.bytes != nullptr, chunks);
   }
@@ -1444,8 +1464,10 @@ SizeEstimate estimate_size(Session& session, const Target& target, const ElabOpt
   SizeEstimate est = e.est;
   est.ok = ok && !est.too_much_work;
   // Steps and one dependency each, plus the hazard state, plus slack for side tables.
-  est.bytes = est.steps * StepGraph::kBytesPerStep + est.hazard_bytes + est.p2p * sizeof(P2PInfo) + est.collectives * sizeof(CollInfo) +
-              est.computes * (sizeof(ComputeInfo) + 4 * sizeof(Range)) + (uint64_t{16} << 20);
+  // Saturating: a count past 2^64 must still read as too big, not wrap to a small number.
+  est.bytes = sat_add(sat_add(sat_mul(est.steps, StepGraph::kBytesPerStep), est.hazard_bytes),
+                      sat_add(sat_add(sat_mul(est.p2p, sizeof(P2PInfo)), sat_mul(est.collectives, sizeof(CollInfo))),
+                              sat_add(sat_mul(est.computes, sizeof(ComputeInfo) + 4 * sizeof(Range)), uint64_t{16} << 20)));
   return est;
 }
 
@@ -1456,15 +1478,20 @@ std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, con
   if (est.too_much_work) {
     session.diags.error(
         est.work_loc,
-        "elaboration would execute more than " + with_commas(opts.max_work) +
-            " statements (a loop far longer than the steps it emits?); refusing to build (N = " + std::to_string(opts.nranks) + ")",
+        "elaboration would run more than " + with_commas(opts.max_work) +
+            " statements or loop iterations beyond the steps it builds (a loop far longer than the steps it emits?); refusing to "
+            "build (N = " +
+            std::to_string(opts.nranks) + ")",
         3);
     return nullptr;
   }
-  if (est.steps >= 0xfffffff0ULL || (opts.max_memory && est.bytes > opts.max_memory)) {
+  uint64_t later = opts.consumer_bytes ? opts.consumer_bytes(est, opts.nranks) : 0;
+  uint64_t need = sat_add(est.bytes, later);
+  if (est.steps >= 0xfffffff0ULL || (opts.max_memory && need > opts.max_memory)) {
     auto& d = session.diags.error(s.loc,
                                   "instance too big to build: " + with_commas(est.steps) + " steps (" + with_commas(est.transfers) +
-                                      " transfers) for N = " + std::to_string(opts.nranks) + " would need about " + human_bytes(est.bytes) +
+                                      " transfers) for N = " + std::to_string(opts.nranks) + " would need about " + human_bytes(need) +
+                                      (later ? std::string(" (") + human_bytes(later) + " of it for " + opts.consumer + ")" : "") +
                                       (est.steps >= 0xfffffff0ULL ? " and more than 2^32 step ids" : ""),
                                   static_cast<uint32_t>(s.name.size()));
     if (opts.max_memory)

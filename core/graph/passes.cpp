@@ -7,6 +7,7 @@ namespace sg {
 const std::vector<Pass>& passes() {
   static const std::vector<Pass> p = {
       {"match", "pair MPI sends and receives", match_p2p},
+      {"totals", "refuse byte totals past 64 bits", check_totals},
       {"collectives", "form collective instances", group_collectives},
       {"prune", "drop implied dependencies", prune_deps},
       {"validate", "check graph invariants", validate},

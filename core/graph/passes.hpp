@@ -13,6 +13,9 @@ namespace sg {
 // match.cpp: pairs local-view (MPI) sends and receives: fixed pairs where matching is
 // deterministic, candidate sets where a receive uses a wildcard.
 void match_p2p(StepGraph& g, Diagnostics& diags);
+// totals.cpp: refuses an instance whose buffers or moved bytes come to more than 4 EiB, so that
+// every byte total downstream is exact in 64 bits.
+void check_totals(StepGraph& g, Diagnostics& diags);
 // collectives.cpp: forms collective instances (the k-th collective of every member of a group)
 // and marks incomplete or inconsistent ones.
 void group_collectives(StepGraph& g, Diagnostics& diags);

@@ -45,6 +45,11 @@ void render_findings(const StepGraph& g, const InterpResult& r, const Postcondit
                          std::to_string(p.chunks_wrong - p.issues.size()) + " more not shown)");
 }
 
+void count_interpreter(ElabOptions& opts) {
+  opts.consumer_bytes = [](const SizeEstimate& e, uint32_t n) { return interpreter_bytes(e, n); };
+  opts.consumer = "the interpreter's state";
+}
+
 bool interpreter_fits(const StepGraph& g, const Target& t, const ElabOptions& opts, Diagnostics& diags) {
   uint64_t need = interpreter_bytes(g);
   if (!opts.max_memory || need <= opts.max_memory) return true;
@@ -73,6 +78,7 @@ CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts) {
   CheckOutcome o;
   BuildOptions bo;
   bo.elab = opts;
+  count_interpreter(bo.elab);
   o.graph = build(s, t, bo).graph;
   if (!o.graph) return o;
   if (!interpreter_fits(*o.graph, t, opts, s.diags)) return o;

@@ -21,6 +21,10 @@ struct CheckOutcome {
 
 CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts);
 
+// Counts the interpreter's state against opts.max_memory in elaboration's estimate, so that an N
+// too big to interpret is refused before its graph is built.
+void count_interpreter(ElabOptions& opts);
+
 // Reports an error and returns false when interpreting g would exceed opts.max_memory.
 bool interpreter_fits(const StepGraph& g, const Target& t, const ElabOptions& opts, Diagnostics& diags);
 

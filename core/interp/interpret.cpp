@@ -1,5 +1,7 @@
 #include "core/interp/interpret.hpp"
 
+#include "core/base/checked.hpp"
+
 #include <algorithm>
 #include <deque>
 #include <functional>
@@ -661,12 +663,20 @@ class Interp {
 
 InterpResult interpret(const StepGraph& g, const InterpOptions& opts) { return Interp(g, opts).run(); }
 
+namespace {
+// initial + final + working state, with one run per value on average
+constexpr uint64_t kInterpBytesPerChunk = 3 * (sizeof(ChunkSlot) + sizeof(Run));
+}  // namespace
+
 uint64_t interpreter_bytes(const StepGraph& g) {
   uint64_t chunks = 0;
   for (const auto& b : g.buffers) chunks += b.chunks;
-  // initial + final + working state, with one run per value on average
-  uint64_t per_chunk = 3 * (sizeof(ChunkSlot) + sizeof(Run));
-  return chunks * g.nranks * per_chunk + uint64_t{g.size()} * 24 + g.dep_total() * 4;
+  return sat_add(sat_mul(sat_mul(chunks, g.nranks), kInterpBytesPerChunk), sat_add(uint64_t{g.size()} * 24, g.dep_total() * 4));
+}
+
+uint64_t interpreter_bytes(const SizeEstimate& e, uint32_t nranks) {
+  // Before the graph exists: two dependencies per step, as the library's schedules have at most.
+  return sat_add(sat_mul(sat_mul(e.chunks, nranks), kInterpBytesPerChunk), sat_mul(e.steps, 24 + 2 * 4));
 }
 
 }  // namespace sg

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/graph/elaborate.hpp"
 #include "core/graph/step_graph.hpp"
 #include "core/interp/state.hpp"
 #include "core/interp/value.hpp"
@@ -96,5 +97,7 @@ InterpResult interpret(const StepGraph& g, const InterpOptions& opts = {});
 // About how much memory interpret() needs for g: two copies of every chunk's value on every
 // rank, and per-step bookkeeping. Callers refuse graphs that would not fit.
 uint64_t interpreter_bytes(const StepGraph& g);
+// The same from elaboration's estimate, before the graph is built (ElabOptions::consumer_bytes).
+uint64_t interpreter_bytes(const SizeEstimate& e, uint32_t nranks);
 
 }  // namespace sg
