@@ -1,5 +1,6 @@
 #include "random_schedule.hpp"
 
+#include <functional>
 #include <vector>
 
 namespace sgtest {
@@ -182,6 +183,12 @@ RandomSchedule random_mpi_schedule(std::mt19937_64& rng) {
     std::string chunk = std::to_string(pick(0, 3));
     std::string src = cat(pick(0, 1) ? "a[" : "b[", chunk, "]");
     std::string dst = cat(pick(0, 3) ? "a[" : "b[", std::to_string(pick(0, 3)), "]");
+    // Now and then two chunks on one side: a size mismatch, bad input where the pair is fixed,
+    // `unmatched` where a wildcard receive can take the message.
+    if (pick(0, 9) == 0) {
+      int64_t c = pick(0, 2);
+      (pick(0, 1) ? src : dst) = cat(pick(0, 1) ? "a[" : "b[", std::to_string(c), " .. ", std::to_string(c + 2), "]");
+    }
     std::string tag = std::to_string(pick(0, 1));
     std::string h = cat("h", std::to_string(e));
     bool nb_send = pick(0, 3) == 0, nb_recv = pick(0, 3) == 0;
@@ -216,6 +223,71 @@ RandomSchedule random_mpi_schedule(std::mt19937_64& rng) {
     for (const auto& line : prog[r]) put(t, "    ", line, "\n");
     t += "  }\n";
   }
+  t += "}\n";
+  return out;
+}
+
+}  // namespace sgtest
+
+namespace sgtest {
+
+SizedSchedule random_sized_schedule(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  SizedSchedule out;
+  uint32_t n = static_cast<uint32_t>(pick(2, 5));
+  out.program.nranks = n;
+  // Sender i (1 .. n-1): size[i] chunks, tag[i]. Receive j (0 .. n-2): rsize[j] chunks, from
+  // rsrc[j] (0 = any), tag rtag[j] (-1 = any).
+  std::vector<int64_t> size(n), tag(n), rsize(n - 1), rsrc(n - 1), rtag(n - 1);
+  // Mostly one size, one in seven or so the other, and mostly wildcards: about half the
+  // programs have a size mismatch in some order, a third are ok.
+  const int64_t base = pick(1, 2);
+  auto sized = [&] { return pick(0, 99) < 15 ? 3 - base : base; };
+  for (uint32_t i = 1; i < n; ++i) size[i] = sized(), tag[i] = pick(0, 1);
+  bool wild = false;
+  for (uint32_t j = 0; j + 1 < n; ++j) {
+    rsize[j] = sized();
+    rsrc[j] = pick(0, 99) < 20 ? pick(1, n - 1) : 0;
+    rtag[j] = pick(0, 99) < 15 ? pick(0, 1) : -1;
+    wild = wild || rsrc[j] == 0 || rtag[j] < 0;
+  }
+  if (!wild) rsrc[static_cast<size_t>(pick(0, n - 2))] = 0;
+  // The oracle: every order in which the blocking receives, one after another, can take the
+  // messages (all sent from the start; any not yet taken can arrive first).
+  std::vector<bool> taken(n, false);
+  std::function<void(uint32_t)> walk = [&](uint32_t j) {
+    if (j + 1 == n) return;  // every receive got a message (as many messages as receives)
+    bool any = false;
+    for (uint32_t i = 1; i < n; ++i) {
+      if (taken[i] || (rsrc[j] && rsrc[j] != i) || (rtag[j] >= 0 && rtag[j] != tag[i])) continue;
+      any = true;
+      if (size[i] != rsize[j]) {
+        out.size_mismatch = true;
+        continue;  // the MPI program stops there
+      }
+      taken[i] = true;
+      walk(j + 1);
+      taken[i] = false;
+    }
+    if (!any) out.stuck = true;
+  };
+  walk(0);
+  out.expect = out.size_mismatch || out.stuck ? "unmatched" : "ok";
+  out.all_one_size = true;
+  for (uint32_t i = 1; i < n; ++i) out.all_one_size = out.all_one_size && size[i] == size[1];
+  for (uint32_t j = 0; j + 1 < n; ++j) out.all_one_size = out.all_one_size && rsize[j] == size[1];
+  auto slice = [](const char* buf, int64_t at, int64_t cnt) {
+    return cnt == 1 ? cat(buf, "[", std::to_string(at), "]") : cat(buf, "[", std::to_string(at), " .. ", std::to_string(at + cnt), "]");
+  };
+  std::string& t = out.program.text;
+  t += "# messages of random sizes into a root's receives\nschedule sized() {\n  buffer a[2] bytes 8;\n  buffer b[8] bytes 8;\n";
+  t += "  init a contrib;\n  expect nothing;\n  on 0 {\n";
+  for (uint32_t j = 0; j + 1 < n; ++j)
+    put(t, "    recv ", slice("b", 2 * j, rsize[j]), " from ", rsrc[j] ? std::to_string(rsrc[j]) : std::string("any"), " tag ",
+        rtag[j] < 0 ? std::string("any") : std::to_string(rtag[j]), ";\n");
+  t += "  }\n";
+  for (uint32_t i = 1; i < n; ++i)
+    put(t, "  on ", std::to_string(i), " { send ", slice("a", 0, size[i]), " to 0 tag ", std::to_string(tag[i]), "; }\n");
   t += "}\n";
   return out;
 }

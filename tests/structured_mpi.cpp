@@ -30,8 +30,11 @@
 // every rank): drop or duplicate a receive, swap two adjacent statements, change a tag or a
 // peer, move a wait after an access to the chunk in flight (race), write a chunk in flight
 // (race), drop a wait (lifecycle), read a never-initialised buffer or drop an `init`
-// (undefined data), an off-by-one chunk index (wrong result); and in the wildcard family two
-// typical bugs: a gather stored by arrival order, reduction rounds that share one tag.
+// (undefined data), an off-by-one chunk index (wrong result), a message or receive of two
+// chunks instead of one (a size mismatch: bad input where the pair is fixed, `unmatched` where a
+// wildcard leaves it open); and in the wildcard family three typical bugs: a gather stored by
+// arrival order, reduction rounds that share one tag, one sender's message (or one receive of a
+// gather) twice the size of the others, which the generator knows is `unmatched` (StructuredCase::expect).
 //
 // Programs are kept as a small tree of statements (not as text) so that a mutation can find a
 // receive or a wait and rewrite one rank's copy of it as `if r == R && s == S { … } else { … }`,
@@ -240,6 +243,7 @@ struct Prog {
   std::vector<std::string> decls;  // init, let, expect
   std::vector<Node> body;
   std::string mutation;  // what was perturbed ("" if nothing)
+  std::string expect;    // the verdict, where known by construction (StructuredCase::expect)
 
   const Buffer* buffer(const std::string& name) const {
     for (const Buffer& b : buffers)
@@ -279,6 +283,20 @@ std::string render(const Prog& p, uint32_t n) {
   render(p.body, 1, t);
   t += "}\n";
   return t;
+}
+
+// A buffer of two chunks shaped like `like`'s, initialised: `wide[0 .. 2]` is a message twice
+// the size of one chunk of `like`.
+std::string wide(Prog& p, const std::string& like) {
+  std::string name = cat({like, "_wide"});
+  if (!p.buffer(name)) {
+    Buffer b = *p.buffer(like);
+    b.name = name;
+    b.dim0 = "2";
+    p.buffers.push_back(b);
+    p.decls.insert(p.decls.begin(), cat({"init ", name, " contrib;"}));
+  }
+  return name;
 }
 
 // Picks N in 2 .. the largest N <= max_ranks whose program fits the step budget.
@@ -627,20 +645,49 @@ Prog wildcard(Gen& g, uint32_t max_ranks, bool bug) {
   const std::string R = num(root), not_root = cat({"r != ", R});
   RankPred others = [root](int64_t r) { return r != root; };
   const std::string tag = one_tag(g);
+  // The size bug: one sender X's message (or, in a gather, the root's receive from X) is two
+  // chunks where the others are one. Every receive that can take X's message is a wildcard, and
+  // every execution has one take it, so the verdict is `unmatched` under both semantics.
+  // Not only among the perturbed programs (a third of a fifteenth of them): a fifth of the
+  // gathers and reductions get it, so that a few hundred programs see several.
+  const bool size_bug = variant != 2 && g.coin(bug ? 0.5 : 0.2);
+  const int64_t X = (root + g.pick(1, g.n - 1)) % g.n;
+  const bool wide_recv = size_bug && variant == 0 && g.coin(0.5);
+  // Sends from the other ranks, and X's own: a different message where the size bug is.
+  auto senders = [&](Node x) {
+    if (!size_bug || wide_recv) return std::vector<Node>{when(g, not_root, others, {x})};
+    Node y = x;
+    y.a = {wide(p, x.a.buf), "0 .. 2"};
+    RankPred is_x = [X](int64_t r) { return r == X; };
+    RankPred rest = [root, X](int64_t r) { return r != root && r != X; };
+    return std::vector<Node>{when(g, cat({"r == ", num(X)}), is_x, {y}, {when(g, not_root, rest, {x})})};
+  };
+  if (size_bug) {
+    p.expect = "unmatched";
+    p.mutation =
+        wide_recv ? cat({"the root's receive from rank ", num(X), " is two chunks"}) : cat({"rank ", num(X), "'s message is two chunks"});
+  }
   if (variant == 0) {
     p.add_buffer(g, "g", "N");
     p.decls = {"init g owned;", cat({"expect gather(g, ", R, ");"})};
     // Right: by source; by a tag naming the source; by source with any tag. Wrong: slot k gets
-    // the k-th message to arrive.
-    const int how = bug ? 3 : static_cast<int>(g.pick(0, 2));
+    // the k-th message to arrive. The size bug needs a wildcard (else it is bad input).
+    const int how = size_bug ? static_cast<int>(g.pick(1, 2)) : bug ? 3 : static_cast<int>(g.pick(0, 2));
     const std::string send_tag = how == 1 ? "r" : tag;
     Node take = recv({"g", "k"}, how == 0 || how == 2 ? "k" : "any", how == 1 ? "k" : how == 2 ? "any" : tag);
     const bool irecv = how != 3 && g.coin(0.3);
-    std::vector<Node> root_prog{loop("k", 0, g.n, "0", "N", {when(g, cat({"k != ", R}), {}, {irecv ? nonblocking(take, "") : take})})};
+    Node taken = irecv ? nonblocking(take, "") : take;
+    std::vector<Node> per_k{taken};
+    if (wide_recv) {
+      Node w = taken;
+      w.a = {wide(p, "g"), "0 .. 2"};
+      per_k = {when(g, cat({"k == ", num(X)}), {}, {w}, {taken})};
+    }
+    std::vector<Node> root_prog{loop("k", 0, g.n, "0", "N", {when(g, cat({"k != ", R}), {}, per_k)})};
     if (irecv) root_prog.push_back(waitall());
-    p.body.push_back(on_all(g, {when(g, not_root, others, {send({"g", "r"}, R, send_tag)})}));
+    p.body.push_back(on_all(g, senders(send({"g", "r"}, R, send_tag))));
     p.body.push_back(on_rank(g, root, std::move(root_prog)));
-    if (bug) p.mutation = "gather stored by arrival order (recv g[k] from any)";
+    if (bug && !size_bug) p.mutation = "gather stored by arrival order (recv g[k] from any)";
     p.about.push_back(cat({"gather to rank ", R,
                            how == 0   ? " by source"
                            : how == 1 ? " from any, tag = source"
@@ -653,8 +700,8 @@ Prog wildcard(Gen& g, uint32_t max_ranks, bool bug) {
     const bool bcast = g.coin(0.5), staged = g.coin(0.4);
     p.add_buffer(g, "s", "1");
     p.decls = {"init s contrib;", bcast ? "expect allreduce(s);" : cat({"expect reduce(s, ", R, ");"})};
-    std::vector<Node> sender{send({"s", "0"}, R, tag)};
-    if (bcast) sender.push_back(recv({"s", "0"}, R, tag));
+    std::vector<Node> sender = senders(send({"s", "0"}, R, tag));
+    if (bcast) sender.push_back(when(g, not_root, others, {recv({"s", "0"}, R, tag)}));
     std::vector<Node> take{recv({"s", "0"}, "any", tag, true)};
     if (staged) {
       p.add_buffer(g, "t", "1");
@@ -662,7 +709,7 @@ Prog wildcard(Gen& g, uint32_t max_ranks, bool bug) {
     }
     std::vector<Node> root_prog{loop("k", 1, g.n, "1", "N", take)};
     if (bcast) root_prog.push_back(loop("k", 0, g.n, "0", "N", {when(g, cat({"k != ", R}), {}, {send({"s", "0"}, "k", tag)})}));
-    p.body.push_back(on_all(g, {when(g, not_root, others, sender)}));
+    p.body.push_back(on_all(g, sender));
     p.body.push_back(on_rank(g, root, std::move(root_prog)));
     p.about.push_back(
         cat({"reduction to rank ", R, " in arrival order", staged ? " through t[0]" : "", bcast ? ", then broadcast back" : ""}));
@@ -791,7 +838,7 @@ std::string scratch(Prog& p, const std::string& like, std::string_view suffix, b
   return name;
 }
 
-enum class Mut { DropRecv, DupRecv, Swap, Retag, Repeer, LateWait, WriteInFlight, DropWait, Uninit, OffByOne };
+enum class Mut { DropRecv, DupRecv, Swap, Retag, Repeer, LateWait, WriteInFlight, DropWait, Uninit, OffByOne, Resize };
 
 // Tries mutation m on a random eligible statement; false if nothing in the program fits it.
 bool mutate(Gen& g, Prog& p, Mut m) {
@@ -827,6 +874,7 @@ bool mutate(Gen& g, Prog& p, Mut m) {
       case Mut::DropWait: ok = x.op == Op::Wait || x.op == Op::Waitall; break;
       case Mut::Uninit: ok = (is_msg(x) || x.op == Op::Copy || x.op == Op::Reduce) && x.a.one_row(); break;
       case Mut::OffByOne: ok = is_msg(x) && x.a.one_row() && p.buffer(x.a.buf)->dim0 != "1"; break;
+      case Mut::Resize: ok = is_msg(x) && x.a.one_row(); break;
     }
     if (ok) {
       fit.push_back(s);
@@ -907,14 +955,21 @@ bool mutate(Gen& g, Prog& p, Mut m) {
       replace(s, 1, {y}, cond);
       break;
     }
+    case Mut::Resize: {
+      Node y = x;
+      y.a = {wide(p, x.a.buf), "0 .. 2"};
+      what = cat({"twice the size: \"", stmt_text(y), "\""});
+      replace(s, 1, {y}, cond);
+      break;
+    }
   }
   p.mutation = cat({"\"", stmt_text(x), "\" ", what, cond.empty() ? " everywhere it runs" : cat({" where ", cond})});
   return true;
 }
 
 void mutate(Gen& g, Prog& p) {
-  std::vector<Mut> order{Mut::DropRecv, Mut::DupRecv,  Mut::Swap,          Mut::Swap,     Mut::Retag,  Mut::Repeer,
-                         Mut::LateWait, Mut::LateWait, Mut::WriteInFlight, Mut::DropWait, Mut::Uninit, Mut::OffByOne};
+  std::vector<Mut> order{Mut::DropRecv, Mut::DupRecv,       Mut::Swap,     Mut::Swap,   Mut::Retag,    Mut::Repeer, Mut::LateWait,
+                         Mut::LateWait, Mut::WriteInFlight, Mut::DropWait, Mut::Uninit, Mut::OffByOne, Mut::Resize};
   std::shuffle(order.begin(), order.end(), g.rng);
   for (Mut m : order)
     if (mutate(g, p, m)) return;
@@ -948,6 +1003,7 @@ StructuredCase structured_mpi_schedule(std::mt19937_64& rng, uint32_t max_ranks)
   out.nranks = g.n;
   out.family = p.mutation.empty() ? p.family : cat({p.family, "+mutation"});
   out.text = render(p, g.n);
+  out.expect = p.expect;
   return out;
 }
 

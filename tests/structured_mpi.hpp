@@ -18,6 +18,9 @@ struct StructuredCase {
   std::string family;   // "ring", "parity-ring", "shift", "burst", "pipeline", "window", "exchange",
                         // "wildcard"; with "+mutation" appended if perturbed (the text's header
                         // comment says how)
+  std::string expect;   // the verdict under both semantics where the generator knows it by
+                        // construction (a wildcard program with one message of another size:
+                        // "unmatched"), else ""
 };
 
 // Most results are correct programs (ok under both semantics, except the variants that only

@@ -288,3 +288,47 @@ TEST_CASE("a generic compute produces the rank's own term", "[interp]") {
   INFO(c.findings);
   CHECK(c.ok);
 }
+
+TEST_CASE("a wildcard receive that takes a larger message is unmatched, at the receive and the send", "[interp][size]") {
+  // Issue 23's reproducer: 128 bytes into a 64-byte receive (MPI_ERR_TRUNCATE under mpiexec).
+  const std::string bad =
+      "schedule trunc() {\n"
+      "  buffer a[4] bytes 64;\n"
+      "  init a contrib;\n"
+      "  expect nothing;\n"
+      "  on 0 { send a[0 .. 2] to 1 tag 3; }\n"
+      "  on 1 { recv a[0] from any tag 3; }\n"
+      "}\n";
+  auto c = sgtest::check(bad, 2);
+  REQUIRE(c.b.ok());
+  CHECK_FALSE(c.ok);
+  CHECK(std::string(check_verdict(c.r, c.ok)) == "unmatched");
+  const Issue* i = first(c.r.issues, IssueKind::SizeMismatch);
+  REQUIRE(i);
+  CHECK(line_of(c, *i) == 6);                // the receive
+  CHECK(c.b.graph->loc(i->send).line == 5);  // the send
+  CHECK(i->text.find("truncated") != std::string::npos);
+  INFO(c.findings);
+  CHECK(c.findings.find("test.sched:6:") != std::string::npos);
+  CHECK(c.findings.find("test.sched:5:") != std::string::npos);
+  CHECK(c.findings.find("unmatched: message size mismatch") != std::string::npos);
+
+  // A smaller message is refused too (the receive's second chunk would stay unwritten).
+  std::string smaller = bad;
+  smaller.replace(smaller.find("a[0 .. 2] to"), 9, "a[1]");
+  smaller.replace(smaller.find("recv a[0]"), 9, "recv a[2 .. 4]");
+  auto s = sgtest::check(smaller, 2);
+  REQUIRE(s.b.ok());
+  CHECK(std::string(check_verdict(s.r, s.ok)) == "unmatched");
+  REQUIRE(first(s.r.issues, IssueKind::SizeMismatch));
+  CHECK(first(s.r.issues, IssueKind::SizeMismatch)->text.find("never written") != std::string::npos);
+
+  // The fix: a receive of the message's size.
+  std::string fixed = bad;
+  fixed.replace(fixed.find("recv a[0]"), 9, "recv a[2 .. 4]");
+  auto f = sgtest::check(fixed, 2);
+  INFO(f.findings);
+  CHECK(f.ok);
+  CHECK(std::string(check_verdict(f.r, f.ok)) == "ok");
+  CHECK_FALSE(first(f.r.issues, IssueKind::SizeMismatch));
+}

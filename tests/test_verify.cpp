@@ -384,6 +384,7 @@ TEST_CASE("the explicit and Z3 engines agree on random graphs", "[verify][agree]
       if (e == Verdict::Unknown || z == Verdict::Unknown) continue;
       ++decided;
       ++seen[verdict_name(e)];
+      if (e == Verdict::Unmatched && m.explicit_result.cx.summary.rfind("message size mismatch", 0) == 0) ++seen["size mismatch"];
       CHECK(e == z);
     }
   }
@@ -391,8 +392,8 @@ TEST_CASE("the explicit and Z3 engines agree on random graphs", "[verify][agree]
   std::string dist;
   for (const auto& [k, v] : seen) dist += k + "=" + std::to_string(v) + " ";
   WARN("verdicts over " << decided << " decided runs: " << dist);
-  // The random programs reach every verdict.
-  for (const char* v : {"ok", "deadlock", "unmatched", "race", "lifecycle", "wrong-result", "undefined-data"}) {
+  // The random programs reach every verdict, and a size mismatch under a wildcard.
+  for (const char* v : {"ok", "deadlock", "unmatched", "race", "lifecycle", "wrong-result", "undefined-data", "size mismatch"}) {
     INFO(v);
     CHECK(seen[v] > 0);
   }
@@ -406,7 +407,7 @@ TEST_CASE("the explicit and Z3 engines agree on structured programs: rings, shif
   const char* env_seed = std::getenv("STEPGRAPH_RANDOM_SEED");
   int cases = env_cases ? std::atoi(env_cases) : 300;
   std::mt19937_64 rng(env_seed ? std::strtoull(env_seed, nullptr, 10) : 20261123);
-  int decided = 0, general = 0, bad_input = 0;
+  int decided = 0, general = 0, bad_input = 0, known = 0;
   std::map<std::string, int> seen, families;
   for (int i = 0; i < cases; ++i) {
     auto sc = sgtest::structured_mpi_schedule(rng, 16);
@@ -442,9 +443,15 @@ TEST_CASE("the explicit and Z3 engines agree on structured programs: rings, shif
                              << (z != Verdict::Ok ? render_text(m.z3_result.cx, s.sources) : ""));
       CHECK(e != Verdict::Unknown);  // structured programs stay within the explicit search's bound
       CHECK(z != Verdict::Unknown);
+      if (!sc.expect.empty()) {  // known by construction (a wildcard program with a size mismatch)
+        CHECK(e == parse_verdict(sc.expect));
+        CHECK(z == parse_verdict(sc.expect));
+        ++known;
+      }
       if (e == Verdict::Unknown || z == Verdict::Unknown) continue;
       ++decided;
       ++seen[verdict_name(e)];
+      if (e == Verdict::Unmatched && m.explicit_result.cx.summary.rfind("message size mismatch", 0) == 0) ++seen["size mismatch"];
       CHECK(e == z);
       if (!rep_general.modes.empty()) {
         Verdict zg = rep_general.modes[k].z3_result.verdict;
@@ -457,9 +464,89 @@ TEST_CASE("the explicit and Z3 engines agree on structured programs: rings, shif
   for (const auto& [k, v] : seen) dist += k + "=" + std::to_string(v) + " ";
   for (const auto& [k, v] : families) fam += k + "=" + std::to_string(v) + " ";
   WARN(cases << " structured programs (" << fam << "), " << bad_input << " bad input, " << decided << " semantics decided by both engines ("
-             << dist << "), " << general << " also with every compatible pair a candidate");
-  for (const char* v : {"ok", "deadlock", "unmatched", "race", "lifecycle", "wrong-result", "undefined-data"}) {
+             << dist << "), " << general << " also with every compatible pair a candidate, " << known
+             << " with the verdict known by construction");
+  CHECK(known > 0);
+  for (const char* v : {"ok", "deadlock", "unmatched", "race", "lifecycle", "wrong-result", "undefined-data", "size mismatch"}) {
     INFO(v);
     CHECK(seen[v] > 0);
   }
+}
+
+TEST_CASE("a receive that can take a message of another size: unmatched, naming the receive and the send, in both engines",
+          "[verify][size]") {
+  fs::path file = fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "size_mismatch.sched";
+  struct Want {
+    const char* sched;
+    uint32_t n, recv_line, send_line;
+    bool larger;
+  };
+  for (Want w : {Want{"bad", 2, 15, 14, true}, Want{"some_orders", 3, 32, 33, true}, Want{"smaller", 2, 51, 50, false}}) {
+    Session s;
+    Target t = s.resolve(file.string() + ":" + w.sched);
+    auto g = build_for_verify(s, t, w.n);
+    REQUIRE(g);
+    for (auto engine : {Engine::Explicit, Engine::Z3}) {
+      if (engine == Engine::Z3 && !kZ3) continue;
+      VerifyOptions vo;
+      vo.engine = engine;
+      VerifyReport rep = verify_graph(*g, vo);
+      for (const ModeResult& m : rep.modes) {
+        const EngineResult& er = engine == Engine::Z3 ? m.z3_result : m.explicit_result;
+        INFO(w.sched << " " << mode_name(m.mode) << " " << (engine == Engine::Z3 ? "z3" : "explicit") << ": " << verdict_name(er.verdict)
+                     << "\n"
+                     << render_text(er.cx, s.sources));
+        REQUIRE(er.verdict == Verdict::Unmatched);
+        CHECK(er.cx.summary.rfind("message size mismatch", 0) == 0);
+        CHECK(er.cx.summary.find(w.larger ? "truncated" : "never written") != std::string::npos);
+        REQUIRE(er.cx.steps.size() == 2);
+        CHECK(er.cx.steps[0].loc.line == w.recv_line);
+        CHECK(er.cx.steps[1].loc.line == w.send_line);
+        std::string text = render_text(er.cx, s.sources);
+        CHECK(text.find("size_mismatch.sched:" + std::to_string(w.recv_line) + ":") != std::string::npos);
+        CHECK(text.find("size_mismatch.sched:" + std::to_string(w.send_line) + ":") != std::string::npos);
+      }
+    }
+  }
+}
+
+TEST_CASE("size mismatches under wildcards: both engines against an oracle that enumerates the orders", "[verify][size][property]") {
+  std::mt19937_64 rng(2323);
+  int cases = 150, mismatch = 0, stuck_only = 0, ok = 0;
+  for (int i = 0; i < cases; ++i) {
+    sgtest::SizedSchedule ss = sgtest::random_sized_schedule(rng);
+    Session s;
+    const Program* p = s.load_text("z.sched", ss.program.text);
+    auto g = build_for_verify(s, Target{p, p->schedules.back().get()}, ss.program.nranks);
+    INFO("case " << i << " (oracle: " << ss.expect << (ss.size_mismatch ? ", size mismatch" : "") << (ss.stuck ? ", stuck" : "") << ")\n"
+                 << ss.program.text << s.diags.render(s.sources));
+    REQUIRE(g);  // a wildcard receive leaves the pairs open: never bad input
+    mismatch += ss.size_mismatch;
+    stuck_only += ss.stuck && !ss.size_mismatch;
+    ok += ss.expect == "ok";
+    VerifyReport rep = verify_graph(*g, both_engines());
+    for (const ModeResult& m : rep.modes) {
+      for (const EngineResult* er : {&m.explicit_result, &m.z3_result}) {
+        if (er == &m.z3_result && !kZ3) continue;
+        INFO(mode_name(m.mode) << " " << (er == &m.z3_result ? "z3" : "explicit") << ": " << verdict_name(er->verdict) << " (" << er->note
+                               << ")\n"
+                               << (er->verdict != Verdict::Ok ? render_text(er->cx, s.sources) : ""));
+        CHECK(er->verdict == parse_verdict(ss.expect));
+        bool says_size = er->verdict == Verdict::Unmatched && er->cx.summary.rfind("message size mismatch", 0) == 0;
+        if (ss.size_mismatch && !ss.stuck) CHECK(says_size);  // no other way to be unmatched
+        if (!ss.size_mismatch) CHECK_FALSE(says_size);
+      }
+    }
+    // `check` runs one order: a size mismatch it reports is one the oracle knows.
+    InterpResult r = interpret(*g);
+    bool seen = false;
+    for (const Issue& is : r.issues) seen = seen || is.kind == IssueKind::SizeMismatch;
+    if (seen) CHECK(ss.size_mismatch);
+    if (ss.all_one_size) CHECK_FALSE(seen);
+  }
+  WARN(cases << " programs: " << mismatch << " with a size mismatch in some order, " << stuck_only << " unmatched otherwise, " << ok
+             << " ok");
+  CHECK(mismatch > 20);
+  CHECK(ok > 20);
+  CHECK(stuck_only > 5);
 }

@@ -76,7 +76,7 @@ class Explorer {
       ++res.executions;
       if (r.pruned) {
         ++pruned;
-        offer_undefined_read(r, matching);
+        if (!offer_size_mismatch(r, matching)) offer_undefined_read(r, matching);
       } else {
         classify(r, matching);
       }
@@ -124,6 +124,19 @@ class Explorer {
     if (!best_ || priority(cx.verdict) < priority(best_->verdict)) best_ = std::move(cx);
   }
 
+  // The run's first receive that took a message of another size, if any (unmatched: nothing
+  // comes first). Like an undefined read it happens on the way, so a cut run counts it too.
+  bool offer_size_mismatch(const InterpResult& r, const std::vector<std::pair<StepId, StepId>>& matching) {
+    for (const Issue& is : r.issues) {
+      if (is.kind != IssueKind::SizeMismatch) continue;
+      Counterexample cx = size_mismatch_cx(g_, is.step, is.send);
+      cx.matching = matching;
+      offer(cx);
+      return true;
+    }
+    return false;
+  }
+
   // The run's first undefined read, if any. A run cut at a state explored before is classified
   // by this alone: its continuations were classified then; only its way there is new.
   bool offer_undefined_read(const InterpResult& r, const std::vector<std::pair<StepId, StepId>>& matching) {
@@ -144,6 +157,7 @@ class Explorer {
       lane_ = lane_partners(g_);
       p2p_listed_ = true;
     }
+    if (offer_size_mismatch(r, matching)) return;
     // unmatched: a pending MPI operation that nothing left in the program can match. In a lane
     // no wildcard contests that is its one partner by MPI's order (the second of two sends into
     // a lane with one receive can never be taken); elsewhere, any compatible operation still

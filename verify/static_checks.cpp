@@ -48,6 +48,16 @@ Counterexample unmatched_cx(const StepGraph& g, StepId s) {
   return cx;
 }
 
+Counterexample size_mismatch_cx(const StepGraph& g, StepId recv, StepId send) {
+  Counterexample cx;
+  cx.verdict = Verdict::Unmatched;
+  cx.rank = g.rank(recv);
+  cx.summary = size_mismatch_text(g, recv, send);
+  cx.steps.push_back(cx_step(g, recv, "receive", std::to_string(g.range_bytes(g.range(recv))) + " bytes"));
+  cx.steps.push_back(cx_step(g, send, "the send it takes", std::to_string(g.range_bytes(g.range(send))) + " bytes"));
+  return cx;
+}
+
 Counterexample undefined_cx(const StepGraph& g, StepId s, uint32_t buf, uint32_t chunk) {
   Counterexample cx;
   cx.verdict = Verdict::UndefinedData;

@@ -24,6 +24,9 @@ CxStep cx_step(const StepGraph& g, StepId s, std::string role = "", std::string 
 
 // Counterexamples both engines build the same way.
 Counterexample unmatched_cx(const StepGraph& g, StepId pending);
+// A receive that takes a message of another size (the `unmatched` verdict: docs/verify.md): the
+// receive first (the error's line), then the send.
+Counterexample size_mismatch_cx(const StepGraph& g, StepId recv, StepId send);
 Counterexample undefined_cx(const StepGraph& g, StepId reader, uint32_t buf, uint32_t chunk);
 void set_chunk(Counterexample& cx, const StepGraph& g, uint32_t rank, uint32_t buf, uint32_t chunk);
 // A wrong chunk no step wrote: the counterexample points at the `expect` statement instead.

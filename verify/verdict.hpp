@@ -2,7 +2,9 @@
 //
 // The verdict of one semantics is the first of unmatched, deadlock, race, undefined-data,
 // lifecycle, wrong-result that any execution the semantics allows shows; otherwise ok
-// (the design's CLI contract).
+// (the design's CLI contract). Unmatched includes a receive that some execution pairs with a
+// message of another size (larger: MPI's truncation error): the pair MPI makes is one the
+// program cannot take (docs/verify.md, "Message sizes").
 #pragma once
 #include <cstdint>
 #include <string>
@@ -14,7 +16,16 @@
 
 namespace sg::verify {
 
-enum class Verdict : uint8_t { Unmatched, Deadlock, Race, UndefinedData, Lifecycle, WrongResult, Ok, Unknown };
+enum class Verdict : uint8_t {
+  Unmatched,  // a pending operation nothing left can match, or a receive taking a message of another size
+  Deadlock,
+  Race,
+  UndefinedData,
+  Lifecycle,
+  WrongResult,
+  Ok,
+  Unknown
+};
 const char* verdict_name(Verdict v);
 // Lower is reported first; Ok and Unknown come last.
 inline int priority(Verdict v) { return static_cast<int>(v); }

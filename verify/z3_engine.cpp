@@ -11,7 +11,8 @@
 //   each receive and each send in at most one pair; MPI's non-overtaking order per channel
 // A stuck state adds maximality: whatever could run or complete did. Times make every model a
 // real execution (no circular "r completes because m was sent because r completed").
-// Queries, in the verdict order: unmatched and deadlock (stuck states), race (two conflicting
+// Queries, in the verdict order: a receive taking a message of another size (unmatched, in any
+// partial execution), unmatched and deadlock (stuck states), race (two conflicting
 // accesses of one chunk whose intervals overlap), undefined data, lifecycle, wrong result
 // (complete executions whose final values break the postcondition; values are sums of 64-bit
 // atom hashes, so a multiset is one bit-vector and a receive's value depends on its M_rm).
@@ -74,6 +75,7 @@ class Encoder {
       build();
       phase("stuck");
       std::optional<Counterexample> found;
+      if (!found) found = q_size_mismatch();
       if (!found) found = q_unmatched();
       if (!found) found = q_deadlock();
       phase("deadlock");
@@ -426,6 +428,26 @@ class Encoder {
       others.push_back(matched(x));
     }
     return I_[o] && !matched(o) && conj(others);
+  }
+
+  // A receive that takes a message of another size in some (partial) execution: no stuck state
+  // needed, the pair itself is the defect (the `unmatched` verdict). Pairs of equal size are
+  // the rule (the match pass refuses a fixed pair of two sizes), so the query is usually skipped.
+  std::optional<Counterexample> q_size_mismatch() {
+    std::vector<size_t> bad;
+    for (size_t p = 0; p < pr_.size(); ++p)
+      if (g_.range_bytes(g_.range(pr_[p].first)) != g_.range_bytes(g_.range(pr_[p].second))) bad.push_back(p);
+    if (bad.empty()) return std::nullopt;
+    std::vector<z3::expr> any;
+    for (size_t p : bad) any.push_back(M_[p]);
+    if (check({disj(any)}) != z3::sat) return std::nullopt;
+    for (size_t p : bad) {
+      if (!val(M_[p])) continue;
+      Counterexample cx = size_mismatch_cx(g_, pr_[p].first, pr_[p].second);
+      cx.matching = matching_from_model(true);
+      return cx;
+    }
+    return std::nullopt;
   }
 
   std::optional<Counterexample> q_unmatched() {

@@ -20,6 +20,13 @@ void render_findings(const StepGraph& g, const InterpResult& r, const Postcondit
       case IssueKind::BadOperand: prefix = "wrong operand: "; break;
       case IssueKind::Stuck: prefix = "stuck (eager sends, one order): "; break;
       case IssueKind::Unmatched: prefix = "unmatched: "; break;
+      case IssueKind::SizeMismatch: {
+        // The receive is the error; the send it took, on its own line, is the note.
+        Diagnostic& d = out.error(loc_of(is), "unmatched: " + is.text);
+        d.notes.push_back({g.loc(is.send), "rank " + std::to_string(g.rank(is.send)) + " sends the " +
+                                               std::to_string(g.range_bytes(g.range(is.send))) + " bytes here"});
+        continue;
+      }
       case IssueKind::Lifecycle:
         prefix = "lifecycle: ";
         warn = true;
@@ -67,6 +74,8 @@ const char* check_verdict(const InterpResult& r, bool ok) {
       if (is.kind == k) return true;
     return false;
   };
+  // A size mismatch first: the run went on past it, but an MPI program stops there.
+  if (has(IssueKind::SizeMismatch)) return "unmatched";
   if (!r.completed) return "stuck";
   if (has(IssueKind::Unmatched)) return "unmatched";
   if (has(IssueKind::UndefinedRead)) return "undefined-data";

@@ -29,7 +29,8 @@ void count_interpreter(ElabOptions& opts);
 bool interpreter_fits(const StepGraph& g, const Target& t, const ElabOptions& opts, Diagnostics& diags);
 
 // The verdict of a check, the first kind of defect found in the design's order: "stuck",
-// "unmatched", "undefined-data", "wrong-result", or "ok". `ok`: CheckOutcome::ok.
+// "unmatched", "undefined-data", "wrong-result", or "ok"; a receive that took a message of
+// another size is "unmatched" before all (as in `verify`: docs/verify.md). `ok`: CheckOutcome::ok.
 const char* check_verdict(const InterpResult& r, bool ok);
 
 // Appends one diagnostic per interpreter issue and postcondition failure.

@@ -21,6 +21,7 @@ const char* issue_name(IssueKind k) {
     case IssueKind::BadOperand: return "bad-operand";
     case IssueKind::Stuck: return "stuck";
     case IssueKind::Unmatched: return "unmatched";
+    case IssueKind::SizeMismatch: return "size-mismatch";
     case IssueKind::Lifecycle: return "lifecycle";
     case IssueKind::Missing: return "missing";
     case IssueKind::Duplicate: return "duplicate";
@@ -486,6 +487,17 @@ class Interp {
   }
 
   void finish_recv(StepId r, const Msg& m) {
+    // MPI matches by source, tag and communicator only: a wildcard (or a receive beside one,
+    // whose pairs the match pass leaves open) can take a message of another size.
+    if (g_.range_bytes(g_.range(r)) != g_.range_bytes(g_.range(m.send))) {
+      Issue is;
+      is.kind = IssueKind::SizeMismatch;
+      is.rank = g_.rank(r);
+      is.step = r;
+      is.send = m.send;
+      is.text = size_mismatch_text(g_, r, m.send);
+      issues_.push_back(is);
+    }
     apply(g_.rank(r), g_.range(r), m.payload, g_.flags(r) & kFlagReduce, r);
     partner_[r] = m.send;
     partner_[m.send] = r;
@@ -662,6 +674,30 @@ class Interp {
 }  // namespace
 
 InterpResult interpret(const StepGraph& g, const InterpOptions& opts) { return Interp(g, opts).run(); }
+
+std::string size_mismatch_text(const StepGraph& g, StepId recv, StepId send) {
+  uint64_t rb = g.range_bytes(g.range(recv)), sb = g.range_bytes(g.range(send));
+  const P2PInfo& p = g.p2p_info(recv);
+  // Appended piece by piece: chains of operator+ on temporaries draw GCC 12's false -Wrestrict.
+  std::string t = "message size mismatch: rank ";
+  t += std::to_string(g.rank(recv));
+  t += " receives ";
+  t += std::to_string(rb);
+  t += " bytes into ";
+  t += g.range_name(g.range(recv));
+  t += p.peer == kAnyRank ? " from any rank" : " from rank " + std::to_string(p.peer);
+  t += p.tag == kAnyTag ? ", any tag," : " (tag " + std::to_string(p.tag) + ")";
+  t += " and can take rank ";
+  t += std::to_string(g.rank(send));
+  t += "'s ";
+  t += std::to_string(sb);
+  t += " bytes from ";
+  t += g.range_name(g.range(send));
+  t += " (tag ";
+  t += std::to_string(g.p2p_info(send).tag);
+  t += sb > rb ? "): the message is truncated (MPI_ERR_TRUNCATE)" : "): part of the receive is never written";
+  return t;
+}
 
 namespace {
 // initial + final + working state, with one run per value on average

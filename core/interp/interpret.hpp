@@ -20,6 +20,7 @@ enum class IssueKind : uint8_t {
   BadOperand,     // an attention tile got operands that are not a single q(i) / kv(m)
   Stuck,          // nothing can run and some rank has not finished
   Unmatched,      // a message was sent that no receive took
+  SizeMismatch,   // a receive took a message of another size (larger: MPI's truncation error)
   Lifecycle,      // a nonblocking operation never waited for
   Missing,        // postcondition: a term is missing
   Duplicate,      // postcondition: a term is counted more than once
@@ -34,6 +35,7 @@ struct Issue {
   uint32_t rank = 0;
   uint32_t buf = 0, chunk = 0;
   StepId step = kNoStep;        // the step concerned (for postconditions: the last writer)
+  StepId send = kNoStep;        // SizeMismatch: the send whose message the receive (`step`) took
   uint32_t stmt = 0xffffffffu;  // a statement to point at when there is no step (the expect)
   std::string text;
   std::string expected, actual;  // postcondition findings: the two values, as terms
@@ -93,6 +95,12 @@ uint64_t tile_key(const Run& family, uint32_t at);
 StepId tile_culprit(const InterpResult& r, const Issue& is);
 
 InterpResult interpret(const StepGraph& g, const InterpOptions& opts = {});
+
+// Why a receive may not take a send's message of another size, in one line: a larger message is
+// MPI's truncation error (MPI_ERR_TRUNCATE); a smaller one leaves chunks of the receive's range
+// unwritten, which a receive (it writes its whole range) cannot mean. The interpreter's issue and
+// the verifier's counterexample share it.
+std::string size_mismatch_text(const StepGraph& g, StepId recv, StepId send);
 
 // About how much memory interpret() needs for g: two copies of every chunk's value on every
 // rank, and per-step bookkeeping. Callers refuse graphs that would not fit.
