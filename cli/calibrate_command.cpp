@@ -1,7 +1,6 @@
 // `stepgraph calibrate`: under mpiexec, ping-pong per pair class (same node, other node), an α-β
 // fit, and a platform file for `sim --platform @FILE` and `exec --predict @FILE`.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -12,6 +11,7 @@
 #ifdef STEPGRAPH_HAVE_MPI
 #include <mpi.h>
 
+#include "core/io/output_file.hpp"
 #include "exec/calibrate.hpp"
 #include "exec/mpi_world.hpp"
 #endif
@@ -75,17 +75,19 @@ int cmd_calibrate(const CalibrateOpts& o) {
                         (k.alpha_s + static_cast<double>(p.bytes) / k.bw_Bps) * 1e6);
         }
       }
-      std::ofstream f(o.output);
-      if (!f) {
-        rc = fail("cannot write '" + o.output + "'");
+      OutputFile out;
+      if (!out.open(o.output, err)) {
+        rc = fail(err);
       } else {
+        std::ostream& f = out.stream();
         f << "# written by stepgraph calibrate: " << c.nodes << " node(s), " << c.per_node << " ranks per node\n";
         for (const auto& k : c.classes)
           f << "# " << k.name << ": alpha " << k.alpha_s * 1e6 << " us, bandwidth " << k.bw_Bps / 1e9 << " GB/s\n";
         // Not part of the platform: the reduction speed, read by `exec --predict @FILE` (sim --gamma).
         f << "# gamma=" << c.gamma_s_per_byte * 1e9 << "ns\n";
         f << spec << "\n";
-        if (!o.json)
+        if (!out.close(err)) rc = fail(err);
+        else if (!o.json)
           std::printf("\nplatform %s\nwritten to %s: use it as `stepgraph sim … --platform @%s` or `exec … --predict @%s`\n", spec.c_str(),
                       o.output.c_str(), o.output.c_str(), o.output.c_str());
       }

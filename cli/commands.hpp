@@ -118,6 +118,11 @@ int cmd_demo(const std::string& ranks);
 // "stepgraph bug: …, please report it" on stderr; returns kInternalErrorExit (70).
 int report_internal_error(const InternalError& e);
 
+// The end of every command (cli/main.cpp): flushes standard output and returns `rc`, or, where
+// something written there did not get there, says so ("cannot write to standard output: No space
+// left on device") and returns at least 2.
+int check_standard_output(int rc);
+
 // "8" | "2..17" (inclusive) | "4,8,16" | mixtures "2..5,8". Returns false with a message.
 bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err);
 

@@ -2,7 +2,6 @@
 // LogGOPSim's GOAL, or the stream order), optionally with collectives expanded.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -11,6 +10,7 @@
 #include "cli/shared.hpp"
 #include "core/graph/stream_order.hpp"
 #include "core/interp/bus_bandwidth.hpp"
+#include "core/io/output_file.hpp"
 #include "core/io/writers.hpp"
 #include "core/msccl/export.hpp"
 #include "core/pipeline.hpp"
@@ -88,12 +88,11 @@ int cmd_compile(const CompileOpts& o) {
     }
   }
   print_warnings(p.s);
-  std::ofstream file;
+  OutputFile file;
   std::ostream* os = &std::cout;
   if (!o.output.empty()) {
-    file.open(o.output);
-    if (!file) return fail("cannot write '" + o.output + "'");
-    os = &file;
+    if (!file.open(o.output, err)) return fail(err);
+    os = &file.stream();
   }
   if (o.format == "stream") *os << stream_text;
   else if (o.format == "msccl") *os << msccl_text.str();
@@ -110,6 +109,7 @@ int cmd_compile(const CompileOpts& o) {
       *os << "build time    " << buf << "\n";
     }
   }
+  if (!o.output.empty() && !file.close(err)) return fail(err);  // standard output: main checks it
   return 0;
 }
 

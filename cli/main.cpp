@@ -60,7 +60,7 @@ void add_common(CLI::App* app, sg::cli::Common& c, bool many_ranks) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_command(int argc, char** argv) {
   CLI::App app{"stepgraph: write a collective schedule once; compile, check, simulate, verify and execute it", "stepgraph"};
   app.set_version_flag("--version", std::string("stepgraph ") + STEPGRAPH_VERSION);
   app.require_subcommand(0, 1);
@@ -289,3 +289,6 @@ int main(int argc, char** argv) {
   std::cout << app.help();
   return 0;
 }
+
+// Output that never reached standard output (a full disk, /dev/full) is an error too (exit 2).
+int main(int argc, char** argv) { return sg::cli::check_standard_output(run_command(argc, argv)); }

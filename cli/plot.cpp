@@ -6,10 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <sstream>
+#include <system_error>
 
 #include "cli/sim_command.hpp"
+#include "core/base/input_file.hpp"
+#include "core/io/output_file.hpp"
 
 namespace sg::cli {
 
@@ -49,14 +52,23 @@ bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poin
     return false;
   }
   fs::path dir = fs::temp_directory_path() / ("stepgraph_plot_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    err = "--plot: cannot create '" + dir.string() + "': " + ec.message();
+    return false;
+  }
   std::string script, time_plot, bw_plot;
   for (size_t k = 0; k < order.size(); ++k) {
     fs::path dat = dir / ("line" + std::to_string(k) + ".dat");
-    std::ofstream d(dat);
+    std::ostringstream d;
     for (const PointResult* r : lines[order[k]]) {
       double x = by_param ? static_cast<double>(r->param_value) : r->n;
       d << x << " " << r->time_s << " " << (r->busbw > 0 ? r->busbw : 0) << "\n";
+    }
+    if (!write_output_file(dat.string(), d.str(), err)) {
+      err = "--plot: " + err;
+      return false;
     }
     std::string src = quote(dat.string());
     time_plot += (k ? ", " : "") + src + " using 1:2 with linespoints title " + quote(order[k]);
@@ -70,7 +82,10 @@ bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poin
   std::string platform = first.platform.substr(0, first.platform.find(" ("));  // without "(the default; …)"
   std::string sub = platform + ", " + first.model;
   script += "set terminal " + term + " font 'sans,11'\n";
-  script += "set output " + quote(o.plot) + "\n";
+  // gnuplot draws into the temporary folder and says nothing when it cannot write (exit 0 with
+  // no file): the picture is copied to --plot here, where a failure is seen and said.
+  fs::path drawn = dir / ("plot" + ext);
+  script += "set output " + quote(drawn.string()) + "\n";
   script += "set multiplot layout 1,2 title " + quote("stepgraph sim: " + sub) + "\n";
   script += "set logscale xy\nset grid\nset key top left\nset xlabel " + quote(xlabel) + "\n";
   // Sizes and rank counts double: base-2 axes with binary prefixes (1 KiB, 1 MiB) read cleanly.
@@ -82,13 +97,21 @@ bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poin
   script += "plot " + bw_plot + "\n";
   script += "unset multiplot\n";
   fs::path gp = dir / "plot.gp";
-  std::ofstream(gp) << script;
+  if (!write_output_file(gp.string(), script, err)) {
+    err = "--plot: " + err;
+    return false;
+  }
   std::string cmd = "gnuplot " + quote(gp.string()) + " 2>" + quote((dir / "gnuplot.err").string());
-  if (std::system(cmd.c_str()) != 0) {
+  std::string picture;
+  if (std::system(cmd.c_str()) != 0 || !read_input_file(drawn.string(), picture, err) || picture.empty()) {
     err = "gnuplot failed; its input and messages are in " + dir.string();
     return false;
   }
-  fs::remove_all(dir);
+  if (!write_output_file(o.plot, picture, err)) {
+    err = "--plot: " + err;
+    return false;
+  }
+  fs::remove_all(dir, ec);
   return true;
 }
 

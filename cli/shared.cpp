@@ -6,12 +6,19 @@
 #include <sstream>
 
 #include "core/base/sizes.hpp"
+#include "core/io/output_file.hpp"
 
 namespace sg::cli {
 
 int fail(const std::string& msg) {
   std::cerr << "stepgraph: error: " << msg << "\n";
   return 2;
+}
+
+int check_standard_output(int rc) {
+  std::string err;
+  if (flush_standard_output(err)) return rc;
+  return std::max(rc, fail(err));
 }
 
 int report_internal_error(const InternalError& e) {

@@ -9,13 +9,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
 
 #include "cli/shared.hpp"
 #include "core/base/format.hpp"
+#include "core/base/input_file.hpp"
 #include "core/base/sizes.hpp"
 #include "core/base/units.hpp"
 #include "core/pipeline.hpp"
@@ -26,6 +26,11 @@ namespace sg::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The time options' bounds, as the platform's (docs/sim.md, "Numbers in range"): past them a
+// schedule's sizes overflow the simulated time, and SimGrid aborts on the amounts.
+constexpr double kMaxOptionSeconds = 3600;  // --message-latency, --loggp o, g, L
+constexpr double kMaxOptionPerByte = 1;     // --gamma, --loggp O, G: seconds per byte
 
 }  // namespace
 
@@ -41,21 +46,23 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
   if (!parse_size(o.envelope, so.runtime.envelope)) return fail("bad --envelope '" + o.envelope + "'");
   if (!o.message_latency.empty()) {
     std::string why;
-    if (!parse_seconds(o.message_latency, so.runtime.message_latency, why) || so.runtime.message_latency < 0)
-      return fail("bad --message-latency '" + o.message_latency + "' (a time, e.g. 2.8us)");
+    if (!parse_seconds(o.message_latency, so.runtime.message_latency, why) || so.runtime.message_latency < 0 ||
+        so.runtime.message_latency > kMaxOptionSeconds)
+      return fail("bad --message-latency '" + o.message_latency + "' (a time up to 1 hour, e.g. 2.8us)");
     so.runtime.message_latency_given = true;
   }
   // A platform file from `stepgraph calibrate` carries the measured reduction speed as a
   // `# gamma=…` line: used unless --gamma says otherwise (sim and exec --predict alike).
   std::string gamma = o.gamma;
-  if (gamma.empty() && !o.platform.empty() && o.platform[0] == '@') {
-    std::ifstream f(o.platform.substr(1));
+  if (std::string text, err; gamma.empty() && !o.platform.empty() && o.platform[0] == '@' &&
+                             read_input_file(o.platform.substr(1), text, err)) {  // (unread: the platform's error says why)
+    std::istringstream f(text);
     for (std::string line; std::getline(f, line);)
       if (auto at = line.find("# gamma="); at != std::string::npos) gamma = line.substr(at + 8);
   }
   std::string why;
-  if (!gamma.empty() && !parse_seconds(gamma, so.runtime.gamma, why))
-    return fail("bad --gamma '" + gamma + "' (seconds per reduced byte, e.g. 0.1ns)");
+  if (!gamma.empty() && (!parse_seconds(gamma, so.runtime.gamma, why) || so.runtime.gamma > kMaxOptionPerByte))
+    return fail("bad --gamma '" + gamma + "' (seconds per reduced byte up to 1s, e.g. 0.1ns)");
   if (!o.loggp.empty()) {
     std::stringstream ss(o.loggp);
     std::string kv;
@@ -68,9 +75,11 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
                     : k == "L" ? &so.loggp.L
                     : k == "G" ? &so.loggp.G
                                : nullptr;
-      if (!dst || !parse_seconds(v, *dst, why))
+      bool per_byte = k == "O" || k == "G";
+      if (!dst || !parse_seconds(v, *dst, why) || *dst > (per_byte ? kMaxOptionPerByte : kMaxOptionSeconds))
         return fail("bad --loggp item '" + kv +
-                    "' (o=TIME, g=TIME, O=TIME per byte, L=TIME, G=TIME per byte; e.g. o=1.5us,g=1us,L=2.5us,G=6ps)");
+                    "' (o=TIME, g=TIME, O=TIME per byte, L=TIME, G=TIME per byte; times up to 1 hour, per byte up to 1s; e.g. "
+                    "o=1.5us,g=1us,L=2.5us,G=6ps)");
     }
     so.loggp.enabled = true;
     if (so.model != sim::Model::Analytic) return fail("--loggp applies to --model analytic (SimGrid models the network itself)");
@@ -78,11 +87,8 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
   if (!o.map.empty()) {
     std::string text = o.map;
     if (text[0] == '@') {
-      std::ifstream in(text.substr(1));
-      if (!in) return fail("cannot read the --map file '" + text.substr(1) + "'");
-      std::stringstream buf;
-      buf << in.rdbuf();
-      text = buf.str();
+      std::string err;
+      if (!read_input_file(o.map.substr(1), text, err)) return fail("--map: " + err);
       std::replace(text.begin(), text.end(), '\n', ',');
     }
     std::stringstream ss(text);

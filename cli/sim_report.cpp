@@ -3,7 +3,6 @@
 // waiting ranks) or many as a table.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <set>
@@ -12,6 +11,7 @@
 #include "cli/sim_command.hpp"
 #include "core/base/format.hpp"
 #include "core/base/sizes.hpp"
+#include "core/io/output_file.hpp"
 
 namespace sg::cli {
 
@@ -67,12 +67,12 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     std::cout << (all.size() == 1 ? all[0].dump(2) : all.dump(2)) << "\n";
   }
   if (!o.csv.empty()) {
-    std::ofstream file;
+    OutputFile file;
     std::ostream* os = &std::cout;
+    std::string err;
     if (o.csv != "-") {
-      file.open(o.csv);
-      if (!file) return fail("cannot write '" + o.csv + "'");
-      os = &file;
+      if (!file.open(o.csv, err)) return std::max(rc, fail("--csv: " + err));
+      os = &file.stream();
     }
     *os << "schedule,ranks," << (plan.param.empty() ? "" : plan.param + ",")
         << "size_bytes,time_s,algbw_GBps,busbw_GBps,messages,bytes,completed,wall_s\n";
@@ -85,14 +85,16 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
           << (bw ? fmt("%.6g", r.algbw) : "") << "," << (bw ? fmt("%.6g", r.busbw) : "") << "," << r.messages << "," << r.bytes << ","
           << (r.completed ? 1 : 0) << "," << fmt("%.3f", r.wall_s) << "\n";
     }
+    if (o.csv != "-" && !file.close(err)) return std::max(rc, fail("--csv: " + err));
   }
   if (!o.plot.empty()) {
     std::string err;
     if (!plot_points(o, plan, results, err)) return std::max(rc, fail(err));
   }
   if (o.json || o.csv == "-") {
+    std::set<std::string> shown;  // a bad --platform fails every point alike: its error once
     for (const auto& r : results)
-      if (!r.diag.empty()) std::cerr << r.diag;
+      if (!r.diag.empty() && shown.insert(r.diag).second) std::cerr << r.diag;
     return rc;
   }
   // Text: one point in full, many as a table.
@@ -197,9 +199,10 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
   if (plan.targets.size() > 1) print_ranking(results, labels, plan.param);
   for (const auto& r : results)
     if (!r.completed && r.error.empty()) std::cout << r.schedule << " N = " << r.n << " did not finish:\n" << r.text;
+  std::set<std::string> shown;  // a bad --platform fails every point alike: its error once
   for (const auto& r : results) {
     if (r.unsupported && o.quiet) continue;
-    std::cerr << r.diag;
+    if (shown.insert(r.diag).second) std::cerr << r.diag;
   }
   return rc;
 }

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
@@ -17,6 +16,7 @@
 #include "core/base/sizes.hpp"
 #include "core/dsl/library.hpp"
 #include "core/interp/check.hpp"
+#include "core/io/output_file.hpp"
 #include "core/io/writers.hpp"
 #include "core/pipeline.hpp"
 #include "verify/verify.hpp"
@@ -297,11 +297,11 @@ schedule ring_shift() {
     if (t[1] > 0) std::cout << "   SimGrid is " << std::to_string(t[0] / t[1]).substr(0, 4) << "x slower: the shared uplinks\n";
     // GPU nodes: NCCL's algorithm, and the two engines agreeing where only the ports are shared.
     std::string wrapper = (std::filesystem::temp_directory_path() / "stepgraph_demo_allreduce.sched").string();
-    {
-      std::ofstream f(wrapper);
-      f << "# One all-reduce over every rank.\nschedule allreduce_all(size = 256MiB) {\n  buffer data[1] bytes size;\n"
-           "  init data contrib;\n  expect allreduce(data);\n  allreduce data;\n}\n";
-    }
+    if (!write_output_file(wrapper,
+                           "# One all-reduce over every rank.\nschedule allreduce_all(size = 256MiB) {\n  buffer data[1] bytes size;\n"
+                           "  init data contrib;\n  expect allreduce(data);\n  allreduce data;\n}\n",
+                           err))
+      return fail(err);
     std::cout << "\n   On GPU nodes nothing inside the network is shared: an all-reduce of 256 MiB over 2 nodes of 8 GPUs\n"
                  "   expands as NCCL's tuning model picks (its ring over channels), and the analytic engine's ports (NVLink and\n"
                  "   NIC at once, each link shared by what crosses it) agree with SimGrid\n\n";

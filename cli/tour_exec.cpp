@@ -1,10 +1,13 @@
 // The tour's second half (`stepgraph demo`, steps 12 on): the same graphs run for real under
 // mpiexec, each step a child process of this one (mpiexec starts its own ranks).
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
+
+#include "cli/shared.hpp"
+#include "core/io/output_file.hpp"
 
 #ifdef STEPGRAPH_HAVE_MPI
 #include "exec/mpi_world.hpp"
@@ -46,35 +49,36 @@ int tour_exec(int rc) {
   run(mpi + "-n 4 '" + self +
       "' exec zigzag_ring_attention_bwd --sweep seq=512,1024 --set heads=4 --set dim=64 --check --iters 3 --warmup 1");
   std::string declared = tmp + "/stepgraph_demo_declared_attention.sched";
-  {
-    std::ofstream f(declared);
-    f << "# Ring attention written by hand: the layout and the input type come from the declarations.\n"
-         "schedule ring(seq = 512, heads = 2, dim = 32) {\n  let blk = seq / N;\n"
-         "  buffer Q[N] shape [heads, blk, dim] dtype bf16;\n  buffer KV[N] shape [2, heads, blk, dim] dtype bf16;\n"
-         "  buffer O[N] shape [heads, blk, dim + 1] dtype f32;\n  buffer cur[2] shape [2, heads, blk, dim] dtype bf16;\n"
-         "  init Q owned;\n  init KV owned;\n  expect attention(Q, KV, O, causal);\n"
-         "  for r in 0 .. N { copy KV[r] into cur[0] at r; }\n  for s in 0 .. N {\n    for r in 0 .. N {\n"
-         "      let j = (r - s) % N;\n      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }\n"
-         "      if j < r { compute attn(Q[r], cur[s % 2]) into O[r] mask full at r; }\n"
-         "      if j == r { compute attn(Q[r], cur[s % 2]) into O[r] mask causal at r; }\n    }\n  }\n}\n";
-  }
+  if (std::string err;
+      !write_output_file(declared,
+                         "# Ring attention written by hand: the layout and the input type come from the declarations.\n"
+                         "schedule ring(seq = 512, heads = 2, dim = 32) {\n  let blk = seq / N;\n"
+                         "  buffer Q[N] shape [heads, blk, dim] dtype bf16;\n  buffer KV[N] shape [2, heads, blk, dim] dtype bf16;\n"
+                         "  buffer O[N] shape [heads, blk, dim + 1] dtype f32;\n  buffer cur[2] shape [2, heads, blk, dim] dtype bf16;\n"
+                         "  init Q owned;\n  init KV owned;\n  expect attention(Q, KV, O, causal);\n"
+                         "  for r in 0 .. N { copy KV[r] into cur[0] at r; }\n  for s in 0 .. N {\n    for r in 0 .. N {\n"
+                         "      let j = (r - s) % N;\n      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }\n"
+                         "      if j < r { compute attn(Q[r], cur[s % 2]) into O[r] mask full at r; }\n"
+                         "      if j == r { compute attn(Q[r], cur[s % 2]) into O[r] mask causal at r; }\n    }\n  }\n}\n",
+                         err))
+    return std::max(rc, fail(err));
   std::cout << "\n    A ring attention written by hand, with no library parameters: `buffer Q[N] shape [heads, blk, dim] dtype\n"
                "    bf16` and its kin say the tiles' shape and the input type\n\n";
   run(mpi + "-n 4 '" + self + "' exec " + declared + " --check --iters 1 --warmup 0 | grep -v '^#  '");
   std::string stall = tmp + "/stepgraph_demo_stall.sched";
-  {
-    std::ofstream f(stall);
-    f << "# Both ranks receive first: a deadlock.\n"
-         "schedule recv_first() {\n"
-         "  buffer a[2] bytes 8;\n"
-         "  init a owned;\n"
-         "  expect allgather(a);\n"
-         "  on r in 0 .. 2 {\n"
-         "    recv a[1 - r] from 1 - r;\n"
-         "    send a[r] to 1 - r;\n"
-         "  }\n"
-         "}\n";
-  }
+  if (std::string err; !write_output_file(stall,
+                                          "# Both ranks receive first: a deadlock.\n"
+                                          "schedule recv_first() {\n"
+                                          "  buffer a[2] bytes 8;\n"
+                                          "  init a owned;\n"
+                                          "  expect allgather(a);\n"
+                                          "  on r in 0 .. 2 {\n"
+                                          "    recv a[1 - r] from 1 - r;\n"
+                                          "    send a[r] to 1 - r;\n"
+                                          "  }\n"
+                                          "}\n",
+                                          err))
+    return std::max(rc, fail(err));
   std::cout << "\n15. a hang becomes a report: a program whose ranks both receive first, run with `--timeout 1`\n"
                "    (each rank names the step it waits on, its peer and the source line; the job ends with exit 3)\n\n";
   // Open MPI's own abort banner is left out; the exit code is printed.
@@ -123,12 +127,13 @@ int tour_exec(int rc) {
       "' exec zigzag_ring_attention --set seq=1024 --set heads=4 --set dim=32 --device host-staged --transport nccl "
       "--check --iters 1 --warmup 0 | grep -v '^#  '");
   std::string unsafe = tmp + "/stepgraph_demo_unsafe.sched";
-  {
-    std::ofstream f(unsafe);
-    f << "schedule unsafe_ring(size = 48KiB) {\n  buffer data[N] bytes size / N;\n  init data owned;\n  expect allgather(data);\n"
-         "  on r in 0 .. N {\n    for s in 0 .. N - 1 {\n      send data[(r - s) % N] to (r + 1) % N;\n"
-         "      recv data[(r - s - 1) % N] from (r - 1) % N;\n    }\n  }\n}\n";
-  }
+  if (std::string err; !write_output_file(
+          unsafe,
+          "schedule unsafe_ring(size = 48KiB) {\n  buffer data[N] bytes size / N;\n  init data owned;\n  expect allgather(data);\n"
+          "  on r in 0 .. N {\n    for s in 0 .. N - 1 {\n      send data[(r - s) % N] to (r + 1) % N;\n"
+          "      recv data[(r - s - 1) % N] from (r - 1) % N;\n    }\n  }\n}\n",
+          err))
+    return std::max(rc, fail(err));
   run("( " + mpi + "-n 3 '" + self + "' exec " + unsafe +
       " --device host-staged --transport nccl --iters 1; echo \"   exit code $?\" ) 2>&1 "
       "| grep -v -e '^---' -e '^$' -e 'Primary job' -e 'non-zero exit' -e 'mpiexec detected' -e 'the job to be' -e 'Process name' "

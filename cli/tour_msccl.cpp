@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/shared.hpp"
+#include "core/io/output_file.hpp"
 
 namespace sg::cli {
 
@@ -60,8 +61,8 @@ int tour_msccl(int rc) {
                        R"(dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
     </tb>
   </gpu>)");
-  std::ofstream(race) << kRace;
-  std::ofstream(fixed) << text;
+  std::string err;
+  if (!write_output_file(race, kRace, err) || !write_output_file(fixed, text, err)) return std::max(rc, fail(err));
   std::cout << "\n11. MSCCL XML, the files msccl-tools writes and MSCCL and RCCL load: a two-GPU all-gather whose\n"
                "    thread blocks race (tb 1 copies into o[0] while tb 0 sends it), `stepgraph verify FILE.xml`\n"
                "    (-n is the file's ngpus; connections hold 2 messages with Simple, as NCCL_STEPS makes them)\n\n";

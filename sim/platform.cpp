@@ -4,10 +4,12 @@
 #include "sim/platform.hpp"
 
 #include <algorithm>
-#include <fstream>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
+#include <utility>
 
+#include "core/base/input_file.hpp"
 #include "core/base/units.hpp"
 #include "sim/platform/kind.hpp"
 
@@ -78,45 +80,88 @@ std::string Platform::describe() const {
 // ---------------------------------------------------------------------------------------------
 // Spec parsing
 // ---------------------------------------------------------------------------------------------
-bool parse_platform(const std::string& spec_in, uint32_t nranks, Platform& out, std::string& err) {
+namespace {
+
+// A spec read from an @FILE: its lines without comments, joined by commas, and for each line
+// where it starts in the joined text and in the file (to point an error back into the file).
+struct SpecFileText {
+  std::string text;
+  std::vector<std::pair<size_t, size_t>> starts;  // (offset in text, offset in the file)
+};
+
+SpecFileText join_spec_file(const std::string& file) {
+  SpecFileText j;
+  size_t pos = 0;
+  while (pos < file.size()) {
+    size_t nl = file.find('\n', pos);
+    size_t end = nl == std::string::npos ? file.size() : nl;
+    std::string raw = file.substr(pos, end - pos);
+    std::string line = trim(raw.substr(0, raw.find('#')));
+    if (!line.empty()) {
+      if (!j.text.empty()) j.text += ',';
+      j.starts.emplace_back(j.text.size(), pos + raw.find_first_not_of(" \t\n\r"));
+      j.text += line;
+    }
+    pos = end + 1;
+  }
+  return j;
+}
+
+}  // namespace
+
+bool parse_platform(const std::string& spec_in, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at_out) {
   Platform p;
   p.ranks = nranks;
   err.clear();
+  PlatformErrorAt at;
+  auto refuse = [&]() {
+    if (at_out) *at_out = at;
+    return false;
+  };
   std::string spec = trim(spec_in);
+  const size_t lead = spec.empty() ? 0 : spec_in.find(spec[0]);  // where `spec` starts in spec_in
   // @FILE: the spec string is in a file (what `stepgraph calibrate` writes); '#' starts a comment.
   if (!spec.empty() && spec[0] == '@') {
-    std::ifstream f(spec.substr(1));
-    if (!f) {
-      err = "platform file '" + spec.substr(1) + "' cannot be read";
-      return false;
+    const std::string path = spec.substr(1);
+    std::string file;
+    if (!read_input_file(path, file, err)) {
+      err = "platform file: " + err;
+      return refuse();
     }
-    std::string text, line;
-    while (std::getline(f, line)) {
-      line = trim(line.substr(0, line.find('#')));
-      if (line.empty()) continue;
-      if (!text.empty()) text += ',';
-      text += line;
+    SpecFileText j = join_spec_file(file);
+    if (j.text.empty()) {
+      err = "platform file '" + path + "' holds no platform spec";
+      return refuse();
     }
-    if (text.empty()) {
-      err = "platform file '" + spec.substr(1) + "' holds no platform spec";
-      return false;
+    PlatformErrorAt inner;
+    if (parse_platform(j.text, nranks, out, err, &inner)) return true;
+    at = inner;
+    if (at.file.empty() && at.length > 0) {  // a place in the joined text: the same place in the file
+      auto it = std::upper_bound(j.starts.begin(), j.starts.end(), std::make_pair(at.offset, SIZE_MAX));
+      if (it != j.starts.begin()) {
+        --it;
+        at.file = path;
+        at.offset = it->second + (at.offset - it->first);
+      } else {
+        at.length = 0;
+      }
     }
-    return parse_platform(text, nranks, out, err);
+    return refuse();
   }
   if (spec.empty()) {
     err = "empty platform spec (e.g. ";
     err += default_platform_spec();
     err += ')';
-    return false;
+    return refuse();
   }
 
   // A kind written other than KIND[:ITEMS] (an XML file's path) says so itself.
   for (const detail::Kind& k : detail::kinds()) {
     if (!k.parse_whole) continue;
     p.kind = k.kind;
-    std::optional<bool> ok = k.parse_whole(spec, p, err);
+    std::optional<bool> ok = k.parse_whole(spec, lead, p, err, at);
     if (!ok) continue;
-    if (!*ok) return false;
+    if (!*ok) return refuse();
     detail::set_model_constants(p);
     out = std::move(p);
     return true;
@@ -140,13 +185,19 @@ bool parse_platform(const std::string& spec_in, uint32_t nranks, Platform& out, 
       err += all[i].listed_as ? all[i].listed_as : all[i].name;
     }
     err += ')';
-    return false;
+    at.offset = lead;
+    at.length = std::max<size_t>(kind.size(), 1);
+    return refuse();
   }
   p.kind = found->kind;
   detail::Spec s;
   std::string kname = kind_name(p.kind);
-  if (!detail::split_items(body, s, kname, err)) return false;
-  if (!found->parse(kname, s, p, err)) return false;
+  bool ok = detail::split_items(body, s, kname, err, lead + colon + 1) && found->parse(kname, s, p, err);
+  if (!ok) {
+    at.offset = s.err_offset;
+    at.length = s.err_length;
+    return refuse();
+  }
   detail::set_model_constants(p);
   out = std::move(p);
   return true;

@@ -113,11 +113,20 @@ struct Platform {
   std::shared_ptr<const detail::Routing> routing;  // filled by parse_platform / build_simgrid
 };
 
+// Where a refused platform's error points, when it points somewhere: `length` bytes from byte
+// `offset` of the spec string as given (file empty) or of the file named (an XML platform, an
+// @FILE spec). The caller renders it as a located diagnostic (sim/point.cpp).
+struct PlatformErrorAt {
+  std::string file;
+  size_t offset = 0, length = 0;  // length 0: nowhere in particular
+};
+
 // Parses a spec string or a path to a SimGrid .xml platform file. `nranks` is how many hosts the
 // run needs (a generator sizes itself from it where the spec leaves a size out: `star` gets
 // nranks hosts; `nodes` without count= gets ceil(nranks / gpus) nodes). Returns false with a
-// message (bad key, bad unit, too few hosts for nranks, missing file).
-bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, std::string& err);
+// message (bad key, bad unit, a number out of range, too few hosts for nranks, a file that cannot
+// be read) and, where `at` is given, the place it is about.
+bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at = nullptr);
 
 // The built-in default, used when --platform is not given (say which in output).
 const char* default_platform_spec();

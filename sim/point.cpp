@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <sstream>
 
 #include "core/base/format.hpp"
+#include "core/base/input_file.hpp"
 #include "core/base/sizes.hpp"
 #include "core/interp/bus_bandwidth.hpp"
+#include "core/io/output_file.hpp"
 #include "core/io/trace.hpp"
 #include "core/io/writers.hpp"
 #include "core/pipeline.hpp"
@@ -183,6 +184,25 @@ void collective_breakdown(const ExpandReport& rep, const std::vector<double>& wa
   }
 }
 
+// A platform error that points somewhere, as a file:line:col diagnostic with the line and a caret:
+// into the --platform string itself (shown as the file "--platform", the way --set values are) or
+// into the file it names. "" where the error points nowhere in particular.
+std::string platform_diagnostic(Session& s, const std::string& spec, const std::string& msg, const PlatformErrorAt& at) {
+  if (at.length == 0) return {};
+  std::string text = spec, err;
+  if (!at.file.empty() && !read_input_file(at.file, text, err)) return {};
+  if (at.offset > text.size()) return {};
+  Diagnostic d;
+  d.loc.file = s.sources.add(at.file.empty() ? "--platform" : at.file, text);
+  size_t line_start = text.rfind('\n', at.offset == 0 ? 0 : at.offset - 1);
+  line_start = line_start == std::string::npos || at.offset == 0 ? 0 : line_start + 1;
+  d.loc.line = static_cast<uint32_t>(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
+  d.loc.col = static_cast<uint32_t>(at.offset - line_start + 1);
+  d.length = static_cast<uint32_t>(at.length);
+  d.message = msg;
+  return render_diagnostic(d, s.sources);
+}
+
 }  // namespace
 
 PointResult run_point(const PointSpec& p) {
@@ -203,9 +223,11 @@ PointResult run_point(const PointSpec& p) {
   Platform platform;
   std::string perr;
   std::string spec = p.platform.empty() ? default_platform_spec() : p.platform;
-  if (!parse_platform(spec, p.n, platform, perr)) {
+  PlatformErrorAt at;
+  if (!parse_platform(spec, p.n, platform, perr, &at)) {
     r.status = 2;
-    r.error = "bad --platform '" + spec + "': " + perr;
+    r.diag = platform_diagnostic(s, spec, perr, at);
+    r.error = "bad --platform '" + spec + "': " + perr;  // (for JSON, tables and exec --predict; diag says where)
     return r;
   }
 #ifdef STEPGRAPH_HAVE_SIMGRID
@@ -340,13 +362,18 @@ PointResult run_point(const PointSpec& p) {
   }
   if (!p.trace_file.empty()) {
     const std::string& file = p.trace_file;
-    std::ofstream out(file);
-    if (!out) {
+    OutputFile out;
+    std::string err;
+    bool ok = out.open(file, err);
+    if (ok) {
+      write_chrome_trace(out.stream(), *g, s.sources, trace_run(*g, platform, so, res));
+      ok = out.close(err);
+    }
+    if (!ok) {
       r.status = 2;
-      r.error = "cannot write the trace '" + file + "'";
+      r.error = "--trace: " + err;
       return r;
     }
-    write_chrome_trace(out, *g, s.sources, trace_run(*g, platform, so, res));
     r.trace_file = file;
   }
   return r;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace sg::sim {
 
@@ -115,6 +116,37 @@ bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
     err = e.what();
     return false;
   }
+}
+
+void refuse_non_finite_times(SimResult& r) {
+  const char* bad = nullptr;
+  auto check = [&](double x, const char* what) {
+    if (!bad && !std::isfinite(x)) bad = what;
+  };
+  auto check_all = [&](const std::vector<double>& v, const char* what) {
+    for (double x : v)
+      if (!std::isnan(x)) check(x, what);  // NaN there: a step that never ran
+  };
+  check(r.time_s, "the simulated time");
+  check(r.slowest_rank_s, "the slowest rank's time");
+  for (double x : {r.compute_s, r.comm_s, r.overlap_s, r.cp_local_s, r.cp_comm_s, r.cp_sync_s, r.exposed_s}) check(x, "a rank's time");
+  for (const auto& c : r.critical) check(c.seconds, "a time on the critical path");
+  for (const auto& l : r.links) check(l.busy, "a link's busy share");
+  check_all(r.starts, "a step's start");
+  check_all(r.ends, "a step's end");
+  check_all(r.watched, "a step's end");
+  check_all(r.transfer_starts, "a message's start");
+  check_all(r.arrivals, "a message's arrival");
+  if (!bad) return;
+  SimResult refused;
+  refused.model = r.model;
+  refused.platform = r.platform;
+  refused.wall_s = r.wall_s;
+  refused.events = r.events;
+  refused.error = std::string(bad) +
+                  " is not a finite number (it overflowed): the platform's or the options' numbers are too far "
+                  "out (docs/sim.md, \"Numbers in range\")";
+  r = std::move(refused);
 }
 
 }  // namespace sg::sim

@@ -351,7 +351,9 @@ SimResult simulate_simgrid(const StepGraph& g, const Platform& p, const SimOptio
   }
   if (pid == 0) {
     close(fd[0]);
-    std::string out = result_to_json(run_in_this_process(g, p, o));
+    SimResult res = run_in_this_process(g, p, o);
+    refuse_non_finite_times(res);  // inf has no JSON form (and no meaning)
+    std::string out = result_to_json(res);
     size_t off = 0;
     while (off < out.size()) {
       ssize_t w = write(fd[1], out.data() + off, out.size() - off);

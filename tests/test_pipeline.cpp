@@ -1,19 +1,24 @@
 // The pipeline (core/pipeline.hpp) every command builds through: open a target, build an
 // instance (elaboration, passes, optional expansion, the --dump-after text), the shared successor
-// view, and internal errors kept apart from the user's diagnostics (core/base/errors.hpp).
+// view, and internal errors kept apart from the user's diagnostics (core/base/errors.hpp); the
+// files a command reads (regular ones only) and writes (every failure said, with its reason).
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "core/base/errors.hpp"
+#include "core/base/input_file.hpp"
 #include "core/base/memory.hpp"
 #include "core/base/sizes.hpp"
 #include "core/graph/passes.hpp"
+#include "core/io/output_file.hpp"
 #include "core/pipeline.hpp"
 #include "run_command.hpp"
 
@@ -204,4 +209,67 @@ TEST_CASE("the memory limit reads the cgroup's room where it is tighter than the
   write("sys/fs/cgroup/memory/slurm/7/memory.limit_in_bytes", "9223372036854771712\n");
   CHECK(memory_room(root.string()).available == uint64_t{16} << 30);
   fs::remove_all(root);
+TEST_CASE("a file given as input must be a regular file; one that cannot be read says the OS's reason", "[pipeline][files]") {
+  std::string dir = "/tmp/stepgraph_test_input_" + std::to_string(::getpid());
+  REQUIRE(std::system(("mkdir -p " + dir + " && mkfifo " + dir + "/fifo.sched && echo x > " + dir + "/plain").c_str()) == 0);
+  std::string text, err;
+  CHECK_FALSE(read_input_file(dir + "/fifo.sched", text, err));  // a FIFO without a writer: not waited on
+  CHECK(err == "cannot read '" + dir + "/fifo.sched': it is not a regular file (a FIFO, a device or a socket)");
+  CHECK_FALSE(read_input_file("/dev/zero", text, err));  // it would never end
+  CHECK(err.find("is not a regular file") != std::string::npos);
+  CHECK_FALSE(read_input_file(dir, text, err));
+  CHECK(err.find("Is a directory") != std::string::npos);
+  CHECK_FALSE(read_input_file(dir + "/plain/x.sched", text, err));
+  CHECK(err.find("Not a directory") != std::string::npos);
+  REQUIRE(read_input_file(dir + "/plain", text, err));
+  CHECK(text == "x\n");
+  // The command line: exit 2, at once, with the reason.
+  for (const std::string& target : {dir + "/fifo.sched", std::string("/dev/zero"), dir + "/plain/x.sched"}) {
+    auto r = sgtest::run_command("timeout 20 '" STEPGRAPH_BIN "' compile '" + target + "' -n 4 2>&1");
+    INFO(target << ": " << r.out);
+    CHECK(r.rc == 2);
+    CHECK((r.out.find("is not a regular file") != std::string::npos || r.out.find("Not a directory") != std::string::npos));
+    CHECK(r.out.find("no such file") == std::string::npos);
+  }
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST_CASE("a failed write is an error that names the file and the OS's reason", "[pipeline][files][output]") {
+  std::string err;
+  CHECK_FALSE(write_output_file("/dev/full", "some text", err));
+  CHECK(err == "cannot write '/dev/full': No space left on device");
+  CHECK_FALSE(write_output_file("/nonexistent/dir/out.txt", "x", err));
+  CHECK(err == "cannot write '/nonexistent/dir/out.txt': No such file or directory");
+  CHECK_FALSE(write_output_file("/tmp", "x", err));
+  CHECK(err == "cannot write '/tmp': Is a directory");
+  // More than the buffer holds, so that the failure comes mid-write, not only at the close.
+  OutputFile f;
+  REQUIRE(f.open("/dev/full", err));
+  f.stream() << std::string(1 << 20, 'x');
+  CHECK_FALSE(f.close(err));
+  CHECK(err == "cannot write '/dev/full': No space left on device");
+  std::string path = "/tmp/stepgraph_test_output_" + std::to_string(::getpid());
+  REQUIRE(write_output_file(path, "written\n", err));
+  std::string back;
+  REQUIRE(read_input_file(path, back, err));
+  CHECK(back == "written\n");
+  std::remove(path.c_str());
+}
+
+TEST_CASE("compile says when its output cannot be written, -o or standard output, exit 2", "[pipeline][cli][output]") {
+  // Before: `compile … > /dev/full` exited 0 in silence.
+  auto out = sgtest::run_command("'" STEPGRAPH_BIN "' compile ring_allreduce -n 4 2>&1 >/dev/full");
+  CHECK(out.rc == 2);
+  CHECK(out.out == "stepgraph: error: cannot write to standard output: No space left on device\n");
+  auto o = sgtest::run_command("'" STEPGRAPH_BIN "' compile ring_allreduce -n 4 --format json -o /dev/full 2>&1");
+  CHECK(o.rc == 2);
+  CHECK(o.out == "stepgraph: error: cannot write '/dev/full': No space left on device\n");
+  auto d = sgtest::run_command("'" STEPGRAPH_BIN "' compile ring_allreduce -n 4 -o /tmp 2>&1");
+  CHECK(d.rc == 2);
+  CHECK(d.out == "stepgraph: error: cannot write '/tmp': Is a directory\n");
+  // Other commands, and --help, too.
+  CHECK(sgtest::run_command("'" STEPGRAPH_BIN "' list >/dev/full 2>/dev/null").rc == 2);
+  CHECK(sgtest::run_command("'" STEPGRAPH_BIN "' check ring_allreduce -n 4 >/dev/full 2>/dev/null").rc == 2);
+  CHECK(sgtest::run_command("'" STEPGRAPH_BIN "' --help >/dev/full 2>/dev/null").rc == 2);
+  CHECK(sgtest::run_command("'" STEPGRAPH_BIN "' compile ring_allreduce -n 4 >/dev/null").rc == 0);
 }

@@ -6,12 +6,14 @@
 
 #include "run_command.hpp"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -20,6 +22,7 @@
 #include "core/graph/elaborate.hpp"
 #include "core/graph/expand_collectives.hpp"
 #include "core/graph/passes.hpp"
+#include "sim/result_io.hpp"
 #include "sim/sim.hpp"
 
 using namespace sg;
@@ -247,6 +250,119 @@ TEST_CASE("sim with no platform uses the default and says so; bad input is exit 
   Ran u = sh("'" + kBin + "' sim recursive_doubling_allgather -n 6");
   CHECK(u.rc == 2);
   CHECK(u.out.find("unsupported") != std::string::npos);
+}
+
+// Both streams, for the tests that read the error and the located diagnostic.
+Ran sh2(const std::string& cmd) { return sgtest::run_command(cmd + " 2>&1"); }
+
+std::string write_file(const fs::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::string xml_link(const std::string& attrs) {
+  return "<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM \"https://simgrid.org/simgrid.dtd\">\n<platform version=\"4.1\">\n"
+         "  <zone id=\"world\" routing=\"Full\">\n    <host id=\"h0\" speed=\"1Gf\"/>\n    <host id=\"h1\" speed=\"1Gf\"/>\n"
+         "    <link id=\"l\" " +
+         attrs + "/>\n    <route src=\"h0\" dst=\"h1\"><link_ctn id=\"l\"/></route>\n  </zone>\n</platform>\n";
+}
+
+TEST_CASE("a platform's numbers out of range are located errors in both engines, never a time of inf or a crash", "[sim][cli][range]") {
+  fs::path dir = fs::temp_directory_path() / ("sg_sim_range_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::vector<std::string> engines = {"analytic"};
+#ifdef STEPGRAPH_HAVE_SIMGRID
+  engines.push_back("simgrid");
+#endif
+  // Before: bw=-5MBps gave "time 0.0 ns" (analytic) and SimGrid died of signal 6; -50us and 0 passed.
+  for (const auto& [attrs, where] : std::vector<std::pair<std::string, std::string>>{
+           {"bandwidth=\"-5MBps\" latency=\"50us\"", ":7:29: error: link 'l': bandwidth=-5MBps: below 1Bps"},
+           {"bandwidth=\"5MBps\" latency=\"-50us\"", ":7:45: error: link 'l': latency=-50us: a latency cannot be negative"},
+           {"bandwidth=\"0\" latency=\"50us\"", ":7:29: error: link 'l': bandwidth=0: below 1Bps"},
+       })
+    for (const std::string& engine : engines) {
+      std::string path = write_file(dir / "bad.xml", xml_link(attrs));
+      Ran r = sh2("'" + kBin + "' sim ring_allreduce -n 2 --model " + engine + " --platform '" + path + "'");
+      INFO(engine << " " << attrs << "\n" << r.out);
+      CHECK(r.rc == 2);
+      CHECK(r.out.find(path + where) != std::string::npos);
+      CHECK(r.out.find("^") != std::string::npos);  // the line and a caret under the value
+      CHECK(r.out.find("time ") == std::string::npos);
+      CHECK(r.out.find("signal") == std::string::npos);
+    }
+  // Before: a time of 60 digits, "seconds": null in the JSON, and SimGrid's result unreadable.
+  for (const std::string& engine : engines) {
+    Ran r = sh2("'" + kBin + "' sim ring_allreduce -n 4 --json --model " + engine + " --platform star:bw=1e-300bps");
+    INFO(r.out);
+    CHECK(r.rc == 2);
+    CHECK(r.out.find("--platform:1:9: error: star: bw=1e-300bps: below 1Bps (8bps)") != std::string::npos);
+    CHECK(r.out.find("  star:bw=1e-300bps\n          ^~~~~~~~~") != std::string::npos);
+    CHECK(r.out.find("type_error") == std::string::npos);
+  }
+  // A sweep fails each point alike: the located error once.
+  Ran many = sh2("'" + kBin + "' sim ring_allreduce -n 2..4 --model analytic --platform star:lat=2h");
+  CHECK(many.rc == 2);
+  size_t first = many.out.find("--platform:1:10: error: star: lat=2h: unknown unit 'h'");
+  CHECK(first != std::string::npos);
+  CHECK(many.out.find("--platform:1:10", first + 1) == std::string::npos);
+  // In range, it runs (1 hour of latency, SimGrid's unit).
+  std::string ok = write_file(dir / "ok.xml", xml_link("bandwidth=\"125MBps\" latency=\"1h\""));
+  for (const std::string& engine : engines) {
+    Ran r = sh2("'" + kBin + "' sim ring_allreduce -n 2 --set size=1KiB --model " + engine + " --platform '" + ok + "'");
+    INFO(r.out);
+    CHECK(r.rc == 0);
+    CHECK(r.out.find("time 7200.") != std::string::npos);  // two steps of an hour each
+  }
+  // A platform file that is a FIFO is refused, not waited on.
+  std::string fifo = (dir / "fifo.xml").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  Ran f = sh2("timeout 20 '" + kBin + "' sim ring_allreduce -n 2 --platform '" + fifo + "'");
+  CHECK(f.rc == 2);
+  CHECK(f.out.find("is not a regular file") != std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a time that overflows is refused with a reason, never printed as inf or null", "[sim][range]") {
+  SimResult r;
+  r.model = "analytic";
+  r.time_s = 2.0;
+  r.critical.push_back(CriticalEntry{});
+  r.critical[0].seconds = std::numeric_limits<double>::infinity();
+  r.ends = {1.0, std::numeric_limits<double>::quiet_NaN()};  // NaN: a step that never ran, not an overflow
+  refuse_non_finite_times(r);
+  CHECK(r.error.find("a time on the critical path is not a finite number") != std::string::npos);
+  CHECK(r.critical.empty());
+  CHECK(r.time_s == 0);
+  SimResult fine;
+  fine.time_s = 1.0;
+  fine.ends = {std::numeric_limits<double>::quiet_NaN()};
+  refuse_non_finite_times(fine);
+  CHECK(fine.error.empty());
+  // The options that scale times are bounded like the platform's numbers.
+  CHECK(sh("'" + kBin + "' sim ring_allreduce -n 4 --gamma 1e300").rc == 2);
+  CHECK(sh("'" + kBin + "' sim ring_allreduce -n 4 --message-latency 2e4s").rc == 2);
+  CHECK(sh("'" + kBin + "' sim ring_allreduce -n 4 --model analytic --loggp L=1e9s").rc == 2);
+}
+
+TEST_CASE("sim says when it cannot write its output: the path and the OS's reason, exit 2", "[sim][cli][output]") {
+  // Before: --trace /proc/version and a full standard output exited 0 in silence.
+  Ran t = sh2("'" + kBin + "' sim ring_allreduce -n 4 --model analytic --trace /proc/version");
+  CHECK(t.rc == 2);
+  CHECK(t.out.find("--trace: cannot write '/proc/version': ") != std::string::npos);
+  Ran c = sh2("'" + kBin + "' sim ring_allreduce -n 4 --model analytic --csv /dev/full");
+  CHECK(c.rc == 2);
+  CHECK(c.out.find("--csv: cannot write '/dev/full': No space left on device") != std::string::npos);
+  Ran d = sh2("'" + kBin + "' sim ring_allreduce -n 4 --model analytic --csv /nonexistent/dir/x.csv");
+  CHECK(d.rc == 2);
+  CHECK(d.out.find("cannot write '/nonexistent/dir/x.csv': No such file or directory") != std::string::npos);
+  Ran o = sgtest::run_command("'" + kBin + "' sim ring_allreduce -n 4 --model analytic --json 2>&1 >/dev/full");
+  CHECK(o.rc == 2);
+  CHECK(o.out.find("cannot write to standard output: No space left on device") != std::string::npos);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {  // gnuplot itself exits 0 on a file it cannot write
+    Ran p = sh2("'" + kBin + "' sim ring_allreduce -n 2..4 --model analytic --plot /dev/full");
+    CHECK(p.rc == 2);
+    CHECK(p.out.find("--plot: cannot write '/dev/full': No space left on device") != std::string::npos);
+  }
 }
 
 TEST_CASE("a sweep over sizes and schedules as CSV, and its plot", "[sim][cli][sweep]") {

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
+#include <utility>
+
+#include "core/base/input_file.hpp"
 
 namespace sg {
 
@@ -19,10 +21,10 @@ const std::vector<LibraryEntry>& library() {
       std::error_code ec;
       for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
         if (e.path().extension() != ".sched") continue;
-        std::ifstream in(e.path());
-        std::ostringstream ss;
-        ss << in.rdbuf();
-        v.push_back({e.path().stem().string(), e.path().string(), ss.str()});
+        // Only regular files: a FIFO named x.sched would be read for ever.
+        std::string text, err;
+        if (!read_input_file(e.path().string(), text, err)) continue;
+        v.push_back({e.path().stem().string(), e.path().string(), std::move(text)});
       }
     } else {
       for (unsigned i = 0; i + 1 < 2 * kLibraryFileCount; i += 2) {

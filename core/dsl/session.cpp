@@ -47,7 +47,11 @@ const Program* Session::load_file(const std::string& path) {
   }
   uint32_t id = sources.load(path, err);
   if (id == 0) {
-    diags.error(Loc{}, err + " (no such file; `stepgraph list` shows the library's schedule names)");
+    // A name without a folder that is no file: perhaps a library name mistyped. Any other reason
+    // is the OS's, as it is.
+    if (path.find('/') == std::string::npos && !std::filesystem::exists(path, ec))
+      err += " (`stepgraph list` shows the library's schedule names)";
+    diags.error(Loc{}, err);
     return nullptr;
   }
   return parse_and_keep(path, id);

@@ -1,7 +1,8 @@
 #include "core/dsl/source.hpp"
 
-#include <fstream>
-#include <sstream>
+#include <utility>
+
+#include "core/base/input_file.hpp"
 
 namespace sg {
 
@@ -28,14 +29,9 @@ uint32_t SourceManager::add(std::string name, std::string text) {
 }
 
 uint32_t SourceManager::load(const std::string& path, std::string& err) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    err = "cannot read '" + path + "'";
-    return 0;
-  }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return add(path, ss.str());
+  std::string text;
+  if (!read_input_file(path, text, err)) return 0;  // a FIFO or a device is refused, not read for ever
+  return add(path, std::move(text));
 }
 
 std::string SourceManager::describe(Loc loc) const {

@@ -20,6 +20,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -52,14 +53,39 @@ struct Spec {
   std::string kind_text;
   std::vector<std::pair<std::string, std::string>> items;  // key, value (value empty: a bare item)
   std::map<std::string, std::string> given;                // key -> value as given (trimmed)
+  // Where each given value is in the spec string (offset, length), and where an error points
+  // (length 0: nowhere in particular): parse_platform turns it into a PlatformErrorAt.
+  std::map<std::string, std::pair<size_t, size_t>> at, key_at;  // a value's place; a key's (or a bare item's)
+  size_t err_offset = 0, err_length = 0;
 };
 
 bool parse_count(const std::string& text, uint64_t& out, std::string& why);
 bool parse_list(const std::string& text, std::vector<uint32_t>& out, std::string& why);  // AxBxC
 std::string join_list(const std::vector<uint32_t>& v);
 uint64_t cdiv(uint64_t a, uint64_t b);
-// KEY=VALUE and bare items, comma separated, into `s`; errors start with `kind`.
-bool split_items(const std::string& body, Spec& s, const std::string& kind, std::string& err);
+// KEY=VALUE and bare items, comma separated, into `s`; errors start with `kind`. `base` is where
+// `body` starts in the spec string (for Spec::at and the error's place).
+bool split_items(const std::string& body, Spec& s, const std::string& kind, std::string& err, size_t base = 0);
+
+// The numbers a platform may hold (docs/sim.md, "Numbers in range"), the same for a spec and an
+// XML file: bandwidths from 1 B/s to 1 PB/s, latencies from 0 to 1 hour, host speeds from 1 flop/s
+// to 1 Eflop/s. Outside them SimGrid's solver (which drops rates and amounts under 1e-5 and times
+// under 1e-9 s) and the analytic engine's sums stop being exact or finite (bw=1e-300bps gave a
+// time of 60 digits); inside them no run of any size comes near either edge. Each returns false
+// with the reason in `why`.
+constexpr double kMinBandwidth = 1;     // bytes/s
+constexpr double kMaxBandwidth = 1e15;  // bytes/s (8 Pbps)
+constexpr double kMaxLatency = 3600;    // s
+constexpr double kMinSpeed = 1;         // flops/s
+constexpr double kMaxSpeed = 1e18;      // flops/s
+bool bandwidth_in_range(double bytes_per_s, std::string& why);
+bool latency_in_range(double s, std::string& why);
+bool speed_in_range(double flops, std::string& why);
+
+// An XML platform file's bandwidths, latencies and speeds, checked before SimGrid reads it (SimGrid
+// aborts on a negative bandwidth and takes a negative latency): false with the reason in err and
+// the value's place in `text` in at (the file's offset and length).
+bool check_xml_numbers(const std::string& path, const std::string& text, std::string& err, PlatformErrorAt& at);
 // The SimGrid network-model constants of p.model (Platform::lat_factor and the others).
 void set_model_constants(Platform& p);
 
@@ -82,8 +108,14 @@ class Builder {
     err_ = kind_ + ": " + msg;
     return false;
   }
+  // An error about the key (or bare item) `k`, pointing at it.
+  bool fail_at_key(const std::string& k, const std::string& msg) {
+    if (auto it = s_.key_at.find(k); it != s_.key_at.end()) std::tie(s_.err_offset, s_.err_length) = it->second;
+    return fail(msg);
+  }
   bool fail_key(const std::string& key, const std::string& why) {
     std::string v = s_.given.count(key) ? s_.given.at(key) : "";
+    if (auto it = s_.at.find(key); it != s_.at.end()) std::tie(s_.err_offset, s_.err_length) = it->second;
     err_ = kind_;
     err_ += ": ";
     err_ += key;
@@ -104,8 +136,8 @@ class Builder {
           if (!list.empty()) list += ", ";
           list += x;
         }
-        if (v.empty()) return fail("'" + k + "' is not key=value (keys: " + list + ")");
-        return fail("unknown key '" + k + "' (keys: " + list + ")");
+        if (v.empty()) return fail_at_key(k, "'" + k + "' is not key=value (keys: " + list + ")");
+        return fail_at_key(k, "unknown key '" + k + "' (keys: " + list + ")");
       }
     }
     return true;
@@ -116,14 +148,13 @@ class Builder {
   bool bw(const char* key, const char* def, double& out) {
     std::string why;
     if (!has(key)) return parse_bandwidth(def, out, why);
-    if (!parse_bandwidth(s_.given.at(key), out, why)) return fail_key(key, why);
-    if (out <= 0) return fail_key(key, "a bandwidth must be positive");
+    if (!parse_bandwidth(s_.given.at(key), out, why) || !bandwidth_in_range(out, why)) return fail_key(key, why);
     return true;
   }
   bool time(const char* key, const char* def, double& out) {
     std::string why;
     if (!has(key)) return parse_time(def, out, why);
-    if (!parse_time(s_.given.at(key), out, why)) return fail_key(key, why);
+    if (!parse_time(s_.given.at(key), out, why) || !latency_in_range(out, why)) return fail_key(key, why);
     return true;
   }
   bool count(const char* key, uint64_t& out, bool& given) {
@@ -145,8 +176,7 @@ class Builder {
     std::string why;
     p_.speed = default_speed;
     if (has("speed")) {
-      if (!parse_flops(s_.given.at("speed"), p_.speed, why)) return fail_key("speed", why);
-      if (p_.speed <= 0) return fail_key("speed", "must be positive");
+      if (!parse_flops(s_.given.at("speed"), p_.speed, why) || !speed_in_range(p_.speed, why)) return fail_key("speed", why);
     }
     p_.loopback_bw = loopback_default;
     if (has("loopback") && !bw("loopback", "", p_.loopback_bw)) return false;
@@ -231,7 +261,8 @@ class Builder {
 using ParseFn = bool(const std::string& name, Spec& s, Platform& p, std::string& err);
 // A kind written some other way (xml: a file's path): std::nullopt when `spec` is not of this
 // kind; otherwise whether it parsed (false with the message in err).
-using ParseWholeFn = std::optional<bool>(const std::string& spec, Platform& p, std::string& err);
+// `base` is where `spec` starts in the string as given; `at` says where an error points.
+using ParseWholeFn = std::optional<bool>(const std::string& spec, size_t base, Platform& p, std::string& err, PlatformErrorAt& at);
 // Appends describe()'s middle, what follows "<kind>, <hosts>" (" hosts on a non-blocking switch, …").
 using DescribeFn = void(const Platform& p, std::string& s);
 // SimGrid's name of host h.

@@ -1,6 +1,7 @@
 // The spec grammar the platform kinds share: counts and AxBxC lists, splitting KEY=VALUE items,
 // the network models' constants, and the number formats of describe() (sim/platform/kind.hpp).
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -93,6 +94,30 @@ std::string join_list(const std::vector<uint32_t>& v) {
 
 uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+bool bandwidth_in_range(double v, std::string& why) {
+  if (std::isfinite(v) && v >= kMinBandwidth && v <= kMaxBandwidth) return true;
+  if (std::isnan(v)) why = "not a number";
+  else if (v < kMinBandwidth) why = "below 1Bps (8bps), the least bandwidth a platform may have";
+  else why = "above 1PBps (8Pbps), the most bandwidth a platform may have";
+  return false;
+}
+
+bool latency_in_range(double v, std::string& why) {
+  if (std::isfinite(v) && v >= 0 && v <= kMaxLatency) return true;
+  if (std::isnan(v)) why = "not a number";
+  else if (v < 0) why = "a latency cannot be negative";
+  else why = "above 1 hour (3600s), the most latency a platform may have";
+  return false;
+}
+
+bool speed_in_range(double v, std::string& why) {
+  if (std::isfinite(v) && v >= kMinSpeed && v <= kMaxSpeed) return true;
+  if (std::isnan(v)) why = "not a number";
+  else if (v < kMinSpeed) why = "below 1f (one flop per second), the least speed a host may have";
+  else why = "above 1Ef (1e18 flops per second), the most speed a host may have";
+  return false;
+}
+
 void set_model_constants(Platform& p) {
   p.ideal = p.model == NetModel::Ideal;
   switch (p.model) {
@@ -120,31 +145,38 @@ void set_model_constants(Platform& p) {
   }
 }
 
-bool split_items(const std::string& body, Spec& s, const std::string& kind, std::string& err) {
+bool split_items(const std::string& body, Spec& s, const std::string& kind, std::string& err, size_t base) {
+  // Where the trimmed text of body[b, e) starts, as an offset into the spec string.
+  auto place = [&](size_t b, size_t e) {
+    while (b < e && std::isspace(static_cast<unsigned char>(body[b]))) b++;
+    return base + b;
+  };
+  auto fail_at = [&](size_t offset, size_t length, std::string msg) {
+    err = std::move(msg);
+    s.err_offset = offset;
+    s.err_length = std::max<size_t>(length, 1);
+    return false;
+  };
   size_t start = 0;
   while (start <= body.size()) {
     size_t comma = body.find(',', start);
-    std::string item = trim(body.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    size_t end = comma == std::string::npos ? body.size() : comma;
+    std::string item = trim(body.substr(start, end - start));
     if (!item.empty()) {
       size_t eq = item.find('=');
       if (eq == std::string::npos) {
         s.items.emplace_back(item, "");
+        s.key_at.try_emplace(item, place(start, end), item.size());
       } else {
+        size_t at_eq = body.find('=', start);
         std::string k = trim(item.substr(0, eq)), v = trim(item.substr(eq + 1));
-        if (k.empty()) {
-          err = kind + ": '" + item + "' has no key";
-          return false;
-        }
-        if (v.empty()) {
-          err = kind + ": " + k + "= has no value";
-          return false;
-        }
-        if (s.given.count(k)) {
-          err = kind + ": " + k + "= is given twice";
-          return false;
-        }
+        if (k.empty()) return fail_at(place(start, end), item.size(), kind + ": '" + item + "' has no key");
+        if (v.empty()) return fail_at(base + at_eq, 1, kind + ": " + k + "= has no value");
+        if (s.given.count(k)) return fail_at(place(start, end), item.size(), kind + ": " + k + "= is given twice");
         s.items.emplace_back(k, v);
         s.given[k] = v;
+        s.at[k] = {place(at_eq + 1, end), v.size()};
+        s.key_at[k] = {place(start, end), k.size()};
       }
     }
     if (comma == std::string::npos) break;

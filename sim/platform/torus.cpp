@@ -85,13 +85,16 @@ bool TorusBuilder::build() {
   std::string dims_text;
   for (auto& [k, v] : s_.items)
     if (v.empty()) {
-      if (!dims_text.empty() || has("dims")) return fail("the dimensions are given twice ('" + k + "')");
+      if (!dims_text.empty() || has("dims")) return fail_at_key(k, "the dimensions are given twice ('" + k + "')");
       dims_text = k;
     }
-  if (has("dims")) dims_text = s_.given.at("dims");
+  if (has("dims")) {
+    dims_text = s_.given.at("dims");
+    s_.key_at[dims_text] = s_.at.at("dims");  // an error about the dimensions points at dims='s value
+  }
   if (!dims_text.empty()) {
     std::string why;
-    if (!parse_list(dims_text, t.dims, why)) return fail("dimensions " + why);
+    if (!parse_list(dims_text, t.dims, why)) return fail_at_key(dims_text, "dimensions " + why);
   } else {
     t.dims = torus_dims_for(std::max<uint32_t>(p_.ranks, 1));
   }

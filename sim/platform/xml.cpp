@@ -2,9 +2,10 @@
 // recognition and parsing, its route table (filled from SimGrid's answers: set_table_routes), its
 // host names and its part of describe(); loading the file into SimGrid is xml_simgrid.cpp.
 #include <algorithm>
-#include <fstream>
 #include <stdexcept>
+#include <tuple>
 
+#include "core/base/input_file.hpp"
 #include "sim/platform/kind.hpp"
 
 namespace sg::sim::detail {
@@ -30,7 +31,7 @@ struct TableRouting final : Routing {
 
 }  // namespace
 
-std::optional<bool> xml_parse(const std::string& spec, Platform& p, std::string& err) {
+std::optional<bool> xml_parse(const std::string& spec, size_t base, Platform& p, std::string& err, PlatformErrorAt& at) {
   // An XML file: the spec is the path, or the path then ",model=…".
   std::string lower = spec;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -40,19 +41,28 @@ std::optional<bool> xml_parse(const std::string& spec, Platform& p, std::string&
   if (xml_end == std::string::npos) return std::nullopt;
   p.xml = trim(spec.substr(0, xml_end));
   Spec s;
-  if (xml_end < spec.size() && !split_items(spec.substr(xml_end + 1), s, p.xml, err)) return false;
+  auto refuse = [&]() {
+    at.offset = s.err_offset;
+    at.length = s.err_length;
+    return false;
+  };
+  if (xml_end < spec.size() && !split_items(spec.substr(xml_end + 1), s, p.xml, err, base + xml_end + 1)) return refuse();
   for (auto& [k, v] : s.items)
     if (k != "model") {
       err = p.xml + ": an XML platform takes only model= (its hosts, links and speeds come from the file), not '" + k + "'";
-      return false;
+      std::tie(s.err_offset, s.err_length) = s.key_at[k];
+      return refuse();
     }
   Builder b(p.xml, s, p, err);
-  if (!b.model()) return false;
-  std::ifstream f(p.xml);
-  if (!f) {
-    err = "platform file '" + p.xml + "' cannot be read";
+  if (!b.model()) return refuse();
+  // Read here, in both engines: a FIFO or a device is refused before SimGrid would read it for
+  // ever, and the numbers are checked before SimGrid aborts on them.
+  std::string text;
+  if (!read_input_file(p.xml, text, err)) {
+    err = "platform file: " + err;
     return false;
   }
+  if (!check_xml_numbers(p.xml, text, err, at)) return false;
   p.spec = p.xml + ",model=" + model_name(p.model);
   p.speed = 0;
   return true;

@@ -22,7 +22,7 @@ TEST_CASE("errors name the bad key and value", "[platform]") {
            Case{"star:bww=1Gbps", 4, "star: unknown key 'bww' (keys: hosts, bw, lat, speed, loopback, loopback_lat, model)"},
            Case{"star:bw=100", 4, "star: bw=100: '100' has no unit"},
            Case{"star:bw=100Gb", 4, "star: bw=100Gb: unknown unit 'Gb'"},
-           Case{"star:bw=0Gbps", 4, "star: bw=0Gbps: a bandwidth must be positive"},
+           Case{"star:bw=0Gbps", 4, "star: bw=0Gbps: below 1Bps (8bps)"},
            Case{"star:lat=1", 4, "star: lat=1: '1' has no unit (time units: ns us ms s)"},
            Case{"star:lat=1min", 4, "star: lat=1min: unknown unit 'min'"},
            Case{"star:speed=1TF", 4, "star: speed=1TF: unknown unit 'TF'"},
