@@ -101,6 +101,11 @@ bool parse_platform(const std::string& spec_in, uint32_t nranks, Platform& out, 
       err = "platform file '" + spec.substr(1) + "' holds no platform spec";
       return false;
     }
+    // A file naming a file (itself, say) would be read without end.
+    if (text[0] == '@') {
+      err = "platform file '" + spec.substr(1) + "' names another (" + text.substr(0, text.find(',')) + "): it must hold the spec itself";
+      return false;
+    }
     return parse_platform(text, nranks, out, err);
   }
   if (spec.empty()) {
