@@ -9,7 +9,9 @@ PKGS=(cmake g++ make pkg-config libsimgrid-dev libz3-dev libcli11-dev catch2 lib
       nlohmann-json3-dev gnuplot-nox)
 # `run.sh test` also builds the executor against MPICH and runs its tests under Hydra. Open MPI
 # stays the default MPI (Debian's alternatives rank it 50, MPICH 40).
-[ "${1:-demo}" = test ] && PKGS+=(mpich libmpich-dev)
+# It also fuzzes the front end and the platform parser for a minute each (fuzz/run.sh): clang and
+# its libFuzzer runtime.
+[ "${1:-demo}" = test ] && PKGS+=(mpich libmpich-dev clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -42,6 +44,9 @@ case "${1:-demo}" in
       -DSTEPGRAPH_WITH_SIMGRID=OFF -DSTEPGRAPH_WITH_Z3=OFF -DSTEPGRAPH_BUILD_BENCH=OFF >/dev/null
     cmake --build "$BUILD-mpich" -j "$JOBS" --target stepgraph test_exec test_exec_attention
     ctest --test-dir "$BUILD-mpich" --output-on-failure -j "$JOBS" -R '^test_exec'
+    # Every saved fuzz reproducer, then 60 s of fuzzing per harness, in a clang + sanitizer build
+    # of core and the platform layer only (docs/fuzzing.md).
+    STEPGRAPH_FUZZ_BUILD_DIR="$BUILD-fuzz" FUZZ_JOBS="$JOBS" bash fuzz/run.sh 60
     ;;
   demo) "$BUILD/stepgraph" demo ;;
   *) echo "usage: bash run.sh [test]" >&2; exit 2 ;;

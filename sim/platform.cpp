@@ -133,6 +133,11 @@ bool parse_platform(const std::string& spec_in, uint32_t nranks, Platform& out, 
       err = "platform file '" + path + "' holds no platform spec";
       return refuse();
     }
+    // A file naming a file (itself, say) would be read without end.
+    if (j.text[0] == '@') {
+      err = "platform file '" + path + "' names another (" + j.text.substr(0, j.text.find(',')) + "): it must hold the spec itself";
+      return refuse();
+    }
     PlatformErrorAt inner;
     if (parse_platform(j.text, nranks, out, err, &inner)) return true;
     at = inner;

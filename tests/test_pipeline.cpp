@@ -209,6 +209,8 @@ TEST_CASE("the memory limit reads the cgroup's room where it is tighter than the
   write("sys/fs/cgroup/memory/slurm/7/memory.limit_in_bytes", "9223372036854771712\n");
   CHECK(memory_room(root.string()).available == uint64_t{16} << 30);
   fs::remove_all(root);
+}
+
 TEST_CASE("a file given as input must be a regular file; one that cannot be read says the OS's reason", "[pipeline][files]") {
   std::string dir = "/tmp/stepgraph_test_input_" + std::to_string(::getpid());
   REQUIRE(std::system(("mkdir -p " + dir + " && mkfifo " + dir + "/fifo.sched && echo x > " + dir + "/plain").c_str()) == 0);

@@ -5,6 +5,7 @@
 // only, so each SimGrid check runs in a child process. A new kind adds its specs to the lists here.
 #include "tests/platform/util.hpp"
 
+#include <fstream>
 #include <set>
 
 using namespace sg::sim;
@@ -54,6 +55,24 @@ TEST_CASE("errors name the bad key and value", "[platform]") {
     INFO(c.spec << " -> " << err);
     CHECK(err.find(c.want) != std::string::npos);
   }
+}
+
+TEST_CASE("@FILE: a spec read from a file, which may not name another file", "[platform]") {
+  std::string dir = "/tmp/stepgraph_test_spec_file." + std::to_string(getpid());
+  std::string spec = dir + ".spec", self = dir + ".self";
+  {
+    std::ofstream(spec) << "star:bw=100Gbps  # a comment\n\nlat=1us\n";
+    std::ofstream(self) << "@" << self << "\n";  // once read without end: a stack overflow
+  }
+  Platform p;
+  std::string err;
+  INFO(err);
+  REQUIRE(parse_platform("@" + spec, 4, p, err));
+  CHECK(p.spec == "star:hosts=4,bw=100Gbps,lat=1us,model=ideal");
+  CHECK_FALSE(parse_platform("@" + self, 4, p, err));
+  CHECK(err == "platform file '" + self + "' names another (@" + self + "): it must hold the spec itself");
+  std::remove(spec.c_str());
+  std::remove(self.c_str());
 }
 
 TEST_CASE("the normalised spec parses back to the same platform, whatever the rank count", "[platform]") {
