@@ -101,6 +101,7 @@ int cmd_exec(const ExecOpts& o) {
   if (!o.ranks.empty() && o.ranks != std::to_string(size))
     return refuse("-n " + o.ranks + " but the job has " + std::to_string(size) + " process" + (size == 1 ? "" : "es") +
                   " (run `mpiexec -n " + o.ranks + " stepgraph exec …`, or leave -n out)");
+  if (std::string twice = repeated_set(o.sets); !twice.empty()) return refuse(twice);
   DType dtype = DType::F32;
   bool dtype_forced = !o.dtype.empty();
   if (dtype_forced && !parse_dtype(o.dtype, dtype)) return refuse("bad --dtype '" + o.dtype + "'");

@@ -82,8 +82,10 @@ static int run_command(int argc, char** argv) {
       ->check(CLI::IsMember({"text", "json", "dot", "stats", "goal", "msccl", "stream"}));
   compile->add_option("--proto", copts.proto, "msccl format: the file's protocol (Simple, LL or LL128; default Simple)")
       ->check(CLI::IsMember({"Simple", "LL", "LL128"}));
-  compile->add_option("--rank", copts.rank,
-                      "elaborate only this rank's program (what an executor needs); with --format stream: print only this rank's order");
+  compile
+      ->add_option("--rank", copts.rank,
+                   "elaborate only this rank's program (what an executor needs); with --format stream: print only this rank's order")
+      ->check(kNonNegative);
   compile->add_option("-o,--output", copts.output, "write to this file instead of standard output");
   compile->add_option("--max-steps", copts.max_steps, "text format: print at most this many steps");
   compile->add_flag("--time", copts.timing, "stats format: also print the build time");

@@ -15,6 +15,19 @@ int fail(const std::string& msg) {
   return 2;
 }
 
+std::string repeated_set(const std::vector<std::string>& sets) {
+  for (size_t i = 0; i < sets.size(); ++i) {
+    size_t eq = sets[i].find('=');
+    if (eq == std::string::npos) continue;
+    std::string key = sets[i].substr(0, eq);
+    for (size_t j = 0; j < i; ++j)
+      if (sets[j].compare(0, eq + 1, sets[i], 0, eq + 1) == 0)
+        return "--set " + key + " given twice ('" + sets[j].substr(eq + 1) + "', then '" + sets[i].substr(eq + 1) +
+               "'): give each parameter once";
+  }
+  return {};
+}
+
 int check_standard_output(int rc) {
   std::string err;
   if (flush_standard_output(err)) return rc;
@@ -29,7 +42,8 @@ int report_internal_error(const InternalError& e) {
 }
 
 int prepare(const Common& c, Prepared& p, bool many) {
-  std::string err;
+  std::string err = repeated_set(c.sets);
+  if (!err.empty()) return fail(err);
   for (const auto& kv : c.sets) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return fail("--set needs NAME=VALUE, got '" + kv + "'");

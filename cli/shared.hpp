@@ -25,6 +25,11 @@ struct Prepared {
 // Prints "stepgraph: error: MSG" on stderr; returns 2 (bad input).
 int fail(const std::string& msg);
 
+// The first --set NAME=VALUE whose NAME (TARGET:NAME in sim) an earlier one already gave:
+// "--set size given twice ('1MiB', then '2MiB'): give each parameter once"; empty when none.
+// A repeated key used to be "last wins", silently: a typo'd override hid the value in force.
+std::string repeated_set(const std::vector<std::string>& sets);
+
 // Parses the shared flags and opens the target (core/pipeline.hpp; --dump-after parse prints
 // the program here). Returns 0, or the exit code to stop with.
 int prepare(const Common& c, Prepared& p, bool many);

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -98,8 +100,17 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
       item.erase(item.find_last_not_of(" \t\r") + 1);
       if (item.empty()) continue;
       char* end = nullptr;
-      unsigned long h = std::strtoul(item.c_str(), &end, 10);
-      if (*end || item[0] == '-') return fail("bad --map entry '" + item + "' (host numbers, one per rank)");
+      errno = 0;
+      unsigned long long h = std::strtoull(item.c_str(), &end, 10);
+      if (*end || item[0] == '-' || !std::isdigit(static_cast<unsigned char>(item[0])))
+        return fail("bad --map entry '" + item + "' (host numbers, one per rank)");
+      if (errno == ERANGE || h >= UINT32_MAX) return fail("bad --map entry '" + item + "': no platform has that many hosts");
+      // One rank per host: a host is one endpoint (a node's GPUs are hosts of their own, see
+      // the nodes platform), and two ranks on one would share its link without being told.
+      for (size_t k = 0; k < so.map.size(); ++k)
+        if (so.map[k] == h)
+          return fail("--map puts ranks " + std::to_string(k) + " and " + std::to_string(so.map.size()) + " both on host " + item +
+                      ": one rank per host");
       so.map.push_back(static_cast<uint32_t>(h));
     }
   }
@@ -128,6 +139,7 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
     std::string target, key, value;
   };
   std::vector<Set> sets;
+  if (std::string twice = repeated_set(o.sets); !twice.empty()) return fail(twice);
   for (const auto& kv : o.sets) {
     auto eq = kv.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size())

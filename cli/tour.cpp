@@ -1,7 +1,8 @@
 // `stepgraph demo`: the built-in tour. Every capability on small sizes, in under a minute after
-// the build: compile, check and verify the library, a deadlock found and fixed, a time limit,
-// simulations, ring attention analysed and ranked, then real runs under mpiexec (a child
-// process per step: the tour is one process and mpiexec starts its own).
+// the build: compile, check and verify the library, a deadlock and a truncating receive found, the
+// fix, a time limit and bad input refused before it costs anything, simulations, ring attention
+// analysed and ranked, then real runs under mpiexec (a child process per step: the tour is one
+// process and mpiexec starts its own).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -185,6 +186,29 @@ schedule ring_shift() {
       if (const verify::Counterexample* cx = rep.counterexample()) std::cout << verify::render_text(*cx, one.sources);
     }
   }
+  std::cout << "\n   and a receive from any rank that can take a larger message than it has room for (at run time,\n"
+               "   MPI_ERR_TRUNCATE): `unmatched`, with the receive's and the send's lines\n\n";
+  {
+    Session one;
+    const Program* p = one.load_text("trunc.sched", R"(schedule trunc() {
+  buffer a[4] bytes 64;
+  init a contrib;
+  expect nothing;
+  on 0 { send a[0 .. 2] to 1 tag 3; }
+  on 1 { recv a[0] from any tag 3; }
+}
+)");
+    ElabOptions o;
+    o.nranks = 2;
+    o.lifecycle_as_findings = true;
+    auto g = graph_of(one, Target{p, p->schedules.back().get()}, o);
+    if (g) {
+      verify::VerifyReport rep = verify::verify_graph(*g, verify::VerifyOptions{});
+      for (const auto& m : rep.modes) std::cout << "   " << verify::mode_name(m.mode) << ": " << verify::verdict_name(m.verdict) << "\n";
+      if (const verify::Counterexample* cx = rep.counterexample()) std::cout << verify::render_text(*cx, one.sources);
+      if (rep.worst() != verify::Verdict::Unmatched) rc = 1;
+    }
+  }
   std::cout << "\n4. the fix, from the library: parity_ring_allgather (even ranks send first, odd ranks receive\n"
                "   first, every message on tag 0, so MPI's matching order decides where each block lands),\n"
                "   as `stepgraph verify parity_ring_allgather -n 4,16,64 --time` prints it: each N as it is\n"
@@ -236,6 +260,39 @@ schedule ring_shift() {
         std::cout << verify::verdict_name(r6.worst()) << " (" << r6.modes.front().explicit_result.note << ")\n";
       }
     }
+  }
+  std::cout << "\n   Bad input is bounded before anything is spent: a loop of 2^62 iterations that builds nothing,\n"
+               "   and check ring_allreduce at N = 8192 (its graph and the interpreter's state past the memory\n"
+               "   limit), each refused from elaboration's count, with a located error (exit 2)\n\n";
+  {
+    Session one;
+    const Program* p = one.load_text("spin.sched", R"(schedule spin() {
+  buffer a[1] bytes 8;
+  init a contrib;
+  expect nothing;
+  for t in 0 .. 4611686018427387904 { }
+}
+)");
+    auto bounded = [&](Session& s, const Target& t, ElabOptions o, const char* what) {
+      auto t0 = std::chrono::steady_clock::now();
+      auto g = graph_of(s, t, o);
+      double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::string first = s.diags.has_errors() ? s.diags.all().front().message : std::string("built (not refused)");
+      if (first.size() > 92) first = first.substr(0, 89) + "...";
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.2f s", took);
+      std::cout << "   " << what << ": refused in " << buf << "\n     " << first << "\n";
+      if (g) rc = 1;
+    };
+    ElabOptions o;
+    o.nranks = 2;
+    bounded(one, Target{p, p->schedules.back().get()}, o, "spin.sched:5");
+    Session big;
+    ElabOptions ob;
+    ob.nranks = 8192;
+    ob.max_memory = std::min<uint64_t>(default_memory_limit(), uint64_t{16} << 30);
+    count_interpreter(ob);
+    bounded(big, open_target(big, "ring_allreduce"), ob, "check ring_allreduce -n 8192");
   }
   // Simulation: the same graphs, timed.
   namespace fs = std::filesystem;

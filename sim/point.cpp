@@ -256,9 +256,9 @@ PointResult run_point(const PointSpec& p) {
   r.warnings = warn.str();
   SimOptions so = p.options;
   so.trace = !p.trace_file.empty();
-  if (!so.map.empty() && so.map.size() < p.n) {
+  if (!so.map.empty() && so.map.size() != p.n) {  // a longer one would leave its extra hosts unused, silently
     r.status = 2;
-    r.error = "--map gives hosts for " + std::to_string(so.map.size()) + " ranks; N = " + std::to_string(p.n);
+    r.error = "--map gives hosts for " + std::to_string(so.map.size()) + " ranks; N = " + std::to_string(p.n) + ": one host per rank";
     return r;
   }
   for (uint32_t k = 0; k < p.n && !so.map.empty(); ++k)

@@ -545,6 +545,9 @@ TEST_CASE("option errors say what is wanted, once per job", "[exec][mpi][fail]")
   INFO(r.out);
   CHECK(r.rc == 2);
   CHECK(count(r.out, "--iters: must be a number above 0, got '0'") == 1);
+  Ran twice = exec(2, "ring_allreduce --set size=1MiB --set size=2MiB", true);
+  CHECK(twice.rc == 2);
+  CHECK(count(twice.out, "--set size given twice ('1MiB', then '2MiB'): give each parameter once") == 1);
   CHECK(r.out.find("179769") == std::string::npos);
   Ran t = sh("'" + kBin + "' verify ring_allreduce -n 4 --timeout inf", true);
   CHECK(t.rc == 2);

@@ -45,7 +45,8 @@ void write_file(const std::string& path, const std::string& text) {
 
 // Small shapes: seq splits into 2N·4 blocks for N = 3 and 4, heads into N groups; fp32 inputs
 // (the schedules' default elem = 2 is bf16).
-const std::string kSmall = "--set seq=480 --set heads=12 --set dim=16 --set elem=4";
+const std::string kShape = "--set seq=480 --set heads=12 --set dim=16";  // each --set once: a repeat is refused
+const std::string kSmall = kShape + " --set elem=4";
 
 }  // namespace
 
@@ -87,7 +88,7 @@ TEST_CASE("every attention variant computes real tiles under mpiexec and matches
 TEST_CASE("bf16 inputs: the ring's outputs and gradients stay far inside TransformerEngine's 2.5e-2", "[exec][mpi][attention]") {
   if (!have_mpiexec()) return;
   for (const char* name : {"ring_attention", "zigzag_ring_attention_bwd", "ulysses_attention_bwd"}) {
-    Ran r = exec(4, std::string(name) + " " + kSmall + " --set elem=2 --check --iters 1 --warmup 0 --json");
+    Ran r = exec(4, std::string(name) + " " + kShape + " --set elem=2 --check --iters 1 --warmup 0 --json");
     INFO(name << ":\n" << r.out);
     REQUIRE(r.rc == 0);
     nlohmann::json j = row_of(r);
@@ -222,7 +223,7 @@ TEST_CASE("attention layouts exec cannot fill are refused at their source line, 
   CHECK(a.out.find("expect attention(Q, KV, O, causal);") != std::string::npos);
   CHECK(a.out.find("^") != std::string::npos);
   // elem 3 is neither fp32 nor bf16.
-  Ran b = exec(2, "ring_attention " + kSmall + " --set elem=3 --check --iters 1");
+  Ran b = exec(2, "ring_attention " + kShape + " --set elem=3 --check --iters 1");
   CHECK(b.rc == 2);
   CHECK(b.out.find("error: exec stores attention inputs as bf16 (elem = 2) or fp32 (elem = 4), not elem = 3") != std::string::npos);
   // --dtype would retype the fp32 outputs: refused.

@@ -275,3 +275,18 @@ TEST_CASE("compile says when its output cannot be written, -o or standard output
   CHECK(sgtest::run_command("'" STEPGRAPH_BIN "' --help >/dev/full 2>/dev/null").rc == 2);
   CHECK(sgtest::run_command("'" STEPGRAPH_BIN "' compile ring_allreduce -n 4 >/dev/null").rc == 0);
 }
+
+TEST_CASE("a --set given twice and --rank -1 are refused, not read as 'last wins' or 'every rank'", "[pipeline][cli][bounds]") {
+  // Issue 23: both were accepted silently.
+  for (const char* cmd : {"check", "compile", "analyze", "verify", "sim"}) {
+    auto r = sgtest::run_command("'" STEPGRAPH_BIN "' " + std::string(cmd) + " ring_allreduce -n 4 --set size=1MiB --set size=2MiB 2>&1");
+    INFO(cmd << ": " << r.out);
+    CHECK(r.rc == 2);
+    CHECK(r.out.find("--set size given twice ('1MiB', then '2MiB'): give each parameter once") != std::string::npos);
+  }
+  auto r = sgtest::run_command("'" STEPGRAPH_BIN "' compile ring_allreduce -n 4 --rank -1 2>&1");
+  INFO(r.out);
+  CHECK(r.rc == 2);
+  CHECK(r.out.find("--rank: must be a finite number, 0 or more, got '-1'") != std::string::npos);
+  CHECK(sgtest::run_command("'" STEPGRAPH_BIN "' compile ring_allreduce -n 4 --rank 0 >/dev/null 2>&1").rc == 0);
+}

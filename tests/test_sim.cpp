@@ -404,3 +404,23 @@ TEST_CASE("under mpiexec a sweep's points are split over the processes and rank 
   CHECK(split.rc == 0);
   CHECK(split.out == serial.out);
 }
+
+TEST_CASE("--map: one host per rank, each once, every number in range", "[sim][cli][bounds]") {
+  // Issue 23: `--map 99999999999999999999,…` named host 4294967295, and a map with an extra or a
+  // repeated host was accepted silently.
+  auto run = [](const std::string& map) { return sh2("'" + kBin + "' sim ring_allreduce -n 4 --model analytic --map " + map); };
+  Ran big = run("99999999999999999999,1,2,3");
+  CHECK(big.rc == 2);
+  CHECK(big.out.find("bad --map entry '99999999999999999999': no platform has that many hosts") != std::string::npos);
+  CHECK(big.out.find("4294967295") == std::string::npos);
+  Ran twice = run("0,1,1,3");
+  CHECK(twice.rc == 2);
+  CHECK(twice.out.find("--map puts ranks 1 and 2 both on host 1: one rank per host") != std::string::npos);
+  Ran extra = run("0,1,2,3,4");
+  CHECK(extra.rc == 2);
+  CHECK(extra.out.find("--map gives hosts for 5 ranks; N = 4: one host per rank") != std::string::npos);
+  Ran past = run("0,1,2,9");
+  CHECK(past.rc == 2);
+  CHECK(past.out.find("--map puts rank 3 on host 9, but the platform has 4 hosts") != std::string::npos);
+  CHECK(run("3,2,1,0").rc == 0);
+}
