@@ -972,7 +972,7 @@ class Elaborator {
     Range dst = s.into.present() ? ref(s.into, f) : src;
     if (s.into.present()) check_same_bytes(src, dst, s.into, "a send between chunks");
     uint8_t rflags = s.reduce ? static_cast<uint8_t>(kFlagReduce | op_flag(s.op)) : 0;
-    Ranges none, rd, wr;
+    Ranges none, rd;
     if (me_ < 0) {
       StepId send_id = static_cast<StepId>(g_->size());
       rd.add(src);
