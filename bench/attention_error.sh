@@ -15,7 +15,12 @@ bin=${STEPGRAPH:-$here/build/stepgraph}
 schedule=${1:-ring_attention}
 ns=${2:-"1 2 4 8 16"}
 shift $(( $# > 2 ? 2 : $# ))
-sizes=(--set seq=2048 --set heads=4 --set dim=64 "$@")
+# The defaults for what the extra options do not set (exec refuses a --set given twice).
+sizes=()
+for kv in seq=2048 heads=4 dim=64; do
+  [[ " $* " == *" --set ${kv%%=*}="* ]] || sizes+=(--set "$kv")
+done
+sizes+=("$@")
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 
 # The value of "key" in exec's JSON row, or "-".
