@@ -9,8 +9,8 @@ PKGS=(cmake g++ make pkg-config libsimgrid-dev libz3-dev libcli11-dev catch2 lib
       nlohmann-json3-dev gnuplot-nox)
 # `run.sh test` also builds the executor against MPICH and runs its tests under Hydra. Open MPI
 # stays the default MPI (Debian's alternatives rank it 50, MPICH 40).
-# It also fuzzes the front end and the platform parser for a minute each (fuzz/run.sh): clang and
-# its libFuzzer runtime.
+# It also fuzzes the two front ends (the language, MSCCL XML) and the platform parser for a minute
+# each (fuzz/run.sh): clang and its libFuzzer runtime.
 [ "${1:-demo}" = test ] && PKGS+=(mpich libmpich-dev clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -22,16 +22,16 @@ JOBS=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 2)}
 cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$CXX" -DSTEPGRAPH_BUILD_FUZZ=ON \
   -DSTEPGRAPH_WITH_SIMGRID=OFF -DSTEPGRAPH_WITH_Z3=OFF -DSTEPGRAPH_WITH_MPI=OFF -DSTEPGRAPH_WITH_CUDA=OFF \
   -DSTEPGRAPH_BUILD_TESTS=OFF -DSTEPGRAPH_BUILD_BENCH=OFF >/dev/null
-cmake --build "$BUILD" -j "$JOBS" --target fuzz_frontend fuzz_platform
+cmake --build "$BUILD" -j "$JOBS" --target fuzz_frontend fuzz_msccl fuzz_platform
 
 # Per harness: its seed folders (read, never written) and its longest input.
-declare -A SEEDS=([frontend]="schedules tests/verify_cases tests/sim_cases" [platform]="fuzz/seeds/platform")
-declare -A MAXLEN=([frontend]=8192 [platform]=512)
+declare -A SEEDS=([frontend]="schedules tests/verify_cases tests/sim_cases" [msccl]="tests/msccl" [platform]="fuzz/seeds/platform")
+declare -A MAXLEN=([frontend]=8192 [msccl]=24576 [platform]=512)
 # The limits an input must keep: 10 s (a hang), 2 GiB (an out-of-memory).
 COMMON=(-timeout=10 -rss_limit_mb=2048)
 
 status=0
-for h in frontend platform; do
+for h in frontend msccl platform; do
   bin="$BUILD/fuzz/fuzz_$h"
   reg="fuzz/regressions/$h"
   # Reproducers, one process each (a crash ends the process that runs it).
