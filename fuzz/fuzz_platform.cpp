@@ -75,7 +75,11 @@ bool too_big(const std::string& spec) {
     }
     size_t j = i;
     while (j < spec.size() && std::isdigit(static_cast<unsigned char>(spec[j]))) ++j;
-    bool alone = j == spec.size() || spec[j] == 'x' || spec[j] == ',' || std::isspace(static_cast<unsigned char>(spec[j]));
+    // A count is any digit run not followed by a unit or a decimal part (100Gbps, 1.5us, 1e9):
+    // after it comes the end, an 'x' (AxBxC), or punctuation, a '#' starting a spec file's
+    // comment included (`@` + "torus:8x440000#…" built 3.5 M hosts, a timeout).
+    char next = j == spec.size() ? ',' : spec[j];
+    bool alone = next == 'x' || !(std::isalnum(static_cast<unsigned char>(next)) || next == '.');
     if (alone) {
       double v = std::stod(spec.substr(i, std::min<size_t>(j - i, 300)));
       product *= std::max(v, 1.0);
