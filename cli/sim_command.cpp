@@ -14,6 +14,7 @@
 #include <iostream>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "cli/shared.hpp"
 #include "core/base/format.hpp"
@@ -95,6 +96,7 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
     }
     std::stringstream ss(text);
     std::string item;
+    std::unordered_map<uint32_t, size_t> rank_on;  // host -> the rank on it (a linear scan is N^2)
     while (std::getline(ss, item, ',')) {
       item.erase(0, item.find_first_not_of(" \t\r"));
       item.erase(item.find_last_not_of(" \t\r") + 1);
@@ -107,10 +109,10 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
       if (errno == ERANGE || h >= UINT32_MAX) return fail("bad --map entry '" + item + "': no platform has that many hosts");
       // One rank per host: a host is one endpoint (a node's GPUs are hosts of their own, see
       // the nodes platform), and two ranks on one would share its link without being told.
-      for (size_t k = 0; k < so.map.size(); ++k)
-        if (so.map[k] == h)
-          return fail("--map puts ranks " + std::to_string(k) + " and " + std::to_string(so.map.size()) + " both on host " + item +
-                      ": one rank per host");
+      auto [first, fresh] = rank_on.emplace(static_cast<uint32_t>(h), so.map.size());
+      if (!fresh)
+        return fail("--map puts ranks " + std::to_string(first->second) + " and " + std::to_string(so.map.size()) + " both on host " +
+                    item + ": one rank per host");
       so.map.push_back(static_cast<uint32_t>(h));
     }
   }

@@ -38,6 +38,22 @@ std::unique_ptr<StepGraph> graph_of(Session& s, const Target& t, const ElabOptio
   return build(s, t, bo).graph;
 }
 
+// Verifies a schedule given as text at n ranks and prints each semantics' verdict and the first
+// counterexample; returns the worst verdict (Ok when the text does not build).
+verify::Verdict verify_text(const char* file, const char* text, uint32_t n) {
+  Session one;
+  const Program* p = one.load_text(file, text);
+  ElabOptions o;
+  o.nranks = n;
+  o.lifecycle_as_findings = true;
+  auto g = graph_of(one, Target{p, p->schedules.back().get()}, o);
+  if (!g) return verify::Verdict::Ok;
+  verify::VerifyReport rep = verify::verify_graph(*g, verify::VerifyOptions{});
+  for (const auto& m : rep.modes) std::cout << "   " << verify::mode_name(m.mode) << ": " << verify::verdict_name(m.verdict) << "\n";
+  if (const verify::Counterexample* cx = rep.counterexample()) std::cout << verify::render_text(*cx, one.sources);
+  return rep.worst();
+}
+
 }  // namespace
 
 int cmd_demo(const std::string& ranks) {
@@ -164,9 +180,7 @@ int cmd_demo(const std::string& ranks) {
     std::cout << warned << " of the " << instances << " instances warn that a chunk size rounds down (size / N where N does not\n"
               << "divide size); the tour does not print them: `stepgraph check NAME -n N` does\n";
   std::cout << "\n3. what verify finds in a broken schedule: the naive ring shift (every rank sends first)\n\n";
-  {
-    Session one;
-    const Program* p = one.load_text("ring_shift.sched", R"(# Every rank sends to its right neighbour, then receives from its left.
+  verify_text("ring_shift.sched", R"(# Every rank sends to its right neighbour, then receives from its left.
 schedule ring_shift() {
   buffer a[N] bytes 8;
   init a owned;
@@ -175,40 +189,20 @@ schedule ring_shift() {
     recv a[(r - 1) % N] from (r - 1) % N;
   }
 }
-)");
-    ElabOptions o;
-    o.nranks = 4;
-    o.lifecycle_as_findings = true;
-    auto g = graph_of(one, Target{p, p->schedules.back().get()}, o);
-    if (g) {
-      verify::VerifyReport rep = verify::verify_graph(*g, verify::VerifyOptions{});
-      for (const auto& m : rep.modes) std::cout << "   " << verify::mode_name(m.mode) << ": " << verify::verdict_name(m.verdict) << "\n";
-      if (const verify::Counterexample* cx = rep.counterexample()) std::cout << verify::render_text(*cx, one.sources);
-    }
-  }
+)",
+              4);
   std::cout << "\n   and a receive from any rank that can take a larger message than it has room for (at run time,\n"
                "   MPI_ERR_TRUNCATE): `unmatched`, with the receive's and the send's lines\n\n";
-  {
-    Session one;
-    const Program* p = one.load_text("trunc.sched", R"(schedule trunc() {
+  if (verify_text("trunc.sched", R"(schedule trunc() {
   buffer a[4] bytes 64;
   init a contrib;
   expect nothing;
   on 0 { send a[0 .. 2] to 1 tag 3; }
   on 1 { recv a[0] from any tag 3; }
 }
-)");
-    ElabOptions o;
-    o.nranks = 2;
-    o.lifecycle_as_findings = true;
-    auto g = graph_of(one, Target{p, p->schedules.back().get()}, o);
-    if (g) {
-      verify::VerifyReport rep = verify::verify_graph(*g, verify::VerifyOptions{});
-      for (const auto& m : rep.modes) std::cout << "   " << verify::mode_name(m.mode) << ": " << verify::verdict_name(m.verdict) << "\n";
-      if (const verify::Counterexample* cx = rep.counterexample()) std::cout << verify::render_text(*cx, one.sources);
-      if (rep.worst() != verify::Verdict::Unmatched) rc = 1;
-    }
-  }
+)",
+                  2) != verify::Verdict::Unmatched)
+    rc = 1;
   std::cout << "\n4. the fix, from the library: parity_ring_allgather (even ranks send first, odd ranks receive\n"
                "   first, every message on tag 0, so MPI's matching order decides where each block lands),\n"
                "   as `stepgraph verify parity_ring_allgather -n 4,16,64 --time` prints it: each N as it is\n"

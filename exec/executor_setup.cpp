@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/base/checked.hpp"
 #include "core/base/memory.hpp"
 #include "core/base/sizes.hpp"
 #include "exec/executor_impl.hpp"
@@ -127,8 +128,7 @@ bool Executor::Impl::setup_local(std::string& err) {
     return false;
   };
   for (const BufferInfo& b : g.buffers) {
-    uint64_t n = 0;
-    if (__builtin_mul_overflow(uint64_t{b.chunks}, b.chunk_bytes, &n) || __builtin_add_overflow(need, n, &need)) need = UINT64_MAX;
+    need = sat_add(need, sat_mul(b.chunks, b.chunk_bytes));
     if (need > share)
       return too_much("buffer " + b.name + " (" + std::to_string(b.chunks) + " x " + std::to_string(b.chunk_bytes) + " bytes)");
   }
@@ -186,7 +186,7 @@ bool Executor::Impl::setup_local(std::string& err) {
       if (c.kind == CollKind::ReduceScatter || (c.kind == CollKind::Alltoall && c.into.cnt == 0)) stage_for(s, bytes(g.range(s)));
     }
   }
-  if (__builtin_add_overflow(need, stage, &need)) need = UINT64_MAX;
+  need = sat_add(need, stage);
   if (need > share) return too_much("the staging area for received messages (" + std::to_string(stage) + " bytes)");
   if (!staging.allocate(stage))
     return err = "rank " + std::to_string(g.only_rank) + ": the staging area for received messages needs " + std::to_string(stage) +

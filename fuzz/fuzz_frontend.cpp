@@ -1,5 +1,5 @@
 // libFuzzer harness for the front end: the input is the text of a .sched file. It goes the road
-// `stepgraph check` takes (cli/check_command.cpp): parse, build (elaborate and the passes) at
+// `stepgraph check` takes (core/interp/check.hpp, run_check): parse, build (elaborate and the passes) at
 // N = 2, 3 and 4, then the interpreter and the postconditions, with every diagnostic rendered
 // (a location past the end of the text must not crash the caret line). One property besides
 // "no crash": a program that parses prints to text that parses again and prints the same
@@ -49,25 +49,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   sg::Target t(prog, prog->schedules.back().get());
   for (uint32_t n = 2; n <= 4; ++n) {
     s.diags.clear();
-    sg::BuildOptions bo;
-    bo.elab.nranks = n;
-    bo.elab.max_memory = uint64_t{64} << 20;
-    bo.elab.max_work = 100'000;
+    sg::ElabOptions o;
+    o.nranks = n;
+    o.max_memory = uint64_t{64} << 20;
+    o.max_work = 100'000;
     // A parameter without a default needs --set: give it a small value.
     for (const auto& p : t.schedule->params)
-      if (p.kind == sg::ParamKind::Int && !p.def) bo.elab.sets.emplace_back(p.name, "2");
-    std::unique_ptr<sg::StepGraph> g = sg::build(s, t, bo).graph;
-    bool fits = g && sg::interpreter_fits(*g, t, bo.elab, s.diags);
+      if (p.kind == sg::ParamKind::Int && !p.def) o.sets.emplace_back(p.name, "2");
+    sg::CheckOutcome c = sg::run_check(s, t, o);  // what `stepgraph check` runs
     render_all(s);
-    if (!fits) continue;
-    sg::InterpResult r = sg::interpret(*g);
-    sg::PostconditionReport post;
-    if (r.completed) post = sg::check_postconditions(*g, r.initial, r.final);
-    sg::Diagnostics findings;
-    sg::render_findings(*g, r, post, findings);
-    bool ok = r.completed && post.chunks_wrong == 0 && !findings.has_errors();
-    (void)sg::check_verdict(r, ok);
-    (void)findings.render(s.sources);
+    if (!c.built) continue;
+    (void)sg::check_verdict(c.interp, c.ok);
+    (void)c.findings.render(s.sources);
   }
   return 0;
 }

@@ -43,23 +43,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!t.opened() || s.diags.has_errors() || t.fixed_ranks == 0 || t.fixed_ranks > 16) return 0;
   for (int inplace = 0; inplace < 2; ++inplace) {
     s.diags.clear();
-    sg::BuildOptions bo;
-    bo.elab.nranks = t.fixed_ranks;
-    bo.elab.max_memory = uint64_t{64} << 20;
-    bo.elab.max_work = 100'000;
-    bo.elab.sets = {{"inplace", std::to_string(inplace)}};
-    sg::count_interpreter(bo.elab);
-    std::unique_ptr<sg::StepGraph> g = sg::build(s, t, bo).graph;
-    bool fits = g && sg::interpreter_fits(*g, t, bo.elab, s.diags);
+    sg::ElabOptions o;
+    o.nranks = t.fixed_ranks;
+    o.max_memory = uint64_t{64} << 20;
+    o.max_work = 100'000;
+    o.sets = {{"inplace", std::to_string(inplace)}};
+    sg::CheckOutcome c = sg::run_check(s, t, o);  // what `stepgraph check` runs
     render_all(s);
-    if (!fits) continue;
-    sg::InterpResult r = sg::interpret(*g);
-    sg::PostconditionReport post;
-    if (r.completed) post = sg::check_postconditions(*g, r.initial, r.final);
-    sg::Diagnostics findings;
-    sg::render_findings(*g, r, post, findings);
-    (void)sg::check_verdict(r, r.completed && post.chunks_wrong == 0 && !findings.has_errors());
-    (void)findings.render(s.sources);
+    if (!c.built) continue;
+    (void)sg::check_verdict(c.interp, c.ok);
+    (void)c.findings.render(s.sources);
   }
   return 0;
 }

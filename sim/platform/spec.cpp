@@ -94,28 +94,25 @@ std::string join_list(const std::vector<uint32_t>& v) {
 
 uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-bool bandwidth_in_range(double v, std::string& why) {
-  if (std::isfinite(v) && v >= kMinBandwidth && v <= kMaxBandwidth) return true;
-  if (std::isnan(v)) why = "not a number";
-  else if (v < kMinBandwidth) why = "below 1Bps (8bps), the least bandwidth a platform may have";
-  else why = "above 1PBps (8Pbps), the most bandwidth a platform may have";
+// v in [lo, hi] and finite; else `why` says which way it is out, with the bound's words.
+static bool within(double v, double lo, double hi, const char* below, const char* above, std::string& why) {
+  if (std::isfinite(v) && v >= lo && v <= hi) return true;
+  why = std::isnan(v) ? "not a number" : v < lo ? below : above;
   return false;
+}
+
+bool bandwidth_in_range(double v, std::string& why) {
+  return within(v, kMinBandwidth, kMaxBandwidth, "below 1Bps (8bps), the least bandwidth a platform may have",
+                "above 1PBps (8Pbps), the most bandwidth a platform may have", why);
 }
 
 bool latency_in_range(double v, std::string& why) {
-  if (std::isfinite(v) && v >= 0 && v <= kMaxLatency) return true;
-  if (std::isnan(v)) why = "not a number";
-  else if (v < 0) why = "a latency cannot be negative";
-  else why = "above 1 hour (3600s), the most latency a platform may have";
-  return false;
+  return within(v, 0, kMaxLatency, "a latency cannot be negative", "above 1 hour (3600s), the most latency a platform may have", why);
 }
 
 bool speed_in_range(double v, std::string& why) {
-  if (std::isfinite(v) && v >= kMinSpeed && v <= kMaxSpeed) return true;
-  if (std::isnan(v)) why = "not a number";
-  else if (v < kMinSpeed) why = "below 1f (one flop per second), the least speed a host may have";
-  else why = "above 1Ef (1e18 flops per second), the most speed a host may have";
-  return false;
+  return within(v, kMinSpeed, kMaxSpeed, "below 1f (one flop per second), the least speed a host may have",
+                "above 1Ef (1e18 flops per second), the most speed a host may have", why);
 }
 
 void set_model_constants(Platform& p) {
