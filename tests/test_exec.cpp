@@ -141,6 +141,21 @@ TEST_CASE("a stalled run names each rank's waiting step, its peer and source lin
   CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --check --iters 1").rc == 0);
 }
 
+TEST_CASE("what verify calls a size mismatch is what MPI itself refuses: the truncating run fails, the fixed one runs",
+          "[exec][mpi][fail]") {
+  if (!have_mpiexec()) return;
+  // Held against the MPI library, not against stepgraph's own verdict: size_mismatch.sched:bad
+  // (verify: unmatched) takes 128 bytes into a 64-byte receive, which MPI reports as truncation
+  // (Open MPI: "MPI_ERR_TRUNCATE: message truncated", MPICH: "Message truncated").
+  Ran bad = exec(2, kSrc + "/tests/verify_cases/size_mismatch.sched:bad --iters 1 --warmup 0", true);
+  INFO(bad.out);
+  CHECK(bad.rc != 0);
+  CHECK(bad.out.find("essage truncated") != std::string::npos);
+  Ran fixed = exec(2, kSrc + "/tests/verify_cases/size_mismatch.sched:fixed --iters 1 --warmup 0", true);
+  INFO(fixed.out);
+  CHECK(fixed.rc == 0);
+}
+
 // Hidden from test_exec's own run ([.]): CTest runs it alone (test_exec_serial, RUN_SERIAL), since
 // the two ranks' computes must take about the same time, which they do not when other tests'
 // processes share the 2 cores (a 0.15 s gap became more than 2 s under ctest -j2).
