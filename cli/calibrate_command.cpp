@@ -25,14 +25,13 @@ int cmd_calibrate(const CalibrateOpts& o) {
   std::vector<uint64_t> sizes;
   std::string err;
   if (!parse_geometric(o.sizes, true, sizes, err)) return fail("bad --sizes '" + o.sizes + "': " + err);
-  bool speak = true;
-  if (!exec::launcher_agrees(-1, err, speak)) return speak ? fail(err) : 2;
+  if (exec::LauncherCheck job = exec::check_launcher(-1); !job.ok) return exec::report_refusal(job);
   MPI_Init(nullptr, nullptr);
   int me = 0, n = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &n);
-  if (!exec::launcher_agrees(n, err, speak)) {
-    if (speak) fail(err);
+  if (exec::LauncherCheck after = exec::check_launcher(n); !after.ok) {
+    exec::report_refusal(after);
     MPI_Finalize();
     return 2;
   }

@@ -5,6 +5,10 @@
 // for the local rank and size, the node leaders' communicator for the node index, rank 0's host
 // name broadcast, MPI_Finalize. Only when the process manager can be reached (an MPI_Init from
 // launcher variables copied by hand would abort) and the linked MPI can join the launcher's job.
+// Under a launcher this binary's MPI cannot join (Open MPI's build under MPICH's Hydra, say) env
+// still reads every variable and prints this process's line: it needs no MPI to do so, and a
+// PyTorch job under that launcher needs its rank. Only the commands that join an MPI job (exec,
+// calibrate, the distributed sim sweep) refuse such a launcher (exec/mpi_world.hpp).
 // A program started after it in the same slot may not be able to call MPI_Init again (Hydra's
 // PMI_FD is one connection per slot): there, `--no-mpi`.
 #include "cli/env_command.hpp"
@@ -96,17 +100,6 @@ int cmd_env(const EnvOpts& o) {
   std::vector<std::string> names = environment_names();
   exec::LaunchInfo info = exec::detect_launch(get, device_count, names);
   info.backend_reason += probing;
-#ifdef STEPGRAPH_HAVE_MPI
-  {
-    // A launcher this binary's MPI cannot join: env would describe a job exec never joins.
-    std::string err;
-    bool speak = true;
-    if (!exec::launcher_agrees(-1, err, speak)) {
-      if (speak) std::cerr << "stepgraph env: error: " << err << "\n";
-      return 2;
-    }
-  }
-#endif
   if (exec::wants_mpi(info) && o.no_mpi) {
     info.notes.push_back("MPI not asked: --no-mpi");
   } else if (exec::wants_mpi(info)) {

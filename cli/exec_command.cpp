@@ -18,6 +18,7 @@
 
 #include "cli/exec_table.hpp"
 #include "exec/exec_point.hpp"
+#include "exec/launcher.hpp"
 #include "exec/mpi_world.hpp"
 #include "exec/native.hpp"
 #include "exec/transport.hpp"
@@ -61,17 +62,22 @@ double predict(const ExecOpts& o, int size, const std::vector<std::string>& sets
 
 int cmd_exec(const ExecOpts& o) {
   std::string err;
-  bool speak = true;
   // Before MPI_Init: a launcher whose job this MPI cannot join (each process would run alone).
-  if (!exec::launcher_agrees(-1, err, speak)) return speak ? fail(err) : 2;
-  if (!o.native_algo.empty() && !exec::set_native_algo(o.native_algo, err)) return speak ? fail(err) : 2;
+  exec::LauncherCheck job = exec::check_launcher(-1);
+  if (!job.ok) return exec::report_refusal(job);
+  if (!o.native_algo.empty() && !exec::set_native_algo(o.native_algo, err)) {
+    // Every process reads the same flag: the launcher's rank 0 says why, the others point to it.
+    if (job.speaks()) return fail(err);
+    std::cerr << exec::job_pointer(job.rank, job.world_size, 0, 2, "bad --native-algo");
+    return 2;
+  }
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided);
   int me = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &me);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (!exec::launcher_agrees(size, err, speak)) {  // and after: the launcher's world is MPI's
-    if (speak) fail(err);
+  if (exec::LauncherCheck after = exec::check_launcher(size); !after.ok) {  // and after: the launcher's world is MPI's
+    exec::report_refusal(after);
     MPI_Finalize();
     return 2;
   }
@@ -83,16 +89,18 @@ int cmd_exec(const ExecOpts& o) {
     tr.close();
     MPI_Finalize();
   };
-  // Every rank decides the same way on bad input; only rank 0 says why.
+  // Every rank decides the same way on bad input; only rank 0 says why, the others point to it.
   auto refuse = [&](const std::string& msg) {
-    if (me == 0 && !msg.empty()) fail(msg);
+    if (me == 0) fail(msg);
+    else exec::say(exec::job_pointer(me, size, 0, 2));
     finalize();
     return 2;
   };
   exec::Refusal no = exec::open_transport({o.device, o.transport, o.device_sync}, MPI_COMM_WORLD, tr);
   if (no.refused) {
     if (!no.from_root) {
-      if (!no.message.empty()) exec::say(no.message);
+      // The ranks that failed say why; the others do not know which ranks those are.
+      exec::say(!no.message.empty() ? no.message : exec::job_pointer(me, size, -1, 2));
       finalize();
       return 2;
     }

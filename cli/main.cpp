@@ -268,9 +268,12 @@ static int run_command(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Under a launcher every process parses the same line: the launcher's rank 0 alone says why.
+    // Under a launcher every process parses the same line: the launcher's rank 0 says why, every
+    // other rank points to it in one line (none exits in silence).
     auto get = [](const char* n) -> const char* { return std::getenv(n); };
-    if (sg::exec::detect_launch(get, -1).rank <= 0) std::cerr << "stepgraph: error: " << e.what() << "\n(run with --help for usage)\n";
+    sg::exec::LaunchInfo job = sg::exec::detect_launch(get, -1);
+    if (job.rank <= 0) std::cerr << "stepgraph: error: " << e.what() << "\n(run with --help for usage)\n";
+    else std::cerr << sg::exec::job_pointer(job.rank, job.world_size, 0, 2, "a bad command line");
     return 2;
   }
   // A broken invariant of stepgraph itself is not the user's error: its own words and exit code.

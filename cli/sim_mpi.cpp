@@ -63,18 +63,13 @@ int run_points_distributed(const SimOpts& o, const PointPlan& plan, std::vector<
   int size = launcher_world_size();
 #ifdef STEPGRAPH_HAVE_MPI
   if (size > 1) {
-    std::string err;
-    bool speak = true;
-    if (!exec::launcher_agrees(-1, err, speak)) {
-      if (speak) std::fprintf(stderr, "stepgraph: error: %s\n", err.c_str());
-      return 2;
-    }
+    if (exec::LauncherCheck job = exec::check_launcher(-1); !job.ok) return exec::report_refusal(job);
     MPI_Init(nullptr, nullptr);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (!exec::launcher_agrees(size, err, speak)) {
-      if (speak) std::fprintf(stderr, "stepgraph: error: %s\n", err.c_str());
+    if (exec::LauncherCheck after = exec::check_launcher(size); !after.ok) {
+      exec::report_refusal(after);
       MPI_Finalize();
       return 2;
     }

@@ -95,9 +95,10 @@ int tour_exec(int rc) {
   std::cout << "\n17. what a launcher gave this process: `mpiexec -n 2 stepgraph env --export` (rank, world size, local rank,\n"
                "    PyTorch's master address: `eval` it in a job script before torch.distributed.init_process_group)\n\n";
   run(mpi + "-n 2 '" + self + "' env --export 2>/dev/null | sort");
-  // The other MPI's launcher, where Debian has both: one refusal, never two one-rank runs.
-  std::cout << "\n    Started by another MPI's launcher (an Open MPI build under MPICH's Hydra, or the reverse), each process\n"
-               "    would run alone; exec, env, calibrate and sim refuse once, naming both MPIs:\n\n";
+  // The other MPI's launcher, where Debian has both: env reads it; exec refuses, never two one-rank runs.
+  std::cout << "\n    Started by another MPI's launcher (an Open MPI build under MPICH's Hydra, or the reverse), `env` still\n"
+               "    reads each rank's variables (it needs no MPI); exec, calibrate and sim would run each process alone, so\n"
+               "    they refuse: rank 0 names both MPIs, every other rank says why in one line:\n\n";
 #ifdef STEPGRAPH_HAVE_MPI
   std::string other = exec::linked_mpi() == "openmpi" ? "/usr/bin/mpiexec.mpich" : "/usr/bin/mpiexec.openmpi";
   if (!fs::exists(other)) other.clear();
@@ -105,9 +106,12 @@ int tour_exec(int rc) {
   std::string other;
 #endif
   if (other.empty()) std::cout << "    (skipped: no other MPI's launcher on this machine)\n";
-  else
+  else {
+    run("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 " + other + " -n 2 '" + self +
+        "' env 2>&1 | grep -e '^launcher' -e '^rank' | sort | uniq");
     run("( OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 " + other + " -n 2 '" + self +
-        "' exec ring_allreduce --set size=1KiB --check; echo \"   exit code $?\" ) 2>&1 | grep -e 'error' -e 'exit code' | cut -c1-160");
+        "' exec ring_allreduce --set size=1KiB --check; echo \"   exit code $?\" ) 2>&1 | grep -e 'error' -e 'exit code' | cut -c1-200");
+  }
 
   std::cout << "\n18. the GPU path: `exec --device cuda` keeps the buffers on each rank's GPU (copies, reductions and attention\n"
                "    tiles in CUDA kernels; MPI staged through host memory or CUDA-aware); where there is no GPU it says why.\n"

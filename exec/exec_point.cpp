@@ -18,6 +18,7 @@
 #include "core/interp/bus_bandwidth.hpp"
 #include "core/pipeline.hpp"
 #include "exec/executor.hpp"
+#include "exec/launcher.hpp"
 #include "exec/native.hpp"
 
 namespace sg::exec {
@@ -122,15 +123,16 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   int failed_at = rc ? me : size, first_failed = size;
   MPI_Allreduce(&failed_at, &first_failed, 1, MPI_INT, MPI_MIN, world);
   if ((first_failed < size && me == first_failed) || (first_failed == size && me == 0 && req.print_warnings)) say(diag.str());
+  else if (first_failed < size) say(job_pointer(me, size, first_failed, 2));
   if (first_failed < size) return 2;
   // FIFO connections (an MSCCL program): a send completes once its message is in the connection,
   // which the executor does by copying it (Executor's buffered sends); the transfer lane of
   // --transport nccl issues sends that complete with their receive, so it cannot run them.
   if (g->connection_slots && stream) {
-    if (me == 0)
-      say("stepgraph: error: exec of " + g->schedule +
-          ": its sends go into FIFO connections (MSCCL) and complete without their receiver, which --transport nccl's "
-          "grouped transfers do not; use --transport staged or auto\n");
+    say(me == 0 ? "stepgraph: error: exec of " + g->schedule +
+                      ": its sends go into FIFO connections (MSCCL) and complete without their receiver, which --transport nccl's "
+                      "grouped transfers do not; use --transport staged or auto\n"
+                : job_pointer(me, size, 0, 2));
     return 2;
   }
   row.schedule = g->schedule;
@@ -166,6 +168,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     if (any) {
       if (me == sayer && !err.empty() && err.back() == '\n') say(err);  // a rendered diagnostic
       else if (me == sayer) say("stepgraph: error: " + err + "\n");
+      else say(job_pointer(me, size, sayer < size ? sayer : -1, 2));
       return 2;
     }
   }
@@ -173,9 +176,9 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     row.shape = ex.attention_layout();
     // Attention buffers have fixed types (q, kv in elem's type, outputs fp32).
     if (req.dtype_forced) {
-      if (me == 0)
-        say("stepgraph: error: --dtype does not apply to attention schedules: their inputs' type is Q's and KV's declared dtype, else "
-            "the parameter elem (--set elem=4 for fp32, 2 for bf16), and their outputs are fp32\n");
+      say(me == 0 ? "stepgraph: error: --dtype does not apply to attention schedules: their inputs' type is Q's and KV's declared "
+                    "dtype, else the parameter elem (--set elem=4 for fp32, 2 for bf16), and their outputs are fp32\n"
+                  : job_pointer(me, size, 0, 2));
       return 2;
     }
     // Real tiles on CPUs: about 25 GFLOP/s per core (exec/attention_kernels); --check's

@@ -702,4 +702,12 @@ std::string launch_export(const LaunchInfo& L) {
   return "export " + join(parts, " ") + "\n";
 }
 
+std::string job_pointer(int64_t rank, int64_t world_size, int64_t speaker, int exit_code, const std::string& gist) {
+  std::string who = "rank " + std::to_string(rank) + (world_size > 0 ? " of " + std::to_string(world_size) : std::string());
+  std::string where = speaker >= 0 ? "rank " + std::to_string(speaker) : std::string("another rank");
+  std::string out = "stepgraph: error: " + who + " exits with code " + std::to_string(exit_code) + ": ";
+  out += gist.empty() ? where + " printed why" : gist + "; " + where + " printed the whole message";
+  return out + "\n";
+}
+
 }  // namespace sg::exec

@@ -76,4 +76,13 @@ std::string launch_text(const LaunchInfo& info);
 // is unknown is left out (the caller warns on stderr), never exported empty.
 std::string launch_export(const LaunchInfo& info);
 
+// The one line a process prints when it stops with `exit_code` because of a job-wide error that
+// another process of the job prints (`speaker`, its rank; -1: "another rank", when the speaker
+// is not known here): every process reaches the same verdict, only one prints the whole message
+// (so a job of 64 ranks does not print it 64 times), and no process exits in silence (a user
+// reading one rank's log, or a launcher that shows only the failing ranks' output, still learns
+// why). `gist`, when given, is the reason in a few words. E.g.
+//   stepgraph: error: rank 1 of 2 exits with code 2: <gist>; rank 0 printed the whole message
+std::string job_pointer(int64_t rank, int64_t world_size, int64_t speaker, int exit_code, const std::string& gist = "");
+
 }  // namespace sg::exec

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
 
 namespace sg::exec {
@@ -65,27 +66,40 @@ std::string launcher_words(const LaunchInfo& info) {
 
 }  // namespace
 
-bool launcher_agrees(int mpi_size, std::string& err, bool& speak) {
+LauncherCheck check_launcher(int mpi_size) {
   LaunchInfo info = detect_launch([](const char* n) -> const char* { return std::getenv(n); }, -1);
-  speak = info.rank <= 0;
-  if (info.launcher == "single") return true;
+  LauncherCheck c;
+  c.rank = info.rank;
+  c.world_size = info.world_size;
+  if (info.launcher == "single") return c;
   std::string why;
   std::string count = info.world_size > 0 ? std::to_string(info.world_size) + " processes" : "its processes";
   if (!can_join(linked_mpi(), info.mpi, why)) {
-    err = launcher_words(info) + " started " + count + ", but this stepgraph is built with " + mpi_library() +
-          ", which cannot join that launcher's job: each process would run alone, as a world of 1. Start it with its own MPI's mpiexec "
-          "(" +
-          linked_mpi() + "), or build stepgraph against the launcher's MPI (cmake -DMPI_CXX_COMPILER=…)";
-    return false;
+    c.ok = false;
+    c.message = launcher_words(info) + " started " + count + ", but this stepgraph is built with " + mpi_library() +
+                ", which cannot join that launcher's job: each process would run alone, as a world of 1. Start it with its own MPI's "
+                "mpiexec (" +
+                linked_mpi() + "), or build stepgraph against the launcher's MPI (cmake -DMPI_CXX_COMPILER=…)";
+    c.gist = launcher_words(info) + " started it, but this stepgraph is built with " + mpi_library() + " and cannot join that job";
+    return c;
   }
   if (mpi_size >= 0 && info.world_size > 0 && info.world_size != mpi_size) {
-    err = launcher_words(info) + " started " + count + ", but " + mpi_library() + " sees a world of " + std::to_string(mpi_size) +
-          ": this binary's MPI is not the launcher's (or the launcher has no MPI plugin, e.g. srun without --mpi=pmix). Start it "
-          "with its own MPI's mpiexec (" +
-          linked_mpi() + "), or build stepgraph against the launcher's MPI";
-    return false;
+    c.ok = false;
+    c.message = launcher_words(info) + " started " + count + ", but " + mpi_library() + " sees a world of " + std::to_string(mpi_size) +
+                ": this binary's MPI is not the launcher's (or the launcher has no MPI plugin, e.g. srun without --mpi=pmix). Start it "
+                "with its own MPI's mpiexec (" +
+                linked_mpi() + "), or build stepgraph against the launcher's MPI";
+    c.gist = launcher_words(info) + " started " + count + ", but " + mpi_library() + " sees a world of " + std::to_string(mpi_size);
   }
-  return true;
+  return c;
+}
+
+int report_refusal(const LauncherCheck& c, const std::string& prefix) {
+  std::string text = c.speaks() ? prefix + c.message + "\n" : job_pointer(c.rank, c.world_size, 0, 2, c.gist);
+  // One write: the ranks print at the same moment.
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+  return 2;
 }
 
 }  // namespace sg::exec

@@ -21,9 +21,21 @@ std::string mpi_library();
 // False with the reason when `flavour` (LaunchInfo::mpi) is a launcher `linked` cannot join.
 bool can_join(const std::string& linked, const std::string& flavour, std::string& why);
 
-// The check a command runs: before MPI_Init (mpi_size < 0) on the launcher's family, after it on
-// the world size too. False with one message naming both MPIs; `speak` says whether this process
-// should print it (the launcher's rank 0: every process gets the same answer).
-bool launcher_agrees(int mpi_size, std::string& err, bool& speak);
+// The check a command that joins an MPI job runs (exec, calibrate, the distributed sim sweep;
+// never `env`, which only reads variables and works under any launcher): before MPI_Init
+// (mpi_size < 0) on the launcher's family, after it on the world size too.
+struct LauncherCheck {
+  bool ok = true;
+  std::string message;  // the whole reason, naming both MPIs (printed by the launcher's rank 0)
+  std::string gist;     // the reason in a few words (every other rank's one-line pointer)
+  int64_t rank = 0;     // this process in the launcher's job, from its variables
+  int64_t world_size = 1;
+  bool speaks() const { return rank <= 0; }
+};
+LauncherCheck check_launcher(int mpi_size);
+// Prints a refused check on stderr, as `prefix` + message on the launcher's rank 0 and as a
+// one-line pointer (job_pointer) on every other rank, so that no process exits 2 in silence.
+// Returns 2.
+int report_refusal(const LauncherCheck& check, const std::string& prefix = "stepgraph: error: ");
 
 }  // namespace sg::exec

@@ -518,7 +518,7 @@ TEST_CASE("--compare native runs MPI's collective on the schedule's groups, with
   CHECK(o.out.find("MPI's own collective is not timed: a rank is in the groups of two postconditions") != std::string::npos);
 }
 
-TEST_CASE("f16 and bf16 leave no MPI handle behind; a launcher of another MPI is refused once, exit 2", "[exec][mpi][fail]") {
+TEST_CASE("f16 and bf16 leave no MPI handle behind; a launcher of another MPI is refused by exec on every rank, read by env", "[exec][mpi][fail]") {
   if (!have_mpiexec()) return;
   Ran r = exec(2, "ring_allreduce --set size=4KiB --dtype bf16 --check --iters 1 --compare native", true);
   INFO(r.out);
@@ -534,11 +534,58 @@ TEST_CASE("f16 and bf16 leave no MPI handle behind; a launcher of another MPI is
              true);
   INFO(m.out);
   CHECK(m.rc == 2);
-  CHECK(count(m.out, "started 2 processes, but this stepgraph is built with") == 1);
+  CHECK(count(m.out, "started 2 processes, but this stepgraph is built with") == 1);  // rank 0: the whole message
+  // Rank 1: one line that says why too, never an exit 2 in silence (issue 34).
+  CHECK(count(m.out, "stepgraph: error: rank 1 of 2 exits with code 2: ") == 1);
+  CHECK(count(m.out, "cannot join that job; rank 0 printed the whole message") == 1);
   CHECK(m.out.find("checked") == std::string::npos);  // never N one-rank runs
+  // env needs no MPI: it reads the other launcher's variables and prints each rank's line (issue 34).
   Ran e = sh("OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 timeout 60 " + other + " -n 2 '" + kBin + "' env", true);
-  CHECK(e.rc == 2);
-  CHECK(count(e.out, "cannot join that launcher's job") == 1);
+  INFO(e.out);
+  CHECK(e.rc == 0);
+  CHECK(count(e.out, "rank        0 of 2") == 1);
+  CHECK(count(e.out, "rank        1 of 2") == 1);
+  CHECK(count(e.out, built_mpich ? "mpi         openmpi" : "mpi         mpich-hydra") == 2);
+  CHECK(e.out.find("error") == std::string::npos);
+}
+
+TEST_CASE("a refused command says why on every rank: rank 0 the whole message, the others one line", "[exec][mpi][fail]") {
+  // Issue 34: a process whose variables made it rank 3 of another MPI's job printed nothing and
+  // exited 2. Run as a single process with those variables (the other family's, so the launcher
+  // check refuses before MPI_Init), then under the real launcher.
+  std::string mine = STEPGRAPH_MPIEXEC;
+  bool built_mpich = mine.find("mpich") != std::string::npos;
+  const std::string other_rank3 = built_mpich ? "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=3 "
+                                                "OMPI_COMM_WORLD_LOCAL_SIZE=4"
+                                              : "PMI_RANK=3 PMI_SIZE=4 MPI_LOCALRANKID=3 MPI_LOCALNRANKS=4";
+  for (const char* cmd : {"exec ring_allreduce --set size=1KiB", "calibrate --iters 1", "sim ring_allreduce,rabenseifner_allreduce -n 4"}) {
+    INFO(cmd);
+    Ran r = sh("env -i PATH=/usr/bin:/bin " + other_rank3 + " timeout 60 '" + kBin + "' " + cmd, true);
+    INFO(r.out);
+    CHECK(r.rc == 2);
+    CHECK(count(r.out, "stepgraph: error: rank 3 of 4 exits with code 2: ") == 1);
+    CHECK(r.out.find("cannot join that job; rank 0 printed the whole message") != std::string::npos);
+    CHECK(count(r.out, "\n") == 1);  // one line
+  }
+  // A bad command line, rank 2 of 4 of this build's own launcher: no MPI_Init, one line.
+  const std::string own_rank2 = built_mpich ? "PMI_RANK=2 PMI_SIZE=4 MPI_LOCALRANKID=2 MPI_LOCALNRANKS=4"
+                                            : "OMPI_COMM_WORLD_RANK=2 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=2 "
+                                              "OMPI_COMM_WORLD_LOCAL_SIZE=4";
+  Ran b = sh("env -i PATH=/usr/bin:/bin " + own_rank2 + " timeout 60 '" + kBin + "' exec ring_allreduce --iters 0", true);
+  INFO(b.out);
+  CHECK(b.rc == 2);
+  CHECK(b.out == "stepgraph: error: rank 2 of 4 exits with code 2: a bad command line; rank 0 printed the whole message\n");
+  if (!have_mpiexec()) return;
+  // Under the launcher: -n that is not the job's size (after MPI_Init; rank 0 says it), and a bad
+  // command line (before it).
+  Ran n = exec(2, "ring_allreduce -n 3", true);
+  INFO(n.out);
+  CHECK(n.rc == 2);
+  CHECK(count(n.out, "-n 3 but the job has 2 processes") == 1);
+  CHECK(count(n.out, "stepgraph: error: rank 1 of 2 exits with code 2: rank 0 printed why") == 1);
+  Ran o = exec(3, "ring_allreduce --iters 0", true);
+  CHECK(o.rc == 2);
+  CHECK(count(o.out, "exits with code 2: a bad command line; rank 0 printed the whole message") == 2);
 }
 
 TEST_CASE("buffers past a rank's share of memory are refused once with exit 2, never a crash or an OOM kill", "[exec][mpi][fail]") {

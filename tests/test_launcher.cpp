@@ -712,3 +712,96 @@ TEST_CASE("stepgraph env under mpiexec -n 2: ranks 0 and 1 of 2, and --export ev
   }
   fs::remove_all(dir);
 }
+
+// Issue 34: an Open MPI build refused to print anything under MPICH's Hydra (and a non-zero rank
+// of such a job exited 2 in silence). env reads variables and needs no MPI: every launcher
+// family's set gives its rank, whatever MPI this stepgraph is built with, as a single process.
+TEST_CASE("stepgraph env reads each launcher family's variables, whatever MPI it is built with", "[launcher][cli]") {
+  struct Family {
+    const char* name;
+    const char* vars;
+    const char* launcher;
+    const char* mpi;
+    int rank, world, local_rank, local_size;
+    const char* master;  // "" when the variables cannot give it
+    int port;
+  };
+  const Family families[] = {
+      {"Open MPI", "OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2", "mpiexec",
+       "openmpi", 1, 2, 1, 2, "127.0.0.1", 29500},
+      // The issue's own sets: rank 3 of 4 under Hydra, rank 1 of 2 under MVAPICH2.
+      {"MPICH's Hydra", "PMI_RANK=3 PMI_SIZE=4 MPI_LOCALRANKID=3 MPI_LOCALNRANKS=4", "mpiexec", "mpich-hydra", 3, 4, 3, 4, "127.0.0.1",
+       29500},
+      {"Intel MPI", "PMI_RANK=2 PMI_SIZE=8 MPI_LOCALRANKID=2 MPI_LOCALNRANKS=4 I_MPI_ROOT=/opt/intel/mpi MASTER_ADDR=n01", "mpiexec",
+       "intel-mpi", 2, 8, 2, 4, "n01", 29500},
+      {"MVAPICH2", "MV2_COMM_WORLD_RANK=1 MV2_COMM_WORLD_SIZE=2 MV2_COMM_WORLD_LOCAL_RANK=1", "mpiexec", "mvapich2", 1, 2, 1, -1, "", 29500},
+      {"Slurm", "SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=8 SLURM_LOCALID=1 SLURM_NODEID=2 "
+                "SLURM_STEP_TASKS_PER_NODE='2(x4)' SLURM_STEP_NODELIST='gpu[07-10]'",
+       "srun", "", 5, 8, 1, 2, "gpu07", 29500},
+      {"torchrun", "RANK=6 WORLD_SIZE=16 LOCAL_RANK=2 LOCAL_WORLD_SIZE=8 GROUP_RANK=0 TORCHELASTIC_RUN_ID=x MASTER_ADDR=10.0.0.1 "
+                   "MASTER_PORT=1234",
+       "torchrun", "", 6, 16, 2, 8, "10.0.0.1", 1234},
+      {"AzureML", "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=8 OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2 "
+                  "AZ_BATCH_MASTER_NODE=10.1.2.3:6105",
+       "mpiexec", "openmpi", 3, 8, 1, 2, "10.1.2.3", 6105},
+  };
+  for (const Family& f : families) {
+    INFO(f.name << ": " << f.vars);
+    const std::string env = "env -i PATH=/usr/bin:/bin " + std::string(f.vars) + " '" + kBin + "' env";
+    Ran j = sh(env + " --json 2>&1");
+    INFO(j.out);
+    REQUIRE(j.rc == 0);
+    nlohmann::json o = nlohmann::json::parse(j.out);
+    CHECK(o["launcher"] == f.launcher);
+    CHECK(o["mpi"] == f.mpi);
+    CHECK(o["rank"] == f.rank);
+    CHECK(o["world_size"] == f.world);
+    CHECK(o["local_rank"] == f.local_rank);
+    CHECK(o["local_size"] == f.local_size);
+    CHECK(o["master_addr"] == f.master);
+    CHECK(o["master_port"] == f.port);
+    // The text form, and --export evaluated by a shell: torch.distributed's variables.
+    Ran t = sh(env + " 2>&1");
+    CHECK(t.rc == 0);
+    CHECK(t.out.find("rank        " + std::to_string(f.rank) + " of " + std::to_string(f.world)) != std::string::npos);
+    Ran e = sh("env -i PATH=/usr/bin:/bin " + std::string(f.vars) +
+               " sh -c 'eval \"$(\"$0\" env --export 2>/dev/null)\" && echo $RANK $WORLD_SIZE $LOCAL_RANK' '" + kBin + "'");
+    CHECK(e.rc == 0);
+    CHECK(e.out == std::to_string(f.rank) + " " + std::to_string(f.world) + " " + std::to_string(f.local_rank) + "\n");
+  }
+}
+
+// Under the real launchers of both MPIs Debian ships (whichever this build links): each rank's
+// own line, from the launcher's real variables.
+TEST_CASE("stepgraph env under Open MPI's and MPICH's mpiexec alike: each rank's line", "[launcher][cli][mpi]") {
+  int tried = 0;
+  for (const std::string launcher : {"/usr/bin/mpiexec.openmpi", "/usr/bin/mpiexec.mpich"}) {
+    if (access(launcher.c_str(), X_OK) != 0) continue;
+    ++tried;
+    INFO(launcher);
+    fs::path dir = fs::temp_directory_path() / ("sg_env_any_" + std::to_string(::getpid()) + "_" + std::to_string(tried));
+    fs::create_directories(dir);
+    std::string body = "\"$0\" env --json > '" + dir.string() + "'/json.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-x}} 2>&1";
+    Ran r = sh("env -u SLURM_JOB_ID -u SLURM_PROCID OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+               "OMPI_MCA_rmaps_base_oversubscribe=1 timeout 60 " +
+               launcher + " -n 2 sh -c " + squote(body) + " '" + kBin + "' 2>&1");
+    INFO(r.out);
+    CHECK(r.rc == 0);
+    for (int i = 0; i < 2; ++i) {
+      fs::path p = dir / ("json." + std::to_string(i));
+      REQUIRE(fs::exists(p));
+      std::string text = slurp(p);
+      INFO(text);
+      nlohmann::json j = nlohmann::json::parse(text);
+      CHECK(j["launcher"] == "mpiexec");
+      CHECK(j["mpi"] == (launcher.find("mpich") != std::string::npos ? "mpich-hydra" : "openmpi"));
+      CHECK(j["rank"] == i);
+      CHECK(j["world_size"] == 2);
+      CHECK(j["local_rank"] == i);
+      CHECK(j["local_size"] == 2);
+      CHECK(j["master_addr"] == "127.0.0.1");
+    }
+    fs::remove_all(dir);
+  }
+  if (!tried) WARN("neither mpiexec.openmpi nor mpiexec.mpich is installed: not checked");
+}
