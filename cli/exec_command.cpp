@@ -67,7 +67,11 @@ int cmd_exec(const ExecOpts& o) {
   if (!job.ok) return exec::report_refusal(job);
   if (!o.native_algo.empty() && !exec::set_native_algo(o.native_algo, err)) {
     // Every process reads the same flag: the launcher's rank 0 says why, the others point to it.
-    if (job.speaks()) return fail(err);
+    if (job.speaks()) {
+      fail(err);
+      exec::let_others_speak(job.world_size);
+      return 2;
+    }
     std::cerr << exec::job_pointer(job.rank, job.world_size, 0, 2, "bad --native-algo");
     return 2;
   }

@@ -272,8 +272,12 @@ static int run_command(int argc, char** argv) {
     // other rank points to it in one line (none exits in silence).
     auto get = [](const char* n) -> const char* { return std::getenv(n); };
     sg::exec::LaunchInfo job = sg::exec::detect_launch(get, -1);
-    if (job.rank <= 0) std::cerr << "stepgraph: error: " << e.what() << "\n(run with --help for usage)\n";
-    else std::cerr << sg::exec::job_pointer(job.rank, job.world_size, 0, 2, "a bad command line");
+    if (job.rank <= 0) {
+      std::cerr << "stepgraph: error: " << e.what() << "\n(run with --help for usage)\n";
+      sg::exec::let_others_speak(job.world_size);
+    } else {
+      std::cerr << sg::exec::job_pointer(job.rank, job.world_size, 0, 2, "a bad command line");
+    }
     return 2;
   }
   // A broken invariant of stepgraph itself is not the user's error: its own words and exit code.

@@ -63,12 +63,17 @@ int run_points_distributed(const SimOpts& o, const PointPlan& plan, std::vector<
   int size = launcher_world_size();
 #ifdef STEPGRAPH_HAVE_MPI
   if (size > 1) {
-    if (exec::LauncherCheck job = exec::check_launcher(-1); !job.ok) return exec::report_refusal(job);
+    // Refused: this process reports nothing more (the speaker has said why).
+    if (exec::LauncherCheck job = exec::check_launcher(-1); !job.ok) {
+      root = false;
+      return exec::report_refusal(job);
+    }
     MPI_Init(nullptr, nullptr);
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (exec::LauncherCheck after = exec::check_launcher(size); !after.ok) {
+      root = false;
       exec::report_refusal(after);
       MPI_Finalize();
       return 2;

@@ -43,10 +43,12 @@
 #include "exec/launcher.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <initializer_list>
 #include <optional>
 #include <sstream>
+#include <thread>
 
 namespace sg::exec {
 
@@ -376,7 +378,7 @@ void assign_master(LaunchInfo& L, const Env& env, bool srun_step) {
       L.notes.push_back("master address " + host + ": the first host of " + list_var + ", where srun places rank 0");
     } else {
       L.warnings.push_back(std::string(kMasterUnknown) + ": the ranks span " +
-                           (L.world_size < 0 ? std::string("an unknown number of nodes") : "more than one node") +
+                           (L.world_size < 0 || L.local_size < 0 ? std::string("an unknown number of nodes") : "more than one node") +
                            " and no variable names rank 0's host; export MASTER_ADDR=<rank 0's host> before the launcher "
                            "(Open MPI: mpiexec -x MASTER_ADDR)");
     }
@@ -708,6 +710,10 @@ std::string job_pointer(int64_t rank, int64_t world_size, int64_t speaker, int e
   std::string out = "stepgraph: error: " + who + " exits with code " + std::to_string(exit_code) + ": ";
   out += gist.empty() ? where + " printed why" : gist + "; " + where + " printed the whole message";
   return out + "\n";
+}
+
+void let_others_speak(int64_t world_size) {
+  if (world_size > 1) std::this_thread::sleep_for(std::chrono::milliseconds(250));
 }
 
 }  // namespace sg::exec

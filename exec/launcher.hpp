@@ -84,5 +84,10 @@ std::string launch_export(const LaunchInfo& info);
 // why). `gist`, when given, is the reason in a few words. E.g.
 //   stepgraph: error: rank 1 of 2 exits with code 2: <gist>; rank 0 printed the whole message
 std::string job_pointer(int64_t rank, int64_t world_size, int64_t speaker, int exit_code, const std::string& gist = "");
+// Before the speaker of a job-wide error exits without MPI (a bad command line, a refused
+// launcher): a launcher that sees one process exit non-zero kills the others (Open MPI's
+// mpiexec), which could cut off their one-line pointers. The speaker waits a moment (a quarter
+// of a second, only when the job has several processes) so that they get out first.
+void let_others_speak(int64_t world_size);
 
 }  // namespace sg::exec

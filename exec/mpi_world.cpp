@@ -99,6 +99,7 @@ int report_refusal(const LauncherCheck& c, const std::string& prefix) {
   // One write: the ranks print at the same moment.
   std::fwrite(text.data(), 1, text.size(), stderr);
   std::fflush(stderr);
+  if (c.speaks()) let_others_speak(c.world_size);
   return 2;
 }
 
