@@ -58,7 +58,10 @@ def main():
                                        "--platform", "nodes:count=%d,gpus=%d" % (nodes, gpus), "--json"])
                 try:
                     j = json.loads(out)
-                    sims.append("%.1f us" % (j["time_s"] * 1e6) if j.get("time_s") is not None else "deadlock")
+                    if (j.get("check") or {}).get("state") == "defect":
+                        sims.append("refused (%s)" % j["check"]["verdict"])  # sim checks first (issue 28)
+                    else:
+                        sims.append("%.1f us" % (j["time_s"] * 1e6) if j.get("time_s") is not None else "deadlock")
                 except Exception:
                     sims.append("-")
             row.append((mode, steps, check, verdict, secs, sims))

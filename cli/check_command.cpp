@@ -61,6 +61,7 @@ int cmd_check(const CheckOpts& o) {
     InterpResult r = interpret(*g);
     PostconditionReport post;
     if (r.completed) post = check_postconditions(*g, r.initial, r.final);
+    follow_wrong_terms(*g, post, r);
     Diagnostics findings;
     render_findings(*g, r, post, findings);
     bool ok = r.completed && post.chunks_wrong == 0 && !findings.has_errors();
@@ -72,12 +73,20 @@ int cmd_check(const CheckOpts& o) {
       if (g->kind(s) == StepKind::Send && g->match(s) != kNoStep) ++transfers;
     if (o.json) {
       nlohmann::json f = nlohmann::json::array();
-      for (const auto& d : findings.all())
+      for (const auto& d : findings.all()) {
+        nlohmann::json notes = nlohmann::json::array();
+        for (const DiagNote& nt : d.notes)
+          notes.push_back({{"file", nt.loc.file ? p.s.sources.file(nt.loc.file).name() : ""},
+                           {"line", nt.loc.line},
+                           {"col", nt.loc.col},
+                           {"message", nt.message}});
         f.push_back({{"severity", d.severity == Severity::Error ? "error" : "warning"},
                      {"file", d.loc.file ? p.s.sources.file(d.loc.file).name() : ""},
                      {"line", d.loc.line},
                      {"col", d.loc.col},
-                     {"message", d.message}});
+                     {"message", d.message},
+                     {"notes", notes}});
+      }
       out.push_back({{"schedule", p.t.name()},
                      {"ranks", n},
                      {"result", verdict},
@@ -85,6 +94,7 @@ int cmd_check(const CheckOpts& o) {
                      {"transfers", transfers},
                      {"chunks_checked", post.chunks_checked},
                      {"chunks_wrong", post.chunks_wrong},
+                     {"params", params_json(*g)},
                      {"findings", f}});
       continue;
     }
@@ -92,6 +102,7 @@ int cmd_check(const CheckOpts& o) {
       std::cout << head << verdict << "  (" << with_commas(g->size()) << " steps, " << with_commas(transfers) << " transfers, "
                 << post.chunks_checked << " chunks checked";
       if (post.chunks_wrong) std::cout << ", " << post.chunks_wrong << " wrong";
+      if (std::string pv = parameter_values(*g); !pv.empty()) std::cout << "; " << pv;
       std::cout << ")\n";
     }
     std::cout << findings.render(p.s.sources);

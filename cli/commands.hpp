@@ -77,6 +77,7 @@ struct SimOpts {
   std::string trace, csv, plot;
   unsigned top = 5;
   bool json = false, quiet = false;
+  bool allow_defects = false;  // simulate a schedule the check before the run finds a defect in
 };
 
 struct ExecOpts {
@@ -95,6 +96,7 @@ struct ExecOpts {
   std::string device = "cpu";      // cpu, cuda or host-staged
   std::string transport = "auto";  // with a device: auto, staged, cuda-aware or nccl
   bool device_sync = false;        // with a device: every device call waits (no streams)
+  bool allow_defects = false;      // run a schedule the check before the run finds a defect in
 };
 
 struct CalibrateOpts {

@@ -17,6 +17,9 @@
 #include <mpi.h>
 
 #include "cli/exec_table.hpp"
+#include "cli/precheck.hpp"
+#include "core/base/sizes.hpp"
+#include "core/pipeline.hpp"
 #include "exec/exec_point.hpp"
 #include "exec/launcher.hpp"
 #include "exec/mpi_world.hpp"
@@ -134,9 +137,39 @@ int cmd_exec(const ExecOpts& o) {
   bool swept = !values.empty();
   if (!swept) values.push_back(0);  // one point at the schedule's own values (or --set)
 
-  ExecTable x{o, size, tr.device != nullptr, tr.name, tr.why, tr.device_note, swept ? sweep_param : std::string()};
+  // The check before the run (cli/precheck.hpp), on rank 0 at the first point's parameters: a
+  // schedule with a defect is not run as if it were sound (exit 1); --allow-defects runs it.
+  Precheck pc;
+  {
+    int defect = 0;
+    if (me == 0) {
+      std::vector<std::pair<std::string, std::string> > sets;
+      for (const std::string& kv : o.sets)
+        if (auto eq = kv.find('='); eq != std::string::npos && eq > 0) sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      if (swept) sets.emplace_back(sweep_param, std::to_string(values.front()));
+      uint64_t limit = default_memory_limit();
+      if (!o.max_memory.empty()) parse_size(o.max_memory, limit);  // (a bad value is refused with the point)
+      pc = precheck(o.target, static_cast<uint32_t>(size), sets, limit);
+      defect = pc.state == Precheck::State::Defect ? 1 : 0;
+    }
+    MPI_Bcast(&defect, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (defect && !o.allow_defects) {
+      if (me == 0) {
+        fail("refused: " + pc.line() + " (--allow-defects runs it anyway)");
+        std::cerr << pc.detail;
+      } else {
+        exec::say(exec::job_pointer(me, size, 0, 1, "the check before the run found a defect"));
+      }
+      finalize();
+      return 1;
+    }
+    if (defect && me == 0) std::cerr << "stepgraph exec: warning: " << pc.line() << " (run anyway: --allow-defects)\n";
+  }
+
+  ExecTable x{o, size, tr.device != nullptr, tr.name, tr.why, tr.device_note, swept ? sweep_param : std::string(), std::string(), nullptr};
+  if (me == 0) x.check_line = pc.line(), x.check = pc.json();
   ExecPrinter printer(x);
-  uint64_t total_wrong = 0;
+  uint64_t total_wrong = 0, total_differs = 0;
   for (uint64_t v : values) {
     exec::PointRequest req;
     req.target = o.target;
@@ -163,12 +196,15 @@ int cmd_exec(const ExecOpts& o) {
       return 2;
     }
     if (!o.predict.empty() && me == 0) row.predicted_s = predict(o, size, req.sets, row.predict_error);
-    total_wrong += row.wrong + static_cast<uint64_t>(std::max<int64_t>(0, row.mpi_differs));
+    // Two counts, kept apart: our wrong elements (the #wrong column and the trailer) and where
+    // MPI's own collective differs from ours (its own line); either exits 1.
+    total_wrong += row.wrong;
+    total_differs += static_cast<uint64_t>(std::max<int64_t>(0, row.mpi_differs));
     if (me == 0) printer.row(row);  // now: a job killed later keeps it
   }
   if (me == 0) printer.end(total_wrong);
   finalize();
-  return total_wrong ? 1 : 0;
+  return total_wrong || total_differs ? 1 : 0;
 }
 
 #endif

@@ -105,7 +105,9 @@ nlohmann::json row_json(const ExecTable& x, const PointRow& r) {
 // The array is written an element at a time, each flushed, laid out as nlohmann's dump(2) of the
 // whole array would be: a job killed mid-sweep keeps every row measured before.
 void ExecPrinter::json_row(const PointRow& r) {
-  std::string text = row_json(x_, r).dump(2), indented = "  ";
+  nlohmann::json j = row_json(x_, r);
+  if (!x_.check.is_null()) j["check"] = x_.check;
+  std::string text = j.dump(2), indented = "  ";
   for (char c : text) {
     indented += c;
     if (c == '\n') indented += "  ";
@@ -142,6 +144,8 @@ void ExecPrinter::text_header(const PointRow& first) {
                           : std::string();
   std::printf("# stepgraph exec %s: %d ranks, %d iterations after %d warm-up%s%s\n", first.schedule.c_str(), x_.size, o.iters, o.warmup,
               shaped_ ? "" : (", bus factor " + factor_name + group).c_str(), o.check ? ", checked" : "");
+  if (!first.params.empty()) std::printf("# parameters: %s\n", first.params.c_str());
+  if (!x_.check_line.empty()) std::printf("# %s\n", x_.check_line.c_str());
   if (!first.plan.empty()) std::printf("# rank 0's runs: %s\n", first.plan.c_str());
   if (x_.device)
     std::printf("# device: %s; transport: %s (%s); device calls: %s\n", x_.device_note.c_str(), x_.transport.c_str(),

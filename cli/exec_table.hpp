@@ -1,6 +1,7 @@
 // `stepgraph exec`'s printouts (cli/exec_table.cpp), on rank 0, from the rows of every point.
 #pragma once
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,8 @@ struct ExecTable {
   bool device = false;  // buffers on a device (the header says which, and how)
   std::string transport, transport_why, device_note;
   std::string sweep_param;  // "" when nothing is swept
+  std::string check_line;   // what the check before the run found (cli/precheck.hpp)
+  nlohmann::json check = nullptr;
 };
 
 // Rank 0's printer: each row as soon as it is measured (and flushed, so a job killed mid-sweep

@@ -187,6 +187,9 @@ static int run_command(int argc, char** argv) {
   sim->add_option("--top", sopts.top, "critical-path statements and links to show (default 5)");
   sim->add_flag("--json", sopts.json, "print JSON: one object, or a list for several points");
   sim->add_flag("-q,--quiet", sopts.quiet, "leave out unsupported points");
+  sim->add_flag("--allow-defects", sopts.allow_defects,
+                "simulate even where the check before the run (verify, within a small budget) finds a defect; the defect is "
+                "printed beside the time");
   sim->footer(
       "Exit codes: 0 ok, 1 a simulated deadlock, 2 bad input, 3 the simulator failed. Under `mpiexec -n K` the points are split over the K "
       "processes.");
@@ -213,6 +216,8 @@ static int run_command(int argc, char** argv) {
                    "a run that makes no progress this many seconds stops and says what each rank waits on (exit 3)")
       ->check(kNonNegative);
   exec->add_flag("--json", eopts.json, "print JSON: a list of objects, one per size");
+  exec->add_flag("--allow-defects", eopts.allow_defects,
+                 "run even where the check before the run (verify, within a small budget) finds a defect");
   exec->add_option("--device", eopts.device,
                    "cpu (default); cuda: buffers, copies and reductions on the GPU of this process's local rank, MPI staged through host "
                    "memory; host-staged: the same staged path with host memory as the device (testing without a GPU)")

@@ -15,6 +15,12 @@ int fail(const std::string& msg) {
   return 2;
 }
 
+nlohmann::json params_json(const StepGraph& g) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, v] : g.params) j[k] = v;
+  return j;
+}
+
 std::string repeated_set(const std::vector<std::string>& sets) {
   for (size_t i = 0; i < sets.size(); ++i) {
     size_t eq = sets[i].find('=');

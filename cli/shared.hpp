@@ -8,6 +8,8 @@
 #include <tuple>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.hpp"
 #include "core/dsl/diagnostics.hpp"
 #include "core/dsl/session.hpp"
@@ -24,6 +26,9 @@ struct Prepared {
 
 // Prints "stepgraph: error: MSG" on stderr; returns 2 (bad input).
 int fail(const std::string& msg);
+
+// The parameter values a graph was built with, as a JSON object ({"size": 67108864, "mp": 4}).
+nlohmann::json params_json(const StepGraph& g);
 
 // The first --set NAME=VALUE whose NAME (TARGET:NAME in sim) an earlier one already gave:
 // "--set size given twice ('1MiB', then '2MiB'): give each parameter once"; empty when none.

@@ -12,10 +12,12 @@
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
 
+#include "cli/precheck.hpp"
 #include "cli/shared.hpp"
 #include "core/base/format.hpp"
 #include "core/base/input_file.hpp"
@@ -251,7 +253,26 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
       spec.trace_file.append(ext);
     }
   }
-  PointResult r = sim::run_point(spec);
+  // The check before the run (cli/precheck.hpp), once per target, N and parameters.
+  static std::map<std::string, Precheck> checked;
+  std::string key = spec.target + "\n" + std::to_string(spec.n);
+  for (const auto& [k, v] : spec.sets) key += "\n" + k + "=" + v;
+  auto it = checked.find(key);
+  if (it == checked.end()) it = checked.emplace(key, precheck(spec.target, spec.n, spec.sets, spec.max_memory)).first;
+  const Precheck& pc = it->second;
+  PointResult r;
+  if (pc.state == Precheck::State::Defect && !o.allow_defects) {
+    // Not timed as if it were sound: refused with the verdict (exit 1: a defect was found).
+    r.schedule = plan.names[pt.target];
+    r.n = pt.n;
+    r.status = 1;
+    r.error = "refused: " + pc.line() + " (--allow-defects simulates it anyway)";
+    r.diag = pc.detail;
+  } else {
+    r = sim::run_point(spec);
+  }
+  r.check = pc.json();
+  r.check_line = pc.line();
   r.param = pt.has_value ? plan.param : "";
   r.param_value = pt.value;
   return r;

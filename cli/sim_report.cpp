@@ -30,8 +30,10 @@ std::string window_line(const PointResult& r) {
 // the next (a window the fastest is outside of is said, since the runtime would not pick it there).
 void print_ranking(const std::vector<PointResult>& results, const std::vector<std::string>& labels, const std::string& param) {
   std::map<std::pair<uint32_t, uint64_t>, std::vector<size_t>> at;
+  // A program with a defect is not ranked: its time is not one a sound run would have.
+  auto defect = [&](const PointResult& r) { return r.check.is_object() && r.check.value("state", "") == "defect"; };
   for (size_t i = 0; i < results.size(); ++i)
-    if (results[i].completed) at[{results[i].n, results[i].param_value}].push_back(i);
+    if (results[i].completed && !defect(results[i])) at[{results[i].n, results[i].param_value}].push_back(i);
   bool header = false;
   for (auto& [key, rs] : at) {
     if (rs.size() < 2) continue;
@@ -42,9 +44,11 @@ void print_ranking(const std::vector<PointResult>& results, const std::vector<st
     bool outside =
         w.window_min >= 0 && param == "size" &&
         (static_cast<int64_t>(key.second) < w.window_min || (w.window_max > 0 && static_cast<int64_t>(key.second) > w.window_max));
-    std::cout << "  N = " << key.first << (v.empty() ? "" : ", " + param + " " + v) << ": " << labels[rs[0]] << ", "
-              << fmt("%.2f", results[rs[1]].time_s / w.time_s) << "x faster than " << labels[rs[1]]
-              << (outside ? " (outside its window: the runtime would not pick it)" : "") << "\n";
+    // Within 0.5%: a tie (the two digits of a ratio would say "1.00x faster").
+    double ratio = results[rs[1]].time_s / w.time_s;
+    std::cout << "  N = " << key.first << (v.empty() ? "" : ", " + param + " " + v) << ": " << labels[rs[0]]
+              << (ratio < 1.005 ? ", as fast as " : ", " + fmt("%.2f", ratio) + "x faster than ") << labels[rs[1]]
+              << (ratio < 1.005 ? " (within 0.5%)" : "") << (outside ? " (outside its window: the runtime would not pick it)" : "") << "\n";
   }
 }
 
@@ -108,8 +112,12 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
       std::cout << head << ": " << r.error << "\n";
       return rc;
     }
-    // The header says the engine and the network model, always.
+    // The header says the engine and the network model, always, and what the check found.
     std::cout << head << " on " << r.platform << "; engine " << r.model << ", network model " << r.network_model << "\n";
+    if (!r.params.empty()) std::cout << "  parameters: " << r.params << "\n";
+    if (!r.check_line.empty())
+      std::cout << "  " << r.check_line
+                << (r.check.is_object() && r.check.value("state", "") == "defect" ? " (simulated anyway: --allow-defects)" : "") << "\n";
     if (!r.wire.empty()) std::cout << "  " << r.wire << "\n";
     if (r.window_min >= 0) std::cout << "  " << window_line(r) << "\n";
     if (!r.error.empty()) {
@@ -187,6 +195,11 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     std::cout << "platform: " << (o.platform.empty() ? std::string(sim::default_platform_spec()) + " (the default)" : o.platform)
               << "; engine: " << o.model << "; network model: " << (results[0].network_model.empty() ? "ideal" : results[0].network_model)
               << "\n";
+  // What the check before the run found, once per target and line.
+  std::set<std::pair<std::string, std::string>> checks;
+  for (size_t i = 0; i < results.size(); ++i)
+    if (!results[i].check_line.empty() && checks.insert({labels[i], results[i].check_line}).second)
+      std::cout << labels[i] << ": " << results[i].check_line << "\n";
   // Each program's protocol and window, once; then, with several targets, the fastest at each point.
   std::set<std::string> said;
   for (size_t i = 0; i < results.size(); ++i) {

@@ -54,6 +54,22 @@ verify::Verdict verify_text(const char* file, const char* text, uint32_t n) {
   return rep.worst();
 }
 
+// Checks a schedule given as text at n ranks and prints the first finding with its notes.
+void check_first_finding(const char* file, const char* text, uint32_t n) {
+  Session one;
+  const Program* p = one.load_text(file, text);
+  ElabOptions o;
+  o.nranks = n;
+  CheckOutcome c = run_check(one, Target{p, p->schedules.back().get()}, o);
+  if (!c.built || c.findings.all().empty()) return;
+  Diagnostics first;
+  first.set_fold_repeats(false);
+  Diagnostic& d = first.error(c.findings.all().front().loc, c.findings.all().front().message);
+  d.notes = c.findings.all().front().notes;
+  std::cout << "   " << check_verdict(c.interp, c.ok) << ", " << c.post.chunks_wrong << " chunks wrong; the first:\n"
+            << first.render(one.sources);
+}
+
 }  // namespace
 
 int cmd_demo(const std::string& ranks) {
@@ -203,6 +219,35 @@ schedule ring_shift() {
 )",
                   2) != verify::Verdict::Unmatched)
     rc = 1;
+  std::cout << "\n   and a wrong result that points at its cause: a hierarchical all-reduce on 2 nodes of 4 whose\n"
+               "   inter-node hop goes to the next rail on its wrap-around. `check` says which chunks are wrong, which\n"
+               "   step last wrote them, and where their missing terms went: to the wrong rank by the misrouted send\n"
+               "   (line 14), and overwritten there before anything read them\n\n";
+  std::cout.flush();
+  check_first_finding("hier_misrouted.sched", R"(# phases: node reduce-scatter, rail all-reduce across nodes, node all-gather
+schedule hier_misrouted(mp = 4) {
+  let dp = N / mp;
+  buffer data[N] bytes 64;
+  init data contrib;
+  expect allreduce(data);
+  for d in 0 .. dp { for s in 0 .. mp - 1 { for k in 0 .. mp {
+    let b = (k - s - 1) % mp;
+    send data[b * dp .. (b + 1) * dp] from d * mp + k to d * mp + (k + 1) % mp reduce;
+  } } }
+  for t in 0 .. mp {
+    for s in 0 .. dp - 1 {
+      for j in 0 .. dp - 1 { send data[t * dp + (j - s - 1) % dp] from j * mp + t to (j + 1) * mp + t reduce; }
+      send data[t * dp + (dp - s - 2) % dp] from (dp - 1) * mp + t to (t + 1) % mp reduce;   # the wrap: next rail
+    }
+    for s in 0 .. dp - 1 { for j in 0 .. dp { send data[t * dp + (j - s) % dp] from j * mp + t to ((j + 1) % dp) * mp + t; } }
+  }
+  for d in 0 .. dp { for s in 0 .. mp - 1 { for k in 0 .. mp {
+    let b = (k - s) % mp;
+    send data[b * dp .. (b + 1) * dp] from d * mp + k to d * mp + (k + 1) % mp;
+  } } }
+}
+)",
+                      8);
   std::cout << "\n4. the fix, from the library: parity_ring_allgather (even ranks send first, odd ranks receive\n"
                "   first, every message on tag 0, so MPI's matching order decides where each block lands),\n"
                "   as `stepgraph verify parity_ring_allgather -n 4,16,64 --time` prints it: each N as it is\n"
@@ -378,7 +423,7 @@ schedule ring_shift() {
   }
   {
     // Context-parallel attention: the same step graphs, analysed and simulated with their tiles.
-    std::cout << "\n10. ring attention variants at N = 8, causal, 64K tokens: `stepgraph analyze` reads each rank's traffic,\n"
+    std::cout << "\n10. ring attention variants at N = 8, causal, 64Ki (65,536) tokens: `stepgraph analyze` reads each rank's traffic,\n"
                  "    extra memory and compute off the step graph (bytes in Q blocks: --unit Q; the contiguous ring\n"
                  "    is 2 - 1/N out of balance, zigzag even), then `sim` ranks them with their tiles' flops\n\n";
     std::cout.flush();
@@ -386,16 +431,16 @@ schedule ring_shift() {
       AnalyzeOpts ao;
       ao.c.target = v;
       ao.c.ranks = "8";
-      ao.c.sets = {"seq=64K"};
+      ao.c.sets = {"seq=64Ki"};
       ao.unit = "Q";
       if (int r = cmd_analyze(ao)) rc = std::max(rc, r);
     }
     SimOpts so;
     so.targets = {"ring_attention,zigzag_ring_attention,allgather_attention,ringx4_attention,ulysses_ring_attention"};
     so.ranks = "8";
-    so.sets = {"seq=64K"};
+    so.sets = {"seq=64Ki"};
     so.model = "analytic";
-    so.platform = "nodes:count=1,gpus=8,nvlink=900GBps,nic=400Gbps,speed=400Tf";
+    so.platform = "nodes:count=1,gpus=8,nvlink=450GBps,nic=400Gbps,speed=400Tf";
     sim("\n    `sim ring_attention,zigzag_ring_attention,… -n 8 --model analytic --platform nodes:…,speed=400Tf`\n\n", so);
   }
   return tour_exec(tour_msccl(rc));

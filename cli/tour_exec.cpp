@@ -79,11 +79,14 @@ int tour_exec(int rc) {
                                           "}\n",
                                           err))
     return std::max(rc, fail(err));
-  std::cout << "\n15. a hang becomes a report: a program whose ranks both receive first, run with `--timeout 1`\n"
-               "    (each rank names the step it waits on, its peer and the source line; the job ends with exit 3)\n\n";
+  std::cout << "\n15. a hang becomes a report: a program whose ranks both receive first. exec checks first and refuses it\n"
+               "    (verify finds the deadlock); run anyway with `--allow-defects --timeout 1`, each rank names the step\n"
+               "    it waits on, its peer and the source line, and the job ends with exit 3\n\n";
+  run("( " + mpi + "-n 2 '" + self + "' exec " + stall +
+      "; echo \"   exit code $?\" ) 2>&1 | grep -e 'refused' -e '^   exit code' | cut -c1-160");
   // Open MPI's own abort banner is left out; the exit code is printed.
   run("( " + mpi + "-n 2 '" + self + "' exec " + stall +
-      " --timeout 1; echo \"   exit code $?\" ) 2>&1 | grep -v -e '^---' -e '^$' "
+      " --allow-defects --timeout 1; echo \"   exit code $?\" ) 2>&1 | grep -v -e '^---' -e '^$' -e 'warning: defect' "
       "-e 'MPI_ABORT' -e 'NOTE:' -e 'You may' -e 'exactly when' -e 'with errorcode' -e 'help message' -e 'orte_base_help'");
   std::string calib = tmp + "/stepgraph_demo.platform";
   std::cout << "\n16. calibrate, then predict: `mpiexec -n 2 stepgraph calibrate` fits latency and bandwidth from a\n"

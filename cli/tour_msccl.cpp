@@ -1,5 +1,6 @@
 // The tour's MSCCL step (`stepgraph demo`, step 11): an algorithm file as MSCCL and RCCL load
-// it, written to a temporary folder, verified with its race found at the XML line, then fixed.
+// it, written to a temporary folder, verified with its race found at the XML line, refused by
+// sim, half fixed (a flag no step posts: a deadlock), then fixed.
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
@@ -52,17 +53,19 @@ int tour_msccl(int rc) {
   fs::path dir = fs::temp_directory_path() / "stepgraph-tour";
   fs::create_directories(dir, ec);
   std::string race = (dir / "allgather_pair.xml").string(), fixed = (dir / "allgather_pair_fixed.xml").string();
+  std::string half = (dir / "allgather_pair_hasdep0.xml").string();
   // The fix: gpu 0's send waits for thread block 1's copy (depid/deps), which says it is waited on.
-  std::string text = replace_first(kRace, R"(srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1")",
-                                   R"(srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="1" deps="0")");
-  text = replace_first(text, R"(dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
+  std::string half_text = replace_first(kRace, R"(srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="-1" deps="-1")",
+                                        R"(srcbuf="o" srcoff="0" dstbuf="o" dstoff="0" cnt="1" depid="1" deps="0")");
+  std::string text = replace_first(half_text, R"(dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="0"/>
     </tb>
   </gpu>)",
-                       R"(dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
+                                   R"(dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
     </tb>
   </gpu>)");
   std::string err;
-  if (!write_output_file(race, kRace, err) || !write_output_file(fixed, text, err)) return std::max(rc, fail(err));
+  if (!write_output_file(race, kRace, err) || !write_output_file(fixed, text, err) || !write_output_file(half, half_text, err))
+    return std::max(rc, fail(err));
   std::cout << "\n11. MSCCL XML, the files msccl-tools writes and MSCCL and RCCL load: a two-GPU all-gather whose\n"
                "    thread blocks race (tb 1 copies into o[0] while tb 0 sends it), `stepgraph verify FILE.xml`\n"
                "    (-n is the file's ngpus; connections hold 2 messages with Simple, as NCCL_STEPS makes them)\n\n";
@@ -70,7 +73,23 @@ int tour_msccl(int rc) {
   VerifyOpts vo;
   vo.c.target = race;
   cmd_verify(vo);  // the race: exit 1, expected
-  std::cout << "\n    the fix (depid=\"1\" deps=\"0\" on the send), verified, then simulated at 1 MiB:\n\n";
+  std::cout << "\n    `sim` checks first: it refuses to time the racy file (--allow-defects would time it anyway)\n\n";
+  std::cout.flush();
+  {
+    SimOpts so;
+    so.targets = {race};
+    so.sets = {"size=1MiB"};
+    so.model = "analytic";
+    so.platform = "nodes:count=1,gpus=2";
+    cmd_sim(so);  // refused: exit 1, expected
+  }
+  std::cout << "\n    half a fix: depid=\"1\" deps=\"0\" on the send, but the copy it waits for keeps hasdep=\"0\". RCCL's\n"
+               "    kernel raises a thread block's progress flag only after a step with hasdep=\"1\", so on a GPU the send\n"
+               "    spins for ever: a deadlock naming both lines\n\n";
+  std::cout.flush();
+  vo.c.target = half;
+  cmd_verify(vo);  // the deadlock: exit 1, expected
+  std::cout << "\n    the fix (and hasdep=\"1\" on the copy), verified, then simulated at 1 MiB:\n\n";
   std::cout.flush();
   vo.c.target = fixed;
   if (int r = cmd_verify(vo)) rc = std::max(rc, r);

@@ -250,7 +250,7 @@ int cmd_verify(const VerifyOpts& o) {
         if (m.timed_out) e["timed_out"] = true;
         v.push_back(e);
       }
-      nlohmann::json obj = {{"schedule", rep.schedule}, {"ranks", n}, {"steps", rep.steps}, {"verdicts", v}};
+      nlohmann::json obj = {{"schedule", rep.schedule}, {"ranks", n}, {"steps", rep.steps}, {"params", params_json(*g)}, {"verdicts", v}};
       obj["counterexample"] = cx ? nlohmann::json::parse(verify::render_json(*cx, s.sources)) : nlohmann::json(nullptr);
       if (!rep.note.empty()) obj["note"] = rep.note;
       if (o.timing)
@@ -265,6 +265,7 @@ int cmd_verify(const VerifyOpts& o) {
     if (o.quiet && worst == verify::Verdict::Ok && !rep.disagreement()) continue;
     std::string label = rep.disagreement() ? "engines disagree" : rep.timed_out() ? "undecided (time limit)" : verify::verdict_name(worst);
     std::string line = head + label + "  (" + verdicts_text(rep) + "; " + deciders_text(rep) + with_commas(rep.steps) + " steps";
+    if (std::string pv = parameter_values(*g); !pv.empty()) line += "; " + pv;
     if (o.timing) {
       std::string engines;
       if (rep.explicit_seconds() > 0 || std::any_of(rep.modes.begin(), rep.modes.end(), [](auto& m) { return m.ran_explicit; }))

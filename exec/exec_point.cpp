@@ -16,6 +16,7 @@
 #include "core/base/sizes.hpp"
 #include "core/graph/stream_order.hpp"
 #include "core/interp/bus_bandwidth.hpp"
+#include "core/io/writers.hpp"
 #include "core/pipeline.hpp"
 #include "exec/executor.hpp"
 #include "exec/launcher.hpp"
@@ -136,6 +137,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     return 2;
   }
   row.schedule = g->schedule;
+  row.params = parameter_values(*g);
   // Not an attention schedule's: its declared types lay out its tiles, and --dtype is refused below.
   bool attention_expect = std::any_of(g->expects.begin(), g->expects.end(), [](const Expectation& x) {
     return x.kind == ExpectKind::Attention || x.kind == ExpectKind::AttentionBackward;

@@ -47,6 +47,7 @@ struct PointRow {
   std::string native_why;  // why MPI's own collective was not run (--compare native, --check), "" when it was
   int group_ranks = 0;     // ranks in the postcondition's group (the bus factor's N)
   std::string plan;        // how rank 0's runs move messages (Executor::plan)
+  std::string params;      // the parameter values the point was built with ("size = 1,048,576")
   uint64_t wrong = 0;
   bool checked = false;
   int64_t mpi_differs = -1;  // --check: elements where MPI's own collective on the same inputs differs (-1: not compared)

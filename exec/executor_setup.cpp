@@ -43,7 +43,7 @@ bool Executor::Impl::setup(std::string& err) {
     prepost.assign(g.size(), 0);
     for (size_t i = 0; i < from_src.size(); ++i)
       for (StepId s : from_src[i])
-        if (g.dep_count(s) == 0) prepost[s] = 1, --probe_count[i];
+        if (g.start_count(s) == 0) prepost[s] = 1, --probe_count[i];
   }
   // A held message's slot is read only while its step has kHeld, so it is sized once, not reset
   // per run.
@@ -52,7 +52,7 @@ bool Executor::Impl::setup(std::string& err) {
   ready0.clear();
   post0.clear();
   for (StepId s = 0; s < g.size(); ++s) {
-    pending0[s] = g.dep_count(s);
+    pending0[s] = g.start_count(s);
     if (pending0[s] == 0) ready0.push_back(s);
     bool choreo_recv = g.kind(s) == StepKind::Recv && !g.local(s);
     if ((!prepost.empty() && prepost[s]) || (!probe && choreo_recv)) post0.push_back(s);

@@ -44,6 +44,8 @@ void to_json(nlohmann::json& j, const PointResult& r) {
   if (!r.wire.empty()) j["wire"] = r.wire;
   if (r.window_min >= 0) j["window"] = {{"min_bytes", r.window_min}, {"max_bytes", r.window_max}};
   if (!r.collectives_json.empty()) j["collectives"] = r.collectives_json;
+  if (!r.check.is_null()) j["check"] = r.check;
+  if (!r.params_json.empty()) j["params"] = r.params_json;
   if (r.model_flops > 0) j["attention"] = {{"model_flops", r.model_flops}, {"tflops", when(r.tflops)}, {"mfu", when(r.mfu)}};
   if (r.completed) {
     j["slowest_rank"] = r.slowest_rank;
@@ -80,6 +82,8 @@ nlohmann::json point_to_json(const PointResult& r) {
   j["_critical"] = r.critical_json;
   j["_links"] = r.links_json;
   j["_expansions"] = r.expansions;
+  j["_check_line"] = r.check_line;
+  j["_params"] = r.params;
   return j;
 }
 
@@ -100,6 +104,10 @@ PointResult point_from_json(const nlohmann::json& j) {
   if (!r.param.empty()) r.param_value = j.at(r.param);
   if (j.contains("error")) r.error = j.at("error");
   if (j.contains("collectives")) r.collectives_json = j.at("collectives");
+  if (j.contains("check")) r.check = j.at("check");
+  r.check_line = j.value("_check_line", "");
+  r.params = j.value("_params", "");
+  if (j.contains("params")) r.params_json = j.at("params");
   r.text = j.at("_text");
   r.diag = j.at("_diag");
   r.warnings = j.at("_warnings");
@@ -250,6 +258,8 @@ PointResult run_point(const PointSpec& p) {
     return r;
   }
   const std::unique_ptr<StepGraph>& g = b.graph;
+  r.params = parameter_values(*g);
+  for (const auto& [k, v] : g->params) r.params_json[k] = v;
   std::ostringstream warn;
   for (const auto& d : s.diags.all())
     if (d.severity == Severity::Warning) warn << render_diagnostic(d, s.sources);

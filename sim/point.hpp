@@ -48,6 +48,13 @@ struct PointResult {
   // bytes, algorithm), how many, their simulated time (mean, max) and bus bandwidth.
   nlohmann::json collectives_json = nlohmann::json::array();
   std::vector<std::string> expansions;  // a line per row of collectives_json
+  // What the check before the run found (cli/precheck.hpp; the CLI fills these, sim does not):
+  // its JSON object (null when none ran) and its line for the header.
+  nlohmann::json check = nullptr;
+  std::string check_line;
+  // The parameter values the point was built with ("seq = 131,072, heads = 32"), and as JSON.
+  std::string params;
+  nlohmann::json params_json = nlohmann::json::object();
 };
 
 PointResult run_point(const PointSpec& p);

@@ -103,7 +103,7 @@ bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
     }
     for (const auto& l : j.at("links")) r.links.push_back({l.at("name"), l.at("bytes"), l.at("busy")});
     for (const auto& s : j.at("stuck").at("ranks"))
-      r.stuck.ranks.push_back({s.at("rank"), s.at("step"), s.at("waits_on").get<std::vector<uint32_t>>(), s.at("why")});
+      r.stuck.ranks.push_back({s.at("rank"), s.at("step"), s.at("waits_on").get<std::vector<uint32_t>>(), s.at("why"), Loc{}});
     r.stuck.cycle = j.at("stuck").at("cycle").get<std::vector<uint32_t>>();
     r.stuck.awaited_finished = j.at("stuck").at("awaited_finished").get<std::vector<uint32_t>>();
     r.starts = times(j.at("starts"));

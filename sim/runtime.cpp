@@ -44,7 +44,7 @@ Runtime::Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer) : g_
   open_.assign(g_.nranks, Open{});
   busy_.assign(g_.nranks, Busy{});
   for (StepId s = 0; s < n_; ++s) {
-    uint32_t count = g_.dep_count(s);
+    uint32_t count = g_.start_count(s);
     if (count >= kBigPending) big_pending_[s] = count;
     pending_[s] = static_cast<uint16_t>(std::min<uint32_t>(count, kBigPending));
   }

@@ -27,7 +27,8 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, uint32_t
   for (StepId s = 0; s < g.size(); ++s)
     if (rt.ran(s) && (last == kNoStep || end(s) > end(last))) last = s;
   std::map<uint32_t, CriticalEntry> by_stmt;
-  std::map<std::pair<uint32_t, std::string>, double> by_kind;  // (stmt, what) -> seconds
+  std::map<std::pair<uint32_t, std::string>, double> by_kind;       // (stmt, what) -> seconds
+  std::map<std::pair<uint32_t, std::string>, uint64_t> kind_steps;  // (stmt, what) -> steps on the path
   std::unordered_set<StepId> seen;
   for (StepId s = last; s != kNoStep && seen.insert(s).second;) {
     StepId pred = kNoStep;
@@ -61,16 +62,19 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, uint32_t
     std::string what = step_kind_name(g.kind(s));
     if (g.kind(s) == StepKind::Compute && g.compute(s).name < g.names.size()) what += " " + g.names[g.compute(s).name];
     by_kind[{e.stmt, what}] += since;
+    ++kind_steps[{e.stmt, what}];
     e.seconds += since;
-    ++e.steps;
     s = pred;
   }
   // A statement's steps may be of several kinds (an expanded collective's sends, receives and
-  // markers): it is named by the kind that spent the most time on the path.
+  // markers; a transfer's send and receive): it is named by the kind that spent the most time on
+  // the path, and counted in steps of that kind (a 7-hop phase is "recv (7 steps)", not 14 for
+  // its sends and receives together).
   for (auto& [stmt, e] : by_stmt) {
     double best = -1;
     for (auto it = by_kind.lower_bound({stmt, std::string()}); it != by_kind.end() && it->first.first == stmt; ++it)
       if (it->second > best) best = it->second, e.what = it->first.second;
+    e.steps = kind_steps[{stmt, e.what}];
     r.critical.push_back(e);
   }
   std::sort(r.critical.begin(), r.critical.end(), [](const CriticalEntry& a, const CriticalEntry& b) {

@@ -481,3 +481,21 @@ TEST_CASE("byte sizes and totals past 4 EiB are refused where they arise, never 
       2);
   CHECK(fits.ok());
 }
+
+TEST_CASE("a buffer no step uses and no postcondition covers is warned about at its declaration", "[elaborate][unused]") {
+  // Issue 28: an input buffer declared and never used got no warning.
+  auto b = sgtest::build(
+      "schedule s() {\n  buffer data[N] bytes 64;\n  buffer tmp[N] bytes 64;\n  init data contrib;\n"
+      "  expect allreduce(data);\n  for r in 0 .. N { send data[0] from r to (r + 1) % N reduce; }\n}\n",
+      4);
+  REQUIRE(b.ok());
+  CHECK(b.errors.find("test.sched:3:3: warning: buffer 'tmp' is declared, but no step reads or writes it and no postcondition covers it") !=
+        std::string::npos);
+  CHECK(b.errors.find("'data'") == std::string::npos);
+  // Every library schedule uses every buffer it declares.
+  for (const char* name : {"ring_allreduce", "hierarchical_allreduce", "zigzag_ring_attention", "dp_bucketed_step", "tp_backward"}) {
+    auto l = sgtest::build_lib(name, 8);
+    INFO(name << "\n" << l.errors);
+    CHECK(l.errors.find("is declared, but no step") == std::string::npos);
+  }
+}

@@ -202,7 +202,12 @@ TEST_CASE("a causal ring that also computes the upper tiles runs, and --check fi
   }
 }
 )");
-  Ran r = exec(3, path + " --check --iters 1 --warmup 0 --json");
+  // The check before the run already finds the wrong tiles (issue 28) and refuses; run anyway,
+  // exec's own --check against full attention finds them in the numbers.
+  Ran refused = exec(3, path + " --check --iters 1 --warmup 0");
+  CHECK(refused.rc == 1);
+  CHECK(refused.out.find("refused: defect: wrong-result") != std::string::npos);
+  Ran r = exec(3, path + " --check --iters 1 --warmup 0 --json --allow-defects");
   INFO(r.out);
   CHECK(r.rc == 1);
   nlohmann::json j = row_of(r);
@@ -339,8 +344,10 @@ TEST_CASE("partial outputs reduced along a tree of choreographic sends are merge
   }
 }
 )");
+  // (`copy mid[1] into mid[0]` clears mid[0] with a chunk never written: verify calls that
+  // undefined data, a defect exec's zeroed buffers hide; run anyway.)
   for (const char* device : {"cpu", "host-staged"}) {
-    Ran r = exec(4, path + " --device " + device + " --check --iters 1 --warmup 0 --json");
+    Ran r = exec(4, path + " --device " + device + " --check --iters 1 --warmup 0 --json --allow-defects");
     INFO(device << ":\n" << r.out);
     REQUIRE(r.rc == 0);
     nlohmann::json j = row_of(r);

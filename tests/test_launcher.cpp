@@ -734,15 +734,19 @@ TEST_CASE("stepgraph env reads each launcher family's variables, whatever MPI it
        29500},
       {"Intel MPI", "PMI_RANK=2 PMI_SIZE=8 MPI_LOCALRANKID=2 MPI_LOCALNRANKS=4 I_MPI_ROOT=/opt/intel/mpi MASTER_ADDR=n01", "mpiexec",
        "intel-mpi", 2, 8, 2, 4, "n01", 29500},
-      {"MVAPICH2", "MV2_COMM_WORLD_RANK=1 MV2_COMM_WORLD_SIZE=2 MV2_COMM_WORLD_LOCAL_RANK=1", "mpiexec", "mvapich2", 1, 2, 1, -1, "", 29500},
-      {"Slurm", "SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=8 SLURM_LOCALID=1 SLURM_NODEID=2 "
-                "SLURM_STEP_TASKS_PER_NODE='2(x4)' SLURM_STEP_NODELIST='gpu[07-10]'",
+      {"MVAPICH2", "MV2_COMM_WORLD_RANK=1 MV2_COMM_WORLD_SIZE=2 MV2_COMM_WORLD_LOCAL_RANK=1", "mpiexec", "mvapich2", 1, 2, 1, -1, "",
+       29500},
+      {"Slurm",
+       "SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_PROCID=5 SLURM_STEP_NUM_TASKS=8 SLURM_LOCALID=1 SLURM_NODEID=2 "
+       "SLURM_STEP_TASKS_PER_NODE='2(x4)' SLURM_STEP_NODELIST='gpu[07-10]'",
        "srun", "", 5, 8, 1, 2, "gpu07", 29500},
-      {"torchrun", "RANK=6 WORLD_SIZE=16 LOCAL_RANK=2 LOCAL_WORLD_SIZE=8 GROUP_RANK=0 TORCHELASTIC_RUN_ID=x MASTER_ADDR=10.0.0.1 "
-                   "MASTER_PORT=1234",
+      {"torchrun",
+       "RANK=6 WORLD_SIZE=16 LOCAL_RANK=2 LOCAL_WORLD_SIZE=8 GROUP_RANK=0 TORCHELASTIC_RUN_ID=x MASTER_ADDR=10.0.0.1 "
+       "MASTER_PORT=1234",
        "torchrun", "", 6, 16, 2, 8, "10.0.0.1", 1234},
-      {"AzureML", "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=8 OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2 "
-                  "AZ_BATCH_MASTER_NODE=10.1.2.3:6105",
+      {"AzureML",
+       "OMPI_COMM_WORLD_RANK=3 OMPI_COMM_WORLD_SIZE=8 OMPI_COMM_WORLD_LOCAL_RANK=1 OMPI_COMM_WORLD_LOCAL_SIZE=2 "
+       "AZ_BATCH_MASTER_NODE=10.1.2.3:6105",
        "mpiexec", "openmpi", 3, 8, 1, 2, "10.1.2.3", 6105},
   };
   for (const Family& f : families) {
@@ -782,9 +786,10 @@ TEST_CASE("stepgraph env under Open MPI's and MPICH's mpiexec alike: each rank's
     fs::path dir = fs::temp_directory_path() / ("sg_env_any_" + std::to_string(::getpid()) + "_" + std::to_string(tried));
     fs::create_directories(dir);
     std::string body = "\"$0\" env --json > '" + dir.string() + "'/json.${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-x}} 2>&1";
-    Ran r = sh("env -u SLURM_JOB_ID -u SLURM_PROCID OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
-               "OMPI_MCA_rmaps_base_oversubscribe=1 timeout 60 " +
-               launcher + " -n 2 sh -c " + squote(body) + " '" + kBin + "' 2>&1");
+    Ran r =
+        sh("env -u SLURM_JOB_ID -u SLURM_PROCID OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 "
+           "OMPI_MCA_rmaps_base_oversubscribe=1 timeout 60 " +
+           launcher + " -n 2 sh -c " + squote(body) + " '" + kBin + "' 2>&1");
     INFO(r.out);
     CHECK(r.rc == 0);
     for (int i = 0; i < 2; ++i) {

@@ -14,6 +14,7 @@
 
 #include "core/graph/lanes.hpp"
 #include "core/interp/postcondition.hpp"
+#include "core/interp/trail_notes.hpp"
 #include "core/io/writers.hpp"
 #include "verify/static_checks.hpp"
 #include "verify/wait_for.hpp"
@@ -228,6 +229,29 @@ class Explorer {
       w = prev;
     }
     if (is.step == kNoStep) cx.steps.push_back(unwritten_step(g_, is.stmt, is.rank));
+    // Where the chunk's missing (or extra) term went (core/interp/trail_notes.hpp): the same
+    // execution again, its wildcard matches replayed, following that term.
+    InterpOptions replay;
+    replay.mode = mode_;
+    replay.report_stuck = false;
+    if (!matching.empty()) {
+      size_t k = 0;
+      replay.choose = [&matching, k](const std::vector<std::pair<StepId, StepId>>& options) mutable {
+        size_t pick = 0;
+        for (size_t j = 0; k < matching.size() && j < options.size(); ++j)
+          if (options[j] == matching[k]) pick = j;
+        ++k;
+        return pick;
+      };
+    }
+    for (const DiagNote& n : trail_notes(g_, replay, post, 0)) {
+      CxStep c;
+      c.rank = is.rank;
+      c.loc = n.loc;
+      c.what = n.message;
+      c.role = "trail";
+      cx.steps.push_back(c);
+    }
     // A term of a tile that should not be there (an upper tile, a stale kv block): the tile
     // that computed it comes first.
     if (StepId t = tile_culprit(r, is); t != kNoStep) cx.steps.insert(cx.steps.begin(), cx_step(g_, t, "computed the tile"));

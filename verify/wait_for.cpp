@@ -10,8 +10,19 @@ Counterexample build_deadlock(const StepGraph& g, const ExecState& r, SendMode m
   StuckState st = analyze_stuck(g, r.status, r.partner, mode);
   Counterexample cx;
   cx.verdict = Verdict::Deadlock;
-  for (const StuckRank& sr : st.ranks)
+  for (const StuckRank& sr : st.ranks) {
     if (cx.steps.size() < 16) cx.steps.push_back(cx_step(g, sr.step, "stuck", sr.why));
+    // A step that waits for an event nothing produces (an MSCCL flag no step posts): the line it
+    // waits on is shown too.
+    if (sr.cause.valid() && cx.steps.size() < 16) {
+      CxStep c;
+      c.rank = sr.rank;
+      c.loc = sr.cause;
+      c.what = "rank " + std::to_string(sr.rank) + ": the step it waits for";
+      c.role = "never posts";
+      cx.steps.push_back(c);
+    }
+  }
   cx.cycle = st.cycle;
   cx.summary = std::to_string(st.ranks.size()) + " rank" + (st.ranks.size() == 1 ? "" : "s") + " can never go on";
   if (!st.cycle.empty()) {

@@ -1089,6 +1089,14 @@ class Encoder {
 EngineResult run_z3(const StepGraph& g, SendMode mode, const Z3Options& opts) {
   auto t0 = std::chrono::steady_clock::now();
   EngineResult r;
+  if (!g.never_ready.empty()) {
+    // Steps that wait for an event nothing produces (MSCCL flags no step posts) have no encoding:
+    // the explicit engine decides them (it runs the interpreter, which counts them as stuck).
+    r.verdict = Verdict::Unknown;
+    r.complete = false;
+    r.note = "no encoding of steps that never become ready (MSCCL flags no step posts): the explicit engine decides them";
+    return r;
+  }
   {
     Encoder e(g, mode, opts);  // creating (and destroying) Z3's context is part of its time
     r = e.run();

@@ -6,10 +6,15 @@
 namespace sg {
 
 namespace {
+// One table for every integer, sizes and counts alike (docs/language.md, "Lexical"): K M G T and
+// KB MB GB TB are the SI powers of 1000 (flops, bandwidths, a disk's bytes); KiB … TiB and Ki … Ti
+// the powers of 1024, the latter for counts: a sequence length of 128Ki is 131,072, what the
+// users of attention schedules mean by "128K" (and what the library's defaults say).
 constexpr SizeSuffix kSuffixes[] = {
-    {"B", 1},        {"KiB", 1ull << 10}, {"MiB", 1ull << 20},      {"GiB", 1ull << 30},     {"TiB", 1ull << 40},
-    {"K", 1000},     {"M", 1000000},      {"G", 1000000000},        {"T", 1000000000000ull}, {"KB", 1000},
-    {"MB", 1000000}, {"GB", 1000000000},  {"TB", 1000000000000ull},
+    {"B", 1},           {"KiB", 1ull << 10},      {"MiB", 1ull << 20},     {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
+    {"Ki", 1ull << 10}, {"Mi", 1ull << 20},       {"Gi", 1ull << 30},      {"Ti", 1ull << 40},  {"K", 1000},
+    {"M", 1000000},     {"G", 1000000000},        {"T", 1000000000000ull}, {"KB", 1000},        {"MB", 1000000},
+    {"GB", 1000000000}, {"TB", 1000000000000ull},
 };
 }  // namespace
 

@@ -109,6 +109,7 @@ class Expander {
       rep.instances[i].entry = std::move(ends_[i].first);
       rep.instances[i].exit = std::move(ends_[i].second);
     }
+    out_->expansion = true;
     if (!run_passes(*out_, diags_, {}, nullptr)) return nullptr;
     if (report) *report = std::move(rep);
     return std::move(out_);
@@ -311,6 +312,12 @@ class Expander {
       nb.wait = old_new_[b.wait];
       o.bad_waits.push_back(std::move(nb));
     }
+    for (const NeverReady& n : g_.never_ready) {
+      NeverReady nn = n;
+      nn.step = old_new_[n.step];
+      o.never_ready.push_back(std::move(nn));
+    }
+    std::sort(o.never_ready.begin(), o.never_ready.end(), [](const NeverReady& a, const NeverReady& b) { return a.step < b.step; });
   }
 
   // The algorithm's buffers, communicators, initial values and postconditions for instance i.

@@ -9,6 +9,7 @@ const std::vector<Pass>& passes() {
       {"match", "pair MPI sends and receives", match_p2p},
       {"totals", "refuse byte totals past 64 bits", check_totals},
       {"collectives", "form collective instances", group_collectives},
+      {"unused", "warn about buffers no step uses", warn_unused_buffers},
       {"prune", "drop implied dependencies", prune_deps},
       {"validate", "check graph invariants", validate},
   };

@@ -19,6 +19,8 @@ void check_totals(StepGraph& g, Diagnostics& diags);
 // collectives.cpp: forms collective instances (the k-th collective of every member of a group)
 // and marks incomplete or inconsistent ones.
 void group_collectives(StepGraph& g, Diagnostics& diags);
+// unused.cpp: warns about a buffer no step reads or writes and no postcondition covers.
+void warn_unused_buffers(StepGraph& g, Diagnostics& diags);
 // prune.cpp: drops dependencies implied by another dependency of the same step.
 void prune_deps(StepGraph& g, Diagnostics& diags);
 // (expand_collectives.hpp, run on request after these: a new graph with every collective

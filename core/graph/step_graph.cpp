@@ -4,6 +4,11 @@
 
 namespace sg {
 
+const NeverReady* StepGraph::never_ready_entry(StepId s) const {
+  auto it = std::lower_bound(never_ready.begin(), never_ready.end(), s, [](const NeverReady& n, StepId x) { return n.step < x; });
+  return it != never_ready.end() && it->step == s ? &*it : nullptr;
+}
+
 uint32_t StepGraph::peer(StepId s) const {
   if (local(s)) return p2p[ref_[s]].peer;
   if (only_rank >= 0) return ref_[s];
@@ -117,7 +122,15 @@ std::string StepGraph::range_name(const Range& r) const {
   const BufferInfo& b = buffers[r.buf];
   if (r.lo == 0 && r.cnt == b.chunks) return b.name;
   if (b.dims.size() <= 1) return b.name + "[" + std::to_string(r.lo) + " .. " + std::to_string(r.lo + r.cnt) + "]";
-  return chunk_name(r.buf, r.lo) + " +" + std::to_string(r.cnt);
+  // Several dimensions: within one row of the last, "m[1, 2 .. 5]" (half-open, as above); else
+  // the first and last chunks, "m[0, 3] .. m[1, 1] (4 chunks)".
+  const uint32_t last = b.dims.back();
+  if (r.lo / last == (r.lo + r.cnt - 1) / last) {
+    std::string first = chunk_name(r.buf, r.lo);
+    first.pop_back();  // "]"
+    return first + " .. " + std::to_string(r.lo % last + r.cnt) + "]";
+  }
+  return chunk_name(r.buf, r.lo) + " .. " + chunk_name(r.buf, r.lo + r.cnt - 1) + " (" + std::to_string(r.cnt) + " chunks)";
 }
 
 const StepGraph::Successors& StepGraph::successor_view() const {

@@ -143,6 +143,18 @@ struct BadWait {
   std::string message;
 };
 
+// A step that never becomes ready: it waits for an event the program never produces. MSCCL's
+// thread blocks wait on each other's progress flags, and RCCL's kernel posts a block's flag only
+// after steps with hasdep="1" (docs/msccl.md, "Progress flags"): a step that waits for a flag no
+// step of the other block ever raises far enough spins for ever. Every engine (the interpreter,
+// so check and the explicit verifier; both simulators; the executor) counts it as one dependency
+// more that is never satisfied, so the run is stuck at it, as the GPU would be.
+struct NeverReady {
+  StepId step = kNoStep;
+  Loc cause;        // the step it waits on (the depended-on MSCCL step)
+  std::string why;  // what it waits for and why nothing gives it, for stuck reports
+};
+
 struct Expectation {
   ExpectKind kind = ExpectKind::Nothing;
   std::vector<Range> bufs;
@@ -170,6 +182,9 @@ class StepGraph {
   int64_t only_rank = -1;  // >= 0: this graph holds one rank's program only (refs hold peer ranks)
   std::vector<std::pair<std::string, int64_t>> params;
   bool p2p_matched = false;  // the match pass has run
+  // Made by expand_collectives from a graph as written: its declarations were checked there (the
+  // `unused` pass does not warn twice, nor about buffers only the replaced collectives touched).
+  bool expansion = false;
 
   // ---- side tables ----
   std::vector<BufferInfo> buffers;
@@ -187,7 +202,8 @@ class StepGraph {
   std::vector<InitRule> inits;
   std::vector<Expectation> expects;
   std::vector<BadWait> bad_waits;
-  std::vector<Loc> stmt_locs;  // the session's statement table (source location of each statement)
+  std::vector<NeverReady> never_ready;  // sorted by step
+  std::vector<Loc> stmt_locs;           // the session's statement table (source location of each statement)
   // What a front end calls a statement where its source line is not enough (an MSCCL step:
   // "gpu 1 tb 4 step 2 (rcs)"); empty, or one per statement. Printed with the step.
   std::vector<std::string> stmt_labels;
@@ -211,6 +227,9 @@ class StepGraph {
 
   // ---- access ----
   size_t size() const { return kind_.size(); }
+  // The entry of a step that never becomes ready, or null (most graphs have none).
+  const NeverReady* never_ready_entry(StepId s) const;
+  bool never_ready_step(StepId s) const { return !never_ready.empty() && never_ready_entry(s) != nullptr; }
   StepKind kind(StepId s) const { return static_cast<StepKind>(kind_[s]); }
   uint8_t flags(StepId s) const { return flags_[s]; }
   bool local(StepId s) const { return flags_[s] & kFlagLocal; }
@@ -228,6 +247,9 @@ class StepGraph {
   // The steps s depends on (all earlier, of the same rank), sorted.
   std::span<const StepId> deps(StepId s) const { return {deps_.data() + dep_off_[s], deps_.data() + dep_off_[s + 1]}; }
   uint32_t dep_count(StepId s) const { return dep_off_[s + 1] - dep_off_[s]; }
+  // What a step waits for before it can start, as every engine counts it: its dependencies, and
+  // for a step that never becomes ready (never_ready) one more that nothing satisfies.
+  uint32_t start_count(StepId s) const { return dep_count(s) + (never_ready_step(s) ? 1 : 0); }
   size_t dep_total() const { return deps_.size(); }
 
   // The steps that depend on s: the reverse of deps(), in step order. Built on first use and

@@ -1,7 +1,10 @@
 #include "core/interp/check.hpp"
 
 #include "core/base/sizes.hpp"
+#include "core/interp/trail_notes.hpp"
 #include "core/pipeline.hpp"
+
+#include <memory>
 
 namespace sg {
 
@@ -18,7 +21,15 @@ void render_findings(const StepGraph& g, const InterpResult& r, const Postcondit
     switch (is.kind) {
       case IssueKind::UndefinedRead: prefix = "undefined data: "; break;
       case IssueKind::BadOperand: prefix = "wrong operand: "; break;
-      case IssueKind::Stuck: prefix = "stuck (eager sends, one order): "; break;
+      case IssueKind::Stuck:
+        if (is.step != kNoStep && g.never_ready_step(is.step)) {
+          // Waits for an event nothing produces: stuck under every semantics and every order.
+          Diagnostic& d = out.error(loc_of(is), "deadlock: " + is.text);
+          d.notes.push_back({g.never_ready_entry(is.step)->cause, "the step it waits for, which never posts"});
+          continue;
+        }
+        prefix = "stuck (eager sends, one order): ";
+        break;
       case IssueKind::Unmatched: prefix = "unmatched: "; break;
       case IssueKind::SizeMismatch: {
         // The receive is the error; the send it took, on its own line, is the note.
@@ -36,7 +47,12 @@ void render_findings(const StepGraph& g, const InterpResult& r, const Postcondit
     if (warn) out.warning(loc_of(is), prefix + is.text);
     else out.error(loc_of(is), prefix + is.text);
   }
-  for (const Issue& is : p.issues) {
+  // Where the followed terms went (follow_wrong_terms), per issue.
+  std::vector<std::pair<size_t, Run>> followed = r.trails.empty() ? std::vector<std::pair<size_t, Run>>{} : trail_atoms(p);
+  std::unique_ptr<ExpectedIndex> where;
+  if (!followed.empty()) where = std::make_unique<ExpectedIndex>(g, r.initial);
+  for (size_t i = 0; i < p.issues.size(); ++i) {
+    const Issue& is = p.issues[i];
     // A tile's term that should not be there points at the tile that computed it.
     StepId tile = tile_culprit(r, is);
     Loc at = tile != kNoStep ? g.loc(tile) : loc_of(is);
@@ -45,11 +61,22 @@ void render_findings(const StepGraph& g, const InterpResult& r, const Postcondit
       d.notes.push_back({Loc{}, "last written by step #" + std::to_string(is.step) + " on rank " + std::to_string(g.rank(is.step))});
       if (tile != kNoStep) d.notes.push_back({g.loc(is.step), "the chunk was last written here; the wrong term comes from the tile above"});
     }
+    for (size_t k = 0; k < followed.size() && k < r.trails.size(); ++k)
+      if (followed[k].first == i) add_trail_notes(g, r, is, r.trails[k], *where, d);
     if (is.stmt < g.stmt_locs.size() && is.step != kNoStep) d.notes.push_back({g.stmt_locs[is.stmt], "required by this postcondition"});
   }
   if (p.chunks_wrong > p.issues.size())
     out.error(Loc{}, "wrong result: " + std::to_string(p.chunks_wrong) + " chunks differ in all (" +
                          std::to_string(p.chunks_wrong - p.issues.size()) + " more not shown)");
+}
+
+void follow_wrong_terms(const StepGraph& g, const PostconditionReport& p, InterpResult& r) {
+  std::vector<std::pair<size_t, Run>> atoms = trail_atoms(p);
+  if (atoms.empty()) return;
+  InterpOptions o;
+  for (const auto& [i, a] : atoms) o.follow.push_back(a);
+  InterpResult again = interpret(g, o);
+  r.trails = std::move(again.trails);
 }
 
 void count_interpreter(ElabOptions& opts) {
@@ -94,6 +121,7 @@ CheckOutcome run_check(Session& s, const Target& t, const ElabOptions& opts) {
   o.built = true;
   o.interp = interpret(*o.graph);
   if (o.interp.completed) o.post = check_postconditions(*o.graph, o.interp.initial, o.interp.final);
+  follow_wrong_terms(*o.graph, o.post, o.interp);
   render_findings(*o.graph, o.interp, o.post, o.findings);
   o.ok = o.interp.completed && o.post.chunks_wrong == 0 && !o.findings.has_errors();
   return o;

@@ -33,6 +33,11 @@ bool interpreter_fits(const StepGraph& g, const Target& t, const ElabOptions& op
 // another size is "unmatched" before all (as in `verify`: docs/verify.md). `ok`: CheckOutcome::ok.
 const char* check_verdict(const InterpResult& r, bool ok);
 
+// Runs g again following one term of each of the first wrong chunks (trail_notes.hpp) and puts
+// the trails in r.trails, so render_findings can say where those terms went. Nothing to do when
+// the postconditions hold.
+void follow_wrong_terms(const StepGraph& g, const PostconditionReport& p, InterpResult& r);
+
 // Appends one diagnostic per interpreter issue and postcondition failure.
 void render_findings(const StepGraph& g, const InterpResult& r, const PostconditionReport& p, Diagnostics& out);
 

@@ -86,9 +86,21 @@ class Interp {
     res.initial = MachineState(g_);
     res.initial.apply_inits(g_);
     state_ = res.initial;
+    for (const Run& a : o_.follow) {
+      Trail t;
+      t.atom = a;
+      trails_.push_back(std::move(t));
+      holders_.emplace_back();
+    }
+    // Where each followed atom starts: the chunks its initial values put it in.
+    for (size_t i = 0; i < trails_.size(); ++i)
+      for (uint32_t b = 0; b < g_.buffers.size(); ++b)
+        for (uint32_t r = 0; r < g_.nranks; ++r)
+          for (uint32_t k = 0; k < g_.buffers[b].chunks; ++k)
+            if (holds(state_.at(r, b, k).v, trails_[i].atom)) holders_[i][loc_key(r, b, k)] = Holder{kNoStep, false};
     pending_.resize(n_);
     st_.assign(n_, 0);
-    for (StepId s = 0; s < n_; ++s) pending_[s] = g_.dep_count(s);
+    for (StepId s = 0; s < n_; ++s) pending_[s] = g_.start_count(s);
     succ_ = &g_.successor_view();  // the graph's shared view, built once
     arrived_.assign(g_.instances.size(), 0);
     posted_.resize(g_.nranks);
@@ -163,6 +175,15 @@ class Interp {
     res.issues = std::move(issues_);
     res.final = std::move(state_);
     res.tile_steps = std::move(tile_steps_);
+    for (size_t i = 0; i < trails_.size(); ++i) {
+      for (const auto& [key, h] : holders_[i]) {
+        (void)h;
+        trails_[i].ends.emplace_back(static_cast<uint32_t>(key >> 40), static_cast<uint32_t>((key >> 28) & 0xfff),
+                                     static_cast<uint32_t>(key & 0xfffffff));
+      }
+      std::sort(trails_[i].ends.begin(), trails_[i].ends.end());
+    }
+    res.trails = std::move(trails_);
     return res;
   }
 
@@ -189,7 +210,49 @@ class Interp {
     }
   }
 
+  // ---------------------------------------------------------------- trails (InterpOptions::follow)
+  struct Holder {
+    StepId brought = kNoStep;
+    bool read = false;
+  };
+  // (rank, buf, chunk) in one word: 24, 12 and 28 bits (a check never holds more).
+  static uint64_t loc_key(uint32_t rank, uint32_t buf, uint32_t chunk) { return (uint64_t{rank} << 40) | (uint64_t{buf} << 28) | chunk; }
+  static bool holds(const Value& v, const Run& a) {
+    for (const Run& r : v.runs)
+      if (r.same_family(a) && r.lo <= a.lo && a.lo < r.hi) return true;
+    return false;
+  }
+  void trail_read(uint32_t rank, uint32_t buf, uint32_t chunk) {
+    for (auto& h : holders_) {
+      auto it = h.find(loc_key(rank, buf, chunk));
+      if (it != h.end()) it->second.read = true;
+    }
+  }
+  // Before a chunk's value changes from `before` to `after` by step `by`.
+  // `added`: what a reduction adds (null for a plain write).
+  void trail_write(uint32_t rank, uint32_t buf, uint32_t chunk, const Value& before, const Value& after, StepId by, const Value* added) {
+    for (size_t i = 0; i < trails_.size(); ++i) {
+      const Run& a = trails_[i].atom;
+      bool had = holds(before, a), has = holds(after, a);
+      uint64_t key = loc_key(rank, buf, chunk);
+      auto& h = holders_[i];
+      if (had && !has) {
+        auto it = h.find(key);
+        if (it != h.end() && !it->second.read)
+          trails_[i].events.push_back({TrailEvent::Lost, by, rank, buf, chunk, it->second.brought, false});
+        if (it != h.end()) h.erase(it);
+      }
+      // A write that puts it there, or a reduction that adds it (again, when it was there).
+      bool adds = added ? holds(*added, a) : has;
+      if (adds) {
+        trails_[i].events.push_back({TrailEvent::Arrive, by, rank, buf, chunk, kNoStep, had});
+        h[key] = Holder{by, false};
+      }
+    }
+  }
+
   const Value& read(uint32_t rank, uint32_t buf, uint32_t chunk, StepId by) {
+    if (!trails_.empty()) trail_read(rank, buf, chunk);
     ChunkSlot& c = state_.at(rank, buf, chunk);
     if (!c.v.defined && c.writer == kNoStep && c.v.runs.empty()) {
       if (g_.buffers[buf].accumulator) {
@@ -220,13 +283,20 @@ class Interp {
   }
   void write(uint32_t rank, uint32_t buf, uint32_t chunk, Value v, StepId by) {
     ChunkSlot& c = state_.at(rank, buf, chunk);
+    if (!trails_.empty()) trail_write(rank, buf, chunk, c.v, v, by, nullptr);
     c.v = std::move(v);
     c.writer = by;
   }
   void reduce_into(uint32_t rank, uint32_t buf, uint32_t chunk, const Value& v, StepId by) {
     read(rank, buf, chunk, by);
     ChunkSlot& c = state_.at(rank, buf, chunk);
-    add_into(c.v, v);
+    if (!trails_.empty()) {
+      Value before = c.v;
+      add_into(c.v, v);
+      trail_write(rank, buf, chunk, before, c.v, by, &v);
+    } else {
+      add_into(c.v, v);
+    }
     c.writer = by;
   }
   void apply(uint32_t rank, const Range& dst, const std::vector<Value>& payload, bool reduce, StepId by) {
@@ -668,7 +738,9 @@ class Interp {
   uint64_t completed_ = 0;
   bool pruned_ = false;
   std::vector<Issue> issues_;
-  std::unordered_map<uint64_t, StepId> tile_steps_;  // attention atom -> the tile step that made it
+  std::unordered_map<uint64_t, StepId> tile_steps_;            // attention atom -> the tile step that made it
+  std::vector<Trail> trails_;                                  // InterpOptions::follow
+  std::vector<std::unordered_map<uint64_t, Holder>> holders_;  // per trail: the chunks holding its atom
 };
 
 }  // namespace

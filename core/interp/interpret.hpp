@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +41,23 @@ struct Issue {
   std::string text;
   std::string expected, actual;  // postcondition findings: the two values, as terms
   std::vector<Run> extra;        // postcondition findings: the terms beyond the expected value
+  std::vector<Run> missing;      // postcondition findings: the expected terms the chunk lacks
+};
+
+// Where one atom went during a run (InterpOptions::follow): every step that put it into a chunk,
+// and every chunk where it was overwritten before anything read it.
+struct TrailEvent {
+  enum Kind : uint8_t { Arrive, Lost };
+  Kind kind = Arrive;
+  StepId step = kNoStep;  // Arrive: the step that put it there; Lost: the step that overwrote it
+  uint32_t rank = 0, buf = 0, chunk = 0;
+  StepId brought = kNoStep;  // Lost: the step that had put it there
+  bool again = false;        // Arrive: the chunk held it already (now counted twice)
+};
+struct Trail {
+  Run atom;                                                    // one atom (count 1, lo + 1 == hi)
+  std::vector<TrailEvent> events;                              // in the order the run made them
+  std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> ends;  // (rank, buf, chunk) holding it at the end
 };
 
 // When a send completes: eager (at once, the message is buffered) or rendezvous (when its
@@ -68,6 +86,9 @@ struct InterpOptions {
   // The run stops here, unfinished (InterpResult::interrupted), so a caller with a time limit
   // is never held past it by one long run.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // Atoms to follow through the run (InterpResult::trails): where a wrong result's missing or
+  // extra terms went (check's report). Empty: nothing is recorded, at no cost.
+  std::vector<Run> follow;
 };
 
 enum : uint8_t { kStepIssued = 1, kStepCompleted = 2 };
@@ -86,6 +107,7 @@ struct InterpResult {
   // Per attention atom, the last tile step that produced it (tile_key): a wrong result made of
   // a tile's term (an upper tile under a causal mask, a stale kv block) points at that tile.
   std::unordered_map<uint64_t, StepId> tile_steps;
+  std::vector<Trail> trails;  // one per InterpOptions::follow atom
 };
 
 // The key of one attention atom (a run's family, at coordinate `at`) in InterpResult::tile_steps.

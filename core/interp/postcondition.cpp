@@ -205,12 +205,15 @@ class Checker {
     if (never && !accumulator) {
       is.kind = IssueKind::Undefined;
       is.text = where + "never written (undefined); " + want;
+      is.missing = expected.runs;  // every expected term is missing (check says where they went)
     } else if (a.writer == kNoStep && !never) {
       is.kind = IssueKind::Stale;
       is.text = where + "still holds its initial value " + describe_value(a.v, g_, buf) + "; " + want;
+      is.missing = minus(expected, a.v);
     } else if (!av.defined) {
       is.kind = IssueKind::Undefined;
       is.text = where + "holds data computed from a chunk never written (" + describe_value(a.v, g_, buf) + "); " + want;
+      is.missing = expected.runs;
     } else {
       std::vector<Run> missing = minus(expected, av);
       std::vector<Run> extra = minus(av, expected);
@@ -229,6 +232,7 @@ class Checker {
       }
       foreign = minus(Value{extra, true}, Value{dup, true});
       is.extra = extra;
+      is.missing = missing;
       std::string parts;
       if (!missing.empty()) parts += "missing " + describe_runs(missing, g_, buf);
       if (!dup.empty()) parts += (parts.empty() ? "" : "; ") + describe_runs(normalise(dup), g_, buf) + " counted twice";

@@ -36,6 +36,7 @@ std::pair<std::vector<uint32_t>, std::string> waits_for(const StepGraph& g, cons
     }
     return out;
   };
+  if (const NeverReady* n = g.never_ready_entry(s)) return {ranks, n->why};
   switch (g.kind(s)) {
     case StepKind::Recv: {
       if (!g.local(s)) {
@@ -123,13 +124,19 @@ StuckState analyze_stuck(const StepGraph& g, const std::vector<uint8_t>& status,
     if (g.nonblocking(s) && (status[s] & kStepIssued)) continue;
     frontier[rk] = s;
   }
+  // A step that never becomes ready is the cause, whatever comes before it in program order (an
+  // MSCCL gpu's thread blocks interleave there): the rank is shown stuck at it.
+  for (const NeverReady& n : g.never_ready)
+    if (!(status[n.step] & kStepCompleted) && (frontier[g.rank(n.step)] == kNoStep || !g.never_ready_step(frontier[g.rank(n.step)])))
+      frontier[g.rank(n.step)] = n.step;
   std::vector<std::vector<uint32_t>> edges(g.nranks);
   for (uint32_t rk = 0; rk < g.nranks; ++rk) {
     StepId s = frontier[rk];
     if (s == kNoStep) continue;
     auto [ranks, why] = waits_for(g, status, partner, s, mode);
     edges[rk] = ranks;
-    out.ranks.push_back({rk, s, ranks, why});
+    const NeverReady* n = g.never_ready_entry(s);
+    out.ranks.push_back({rk, s, ranks, why, n ? n->cause : Loc{}});
   }
   // A wait-for cycle among the stuck ranks (depth-first search, colouring the ranks on the stack).
   std::vector<int> color(g.nranks, 0);

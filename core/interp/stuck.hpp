@@ -12,6 +12,7 @@ struct StuckRank {
   StepId step = kNoStep;           // its first step that cannot complete
   std::vector<uint32_t> waits_on;  // the ranks it waits for
   std::string why;                 // "waits for a message from rank 1 (tag 0)"
+  Loc cause;                       // a step that never becomes ready: the line it waits on (else invalid)
 };
 
 struct StuckState {

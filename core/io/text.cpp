@@ -4,7 +4,21 @@
 
 #include "core/io/writers.hpp"
 
+#include "core/base/sizes.hpp"
+
 namespace sg {
+
+std::string parameter_values(const StepGraph& g) {
+  std::string out;
+  // Appended piece by piece: "-" + std::string draws GCC 12's false -Wrestrict.
+  for (const auto& [k, v] : g.params) {
+    if (!out.empty()) out.append(", ");
+    out.append(k).append(" = ");
+    if (v < 0) out.append("-");
+    out.append(with_commas(v < 0 ? uint64_t{0} - static_cast<uint64_t>(v) : static_cast<uint64_t>(v)));
+  }
+  return out;
+}
 
 std::string describe_step(const StepGraph& g, StepId s) {
   std::string out = describe_step_only(g, s);

@@ -62,6 +62,10 @@ void write_goal(std::ostream& os, const StepGraph& g, const GoalPlan& plan, cons
 std::string describe_step(const StepGraph& g, StepId s);
 // The same without the front end's label of its statement.
 std::string describe_step_only(const StepGraph& g, StepId s);
+// The parameter values an instance was built with, for a command's header: "size = 67,108,864,
+// mp = 4" (every value exact, with thousands separators, so a suffix read otherwise than meant
+// shows: seq = 131,072, not 128,000); "" when the schedule has none.
+std::string parameter_values(const StepGraph& g);
 // "file:line" of a step's statement.
 std::string step_where(const StepGraph& g, const SourceManager& sm, StepId s);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "core/base/sizes.hpp"
 
@@ -26,6 +27,7 @@ class Lowering {
     for (uint32_t r = 0; r < p_.ngpus; ++r)
       if (o_.only_rank < 0 || o_.only_rank == r)
         if (!gpu(p_.gpus[r])) return nullptr;
+    unused_buffers();
     if (failed_) return nullptr;
     g_->stmt_locs = std::move(locs_);
     g_->stmt_labels = std::move(labels_);
@@ -257,6 +259,10 @@ class Lowering {
   bool gpu(const Gpu& gp) {
     uint32_t r = gp.id;
     size_t ntb = gp.tbs.size();
+    // Each thread block's flag posts (docs/msccl.md, "Progress flags").
+    std::vector<std::vector<Post>> posts(ntb);
+    for (size_t t = 0; t < ntb; ++t)
+      if (!flag_posts(gp, gp.tbs[t], posts[t])) return false;
     std::vector<size_t> next(ntb, 0);
     std::vector<std::vector<StepId>> last(ntb);  // per tb, per XML step: its last step in the graph
     for (size_t t = 0; t < ntb; ++t) last[t].assign(gp.tbs[t].steps.size(), kNoStep);
@@ -269,13 +275,31 @@ class Lowering {
         while (next[t] < tb.steps.size()) {
           const Step& st = tb.steps[next[t]];
           StepId dep = kNoStep;
+          const NeverReady* hang = nullptr;
+          NeverReady never;
           if (st.depid >= 0) {
-            dep = last[static_cast<size_t>(st.depid)][static_cast<size_t>(st.deps)];
-            if (dep == kNoStep) break;  // its thread block has not got there yet
+            // The step waits until thread block depid's flag reaches step deps: the first post of
+            // that block with a count at least deps releases it (msccl_kernel_impl.h l.276-279).
+            const size_t b = static_cast<size_t>(st.depid);
+            const std::vector<Post>& pb = posts[b];
+            auto rel = std::find_if(pb.begin(), pb.end(), [&](const Post& x) { return x.k >= st.deps; });
+            if (rel == pb.end()) {
+              never = never_posted(gp, st, pb);
+              hang = &never;
+            } else {
+              dep = last[b][rel->step];
+              if (dep == kNoStep) break;  // its thread block has not got there yet
+              if (rel->step != static_cast<size_t>(st.deps) && warned_.insert(st.loc.line).second) late_post(gp, tb, st, *rel);
+            }
           }
           StepId prev = next[t] ? last[t][next[t] - 1] : kNoStep;
+          StepId first = static_cast<StepId>(g_->size());
           StepId end = step(gp, tb, st, prev, dep);
           if (end == kNoStep) return false;
+          // Every step of a transmission that waits for a flag nothing raises never starts.
+          if (hang)
+            for (StepId x = first; x < static_cast<StepId>(g_->size()); ++x)
+              g_->never_ready.push_back(NeverReady{x, hang->cause, hang->why});
           last[t][next[t]++] = end;
           --left;
           progress = true;
@@ -295,6 +319,166 @@ class Lowering {
       }
     }
     return true;
+  }
+
+  // A gpu that declares input or scratch chunks no step of it uses: a warning at the attribute.
+  // The common case is an in-place all-gather that declares i_chunks: in place RCCL picks the
+  // file only when sendbuff = recvbuff + rank·count (msccl_lifecycle.cc l.322), so the input is
+  // the gpu's own block of o, and msccl-tools writes i_chunks="0" and refers to that block of o
+  // (collectives.py l.71-78, 110-113; ir.py l.333).
+  void unused_buffers() {
+    // In place, allreduce's and alltoall's i is o chunk for chunk and reducescatter's o a window
+    // of i: a file may name either. Only an all-gather's i is apart (or a window) from the o the
+    // steps use.
+    bool separate_i = !inplace_ || p_.coll == Coll::Allgather || p_.coll == Coll::Custom;
+    std::vector<const Gpu*> no_i, no_s;
+    for (const Gpu& gp : p_.gpus) {
+      if (o_.only_rank >= 0 && o_.only_rank != gp.id) continue;
+      bool uses_i = false, uses_s = false;
+      for (const Tb& t : gp.tbs)
+        for (const Step& st : t.steps) {
+          if (st.reads_src()) uses_i |= st.srcbuf == 'i', uses_s |= st.srcbuf == 's';
+          if (st.writes_dst()) uses_i |= st.dstbuf == 'i', uses_s |= st.dstbuf == 's';
+        }
+      if (gp.i_chunks > 0 && !uses_i && separate_i) no_i.push_back(&gp);
+      if (gp.s_chunks > 0 && !uses_s) no_s.push_back(&gp);
+    }
+    // One warning for all the gpus that say so, at the first one's attribute.
+    auto others = [](const std::vector<const Gpu*>& v) {
+      return v.size() == 1 ? std::string() : " (and " + std::to_string(v.size() - 1) + " more gpu" + (v.size() == 2 ? "" : "s") + ")";
+    };
+    if (!no_i.empty()) {
+      const Gpu& gp = *no_i.front();
+      Diagnostic& d = s_.diags.warning(gp.i_loc.valid() ? gp.i_loc : gp.loc, "gpu " + std::to_string(gp.id) + " declares i_chunks=\"" +
+                                                                                 std::to_string(gp.i_chunks) +
+                                                                                 "\", but no step of it reads or writes i" + others(no_i));
+      if (p_.coll == Coll::Allgather && inplace_)
+        d.notes.push_back({Loc{}, "in place, an all-gather's input is the gpu's own block of o (gpu r: o[r·" + std::to_string(cf_) +
+                                      " …]); msccl-tools writes i_chunks=\"0\" and refers to that block of o (docs/msccl.md, \"In-place "
+                                      "and out-of-place all-gather\")"});
+      else if (p_.coll != Coll::Custom)
+        d.notes.push_back({Loc{}, "the collective's input is never read: the result cannot hold this gpu's contribution"});
+    }
+    if (!no_s.empty()) {
+      const Gpu& gp = *no_s.front();
+      s_.diags.warning(gp.s_loc.valid() ? gp.s_loc : gp.loc, "gpu " + std::to_string(gp.id) + " declares s_chunks=\"" +
+                                                                 std::to_string(gp.s_chunks) +
+                                                                 "\", but no step of it uses the scratch buffer s" + others(no_s));
+    }
+  }
+
+  // A flag post: after XML step `step` (the last of its transmission) the thread block's flag
+  // holds count k of the runtime's loop iteration.
+  struct Post {
+    int64_t k = 0;
+    size_t step = 0;
+  };
+
+  // The posts of one thread block, as RCCL builds and runs them (docs/msccl.md, "Progress
+  // flags"). Its parser (src/misc/msccl/msccl_parser.cc at 0cbce2a7, l.545-651) makes one
+  // transmission of each step but a nop (which only adds its depid/deps to the next one's
+  // dependencies) and a `re` with depid="-1" whose destination and source buffer continue the
+  // reduction before it (fused, up to 16 reductions a block; a hasdep="1" step ends the group);
+  // a transmission takes the group's last hasdep. The kernel (src/device/msccl_kernel_impl.h,
+  // l.266-379) counts: k = 0 each iteration; per transmission k += dependencies - 1 (when it
+  // has any), k += reductions - 1 for a fused reduce, then it posts k to the block's flag when
+  // hasDependence is set, then k += 1. Nothing else ever posts: a nop never does, and there is
+  // no post at the end of the block. False (with RCCL's own loader error) for a chain of nop
+  // dependencies that ends at a step with no depid of its own, which RCCL refuses to load.
+  bool flag_posts(const Gpu& gp, const Tb& tb, std::vector<Post>& out) {
+    struct Tx {
+      int64_t deps = 0, reductions = 1;
+      bool reduce = false, hasdep = false;
+      size_t last = 0;
+    };
+    std::vector<Tx> txs;
+    int64_t ndeps = 0, old_ptr = 0, nred = 0;
+    int old_dst = -1, old_off = -1, old_src = -1;  // the open reduction group: -1 when none
+    auto code = [](char b) { return b == 'i' ? 0 : b == 'o' ? 1 : 2; };
+    for (size_t j = 0; j < tb.steps.size(); ++j) {
+      const Step& st = tb.steps[j];
+      if (st.depid >= 0) ++ndeps;
+      bool cont = false;
+      if (st.type == StepType::Reduce) {
+        if (old_dst == code(st.dstbuf) && old_off == st.dstoff && old_src == code(st.srcbuf) && st.depid == -1) cont = true;
+        else old_dst = old_off = -1;
+      }
+      if (st.type == StepType::Nop) continue;
+      if (cont) {
+        txs.back().reductions++;
+        txs.back().last = j;
+        txs.back().hasdep = st.hasdep;
+      } else {
+        Tx x;
+        x.deps = ndeps - old_ptr;
+        if (x.deps > 0 && st.depid < 0) {
+          error(st.loc, "gpu " + std::to_string(gp.id) + " tb " + std::to_string(tb.id) + " step " + std::to_string(st.s) +
+                            " takes the dependencies of the nop steps before it but has no depid of its own: RCCL refuses the file "
+                            "(\"when there is a chain of dependencies, the last reduction must be a part of the first immediate "
+                            "instruction\", msccl_parser.cc l.616)");
+          return false;
+        }
+        old_ptr = ndeps;
+        x.reduce = st.type == StepType::Reduce;
+        x.hasdep = st.hasdep;
+        x.last = j;
+        txs.push_back(x);
+      }
+      if (st.type != StepType::Reduce) {
+        old_dst = old_off = old_src = -1;
+      } else if (++nred, st.hasdep || nred == 16) {
+        old_dst = old_off = -1;
+      } else {
+        old_dst = code(st.dstbuf), old_off = static_cast<int>(st.dstoff), old_src = code(st.srcbuf);
+      }
+    }
+    int64_t k = 0;
+    for (const Tx& x : txs) {
+      if (x.deps > 0) k += x.deps - 1;
+      if (x.reduce) k += x.reductions - 1;
+      if (x.hasdep) out.push_back(Post{k, x.last});
+      ++k;
+    }
+    return true;
+  }
+
+  std::string where(const Gpu& gp, const Tb& tb, const Step& st) const {
+    return "gpu " + std::to_string(gp.id) + " tb " + std::to_string(tb.id) + " step " + std::to_string(st.s);
+  }
+
+  // Why thread block depid's step deps does not post: the target's own words.
+  std::string no_post_reason(const Step& target) const {
+    if (target.type == StepType::Nop) return "a nop, which posts no flag (RCCL's parser makes no transmission of it)";
+    if (!target.hasdep) return "hasdep=\"0\": RCCL's kernel posts a thread block's flag only after a step with hasdep=\"1\"";
+    return "counted lower by RCCL's kernel than its s: a nop with no depid before it adds no count (msccl_kernel_impl.h l.282)";
+  }
+
+  // A step whose flag no post of the block it waits on ever reaches: it spins for ever (in the
+  // last iteration of the runtime's loop; before it, the next iteration's first post would let it
+  // go, but the last one has none after it).
+  NeverReady never_posted(const Gpu& gp, const Step& st, const std::vector<Post>& pb) {
+    const Tb& other = gp.tbs[static_cast<size_t>(st.depid)];
+    const Step& target = other.steps[static_cast<size_t>(st.deps)];
+    NeverReady n;
+    n.cause = target.loc;
+    n.why = "waits for thread block " + std::to_string(other.id) + "'s flag to reach step " + std::to_string(st.deps) +
+            ", which never happens: that step is " + no_post_reason(target) + ", and " +
+            (pb.empty() ? std::string("no step of thread block ") + std::to_string(other.id) + " posts at all"
+                        : "no later step of thread block " + std::to_string(other.id) + " posts (its last post is step " +
+                              std::to_string(other.steps[pb.back().step].s) + ")");
+    return n;
+  }
+
+  // A step released later than its deps says: the block's next post after the target does it.
+  void late_post(const Gpu& gp, const Tb& tb, const Step& st, const Post& rel) {
+    const Tb& other = gp.tbs[static_cast<size_t>(st.depid)];
+    const Step& target = other.steps[static_cast<size_t>(st.deps)];
+    const Step& poster = other.steps[rel.step];
+    Diagnostic& d = s_.diags.warning(st.loc, where(gp, tb, st) + " waits for thread block " + std::to_string(other.id) + " step " +
+                                                 std::to_string(st.deps) + ", but RCCL's kernel lets it go only at step " +
+                                                 std::to_string(poster.s) + ", the first to post after it: later than the file says");
+    d.notes.push_back({target.loc, "step " + std::to_string(st.deps) + " is " + no_post_reason(target)});
+    d.notes.push_back({poster.loc, "the flag is raised here"});
   }
 
   // The steps of one XML step; returns the last (kNoStep after an error).
@@ -354,6 +538,7 @@ class Lowering {
   uint32_t cf_ = 0, world_ = 0, io_i_ = 0, io_o_ = 0, s_buf_ = kNone, tmp_buf_ = kNone, tmp_per_tb_ = 0;
   std::vector<Loc> locs_;
   std::vector<std::string> labels_;
+  std::set<uint32_t> warned_;  // lines already warned about (a warning per line, not per gpu)
 };
 
 }  // namespace

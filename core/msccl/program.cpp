@@ -144,6 +144,8 @@ class Loader {
     g.loc = ge.loc;
     g.id = u32(ge, "id", 0, p.ngpus - 1);
     g.i_chunks = u32(ge, "i_chunks", 0, 1 << 24);
+    g.i_loc = ge.attribute_loc("i_chunks");
+    g.s_loc = ge.attribute_loc("s_chunks");
     g.o_chunks = u32(ge, "o_chunks", 0, 1 << 24);
     g.s_chunks = u32(ge, "s_chunks", 0, 1 << 24);
     std::map<uint32_t, const XmlElement*> tbs;

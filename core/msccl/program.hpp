@@ -42,8 +42,8 @@ struct Tb {
 struct Gpu {
   uint32_t id = 0;
   uint32_t i_chunks = 0, o_chunks = 0, s_chunks = 0;
-  Loc loc;
-  std::vector<Tb> tbs;  // by id (contiguous 0 .. n-1)
+  Loc loc, i_loc, s_loc;  // the element, its i_chunks and s_chunks attributes
+  std::vector<Tb> tbs;    // by id (contiguous 0 .. n-1)
 };
 
 struct Program {
