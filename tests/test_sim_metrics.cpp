@@ -188,3 +188,36 @@ TEST_CASE("--set goes to the targets that take it, or to one named target", "[si
   CHECK(sgtest::run_command(sg_cmd("sim ring_allreduce -n 4 --set seq=4K 2>/dev/null")).rc == 2);
   CHECK(sgtest::run_command(sg_cmd("sim ring_allreduce -n 4 --set nosuch:size=1MiB 2>/dev/null")).rc == 2);
 }
+
+TEST_CASE("sim says what the check before the run found: ok at this N, at a smaller N, or not checked and why", "[sim][precheck]") {
+  auto sim_json = [](const std::string& args) {
+    sgtest::Ran r = sgtest::run_command(sg_cmd("sim " + args + " --model analytic --json 2>/dev/null"));
+    INFO(args << "\n" << r.out);
+    REQUIRE(r.rc == 0);
+    return nlohmann::json::parse(r.out);
+  };
+  auto a = sim_json("ring_allreduce -n 8 --set size=1MiB");
+  CHECK(a["check"]["state"] == "ok");
+  CHECK(a["check"]["n"] == 8);
+  CHECK(a["params"]["size"] == 1048576);
+  // Past 64 ranks: verified at the largest of 64, 32, … the schedule accepts.
+  auto b = sim_json("ring_allreduce -n 256 --set size=1MiB");
+  CHECK(b["check"]["state"] == "ok");
+  CHECK(b["check"]["n"] == 64);
+  // A schedule that accepts no N of the check's: not checked, and why.
+  const std::string f = "/tmp/stepgraph_precheck_" + std::to_string(getpid()) + ".sched";
+  FILE* w = std::fopen(f.c_str(), "w");
+  REQUIRE(w);
+  std::fputs(
+      "schedule big() {\n  require N == 128, \"128 ranks\";\n  buffer a[N] bytes 64;\n  init a owned;\n  expect allgather(a);\n"
+      "  for s in 0 .. N - 1 { for r in 0 .. N { send a[(r - s) % N] from r to (r + 1) % N; } }\n}\n",
+      w);
+  std::fclose(w);
+  auto c = sim_json(f + " -n 128");
+  CHECK(c["check"]["state"] == "not checked");
+  CHECK(c["check"]["why_not"] == "the schedule accepts none of N = 64, 32, 16, 8, 4, 2");
+  sgtest::Ran t = sgtest::run_command(sg_cmd("sim " + f + " -n 128 --model analytic 2>&1"));
+  CHECK(t.out.find("  not checked: the schedule accepts none of N = 64, 32, 16, 8, 4, 2") != std::string::npos);
+  CHECK(t.out.find("  parameters: ") == std::string::npos);  // it has none
+  std::remove(f.c_str());
+}
