@@ -155,15 +155,14 @@ int cmd_exec(const ExecOpts& o) {
     MPI_Bcast(&defect, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (defect && !o.allow_defects) {
       if (me == 0) {
-        fail("refused: " + pc.line() + " (--allow-defects runs it anyway)");
-        std::cerr << pc.detail;
+        exec::say("stepgraph: error: refused: " + pc.line() + " (--allow-defects runs it anyway)\n" + pc.detail);
       } else {
         exec::say(exec::job_pointer(me, size, 0, 1, "the check before the run found a defect"));
       }
       finalize();
       return 1;
     }
-    if (defect && me == 0) std::cerr << "stepgraph exec: warning: " << pc.line() << " (run anyway: --allow-defects)\n";
+    if (defect && me == 0) exec::say("stepgraph exec: warning: " + pc.line() + " (run anyway: --allow-defects)\n");
   }
 
   ExecTable x{o, size, tr.device != nullptr, tr.name, tr.why, tr.device_note, swept ? sweep_param : std::string(), std::string(), nullptr};

@@ -278,7 +278,8 @@ static int run_command(int argc, char** argv) {
     auto get = [](const char* n) -> const char* { return std::getenv(n); };
     sg::exec::LaunchInfo job = sg::exec::detect_launch(get, -1);
     if (job.rank <= 0) {
-      std::cerr << "stepgraph: error: " << e.what() << "\n(run with --help for usage)\n";
+      std::string text = std::string("stepgraph: error: ") + e.what() + "\n(run with --help for usage)\n";
+      std::cerr.write(text.data(), static_cast<std::streamsize>(text.size()));  // one write: other ranks print too
       sg::exec::let_others_speak(job.world_size);
     } else {
       std::cerr << sg::exec::job_pointer(job.rank, job.world_size, 0, 2, "a bad command line");

@@ -11,7 +11,12 @@
 namespace sg::cli {
 
 int fail(const std::string& msg) {
-  std::cerr << "stepgraph: error: " << msg << "\n";
+  // One write: under a launcher the other ranks' lines go to the same stream at the same moment,
+  // and a message written in pieces comes out interleaved with them.
+  std::string line = "stepgraph: error: ";
+  line.append(msg).append("\n");
+  std::cerr.write(line.data(), static_cast<std::streamsize>(line.size()));
+  std::cerr.flush();
   return 2;
 }
 

@@ -499,3 +499,14 @@ TEST_CASE("a buffer no step uses and no postcondition covers is warned about at 
     CHECK(l.errors.find("is declared, but no step") == std::string::npos);
   }
 }
+
+TEST_CASE("a range of a buffer with several dimensions is named by its chunks, not by a count", "[elaborate][names]") {
+  // Issue 28: verify's notes said `data[0, 0] +2`.
+  auto b = sgtest::build("schedule s() {\n  buffer m[2, 4] bytes 8;\n  init m contrib;\n  expect nothing;\n}\n", 2);
+  REQUIRE(b.ok());
+  const sg::StepGraph& g = *b.graph;
+  CHECK(g.range_name(sg::Range{0, 1, 2}) == "m[0, 1 .. 3]");
+  CHECK(g.range_name(sg::Range{0, 4, 4}) == "m[1, 0 .. 4]");
+  CHECK(g.range_name(sg::Range{0, 3, 3}) == "m[0, 3] .. m[1, 1] (3 chunks)");
+  CHECK(g.range_name(sg::Range{0, 0, 8}) == "m");
+}

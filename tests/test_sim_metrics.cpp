@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <tuple>
@@ -220,4 +221,25 @@ TEST_CASE("sim says what the check before the run found: ok at this N, at a smal
   CHECK(t.out.find("  not checked: the schedule accepts none of N = 64, 32, 16, 8, 4, 2") != std::string::npos);
   CHECK(t.out.find("  parameters: ") == std::string::npos);  // it has none
   std::remove(f.c_str());
+}
+
+TEST_CASE("the critical path counts a phase's hops once, and a tie is said as one", "[sim][metrics]") {
+  // Issue 28: a 7-hop phase read "recv (14 steps)" (its sends and receives together), and two
+  // equal times "1.00x faster than".
+  sgtest::Ran r = sgtest::run_command(sg_cmd("sim ring_allreduce -n 8 --model analytic 2>&1"));
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  size_t first = r.out.find("recv (7 steps)");
+  REQUIRE(first != std::string::npos);
+  CHECK(r.out.find("recv (7 steps)", first + 1) != std::string::npos);
+  CHECK(r.out.find("14 steps") == std::string::npos);
+  // The same schedule under another file name: the same time.
+  const std::string copy = "/tmp/stepgraph_tie_" + std::to_string(getpid()) + ".sched";
+  REQUIRE(std::system(("cp '" STEPGRAPH_SOURCE_DIR "/schedules/ring_allreduce.sched' '" + copy + "'").c_str()) == 0);
+  sgtest::Ran t = sgtest::run_command(sg_cmd("sim ring_allreduce," + copy + " -n 8 --model analytic 2>&1"));
+  INFO(t.out);
+  CHECK(t.out.find(", as fast as ") != std::string::npos);
+  CHECK(t.out.find("(within 0.5%)") != std::string::npos);
+  CHECK(t.out.find("1.00x faster") == std::string::npos);
+  std::remove(copy.c_str());
 }
