@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <set>
@@ -122,15 +123,25 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
   return 0;
 }
 
-namespace {
-
 int parse_algo(const SimOpts& o, PointPlan& plan) {
   std::string err;
   if (!o.algo.empty() && !parse_algo_choice(o.algo, plan.algo, err)) return fail(err);
+  // NCCL_ALGO and NCCL_PROTO, read as NCCL reads them (core/graph/nccl_tuning.hpp), for NCCL's
+  // choice on a GPU platform; a value NCCL would refuse is refused here, at its token.
+  for (const char* var : {"NCCL_ALGO", "NCCL_PROTO"}) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) continue;
+    size_t at = 0;
+    if (!parse_nccl_list(v, std::string(var) == "NCCL_PROTO", plan.algo.nccl_enables, err, at)) {
+      Session ses;
+      Loc loc{ses.sources.add(var, v), 1, static_cast<uint32_t>(at + 1)};
+      ses.diags.error(loc, err);
+      std::cerr << ses.diags.render(ses.sources);
+      return 2;
+    }
+  }
   return 0;
 }
-
-}  // namespace
 
 int plan_points(const SimOpts& o, PointPlan& plan) {
   std::string err;

@@ -38,6 +38,9 @@ struct PointPlan {
 using sim::PointResult;
 
 int plan_points(const SimOpts& o, PointPlan& plan);
+// --algo, and NCCL_ALGO / NCCL_PROTO from the environment (NCCL's syntax; a located error and 2
+// where NCCL would refuse them), into plan.algo.
+int parse_algo(const SimOpts& o, PointPlan& plan);
 // --model, --protocol, --eager-limit, --gamma, --loggp, --map, --top into SimOptions.
 int sim_options(const SimOpts& o, sim::SimOptions& so);
 PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index);

@@ -420,6 +420,35 @@ schedule hier_misrouted(mp = 4) {
       if (!r.expansions.empty()) line = r.expansions[0];
     }
     if (!line.empty()) std::cout << "   collective: " << line << "\n";
+    // Presets: the machines people own, and NCCL's choice on each (its tables by GPU generation,
+    // the NICs and their PCIe path, the host CPU); NCCL_ALGO forces it as it forces NCCL.
+    std::cout << "\n   The same 1 MiB all-reduce over 4 nodes on presets named after the hardware (`--platform\n"
+                 "   dgx-a100:nodes=4`, `dgx-h100:nodes=4`; also dgx-h200, dgx-b200, gb200-nvl72), then with\n"
+                 "   `NCCL_ALGO=Ring` in the environment, read with NCCL's own syntax:\n\n";
+    for (const char* preset : {"dgx-a100:nodes=4", "dgx-h100:nodes=4", "dgx-h100:nodes=4 NCCL_ALGO=Ring"}) {
+      std::string spec = preset;
+      bool forced = spec.find(' ') != std::string::npos;
+      if (forced) {
+        spec = spec.substr(0, spec.find(' '));
+        setenv("NCCL_ALGO", "Ring", 1);
+      }
+      SimOpts so;
+      so.targets = {wrapper};
+      so.ranks = "32";
+      so.sets = {"size=1MiB"};
+      so.model = "analytic";
+      so.platform = spec;
+      PointPlan plan;
+      int prc = plan_points(so, plan) || sim_options(so, plan.sim) || parse_algo(so, plan);
+      PointResult r = prc ? PointResult{} : run_point(so, plan, 0);
+      if (forced) unsetenv("NCCL_ALGO");
+      if (prc) return 2;
+      std::cout << "   " << preset << ": " << (r.error.empty() ? std::string() : r.error)
+                << (r.expansions.empty() || r.expansions[0].find("(NCCL") == std::string::npos
+                        ? std::string()
+                        : r.expansions[0].substr(r.expansions[0].find("(NCCL")))
+                << "\n";
+    }
   }
   {
     // Context-parallel attention: the same step graphs, analysed and simulated with their tiles.

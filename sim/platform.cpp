@@ -12,6 +12,7 @@
 #include "core/base/input_file.hpp"
 #include "core/base/units.hpp"
 #include "sim/platform/kind.hpp"
+#include "sim/platform/presets.hpp"
 
 namespace sg::sim {
 
@@ -196,7 +197,8 @@ bool parse_platform(const std::string& spec_in, uint32_t nranks, Platform& out, 
   }
   p.kind = found->kind;
   detail::Spec s;
-  std::string kname = kind_name(p.kind);
+  // A preset is named as written (its numbers come from the name: sim/platform/presets.hpp).
+  std::string kname = detail::find_preset(kl) ? kl : std::string(kind_name(p.kind));
   bool ok = detail::split_items(body, s, kname, err, lead + colon + 1) && found->parse(kname, s, p, err);
   if (!ok) {
     at.offset = s.err_offset;

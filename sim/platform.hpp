@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/graph/nccl_tuning.hpp"
+
 #include "core/base/units.hpp"
 
 namespace sg::sim {
@@ -57,6 +59,9 @@ struct NodesParams {
   uint32_t count = 0, gpus = 0, nics = 0;  // nics per node; GPU g uses NIC g / (gpus / nics)
   double nvlink = 0, nvlink_lat = 0;       // per GPU, per direction; lat end to end inside a node
   double nic = 0, nic_lat = 0;             // per NIC, per direction; lat end to end between nodes
+  std::string preset;                      // "dgx-h100" (sim/platform/presets.hpp), or "" for plain nodes:
+  std::string transport = "ib";            // the NICs' fabric: ib (InfiniBand) or roce (RDMA over Ethernet)
+  NcclHardware hw;                         // what NCCL's model reads off this machine (core/graph/nccl_tuning.hpp)
 };
 
 namespace detail {

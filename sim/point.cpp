@@ -248,7 +248,7 @@ PointResult run_point(const PointSpec& p) {
   if (p.platform.empty()) platform.spec += " (the default; --platform to choose)";
   r.network_model = model_name(platform.model);
   // GPUs in nodes: the collectives expand as NCCL's (unless --algo says openmpi), with the node size.
-  if (platform.kind == PlatformKind::Nodes) apply_gpu_platform(bo.algo, platform.nodes.gpus);
+  if (platform.kind == PlatformKind::Nodes) apply_gpu_platform(bo.algo, platform.nodes.hw);
   Built b = build(s, t, bo);
   if (!b.ok()) {
     r.status = 2;

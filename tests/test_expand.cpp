@@ -624,3 +624,107 @@ TEST_CASE("an expansion by NCCL's choice validates, and its schedules' postcondi
   CHECK(f.rep.instances[1].schedule == "nccl_tree_allreduce");
   CHECK(f.rep.instances[1].why == "--algo");
 }
+
+TEST_CASE("NCCL's model on other machines: A100, B200, AMD hosts, fewer NICs, as NCCL's tables say", "[expand][algo][nccl][hardware]") {
+  // DGX A100 (Ampere: 12 NVLinks of 20 GB/s as NCCL counts them, HDR NICs behind PCIe Gen4, AMD
+  // CPUs). One node: the search starts at 40 GB/s (sm<90's array), 6 channels, doubled (before
+  // Hopper the 50 GB/s rule does not apply) to 12 of 20 and 24 in the communicator, which NCCL's
+  // log on a DGX A100 shows (nccl-tests#100: "Channel 19/24").
+  NcclHardware a100;
+  a100.arch = 1;
+  a100.nvlink_per_gpu = 240;
+  a100.nic_GBps = 25;
+  a100.pcie_GBps = 24;
+  a100.amd_cpu = true;
+  NcclTopo one = nccl_topo(8, a100);
+  CHECK(one.graph_channels == 12);
+  CHECK(one.graph_bw == Approx(20.0));
+  CHECK(one.comm_channels == 24);
+  // Across nodes: the GPU–NIC path is 24 GB/s (PCIe Gen4 x16 under the 25 GB/s NIC): 8 channels,
+  // not doubled (below 25 GB/s), 16 in the communicator.
+  NcclTopo two = nccl_topo(16, a100);
+  CHECK(two.graph_channels == 8);
+  CHECK(two.graph_bw == Approx(24.0));
+  CHECK(two.comm_channels == 16);
+  // Ampere's rows of the tables: ring LL128 20 GB/s a channel; across nodes an AMD host's LL cap
+  // (llMaxBws[1][1] = 22.5) and a 2 µs network overhead per intra-node step (×3 with Simple).
+  NcclTuning t = nccl_tune(CollKind::Allreduce, 1 << 20, 16, a100);
+  auto at = [&](NcclAlgo x, NcclProto p) { return t.cost[static_cast<int>(x)][static_cast<int>(p)]; };
+  CHECK(at(NcclAlgo::Ring, NcclProto::LL128).bw_GBps == Approx(8 * 20.0 * 16 / 30));
+  CHECK(at(NcclAlgo::Ring, NcclProto::LL).bw_GBps == Approx(22.5 * 16 / 30));
+  CHECK(at(NcclAlgo::Ring, NcclProto::Simple).latency_us == Approx(8.4 + 28 * 6.0 + 2 * 14.0));
+  CHECK(at(NcclAlgo::Tree, NcclProto::Simple).bw_GBps == Approx(0.92 * 8 * 24 / 2));  // under perChMaxTreeBws[Ampere][2 nodes] = 23.6
+  // The same sizes on H100 pick other pairs: the model is the machine's, not a fixed H100.
+  NcclTuning h = nccl_tune(CollKind::Allreduce, 1 << 20, 16, NcclHardware{});
+  CHECK(h.cost[1][1].bw_GBps == Approx(8 * 36.7 * 16 / 30));
+
+  // B200 (Blackwell: 18 NVLinks of 40.1): one node, 8 channels of 90 doubled to 16 of 45.
+  NcclHardware b200;
+  b200.arch = 3;
+  b200.nvlink_per_gpu = 18 * 40.1;
+  NcclTopo b = nccl_topo(8, b200);
+  CHECK(b.graph_channels == 16);
+  CHECK(b.graph_bw == Approx(45.0));
+  CHECK(nccl_tune(CollKind::Allreduce, 1024, 8, b200).cost[1][0].bw_GBps == Approx(282.0 * 8 / 14));  // 2 × Hopper's LL cap
+
+  // Four NICs for eight H100s: one channel per NIC, 4 of 48 GB/s, which the search doubles
+  // (ncclTopoDupChannels keeps 4 channels or fewer below 50 GB/s) to 8 of 24.
+  NcclHardware four = NcclHardware{};
+  four.nics_per_node = 4;
+  CHECK(nccl_topo(16, four).graph_channels == 8);
+  CHECK(nccl_topo(16, four).graph_bw == Approx(24.0));
+  // A slower NIC lowers the first speed the search tries: 200 Gb/s = 25 GB/s gives 24.
+  NcclHardware slow = NcclHardware{};
+  slow.nic_GBps = 25;
+  CHECK(nccl_topo(16, slow).graph_bw == Approx(24.0));
+}
+
+TEST_CASE("NCCL_ALGO and NCCL_PROTO as NCCL parses them", "[expand][algo][nccl][env]") {
+  NcclEnables e;
+  std::string err;
+  size_t at = 0;
+  REQUIRE(parse_nccl_list("Ring", false, e, err, at));
+  CHECK(e.algo[4][1]);   // AllReduce, Ring
+  CHECK(!e.algo[4][0]);  // AllReduce, Tree
+  CHECK(!e.algo[0][0]);
+  // '^' excludes; names compare without case; per-function entries after the first.
+  NcclEnables f;
+  REQUIRE(parse_nccl_list("^nvls;allreduce:TREE", false, f, err, at));
+  CHECK(f.algo[2][1]);   // AllGather keeps Ring
+  CHECK(!f.algo[2][4]);  // no NVLS
+  CHECK(f.algo[4][0]);   // AllReduce: Tree only
+  CHECK(!f.algo[4][1]);
+  NcclEnables p;
+  REQUIRE(parse_nccl_list("LL,Simple;allreduce:^LL", true, p, err, at));
+  CHECK(p.proto[0][0]);
+  CHECK(!p.proto[0][1]);
+  CHECK(!p.proto[4][0]);
+  CHECK(p.proto[4][1]);
+  // NCCL's errors, at the token.
+  NcclEnables bad;
+  CHECK_FALSE(parse_nccl_list("ring, tree", false, bad, err, at));
+  CHECK(err.find("Unrecognized element token \" tree\"") != std::string::npos);
+  CHECK(err.find("NCCL does not trim spaces") != std::string::npos);
+  CHECK(at == 5);
+  CHECK_FALSE(parse_nccl_list("ring;tree", false, bad, err, at));
+  CHECK(err.find("All entries except the first must have a prefix") != std::string::npos);
+  CHECK(at == 5);
+  CHECK_FALSE(parse_nccl_list("allgathr:ring", false, bad, err, at));
+  CHECK(err.find("Unrecognized prefix token \"allgathr\"") != std::string::npos);
+  CHECK(at == 0);
+  CHECK_FALSE(parse_nccl_list("LL256", true, bad, err, at));
+  // The model honours them: forcing the ring where NCCL would pick the tree.
+  NcclEnables ring;
+  REQUIRE(parse_nccl_list("Ring", false, ring, err, at));
+  NcclTuning free = nccl_tune(CollKind::Allreduce, 1 << 20, 32, NcclHardware{});
+  NcclTuning forced = nccl_tune(CollKind::Allreduce, 1 << 20, 32, NcclHardware{}, ring);
+  CHECK(free.algo == NcclAlgo::Tree);
+  CHECK(forced.algo == NcclAlgo::Ring);
+  // Nothing the model has: NCCL fails the call, and so does the expansion (with the reason).
+  NcclEnables nvls;
+  REQUIRE(parse_nccl_list("NVLS", false, nvls, err, at));
+  CHECK(nccl_tune(CollKind::Allreduce, 1 << 20, 32, NcclHardware{}, nvls).none_enabled);
+  AlgoPick none = nccl_default(CollKind::Allreduce, 1 << 20, 32, NcclHardware{}, nvls);
+  CHECK(none.schedule.empty());
+  CHECK(none.why.find("NCCL itself would fail the call") != std::string::npos);
+}

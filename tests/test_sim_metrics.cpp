@@ -243,3 +243,48 @@ TEST_CASE("the critical path counts a phase's hops once, and a tie is said as on
   CHECK(t.out.find("1.00x faster") == std::string::npos);
   std::remove(copy.c_str());
 }
+
+TEST_CASE("sim on a preset follows NCCL's choice for that machine, and honours NCCL_ALGO and NCCL_PROTO", "[sim][presets][nccl]") {
+  // One all-reduce step: expanded as NCCL would run it on the platform.
+  const std::string ar = "/tmp/stepgraph_nccl_ar_" + std::to_string(getpid()) + ".sched";
+  FILE* w = std::fopen(ar.c_str(), "w");
+  REQUIRE(w);
+  std::fputs(
+      "schedule ar(size = 1MiB) {\n  buffer data[N] bytes size / N;\n  init data contrib;\n  expect allreduce(data);\n"
+      "  allreduce data over world;\n}\n",
+      w);
+  std::fclose(w);
+  auto run = [&](const std::string& env, const std::string& args) {
+    std::string a = args;
+    if (a.rfind("AR ", 0) == 0) a = ar + a.substr(2);
+    return sgtest::run_command(env + " " + sg_cmd("sim " + a + " --model analytic 2>&1"));
+  };
+  // A 2-node DGX A100: NCCL's choice is reported with the machine's GPUs.
+  sgtest::Ran a = run("", "AR -n 16 --platform dgx-a100:nodes=2");
+  INFO(a.out);
+  REQUIRE(a.rc == 0);
+  CHECK(a.out.find("of 8 A100s") != std::string::npos);
+  // NCCL_ALGO=Ring: the ring where the tree would win across 4 nodes at 1 MiB.
+  sgtest::Ran free = run("", "AR -n 32 --platform dgx-h100:nodes=4");
+  sgtest::Ran ring = run("NCCL_ALGO=Ring", "AR -n 32 --platform dgx-h100:nodes=4");
+  INFO(free.out << "\n" << ring.out);
+  REQUIRE(free.rc == 0);
+  REQUIRE(ring.rc == 0);
+  CHECK(free.out.find("picks tree/") != std::string::npos);
+  CHECK(ring.out.find("picks ring/") != std::string::npos);
+  CHECK(ring.out.find("picks tree/") == std::string::npos);
+  sgtest::Ran simple = run("NCCL_PROTO=Simple", "AR -n 32 --platform dgx-h100:nodes=4");
+  CHECK(simple.out.find("/Simple on") != std::string::npos);
+  // What NCCL refuses, refused here with the token: exit 2.
+  sgtest::Ran bad = run("env 'NCCL_ALGO=ring, tree'", "AR -n 8 --platform dgx-h100:nodes=1");
+  INFO(bad.out);
+  CHECK(bad.rc == 2);
+  CHECK(bad.out.find("NCCL_ALGO:1:6: error: Unrecognized element token \" tree\"") != std::string::npos);
+  CHECK(bad.out.find("^") != std::string::npos);
+  // Nothing the model has left for the kind: NCCL would fail the call, and the point is refused.
+  sgtest::Ran nvls = run("NCCL_ALGO=NVLS", "AR -n 32 --platform dgx-h100:nodes=4");
+  INFO(nvls.out);
+  CHECK(nvls.rc == 2);
+  CHECK(nvls.out.find("NCCL itself would fail the call") != std::string::npos);
+  std::remove(ar.c_str());
+}

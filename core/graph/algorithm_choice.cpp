@@ -459,9 +459,29 @@ void apply_gpu_platform(AlgoChoice& c, uint32_t gpus_per_node) {
   if (c.gpus_per_node == 0) c.gpus_per_node = gpus_per_node;
 }
 
+void apply_gpu_platform(AlgoChoice& c, const NcclHardware& hw) {
+  uint32_t given = c.gpus_per_node;  // --algo nccl:gpus=G wins over the platform's node size
+  c.nccl_hw = hw;
+  apply_gpu_platform(c, hw.gpus_per_node);
+  if (given) c.gpus_per_node = given;
+}
+
 AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_node) {
-  NcclTuning t = nccl_tune(k, bytes, n, gpus_per_node);
+  NcclHardware hw;
+  hw.gpus_per_node = gpus_per_node;
+  return nccl_default(k, bytes, n, hw, NcclEnables());
+}
+
+AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware& hw, const NcclEnables& enables) {
+  NcclTuning t = nccl_tune(k, bytes, n, hw, enables);
   AlgoPick p;
+  if (t.none_enabled) {
+    p.why = std::string("NCCL_ALGO=") + (enables.algo_text.empty() ? "(unset)" : enables.algo_text) +
+            " and NCCL_PROTO=" + (enables.proto_text.empty() ? "(unset)" : enables.proto_text) + " leave " + coll_name(k) +
+            " no algorithm and protocol stepgraph models (ring or tree; LL, LL128 or Simple): NCCL itself would fail the call "
+            "(\"No algorithm/protocol available\")";
+    return p;
+  }
   if (!t.modelled) {
     switch (k) {
       case CollKind::Reduce: p.schedule = "binomial_reduce"; break;
@@ -480,12 +500,17 @@ AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_
   p.why = std::string("NCCL 2.30 picks ") + nccl_algo_name(t.algo) + "/" + nccl_proto_name(t.proto) + " on " +
           count(static_cast<uint32_t>(t.channels), "channel", "channels") + " of " +
           count(static_cast<uint32_t>(t.pieces), "chunk", "chunks") + " (" + est + " us) for " + std::to_string(bytes) +
-          " B at N = " + std::to_string(n) + " on " + count(t.topo.nodes, "node", "nodes") + " of " + count(t.topo.gpus, "GPU", "GPUs");
+          " B at N = " + std::to_string(n) + " on " + count(t.topo.nodes, "node", "nodes") + " of " +
+          (hw.name.empty() ? count(t.topo.gpus, "GPU", "GPUs") : count(t.topo.gpus, hw.name.c_str(), (hw.name + "s").c_str()));
   return p;
 }
 
 AlgoPick default_pick(const AlgoChoice& c, CollKind k, uint64_t bytes, uint32_t n) {
-  if (c.defaults == AlgoDefault::Nccl) return nccl_default(k, bytes, n, c.gpus_per_node);
+  if (c.defaults == AlgoDefault::Nccl) {
+    NcclHardware hw = c.nccl_hw;
+    hw.gpus_per_node = c.gpus_per_node;
+    return nccl_default(k, bytes, n, hw, c.nccl_enables);
+  }
   return openmpi_default(k, bytes, n);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/kinds.hpp"
+#include "core/graph/nccl_tuning.hpp"
 
 namespace sg {
 
@@ -44,6 +45,10 @@ struct AlgoChoice {
   // platform or `--algo nccl:gpus=G`; 0 on a CPU platform, where NCCL's choice takes every
   // rank for a node of its own. It also reaches the NCCL schedules' `gpus` when named by --algo.
   uint32_t gpus_per_node = 0;
+  // The machine NCCL's model runs on (its gpus_per_node is the field above, which the
+  // expansion narrows to a group's members on a node), and NCCL_ALGO / NCCL_PROTO.
+  NcclHardware nccl_hw;
+  NcclEnables nccl_enables;
   const std::string& operator[](CollKind k) const { return schedule[static_cast<size_t>(k)]; }
 };
 
@@ -62,6 +67,8 @@ AlgoChoice nccl_choice(uint32_t gpus_per_node);
 // did not name follow NCCL unless --algo said `openmpi`, and the node size is the platform's
 // unless --algo said `nccl:gpus=G` (gpus_per_node already set). Per-kind names stay as they are.
 void apply_gpu_platform(AlgoChoice& c, uint32_t gpus_per_node);
+// The same for a platform that says what its GPUs are (a preset: sim/platform/presets.cpp).
+void apply_gpu_platform(AlgoChoice& c, const NcclHardware& hw);
 
 // An algorithm to run: a library schedule and parameters it takes beyond `size` and `root`
 // (which the expansion sets from the collective), with the reason it was picked.
@@ -86,6 +93,9 @@ AlgoPick openmpi_default(CollKind k, uint64_t bytes, uint32_t n);
 // `gpus`. Kinds NCCL has no algorithm choice for: reduce (our only reduce, binomial), alltoall
 // (linear: NCCL posts every peer's send and receive at once), barrier (dissemination).
 AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_node);
+// The same on the machine `hw` (its gpus_per_node), with NCCL_ALGO / NCCL_PROTO applied; a kind
+// they leave no pair the model has gets an empty schedule and the reason in `why`.
+AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware& hw, const NcclEnables& enables);
 
 // The pick for a kind --algo did not name: NCCL's or Open MPI's, as c.defaults says.
 AlgoPick default_pick(const AlgoChoice& c, CollKind k, uint64_t bytes, uint32_t n);

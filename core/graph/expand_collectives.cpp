@@ -157,6 +157,11 @@ class Expander {
       if (here.gpus_per_node) pick.params.emplace_back("gpus", here.gpus_per_node);
     } else {
       pick = default_pick(here, c.kind, e.bytes, n);
+      if (pick.schedule.empty()) {  // NCCL_ALGO / NCCL_PROTO enable nothing for this kind
+        diags_.error(g_.loc(s0), pick.why);
+        failed_ = true;
+        return false;
+      }
     }
     // The chosen algorithm, or when it refuses this group size its fallback, then the kind's
     // algorithms in order.

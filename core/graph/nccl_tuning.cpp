@@ -69,8 +69,10 @@
 #include "core/graph/nccl_tuning.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 
 namespace sg {
 
@@ -80,29 +82,50 @@ constexpr int kTree = 0, kRing = 1;
 constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
 constexpr int kNvlink = 0, kNet = 2;  // NCCL_HW_NVLINK, NCCL_HW_NET (PCI is 1)
 
-// tuning.cc:148–212, the Tree and Ring rows, Hopper's columns where there is a choice.
+// tuning.cc:148–212, the Tree and Ring rows (one table for every architecture), and the
+// per-architecture bandwidth caps, rows by compCapIndex (Volta, Ampere, Hopper, Blackwell),
+// columns by nodes (1, 2, more).
 // clang-format off
 constexpr double kBaseLat[2][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}};    // 151: [Tree, Ring][LL, LL128, Simple]
 constexpr double kHwLat[3][2][3] = {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}},   // 159: NVLINK
                                     {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}},    // 165: PCI
                                     {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}}};   // 171: NET
-constexpr double kLlMaxBw[2][3] = {{39.0, 39.0, 20.4}, {141.0, 45.0, 35.0}};  // 179 (Intel CPUs), 181 (Hopper); [·][nodes 1, 2, more]
-constexpr double kPerChRingLL128Bw[3] = {36.7, 36.7, 36.7};                   // 188, Hopper
-constexpr double kPerChTreeLL128Bw[3] = {36.7, 36.7, 29.0};                   // 195, Hopper
-constexpr double kPerChTreeBw[3] = {38.7, 41.4, 36.0};                        // 202, Hopper
+// 179–182: row cc on one node; across nodes row 0 (Intel, ARM) or 1 (AMD), columns 2 and more.
+constexpr double kLlMaxBw[4][3] = {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {2 * 141.0, 2 * 45.0, 2 * 35.0}};
+constexpr double kPerChRingLL128Bw[4][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {40.0, 40.0, 40.0}};  // 186–189
+constexpr double kPerChTreeLL128Bw[4][3] = {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {55.6, 31.67, 20.0}}; // 193–196
+constexpr double kPerChTreeBw[4][3] = {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {70.0, 42.8, 24.0}};        // 200–203
 // 623–627: powers of two from 64 B to 256 MiB, per protocol.
 constexpr double kTreeCorrection[3][24] = {
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7, .7, .7, .6, .5, .4, .4, .5, .6, .7, .8, .9, 1.0, 1.0, 1.0, 1.0, 1.0},
     {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7, .6, .6, .6, .6, .6, .6, .8, .9, .9, .9, .9, 1.0, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9, .9}};
+// The speeds the search tries (search.cc:1051–1067): sm<90, sm90, sm100; inside one node (intra)
+// and across nodes (inter).
+constexpr double kSpeedIntra[3][13] = {{40, 30, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3},
+                                       {60, 50, 40, 30, 24, 20, 15, 12, 11, 6, 3, 0, 0},
+                                       {90, 80, 70, 60, 50, 45, 40, 30, 24, 20, 19, 18, 0}};
+constexpr double kSpeedInter[3][20] = {{48, 30, 28, 24, 20, 18, 15, 12, 10, 9, 7, 6, 5, 4, 3, 2.4, 1.2, 0.24, 0.12, 0},
+                                       {48, 45, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12, 0, 0, 0},
+                                       {96, 86, 80, 48, 45.1, 42, 40, 30, 24, 22, 20, 17.5, 15, 12, 6, 3, 2.4, 1.2, 0.24, 0.12}};
 // clang-format on
 
-constexpr double kNvlinkPerGpu = 18 * 20.6;  // 18 NVLinks × SM90_NVLINK_BW (topo.h:22)
-constexpr double kFirstSpeedIntra = 60.0;    // sm90SpeedArrayIntra[0] (search.cc:1057)
-constexpr double kFirstSpeedInter = 48.0;    // sm90SpeedArrayInter[0] = the GPU–NIC path (1058)
-constexpr int kMaxGraphChannels = 32;        // MAXCHANNELS / 2 (init.cc:1177)
-constexpr int kMaxChannels = 64;             // MAXCHANNELS (src/include/device.h:91)
-constexpr double kNetOverhead = 1.0;         // Intel x86 (tuning.cc:230)
+constexpr int kMaxGraphChannels = 32;  // MAXCHANNELS / 2 (init.cc:1177)
+constexpr int kMaxChannels = 64;       // MAXCHANNELS (src/include/device.h:91)
+
+// The speed array of an architecture: sm<90 share one (search.cc:1051–1067).
+int speed_row(int arch) { return arch >= 3 ? 2 : arch == 2 ? 1 : 0; }
+
+// The first speed the search tries: the first of the array that the best path carries and the
+// GPU's links can hold at least once (search.cc:1170–1174).
+template <size_t K>
+double first_speed(const double (&speeds)[K], double max_bw, double total_bw) {
+  for (double s : speeds)
+    if (s > 0 && s <= max_bw && s <= total_bw) return s;
+  for (size_t i = K; i-- > 0;)
+    if (speeds[i] > 0) return speeds[i];
+  return 1;
+}
 
 // log2Down (src/include/bitops.h:292): -1 for 0.
 int log2i(uint64_t x) {
@@ -116,10 +139,11 @@ int log2i(uint64_t x) {
 
 uint64_t cdiv(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-// ncclTopoDupChannels (search.cc:1036–1049) on Hopper.
-void dup_channels(int& ch, double& bw) {
+// ncclTopoDupChannels (search.cc:1036–1049): not below 25 GB/s, nor after Ampere below 50 GB/s
+// with more than 4 channels.
+void dup_channels(int arch, int& ch, double& bw) {
   if (bw < 25.0) return;
-  if (bw < 50.0 && ch > 4) return;
+  if (arch >= 2 && bw < 50.0 && ch > 4) return;
   int dup = std::min(2 * ch, kMaxGraphChannels);
   bw /= static_cast<double>(cdiv(dup, ch));
   ch = dup;
@@ -145,6 +169,93 @@ uint64_t chunk_bytes(CollKind k, int algo, int proto, const NcclTopo& t, uint64_
 
 }  // namespace
 
+namespace {
+
+bool same_word(const std::string& a, const char* b) {
+  size_t n = std::strlen(b);
+  if (a.size() != n) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+}  // namespace
+
+bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, std::string& err, size_t& at) {
+  // init.cc:52–55: ncclFuncStr, ncclAlgoStr, ncclProtoStr.
+  static const char* const kFuncs[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+  static const char* const kAlgos[7] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+  static const char* const kProtos[3] = {"LL", "LL128", "Simple"};
+  const char* const* names = protocols ? kProtos : kAlgos;
+  const size_t count = protocols ? 3 : 7;
+  size_t pos = 0;
+  bool first = true;
+  while (true) {
+    size_t end = text.find(';', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string entry = text.substr(pos, end - pos);
+    // [function:]list
+    std::array<bool, 5> funcs;
+    funcs.fill(true);
+    size_t list_at = pos;
+    if (size_t colon = entry.find(':'); colon != std::string::npos) {
+      std::string fn = entry.substr(0, colon);
+      int f = -1;
+      for (int i = 0; i < 5; ++i)
+        if (same_word(fn, kFuncs[i])) f = i;
+      if (f < 0) {
+        err = "Unrecognized prefix token \"" + fn + "\" when parsing \"" + text +
+              "\" (functions: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)";
+        at = pos;
+        return false;
+      }
+      funcs.fill(false);
+      funcs[static_cast<size_t>(f)] = true;
+      entry = entry.substr(colon + 1);
+      list_at = pos + colon + 1;
+    } else if (!first) {
+      err = "All entries except the first must have a prefix: \"" + text + "\"";
+      at = pos;
+      return false;
+    }
+    bool exclude = !entry.empty() && entry[0] == '^';
+    if (exclude) {
+      entry.erase(0, 1);
+      ++list_at;
+    }
+    // The entry resets its functions' lists: all off, or all on with '^'; then its names flip.
+    for (size_t f = 0; f < 5; ++f) {
+      if (!funcs[f]) continue;
+      for (size_t i = 0; i < count; ++i) (protocols ? out.proto[f][i] : out.algo[f][i]) = exclude;
+    }
+    size_t tpos = 0;
+    while (tpos <= entry.size()) {
+      size_t comma = entry.find(',', tpos);
+      if (comma == std::string::npos) comma = entry.size();
+      std::string token = entry.substr(tpos, comma - tpos);
+      size_t idx = count;
+      for (size_t i = 0; i < count; ++i)
+        if (same_word(token, names[i])) idx = i;
+      if (idx == count) {
+        std::string all;
+        for (size_t i = 0; i < count; ++i) all += (i ? ", " : "") + std::string(names[i]);
+        err = "Unrecognized element token \"" + token + "\" when parsing \"" + text + "\" (" + (protocols ? "protocols" : "algorithms") +
+              ": " + all + (token.find(' ') != std::string::npos ? "; NCCL does not trim spaces" : "") + ")";
+        at = list_at + tpos;
+        return false;
+      }
+      for (size_t f = 0; f < 5; ++f)
+        if (funcs[f]) (protocols ? out.proto[f][idx] : out.algo[f][idx]) = !exclude;
+      tpos = comma + 1;
+    }
+    first = false;
+    if (end == text.size()) break;
+    pos = end + 1;
+  }
+  (protocols ? out.proto_text : out.algo_text) = text;
+  return true;
+}
+
 const char* nccl_algo_name(NcclAlgo a) { return a == NcclAlgo::Tree ? "tree" : "ring"; }
 const char* nccl_proto_name(NcclProto p) {
   switch (p) {
@@ -155,44 +266,66 @@ const char* nccl_proto_name(NcclProto p) {
   return "?";
 }
 
-NcclTopo nccl_topo(uint32_t ranks, uint32_t gpus_per_node) {
+NcclTopo nccl_topo(uint32_t ranks, const NcclHardware& hw) {
   NcclTopo t;
   t.ranks = ranks;
-  t.gpus = std::max<uint32_t>(1, gpus_per_node);
+  t.gpus = std::max<uint32_t>(1, hw.gpus_per_node);
   t.nodes = static_cast<uint32_t>(cdiv(std::max<uint32_t>(1, ranks), t.gpus));
+  int row = speed_row(hw.arch);
   int ch;
   double bw;
   if (t.nodes == 1) {
-    bw = kFirstSpeedIntra;
-    ch = std::min(kMaxGraphChannels, static_cast<int>(kNvlinkPerGpu / bw));
+    // The best GPU-to-GPU path is a GPU's NVLinks into the NVSwitch, and so are all its links.
+    bw = first_speed(kSpeedIntra[row], hw.nvlink_per_gpu, hw.nvlink_per_gpu);
+    ch = std::min(kMaxGraphChannels, std::max(1, static_cast<int>(hw.nvlink_per_gpu / bw)));
   } else {
-    bw = kFirstSpeedInter;
+    // Across nodes the best path is a GPU's way to its NIC (PCIe, then the NIC): one channel per
+    // NIC, as many as the NVLinks can relay ((G-1)/G of the channels cross each GPU).
+    double path = std::min(hw.pcie_GBps, hw.nic_GBps);
+    bw = first_speed(kSpeedInter[row], path, hw.nvlink_per_gpu);
     int g = static_cast<int>(std::min(t.gpus, ranks));
-    ch = g;
-    if (g > 1) ch = std::min(g, static_cast<int>(kNvlinkPerGpu / (bw * (g - 1) / g)));
+    int nics = hw.nics_per_node ? static_cast<int>(std::min<uint32_t>(hw.nics_per_node, t.gpus)) : g;
+    ch = std::min(g, nics);
+    if (g > 1) ch = std::min(ch, std::max(1, static_cast<int>(hw.nvlink_per_gpu / (bw * (g - 1) / g))));
     ch = std::min(ch, kMaxGraphChannels);
   }
-  dup_channels(ch, bw);
+  dup_channels(hw.arch, ch, bw);
   t.graph_channels = ch;
   t.graph_bw = bw;
   int comm = std::min(kMaxChannels, 2 * ch);
-  if (t.nodes > 1 && bw > 45.0 && comm < 16) comm = std::min(kMaxChannels, 2 * comm);
+  if (hw.arch >= 2 && t.nodes > 1 && bw > 45.0 && comm < 16) comm = std::min(kMaxChannels, 2 * comm);
   t.comm_channels = comm;
   return t;
 }
 
+NcclTopo nccl_topo(uint32_t ranks, uint32_t gpus_per_node) {
+  NcclHardware hw;
+  hw.gpus_per_node = gpus_per_node;
+  return nccl_topo(ranks, hw);
+}
+
 NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_node) {
+  NcclHardware hw;
+  hw.gpus_per_node = gpus_per_node;
+  return nccl_tune(k, bytes, n, hw);
+}
+
+NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware& hwd, const NcclEnables& en) {
   NcclTuning r;
-  r.topo = nccl_topo(n, gpus_per_node);
+  r.topo = nccl_topo(n, hwd);
   const NcclTopo& t = r.topo;
   bool allreduce = k == CollKind::Allreduce;
   r.modelled = allreduce || k == CollKind::Allgather || k == CollKind::ReduceScatter || k == CollKind::Bcast;
   if (!r.modelled || n < 2) return r;
+  // NCCL's function index (init.cc:52): Broadcast, Reduce, AllGather, ReduceScatter, AllReduce.
+  int fn = k == CollKind::Bcast ? 0 : k == CollKind::Allgather ? 2 : k == CollKind::ReduceScatter ? 3 : 4;
 
+  int cc = std::clamp(hwd.arch, 0, 3);
   int nodes = static_cast<int>(t.nodes);
   int nranks = static_cast<int>(n);
   int index2 = nodes <= 2 ? nodes - 1 : 2;
-  double llMaxBw = kLlMaxBw[nodes == 1 ? 1 : 0][index2];
+  double llMaxBw = nodes == 1 ? kLlMaxBw[cc][0] : kLlMaxBw[hwd.amd_cpu ? 1 : 0][index2];
+  double netOverhead = hwd.amd_cpu ? 2.0 : 1.0;  // tuning.cc:228–233
   int hw = nodes == 1 ? kNvlink : kNet;
   bool ppn1 = nodes == nranks;
   int nsteps = allreduce ? 2 * (nranks - 1) : k == CollKind::Bcast ? nranks : nranks - 1;
@@ -200,13 +333,15 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_n
 
   for (int a : {kTree, kRing}) {
     if (a == kTree && !allreduce) continue;  // tuning.cc:294–298
+    if (!en.algo[static_cast<size_t>(fn)][static_cast<size_t>(a)]) continue;
     for (int p : {kLL, kLL128, kSimple}) {
+      if (!en.proto[static_cast<size_t>(fn)][static_cast<size_t>(p)]) continue;
       double busBw = ch * t.graph_bw;
       if (a == kRing && p == kLL) busBw = std::min(llMaxBw, busBw * .5);
-      if (a == kRing && p == kLL128) busBw = std::min(busBw * .92, ch * kPerChRingLL128Bw[index2]);
-      if (a == kTree && allreduce) busBw = std::min(busBw * .92, ch * kPerChTreeBw[index2]);
+      if (a == kRing && p == kLL128) busBw = std::min(busBw * .92, ch * kPerChRingLL128Bw[cc][index2]);
+      if (a == kTree && allreduce) busBw = std::min(busBw * .92, ch * kPerChTreeBw[cc][index2]);
       if (a == kTree && p == kLL) busBw = std::min(busBw * 1.0 / 3.8, llMaxBw);
-      if (a == kTree && p == kLL128) busBw = std::min(busBw * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ch * kPerChTreeLL128Bw[index2]);
+      if (a == kTree && p == kLL128) busBw = std::min(busBw * (nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0), ch * kPerChTreeLL128Bw[cc][index2]);
       double bw = busBw * (a == kRing ? static_cast<double>(nranks) / nsteps : .5);
 
       double lat = kBaseLat[a][p];
@@ -217,7 +352,7 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_n
           double l = p == kSimple ? kHwLat[hw][kTree][p] : kHwLat[hw][a][p];
           lat += nsteps * l;
         } else {
-          double overhead = nodes > 1 ? kNetOverhead * (p == kSimple ? 3 : 1) : 0.0;
+          double overhead = nodes > 1 ? netOverhead * (p == kSimple ? 3 : 1) : 0.0;
           intraLat = std::max(intraLat, overhead);
           int inter = nodes == 1 ? 0 : allreduce ? 2 * (nodes - 1) : nodes - 1;
           lat += (nsteps - inter) * intraLat + inter * interLat;
@@ -231,7 +366,8 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_n
       int logSize = log2i(bytes >> 6);
       if (a == kTree && allreduce && logSize >= 0 && logSize < 23) tbw *= kTreeCorrection[p][logSize];
       double tlat = lat;
-      if (a == kRing && p == kSimple && nodes > 1 && allreduce && bytes / (static_cast<uint64_t>(t.comm_channels) * n) >= 64) tlat *= 1.4;
+      if (a == kRing && p == kSimple && nodes > 1 && allreduce && bytes / (static_cast<uint64_t>(t.comm_channels) * n) >= 64)
+        tlat *= cc == 0 ? 1.9 : 1.4;  // 647–650: Volta 1.9
       NcclCost& c = r.cost[a][p];
       c.enabled = true;
       c.latency_us = lat;
@@ -250,6 +386,10 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_n
         ba = a;
         bp = p;
       }
+  if (best == FLT_MAX) {  // NCCL_ALGO / NCCL_PROTO left nothing the model has
+    r.none_enabled = true;
+    return r;
+  }
   r.algo = static_cast<NcclAlgo>(ba);
   r.proto = static_cast<NcclProto>(bp);
   r.time_us = best;

@@ -1,16 +1,55 @@
 // NCCL's tuning model, as NCCL itself runs it to pick an algorithm, a protocol and a channel
 // count for each collective (src/graph/tuning.cc and src/enqueue.cc, NCCL v2.30.7), on the
-// machine a `nodes:` platform describes: nodes of G GPUs on an NVSwitch, H100-class (NCCL's
-// Hopper tables), one 400 Gb/s NIC per GPU. algorithm_choice.cpp turns its answer into a
-// library schedule and its parameters; it is a file of its own because it is a model of another
-// library's decisions, with its own tables and its own sources, like Open MPI's tables are.
+// machine a platform describes (NcclHardware: the GPU generation, its NVLinks, the NICs and
+// their PCIe path, the host CPU; a `nodes:` platform is an H100 node, the presets name others,
+// sim/platform/presets.cpp). algorithm_choice.cpp turns its answer into a library schedule and
+// its parameters; it is a file of its own because it is a model of another library's decisions,
+// with its own tables and its own sources, like Open MPI's tables are.
 #pragma once
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "core/base/kinds.hpp"
 
 namespace sg {
+
+// What NCCL's topology search and tuning tables read off a machine. The defaults are an H100
+// node of 8 GPUs with one 400 Gb/s NIC each behind a PCIe Gen5 x16 switch and Intel CPUs.
+struct NcclHardware {
+  // compCapIndex (tuning.cc:263-276): 0 Volta (sm70), 1 Ampere (sm80), 2 Hopper (sm90),
+  // 3 Blackwell (sm100): which row of the per-architecture tables, and which speed arrays.
+  int arch = 2;
+  uint32_t gpus_per_node = 8;     // 0: one rank per node, no NVLink
+  double nvlink_per_gpu = 370.8;  // GB/s into the NVSwitch as NCCL counts it: links × SMxx_NVLINK_BW (topo.h:17-35)
+  uint32_t nics_per_node = 0;     // 0: one per GPU
+  double nic_GBps = 50;           // per NIC: mbps / 8000 (topo.cc:415-418)
+  double pcie_GBps = 48;          // the GPU–NIC path: PCIe width·speed/80 (topo.cc:545-557): Gen4 x16 24, Gen5 x16 48
+  bool amd_cpu = false;           // AMD hosts: 2 µs net overhead and llMaxBws' AMD row across nodes (tuning.cc:228-233, 269-271)
+  std::string name;               // the GPU, for the reasons printed ("… on 2 nodes of 8 H100s"); "" says GPUs
+};
+
+// NCCL_ALGO and NCCL_PROTO as NCCL reads them (tuning.cc parseList, l.55-136): per function
+// (Broadcast, Reduce, AllGather, ReduceScatter, AllReduce), which algorithms (Tree, Ring,
+// CollNetDirect, CollNetChain, NVLS, NVLSTree, PAT) and protocols (LL, LL128, Simple) NCCL may
+// use. Everything is enabled by default.
+struct NcclEnables {
+  std::array<std::array<bool, 7>, 5> algo;
+  std::array<std::array<bool, 3>, 5> proto;
+  std::string algo_text, proto_text;  // the variables as given ("" when unset)
+  NcclEnables() {
+    for (auto& f : algo) f.fill(true);
+    for (auto& f : proto) f.fill(true);
+  }
+};
+
+// Parses one variable's value into `out` with NCCL's grammar (v2.24 on): entries separated by
+// ';', each `[function:]list`, every entry but the first with its function; a list is names
+// separated by ',' (only those enabled) or '^' and names (all but those); names compare without
+// case; spaces are not trimmed (NCCL fails on "ring, tree" and so does this). `protocols`:
+// NCCL_PROTO's names, else NCCL_ALGO's. False with NCCL's own words for the error in `err` and
+// the 0-based offset of the token at fault in `at` (NCCL refuses the communicator there).
+bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, std::string& err, size_t& at);
 
 // NCCL's algorithm and protocol numbers (NCCL_ALGO_TREE 0, NCCL_ALGO_RING 1; NCCL_PROTO_LL 0,
 // NCCL_PROTO_LL128 1, NCCL_PROTO_SIMPLE 2): the only ones we model.
@@ -28,7 +67,8 @@ struct NcclTopo {
   double graph_bw = 0;                      // bwIntra = bwInter, GB/s per channel
   int comm_channels = 0;                    // comm->nChannels
 };
-NcclTopo nccl_topo(uint32_t ranks, uint32_t gpus_per_node);
+NcclTopo nccl_topo(uint32_t ranks, const NcclHardware& hw);
+NcclTopo nccl_topo(uint32_t ranks, uint32_t gpus_per_node);  // an H100 node of that many GPUs
 
 // The model's cost of one algorithm and protocol: NCCL's latency (µs) and bandwidth (GB/s of
 // algorithm bandwidth), and the time it predicts for the size (latency + bytes / bandwidth, with
@@ -42,6 +82,9 @@ struct NcclTuning {
   NcclTopo topo;
   std::array<std::array<NcclCost, 3>, 2> cost{};  // [NcclAlgo][NcclProto]
   bool modelled = false;                          // false: NCCL has no choice to make for this kind
+  // NCCL_ALGO / NCCL_PROTO leave this kind no pair the model has (ring or tree, LL, LL128 or
+  // Simple): NCCL itself fails the call ("No algorithm/protocol available", enqueue.cc:2052).
+  bool none_enabled = false;
   NcclAlgo algo = NcclAlgo::Ring;
   NcclProto proto = NcclProto::Simple;
   double time_us = 0;  // the winner's
@@ -57,6 +100,7 @@ constexpr int kMaxPieces = 64;
 // all-reduce or a reduce-scatter, the gathered buffer of an all-gather, the message of a
 // broadcast), which is NCCL's own nBytes (ncclFuncMaxSendRecvCount). Modelled kinds: allreduce
 // (ring, tree), allgather, reduce_scatter, bcast (ring).
-NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_node);
+NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware& hw, const NcclEnables& enables = NcclEnables());
+NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_node);  // an H100 node of that many GPUs
 
 }  // namespace sg

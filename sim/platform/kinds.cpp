@@ -4,6 +4,7 @@
 // platform kind"): its PlatformKind value, sim/platform/<kind>.cpp, sim/platform/<kind>_simgrid.cpp,
 // and here the declaration of its parts and its line of the table.
 #include "sim/platform/kind.hpp"
+#include "sim/platform/presets.hpp"
 
 namespace sg::sim::detail {
 
@@ -35,6 +36,19 @@ ZoneFn xml_zone;
 #define ZONE(f) nullptr  // a build without SimGrid compiles no zone builder
 #endif
 
+namespace {
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> out;
+  for (const Preset& p : presets()) {
+    out.emplace_back(p.name);
+    for (const char* a : p.also) out.emplace_back(a);
+  }
+  return out;
+}
+
+}  // namespace
+
 const std::vector<Kind>& kinds() {
   // In PlatformKind's order, which is also the order "unknown platform" lists them in.
   static const std::vector<Kind> table = {
@@ -53,6 +67,8 @@ const std::vector<Kind>& kinds() {
        .zone = ZONE(dragonfly_zone)},
       {.kind = PlatformKind::Nodes,
        .name = "nodes",
+       .also = preset_names(),  // dgx-h100 and the others (sim/platform/presets.hpp)
+       .listed_as = "nodes (or a preset: dgx-a100, dgx-h100, dgx-h200, dgx-b200, gb200-nvl72)",
        .parse = nodes_parse,
        .describe = nodes_describe,
        .host_name = nodes_host_name,

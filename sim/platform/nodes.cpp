@@ -2,6 +2,7 @@
 // keys and their parsing, its links and routes, its host names (node-n-gpu-g), its part of
 // describe(); the zone is nodes_simgrid.cpp.
 #include "sim/platform/kind.hpp"
+#include "sim/platform/presets.hpp"
 
 namespace sg::sim::detail {
 
@@ -42,31 +43,68 @@ class NodesBuilder final : public Builder {
 };
 
 bool NodesBuilder::build() {
-  if (!check_keys({"count", "gpus", "nics", "nvlink", "nvlink_lat", "nic", "nic_lat", "speed", "loopback", "loopback_lat", "model"}, false))
+  // A preset (sim/platform/presets.hpp) is this kind under a machine's name, with its numbers as
+  // the defaults and `nodes=` for count=.
+  const Preset* preset = find_preset(kind_);
+  if (!check_keys({"count", "nodes", "gpus", "nics", "nvlink", "nvlink_lat", "nic", "nic_lat", "transport", "speed", "loopback",
+                   "loopback_lat", "model"},
+                  false))
     return false;
+  const char* count_key = preset ? "nodes" : "count";
+  if (has(preset ? "count" : "nodes"))
+    return fail_at_key(preset ? "count" : "nodes", std::string("the node count is ") + count_key + "= here");
   auto& nd = p_.nodes;
-  uint64_t gpus = 8, count_ = 0, nics = 0;
+  const std::string def_gpus = preset ? preset->gpus : "8", def_nvlink = preset ? preset->nvlink : "450GBps",
+                    def_nic = preset ? preset->nic : "400Gbps";
+  uint64_t gpus = std::stoull(def_gpus), count_ = 0, nics = 0;
   bool hg = false, hc = false, hn = false;
-  if (!this->count("gpus", gpus, hg) || !this->count("count", count_, hc) || !this->count("nics", nics, hn)) return false;
+  if (!this->count("gpus", gpus, hg) || !this->count(count_key, count_, hc) || !this->count("nics", nics, hn)) return false;
   if (!hn) nics = gpus;
   if (nics > gpus || gpus % nics != 0)
     return fail_key("nics", "must divide gpus=" + std::to_string(gpus) + " (GPU g uses NIC g / (gpus / nics))");
   if (!hc) count_ = cdiv(std::max<uint32_t>(p_.ranks, 1), gpus);
   if (count_ * gpus > kMaxHosts) return fail("too many GPUs");
-  if (!bw("nvlink", "450GBps", nd.nvlink) || !bw("nic", "400Gbps", nd.nic) || !time("nvlink_lat", "1us", nd.nvlink_lat) ||
+  if (!bw("nvlink", def_nvlink.c_str(), nd.nvlink) || !bw("nic", def_nic.c_str(), nd.nic) || !time("nvlink_lat", "1us", nd.nvlink_lat) ||
       !time("nic_lat", "2us", nd.nic_lat))
     return false;
-  if (!common(1e15, nd.nvlink) || !enough_hosts(count_ * gpus) || !not_too_many_links(count_ * (3 * gpus + 2 * nics))) return false;
+  std::string transport = given_or("transport", preset ? preset->transport : "ib");
+  std::transform(transport.begin(), transport.end(), transport.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (transport == "ethernet") transport = "roce";
+  if (transport != "ib" && transport != "roce")
+    return fail_key("transport", "ib (InfiniBand) or roce (RDMA over Ethernet; also `ethernet`): NCCL's socket transport is not modelled");
+  double speed = 1e15;
+  std::string why;
+  if (preset && !parse_flops(preset->speed, speed, why)) return fail(why);
+  if (!common(speed, nd.nvlink) || !enough_hosts(count_ * gpus) || !not_too_many_links(count_ * (3 * gpus + 2 * nics))) return false;
   nd.count = static_cast<uint32_t>(count_);
   nd.gpus = static_cast<uint32_t>(gpus);
   nd.nics = static_cast<uint32_t>(nics);
-  normalise({{"count", std::to_string(count_)},
+  nd.preset = preset ? preset->name : "";
+  nd.transport = transport;
+  // What NCCL's model reads (core/graph/nccl_tuning.hpp): the preset's, else an H100 node's; a
+  // NIC or NVLink given here replaces the datasheet's figure in the same proportion to NCCL's own.
+  double def_nvlink_Bps = 0, def_nic_Bps = 0;
+  parse_bandwidth(def_nvlink, def_nvlink_Bps, why);
+  parse_bandwidth(def_nic, def_nic_Bps, why);
+  nd.hw = preset ? preset->hw : NcclHardware{};
+  nd.hw.gpus_per_node = nd.gpus;
+  nd.hw.nics_per_node = nd.nics == nd.gpus ? 0 : nd.nics;
+  if (has("nic")) nd.hw.nic_GBps *= nd.nic / def_nic_Bps;
+  if (has("nvlink")) nd.hw.nvlink_per_gpu *= nd.nvlink / def_nvlink_Bps;
+  normalise({{count_key, std::to_string(count_)},
              {"gpus", std::to_string(gpus)},
              {"nics", std::to_string(nics)},
-             {"nvlink", given_or("nvlink", "450GBps")},
-             {"nic", given_or("nic", "400Gbps")},
+             {"nvlink", given_or("nvlink", def_nvlink.c_str())},
+             {"nic", given_or("nic", def_nic.c_str())},
              {"nvlink_lat", given_or("nvlink_lat", "1us")},
              {"nic_lat", given_or("nic_lat", "2us")}});
+  if (preset || has("transport")) {  // (a plain nodes: spec says it only when given)
+    std::string& spec = p_.spec;
+    size_t at = spec.find(",speed=");
+    if (at == std::string::npos) at = spec.find(",loopback");
+    if (at == std::string::npos) at = spec.find(",model=");
+    spec.insert(at == std::string::npos ? spec.size() : at, ",transport=" + transport);
+  }
   auto r = std::make_shared<detail::NodesRouting>();
   r->gpus = nd.gpus;
   r->nics = nd.nics;
@@ -92,7 +130,9 @@ bool NodesBuilder::build() {
 bool nodes_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return NodesBuilder(name, s, p, err).build(); }
 
 void nodes_describe(const Platform& p, std::string& s) {
-  s += " GPUs";
+  s += " ";
+  s += p.nodes.hw.name.empty() ? std::string("GPU") : p.nodes.hw.name;
+  s += "s";
   s += " in ";
   s += std::to_string(p.nodes.count);
   s += " nodes of ";
