@@ -77,7 +77,9 @@ struct SimOpts {
   std::string trace, csv, plot;
   unsigned top = 5;
   bool json = false, quiet = false;
-  bool allow_defects = false;  // simulate a schedule the check before the run finds a defect in
+  bool allow_defects = false;   // simulate a schedule the check before the run finds a defect in
+  std::string nccl_tests;       // --nccl-tests FILE: predict a measured nccl-tests table (cli/sim_nccl_tests.cpp)
+  std::string nccl_collective;  // --nccl-collective: the table's collective where its header does not say
 };
 
 struct ExecOpts {
@@ -111,6 +113,7 @@ int cmd_list(bool json);
 int cmd_exec(const ExecOpts& o);
 int cmd_calibrate(const CalibrateOpts& o);
 int cmd_sim(const SimOpts& o);
+int cmd_sim_nccl_tests(const SimOpts& o);  // sim --nccl-tests
 int cmd_verify(const VerifyOpts& o);
 int cmd_compile(const CompileOpts& o);
 int cmd_check(const CheckOpts& o);

@@ -152,8 +152,17 @@ static int run_command(int argc, char** argv) {
   auto* sim = app.add_subcommand(
       "sim",
       "simulate schedules on a platform (SimGrid or the analytic LogGP model): time, bandwidth, critical path, traces, sweeps, plots");
-  sim->add_option("target", sopts.targets, "schedules: files (FILE or FILE:SCHEDULE) or library names, several for a comparison")
-      ->required();
+  sim->add_option("target", sopts.targets,
+                  "schedules: files (FILE or FILE:SCHEDULE) or library names, several for a comparison (required, except with "
+                  "--nccl-tests)");
+  sim->add_option("--nccl-tests", sopts.nccl_tests,
+                  "an nccl-tests output file (all_reduce_perf …): simulate each of its sizes on the platform and print the "
+                  "measured time beside the predicted one, with the error (TARGET: the schedule to predict with; default the "
+                  "table's own collective)");
+  sim->add_option("--nccl-collective", sopts.nccl_collective,
+                  "the collective of an nccl-tests table whose header does not say (all_reduce, all_gather, reduce_scatter, broadcast, "
+                  "reduce, alltoall)")
+      ->check(CLI::IsMember({"all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall"}));
   sim->add_option("-n,--ranks", sopts.ranks,
                   "rank counts: N, a..b (every count), a..b:x2 (doubling: a, 2a, 4a, … b), a..b:+k, or a,b,c (required, except "
                   "for targets written for one count: an MSCCL XML's ngpus)");

@@ -290,6 +290,8 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
 }
 
 int cmd_sim(const SimOpts& o) {
+  if (!o.nccl_tests.empty()) return cmd_sim_nccl_tests(o);
+  if (o.targets.empty()) return fail("sim needs a TARGET (a schedule file or a library name), or --nccl-tests FILE");
   PointPlan plan;
   if (int rc = plan_points(o, plan)) return rc;
   if (int rc = sim_options(o, plan.sim)) return rc;

@@ -288,3 +288,54 @@ TEST_CASE("sim on a preset follows NCCL's choice for that machine, and honours N
   CHECK(nvls.out.find("NCCL itself would fail the call") != std::string::npos);
   std::remove(ar.c_str());
 }
+
+TEST_CASE("sim --nccl-tests: a measured table read, each size predicted, the error per row and overall", "[sim][nccl-tests]") {
+  const std::string dir = STEPGRAPH_SOURCE_DIR "/bench/nccl_accuracy/tables/";
+  sgtest::Ran r = sgtest::run_command(sg_cmd("sim --nccl-tests '" + dir + "h100_8gpu_1node_allreduce_together-ring.txt'" +
+                                             " --platform dgx-h100:nodes=1 --model analytic --json 2>&1"));
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["collective"] == "all_reduce");
+  CHECK(j["ranks"] == 8);
+  CHECK(j["hosts"] == 1);
+  CHECK(j["device"] == "NVIDIA H100 80GB HBM3");
+  REQUIRE(j["rows"].size() == 31);  // 8 B to 8 GiB
+  CHECK(j["rows"][0]["size_bytes"] == 8);
+  CHECK(j["rows"][0]["measured_us"] == Approx(37.33));
+  double e = j["rows"][30]["error"].get<double>();
+  CHECK(e == Approx(j["rows"][30]["predicted_us"].get<double>() / 40848.80 - 1));
+  CHECK(j["below_1MiB"]["mean_abs_error"].get<double>() > 0);
+  CHECK(j["from_1MiB"]["geomean_error"].is_number());
+  // A header without the collective: --nccl-collective says it; without it, a located error.
+  sgtest::Ran no = sgtest::run_command(sg_cmd(
+      "sim --nccl-tests '" + dir + "a100_8gpu_2node_allreduce_alcf-sophia-hdr.txt' --platform dgx-a100:nodes=2 --model analytic 2>&1"));
+  CHECK(no.rc == 2);
+  CHECK(no.out.find("a100_8gpu_2node_allreduce_alcf-sophia-hdr.txt:1:1: error: no \"# Collective test starting: …\" line") !=
+        std::string::npos);
+  sgtest::Ran yes = sgtest::run_command(sg_cmd("sim --nccl-tests '" + dir +
+                                               "a100_8gpu_2node_allreduce_alcf-sophia-hdr.txt' --nccl-collective all_reduce "
+                                               "--platform dgx-a100:nodes=2 --model analytic 2>&1"));
+  INFO(yes.out);
+  CHECK(yes.rc == 0);
+  CHECK(yes.out.find("below 1 MiB (") != std::string::npos);
+  // A malformed row: its line and column, exit 2.
+  const std::string bad = "/tmp/stepgraph_nccl_bad_" + std::to_string(getpid()) + ".txt";
+  FILE* w = std::fopen(bad.c_str(), "w");
+  REQUIRE(w);
+  std::fputs(
+      "# Collective test starting: all_reduce_perf\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x07] GPU\n"
+      "        1024           256     float     sum      -1    12.5x   0.08    0.15       0\n",
+      w);
+  std::fclose(w);
+  sgtest::Ran m = sgtest::run_command(sg_cmd("sim --nccl-tests " + bad + " -n 8 2>&1"));
+  INFO(m.out);
+  CHECK(m.rc == 2);
+  CHECK(m.out.find(bad + ":3:57: error: the time (us) of the out-of-place run is not a number: '12.5x'") != std::string::npos);
+  std::remove(bad.c_str());
+  sgtest::Ran none = sgtest::run_command(sg_cmd("sim --nccl-tests /nonexistent.txt 2>&1"));
+  CHECK(none.rc == 2);
+  sgtest::Ran target_missing = sgtest::run_command(sg_cmd("sim -n 8 2>&1"));
+  CHECK(target_missing.rc == 2);
+  CHECK(target_missing.out.find("sim needs a TARGET") != std::string::npos);
+}

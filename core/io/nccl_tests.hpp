@@ -2,7 +2,7 @@
 // header lines that start with '#' (the version, "Collective test starting: all_reduce_perf",
 // one "Rank R … on HOST device D [BUS] NAME" line per rank), then one row per size: size count
 // type redop root, and time algbw busbw #wrong for the out-of-place and the in-place run (a half
-// may read N/A, or be absent). Read into numbers so that `sim --nccl-tests` can put the simulated
+// may read N/A, or be absent); NCCL's own lines in the same output are skipped. Read into numbers so that `sim --nccl-tests` can put the simulated
 // time beside the measured one; a malformed file is refused with the line and column at fault.
 #pragma once
 #include <cstdint>
@@ -28,10 +28,11 @@ struct NcclTestsRow {
 struct NcclTestsFile {
   std::string collective;  // all_reduce, all_gather, reduce_scatter, broadcast, reduce, alltoall, … ("" when no header says)
   Loc collective_loc;
-  std::string version;  // "2.19.6", or ""
-  uint32_t ranks = 0;   // "Rank" lines (0 when the header lists none)
-  uint32_t hosts = 0;   // distinct hosts among them
-  std::string device;   // the first rank's device name ("NVIDIA H100 80GB HBM3")
+  std::string version;       // nccl-tests' "2.19.6", or ""
+  std::string nccl_version;  // NCCL's own "NCCL version 2.26.6+cuda12.8" line, or ""
+  uint32_t ranks = 0;        // "Rank" lines (0 when the header lists none)
+  uint32_t hosts = 0;        // distinct hosts among them
+  std::string device;        // the first rank's device name ("NVIDIA H100 80GB HBM3")
   std::vector<NcclTestsRow> rows;
 };
 
