@@ -169,21 +169,23 @@ TEST_CASE("what verify calls a size mismatch is what MPI itself refuses: the tru
 TEST_CASE("a long compute is progress: the wait after it is timed from its end, and a real stall after it is still caught",
           "[exec][mpi][fail][.serial]") {
   if (!have_mpiexec()) return;
-  // Rank 0 computes about 2.9 s (1.2e11 flops on the 2-core development machine), rank 1 5 %
-  // longer before it sends: rank 0 then waits about 0.15 s. Timed from before its compute (the
-  // old timer), that wait looked like 3 s without progress and the run was aborted.
+  // Rank 0 computes about 4.4 s (1.8e11 flops on the 2-core development machine), rank 1 5 %
+  // longer before it sends: rank 0 then waits about 0.2 s. Timed from before its compute (the
+  // old timer), that wait looked like 4.6 s without progress (over the 3 s timeout) and the run
+  // was aborted. The 3 s leave room for a noisy machine (a 2 s timeout failed once here when the
+  // ranks' computes drifted apart under I/O load).
   const std::string f = temp_path("exec_long_compute.sched");
   write_file(f,
-             "schedule slow(flops = 120000000000, reply = 1) {\n  buffer a[2] bytes 64;\n  init a contrib;\n  expect nothing;\n"
+             "schedule slow(flops = 180000000000, reply = 1) {\n  buffer a[2] bytes 64;\n  init a contrib;\n  expect nothing;\n"
              "  on 0 { compute work flops flops reads a[0] writes a[0]; recv a[1] from 1; }\n"
              "  on 1 { compute work flops flops * 21 / 20 reads a[1] writes a[1]; if reply == 1 { send a[1] to 0; } }\n}\n");
-  Ran ok = exec(2, f + " --iters 1 --warmup 0 --timeout 2", true);
+  Ran ok = exec(2, f + " --iters 1 --warmup 0 --timeout 3", true);
   INFO(ok.out);
   CHECK(ok.rc == 0);
   CHECK(ok.out.find("no progress") == std::string::npos);
   // Rank 1 never sends: rank 0's receive is reported after the timeout, with its line.
   // (The check before the run finds the receive no send matches: run anyway to see the report.)
-  Ran stuck = exec(2, f + " --set reply=0 --iters 1 --warmup 0 --timeout 2 --allow-defects", true);
+  Ran stuck = exec(2, f + " --set reply=0 --iters 1 --warmup 0 --timeout 3 --allow-defects", true);
   INFO(stuck.out);
   CHECK(stuck.rc == 3);
   CHECK(stuck.out.find("waits on recv a[1] from rank 1 tag 0 at " + f + ":5:") != std::string::npos);
