@@ -38,6 +38,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/call_cost.hpp"
 #include "sim/port_sharing.hpp"
 #include "sim/sim.hpp"
 
@@ -92,9 +93,12 @@ class AnalyticTimer : public Timer {
   void move(StepId send, uint32_t src, uint32_t dst, uint64_t bytes) {
     const Path& pa = path(host(src), host(dst));
     double k = static_cast<double>(bytes);
+    MessageCost mc = message_cost(g_, p_, send, host(src), host(dst), pa.lat);  // NCCL's protocol, if it pays one
     if (!o_.loggp.enabled) {
-      uint32_t f = ports_.add(send, pa.send_port, pa.recv_port, k, 1.0 / pa.per_byte);
-      push(now_ + pa.lat + o_.runtime.message_latency, f, Kind::Join);
+      double cap = 1.0 / pa.per_byte;
+      if (mc.cap > 0) cap = std::min(cap, mc.cap);
+      uint32_t f = ports_.add(send, pa.send_port, pa.recv_port, k, cap);
+      push(now_ + pa.lat + o_.runtime.message_latency + mc.extra_latency, f, Kind::Join);
       return;
     }
     const LogGP& l = o_.loggp;
@@ -102,7 +106,7 @@ class AnalyticTimer : public Timer {
     double start = std::max({now_, cpu_free_[src], send_free_[pa.send_port]});
     cpu_free_[src] = start + l.o + k1 * l.O;
     if (pa.send_port != kNoPort) send_free_[pa.send_port] = start + l.g + k1 * pa.per_byte;
-    push(start + l.o + pa.lat + o_.runtime.message_latency, send, Kind::Landed);
+    push(start + l.o + pa.lat + o_.runtime.message_latency + mc.extra_latency, send, Kind::Landed);
   }
 
   // α-β: the new ends of the flows whose rates changed.

@@ -37,9 +37,14 @@ double PortSharing::rate(const Flow& f) const {
 
 void PortSharing::reschedule(uint32_t id, double now, std::vector<Update>& out) {
   Flow& f = flows_[id];
+  double r = rate(f);
+  // A flow whose rate did not change keeps its end (and its scheduled event): a flow held to its
+  // cap (a protocol's channel share) is not slowed by one more flow on a port it does not fill,
+  // and rescheduling every such flow at every join made a sweep of 32 channels quadratic.
+  if (r == f.rate && f.rate > 0) return;
   f.remaining = std::max(0.0, f.remaining - f.rate * (now - f.last));
   f.last = now;
-  f.rate = rate(f);
+  f.rate = r;
   double t = f.remaining <= 0 ? now : f.rate > 0 ? now + f.remaining / f.rate : std::numeric_limits<double>::infinity();
   out.push_back(Update{id, ++f.version, t});
 }

@@ -72,8 +72,42 @@ void Runtime::start(double now, int64_t rank) {
   drain();
 }
 
+uint32_t Runtime::window_of(StepId send) const {
+  bool entry = false;
+  const CallCost* c = g_.call_cost(send, entry);
+  return c ? c->window : 0;
+}
+
+bool Runtime::take_slot(StepId send) {
+  uint32_t w = window_of(send);
+  if (w == 0) return true;
+  Window& win = windows_[(uint64_t{g_.rank(send)} << 32) | g_.peer(send)];
+  if (win.in_flight >= w) {
+    win.held.push_back(send);
+    return false;
+  }
+  ++win.in_flight;
+  return true;
+}
+
+// Called in the source's event (sent), so the next transfer is the source's business, as the
+// engines require.
+void Runtime::release_slot(StepId send) {
+  if (window_of(send) == 0) return;
+  auto it = windows_.find((uint64_t{g_.rank(send)} << 32) | g_.peer(send));
+  if (it == windows_.end() || it->second.in_flight == 0) return;
+  Window& win = it->second;
+  --win.in_flight;
+  if (win.held.empty()) return;
+  StepId next = win.held.front();
+  win.held.pop_front();
+  ++win.in_flight;
+  start_transfer(next, false);
+}
+
 void Runtime::sent(StepId send, double now) {
   now_ = now;
+  if (!(st_[send] & kSent)) release_slot(send);
   st_[send] |= kSent;
   if (st_[send] & kSendAtArrival) complete(send);  // rendezvous: the send ends with its data
   drain();
@@ -189,8 +223,8 @@ void Runtime::issue(StepId s) {
   switch (g_.kind(s)) {
     case StepKind::Send: {
       if (!g_.local(s)) {
-        start_transfer(s, false);
-        complete(s);  // buffered: its receive was posted from the start
+        if (take_slot(s)) start_transfer(s, false);  // else it starts when a slot frees (release_slot)
+        complete(s);                                 // buffered: its receive was posted from the start
         return;
       }
       StepId r = g_.match(s);

@@ -6,7 +6,9 @@
 // Semantics (the interpreter's, with time; docs/sim.md):
 // - A step is ready when its dependencies are satisfied: a dependency on a blocking step when
 //   that step completes, on a nonblocking one (isend, irecv) when it starts.
-// - A choreographic send starts its transfer at once and completes (its data is buffered); its
+// - A choreographic send starts its transfer at once and completes (its data is buffered; a call
+//   with a window, CallCost::window, keeps at most that many of its messages in flight per rank
+//   pair, the others start as earlier ones leave); its
 //   receive was posted from the start and completes when the data has arrived and its own
 //   dependencies are satisfied, after the receive's processing (reduction, LogGP overhead).
 // - An MPI send (on-block) sends eagerly (transfer at once, the send completes at once) or, for
@@ -194,6 +196,16 @@ class Runtime {
     std::vector<StepId> arrived_early;
   };
   std::unordered_map<uint64_t, Channel> chan_;
+  // Sends of a call with a window (CallCost::window, NCCL's FIFO) per source→destination pair:
+  // how many are on the wire, and those waiting for a slot, in the order they were issued.
+  struct Window {
+    uint32_t in_flight = 0;
+    std::deque<StepId> held;
+  };
+  std::unordered_map<uint64_t, Window> windows_;
+  uint32_t window_of(StepId send) const;
+  bool take_slot(StepId send);     // false: the send waits (held) for a slot
+  void release_slot(StepId send);  // its data has left: the pair's next held send starts
   std::unordered_map<StepId, StepId> dyn_partner_;
   uint64_t completed_ = 0, messages_ = 0, bytes_ = 0;
 };

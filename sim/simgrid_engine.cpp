@@ -36,6 +36,7 @@
 #include <simgrid/s4u.hpp>
 #include <unordered_map>
 
+#include "sim/call_cost.hpp"
 #include "sim/result_io.hpp"
 #include "sim/sim.hpp"
 #include "sim/simgrid_platform.hpp"
@@ -80,7 +81,8 @@ struct Request {
   What what;
   StepId step;
   uint32_t src, dst;  // ranks
-  double amount;      // bytes or flops
+  double amount;      // bytes, flops, or a Delay's seconds
+  double cap = 0;     // puts: bytes/s at most (a protocol's channel share, sim/call_cost.hpp); 0 none
 };
 
 class SimGridTimer : public Timer {
@@ -116,12 +118,20 @@ class SimGridTimer : public Timer {
 
   void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) override {
     What put = rendezvous ? What::RendezvousPut : What::EagerPut;
-    if (ro_.message_latency > 0) {  // the put waits first (Delay), then goes as asked
-      delayed_[send] = {put, send, src, dst, static_cast<double>(bytes)};
-      requests_.push_back({What::Delay, send, src, dst, 0});
+    Request q{put, send, src, dst, static_cast<double>(bytes)};
+    double delay = ro_.message_latency;
+    bool entry = false;
+    if (g_.call_cost(send, entry)) {  // NCCL's protocol: its latency beyond the route's, its channel's rate
+      MessageCost mc = message_cost(g_, p_, send, host(src), host(dst), route_latency(host(src), host(dst)));
+      delay += mc.extra_latency;
+      q.cap = mc.cap;
+    }
+    if (delay > 0) {  // the put waits first (Delay), then goes as asked
+      delayed_[send] = q;
+      requests_.push_back({What::Delay, send, src, dst, delay});
       return;
     }
-    requests_.push_back({put, send, src, dst, static_cast<double>(bytes)});
+    requests_.push_back(q);
   }
   void posted(StepId send) override { requests_.push_back({What::LaneGet, send, g_.rank(send), g_.peer(send), 0}); }
   void local(StepId step, uint32_t rank, LocalKind, double flops, double seconds) override {
@@ -145,7 +155,7 @@ class SimGridTimer : public Timer {
       if ((++events_ & 0x3fff) == 0 && o_.progress) o_.progress(static_cast<double>(rt.completed()) / std::max<size_t>(1, g_.size()));
       double now = sg4::Engine::get_clock();
       switch (p.what) {
-        case What::EagerPut: break;  // the send completed when it was made
+        case What::EagerPut: rt.sent(p.step, now); break;  // its data has left (the send itself completed when it was made)
         case What::RendezvousPut: rt.sent(p.step, now); break;
         case What::PairGet:
           --me.incoming[p.pair].posted;
@@ -236,7 +246,8 @@ class SimGridTimer : public Timer {
           } else {
             box = lane_box(q.step);
           }
-          me.acts.push_back(box->put_async(payload_of(q.step), static_cast<uint64_t>(q.amount)));
+          if (q.cap > 0) me.acts.push_back(box->put_init(payload_of(q.step), static_cast<uint64_t>(q.amount))->set_rate(q.cap)->start());
+          else me.acts.push_back(box->put_async(payload_of(q.step), static_cast<uint64_t>(q.amount)));
           me.pending.push_back({q.what, q.step, 0, nullptr});
           break;
         }
@@ -256,13 +267,13 @@ class SimGridTimer : public Timer {
           break;
         }
         case What::Delay: {
-          // A wait of message_latency seconds that shares nothing: an execution on the sender's
+          // A wait of q.amount seconds (message_latency and a protocol's) that shares nothing: an execution on the sender's
           // host bounded to a rate far below the host's, so that neither it nor the host's
           // other work slows the other (by a part in 1e9 at most).
           sg4::Host* h = hosts_[host(q.src)];
           double rate = h->get_speed() * 1e-9;
           sg4::ExecPtr e = sg4::Exec::init();
-          e->set_flops_amount(ro_.message_latency * rate);
+          e->set_flops_amount(q.amount * rate);
           e->set_bound(rate);
           e->set_host(h);
           e->start();
@@ -277,6 +288,17 @@ class SimGridTimer : public Timer {
 
   uint32_t host(uint32_t rank) const { return o_.map.empty() ? rank : o_.map[rank]; }
 
+  // A host pair's route latency as the network model scales it (cached: few pairs pay protocol costs).
+  double route_latency(uint32_t a, uint32_t b) {
+    uint64_t key = (uint64_t{a} << 32) | b;
+    auto it = route_lat_.find(key);
+    if (it != route_lat_.end()) return it->second;
+    double lat = 0;
+    std::vector<uint32_t> ids;
+    p_.route(a, b, ids, lat);
+    return route_lat_[key] = p_.lat_factor * lat;
+  }
+
   const StepGraph& g_;
   const Platform& p_;
   const SimOptions& o_;
@@ -286,6 +308,7 @@ class SimGridTimer : public Timer {
   std::vector<std::map<uint32_t, uint32_t>> pair_index_;  // per destination: source -> incoming index
   std::vector<Request> requests_, launching_;
   std::unordered_map<StepId, Request> delayed_;  // puts waiting out their message latency
+  std::unordered_map<uint64_t, double> route_lat_;
   uint64_t events_ = 0;
 };
 

@@ -20,8 +20,11 @@ void configure_simgrid(const Platform& p) {
       s4u::Engine::set_config("network/model:CM02");
       // No 5% reverse flow on the back route of every communication.
       s4u::Engine::set_config("network/crosstraffic:0");
-      // No rate bound TCP-gamma / (2 latency): a bound of 0 is no bound in the max-min solver.
-      s4u::Engine::set_config("network/TCP-gamma:0");
+      // No rate bound TCP-gamma / (2 latency) that matters: a gamma so large that the bound is
+      // no bound. (Not 0, which the max-min solver also reads as no bound: CM02 takes
+      // min(a comm's own rate, gamma / (2 latency)), so with 0 a comm's set_rate, a protocol's
+      // channel share, would be lost.)
+      s4u::Engine::set_config("network/TCP-gamma:1e300");
       break;
     case NetModel::Cm02: s4u::Engine::set_config("network/model:CM02"); break;
     case NetModel::Lv08: s4u::Engine::set_config("network/model:LV08"); break;

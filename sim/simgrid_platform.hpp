@@ -10,7 +10,7 @@
 namespace sg::sim {
 
 // Sets SimGrid's configuration for p.model (build_simgrid calls it first; it must come before
-// the first zone exists): Ideal → network/model:CM02, network/crosstraffic:0, network/TCP-gamma:0;
+// the first zone exists): Ideal → network/model:CM02, network/crosstraffic:0, network/TCP-gamma:1e300 (no bound);
 // Cm02 → network/model:CM02; Lv08 → network/model:LV08 (SimGrid's default).
 void configure_simgrid(const Platform& p);
 

@@ -728,3 +728,51 @@ TEST_CASE("NCCL_ALGO and NCCL_PROTO as NCCL parses them", "[expand][algo][nccl][
   CHECK(none.schedule.empty());
   CHECK(none.why.find("NCCL itself would fail the call") != std::string::npos);
 }
+
+TEST_CASE("NCCL's picks carry NCCL's protocol costs to their sends; an algorithm named by --algo carries none", "[expand][nccl][cost]") {
+  // One all-reduce of 1 KiB over 8 ranks on one node of 8 GPUs: NCCL's ring with LL.
+  const char* text = R"(schedule t() {
+  buffer a[8] bytes 128;
+  init a contrib;
+  expect nothing;
+  allreduce a;
+})";
+  AlgoChoice choice;
+  std::string err;
+  REQUIRE(parse_algo_choice("nccl:gpus=8", choice, err));
+  Expanded e = expand(text, 8, choice);
+  INFO(e.errors);
+  REQUIRE(e.g);
+  const StepGraph& g = *e.g;
+  REQUIRE(g.call_costs.size() == 1);
+  NcclTuning t = nccl_tune(CollKind::Allreduce, 1024, 8, 8);
+  REQUIRE(t.algo == NcclAlgo::Ring);
+  const NcclCost& w = t.cost[1][static_cast<size_t>(t.proto)];
+  const CallCost& c = g.call_costs[0];
+  CHECK(c.base_s == Approx(w.base_us * 1e-6));
+  CHECK(c.hop_intra_s == Approx(w.hop_intra_us * 1e-6));
+  CHECK(c.channel_Bps == Approx(w.bus_GBps * 1e9 / t.topo.comm_channels));
+  // NCCL's own latency is the base plus one hop per ring step: 2(N-1) of them on one node.
+  CHECK(w.latency_us == Approx(w.base_us + 14 * w.hop_intra_us));
+  // Every send pays it; the first send of each channel's ring on each rank is an entry (the base).
+  size_t sends = 0, entries = 0;
+  for (StepId s = 0; s < g.size(); ++s) {
+    bool entry = false;
+    const CallCost* cc = g.call_cost(s, entry);
+    if (g.kind(s) == StepKind::Send) {
+      ++sends;
+      CHECK(cc == &g.call_costs[0]);
+      entries += entry;
+    } else {
+      CHECK(cc == nullptr);
+    }
+  }
+  CHECK(sends == 8 * 14 * static_cast<size_t>(t.channels) * static_cast<size_t>(t.pieces));
+  CHECK(entries == 8 * static_cast<size_t>(t.channels) * static_cast<size_t>(t.pieces));
+  // Named by --algo: the schedule as written, no protocol costs.
+  AlgoChoice named;
+  REQUIRE(parse_algo_choice("nccl:gpus=8,allreduce=nccl_ring", named, err));
+  Expanded f = expand(text, 8, named);
+  REQUIRE(f.g);
+  CHECK(f.g->call_costs.empty());
+}

@@ -33,6 +33,7 @@
 // (a reduce followed by a scatter), has no counterpart among ours.
 #include "core/graph/algorithm_choice.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <sstream>
@@ -494,6 +495,19 @@ AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware
   // The schedules are named nccl_ALGO_KIND, KIND as the language writes it.
   p.schedule = std::string("nccl_") + nccl_algo_name(t.algo) + "_" + coll_name(k);
   p.params = {{"channels", t.channels}, {"chunks", t.pieces}, {"gpus", t.topo.gpus}};
+  // The winner's costs, per message: its bus bandwidth shared by the communicator's channels (a
+  // channel is one CUDA block with a rate of its own, so a small call on fewer channels moves
+  // less), its hop and base latencies.
+  const NcclCost& w = t.cost[static_cast<size_t>(t.algo)][static_cast<size_t>(t.proto)];
+  p.costed = true;
+  p.cost.base_s = w.base_us * 1e-6;
+  p.cost.hop_intra_s = w.hop_intra_us * 1e-6;
+  p.cost.hop_inter_s = w.hop_inter_us * 1e-6;
+  p.cost.channel_Bps = w.bus_GBps * 1e9 / std::max({1, t.channels, t.topo.comm_channels});
+  // NCCL's FIFO: a connection has NCCL_STEPS = 8 slots (device.h:26), but one channel's chunks
+  // go through its CUDA block one after another, at the channel's rate: one message (about one
+  // chunk: the pieces follow NCCL's chunk size) per channel on a pair's wire at a time.
+  p.cost.window = static_cast<uint32_t>(std::max(1, t.channels));
   char est[64];
   std::snprintf(est, sizeof est, "%.1f", t.time_us);
   auto count = [](uint32_t x, const char* one, const char* many) { return std::to_string(x) + " " + (x == 1 ? one : many); };

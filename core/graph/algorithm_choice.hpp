@@ -12,6 +12,7 @@
 
 #include "core/base/kinds.hpp"
 #include "core/graph/nccl_tuning.hpp"
+#include "core/graph/step_graph.hpp"
 
 namespace sg {
 
@@ -76,6 +77,9 @@ struct AlgoPick {
   std::string schedule;
   std::vector<std::pair<std::string, int64_t>> params;
   std::string why;
+  // NCCL's picks: what its protocol adds to the schedule's messages (a simulation applies it).
+  bool costed = false;
+  CallCost cost;
 };
 
 // The algorithm Open MPI 4.1's tuned component picks (coll_tuned_decision_fixed.c, fixed

@@ -46,6 +46,7 @@ struct Plan {
   std::vector<StepId> alg_new;                      // algorithm step -> new step
   std::vector<StepId> entry;                        // per member
   std::vector<std::pair<StepId, StepId>> chor_fix;  // (new step, algorithm step it is matched with)
+  uint32_t cost = kNone;                            // its sends' protocol costs: an index into costs_ (NCCL's picks)
 };
 
 // The most members of group `g` on one node of `gpus_per_node` ranks (ranks gpus·k … gpus·k +
@@ -180,6 +181,7 @@ class Expander {
         p.algo = a;
         e.schedule = sched;
         e.why = pick.why;
+        if (pick.costed && sched == pick.schedule) p.cost = cost_index(pick.cost);
         if (sched != pick.schedule) {
           e.why += "; " + pick.schedule + " refuses N = " + std::to_string(n) + ", fell back";
           std::string key = pick.schedule + "/" + std::to_string(n);
@@ -281,6 +283,7 @@ class Expander {
     o.inits = g_.inits;
     o.expects = g_.expects;
     o.stmt_locs = g_.stmt_locs;
+    o.call_costs = costs_;
     o.reserve(steps, deps);
     for (uint32_t i = 0; i < plans_.size(); ++i)
       if (plans_[i].expand && plans_[i].algo) add_data(i);
@@ -484,6 +487,8 @@ class Expander {
     }
     StepId id = o.add_step(k, a.flags(x), p.group.member(ar), g_.stmt(p.old_steps[ar]), map(p, a.range(x)), ref);
     if ((k == StepKind::Send || k == StepKind::Recv) && !a.local(x)) p.chor_fix.emplace_back(id, a.ref(x));
+    // A send the algorithm starts with (nothing of the call before it on its rank) pays the call's base latency.
+    if (k == StepKind::Send && p.cost != kNone) o.set_call_cost(id, p.cost, a.dep_count(x) == 0);
     if (a.dep_count(x) == 0) deps_.push_back(p.entry[ar]);  // the algorithm starts where the collective did
     for (StepId d : a.deps(x)) deps_.push_back(p.alg_new[d]);
     add_deps();
@@ -563,6 +568,14 @@ class Expander {
   std::map<std::string, Entry> cache_;
   std::set<std::string> noted_;
   std::vector<Plan> plans_;
+  std::vector<CallCost> costs_;  // distinct protocol costs of the picks, shared by the instances that pay the same
+
+  uint32_t cost_index(const CallCost& c) {
+    auto it = std::find(costs_.begin(), costs_.end(), c);
+    if (it != costs_.end()) return static_cast<uint32_t>(it - costs_.begin());
+    costs_.push_back(c);
+    return static_cast<uint32_t>(costs_.size() - 1);
+  }
   std::unique_ptr<StepGraph> out_;
   std::vector<std::pair<std::vector<StepId>, std::vector<StepId>>> ends_;  // per instance: its members' entry and exit steps
   std::vector<StepId> old_new_;                       // old step -> new step (an expanded collective: its member's exit)

@@ -347,15 +347,18 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware&
       double lat = kBaseLat[a][p];
       double intraLat = kHwLat[kNvlink][a][p];
       double interLat = ppn1 ? kHwLat[kNet][kTree][p] : kHwLat[kNet][a][p];  // + latencyInter, 0 for IB
+      double hopIntra = intraLat, hopInter = interLat;
       if (a == kRing) {
         if (k == CollKind::Bcast) {
           double l = p == kSimple ? kHwLat[hw][kTree][p] : kHwLat[hw][a][p];
           lat += nsteps * l;
+          hopIntra = hopInter = l;
         } else {
           double overhead = nodes > 1 ? netOverhead * (p == kSimple ? 3 : 1) : 0.0;
           intraLat = std::max(intraLat, overhead);
           int inter = nodes == 1 ? 0 : allreduce ? 2 * (nodes - 1) : nodes - 1;
           lat += (nsteps - inter) * intraLat + inter * interLat;
+          hopIntra = intraLat;
         }
       } else {
         lat += 2 * ((nranks / nodes - 1) * intraLat + log2i(static_cast<uint64_t>(nodes)) * interLat);
@@ -373,6 +376,11 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware&
       c.latency_us = lat;
       c.bw_GBps = bw;
       c.time_us = tlat + static_cast<double>(bytes) / (1000 * tbw);
+      double plateau = tlat / lat;
+      c.base_us = kBaseLat[a][p] * plateau;
+      c.hop_intra_us = hopIntra * plateau;
+      c.hop_inter_us = hopInter * plateau;
+      c.bus_GBps = busBw * (tbw / bw);
     }
   }
 

@@ -76,6 +76,11 @@ NcclTopo nccl_topo(uint32_t ranks, uint32_t gpus_per_node);  // an H100 node of 
 struct NcclCost {
   bool enabled = false;
   double latency_us = 0, bw_GBps = 0, time_us = 0;
+  // The same model taken apart for a simulation that moves the algorithm's messages itself
+  // (sim: CallCost, core/graph/step_graph.hpp): the call's base latency, a hop's latency inside
+  // a node and across nodes (both with the plateau factor where NCCL applies it), and the bus
+  // bandwidth after the protocol's factors and caps (GB/s; the busiest rank's traffic rate).
+  double base_us = 0, hop_intra_us = 0, hop_inter_us = 0, bus_GBps = 0;
 };
 
 struct NcclTuning {

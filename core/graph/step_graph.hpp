@@ -165,6 +165,22 @@ struct Expectation {
   uint32_t stmt = 0;
 };
 
+// What a GPU runtime's protocol adds to the messages of one collective call, beyond the
+// platform's links (NCCL's cost model, taken apart: core/graph/nccl_tuning.hpp; docs/sim.md,
+// "NCCL's costs in simulated time"). The expansion attaches one to the sends of an algorithm
+// NCCL's tuning model picked; both simulators apply it.
+struct CallCost {
+  double base_s = 0;       // once per call: each rank's first messages of the call start this late
+  double hop_intra_s = 0;  // a message inside a node takes at least this long to start arriving
+  double hop_inter_s = 0;  // the same across nodes
+  double channel_Bps = 0;  // a message streams at most this fast (a channel's share of the bus bandwidth); 0: no cap
+  // Messages of the call in flight from one rank to another at most (NCCL's channels: each
+  // moves its chunks one after another); a send beyond it waits for an earlier one to arrive.
+  // 0: no bound.
+  uint32_t window = 0;
+  bool operator==(const CallCost&) const = default;
+};
+
 class StepGraph;
 // Whether MPI could let `recv` take the message of `send` (both local-view point-to-point steps):
 // same destination and communicator, a matching source and tag (or wildcards).
@@ -224,6 +240,8 @@ class StepGraph {
   // The sizes a runtime picks this program for (MSCCL's minBytes / maxBytes, max 0: no bound);
   // -1 when the program does not say. sim prints the window beside its times.
   int64_t window_min = -1, window_max = -1;
+  // Per-call protocol costs (CallCost) and, per step, which one its message pays (call_cost()).
+  std::vector<CallCost> call_costs;
 
   // ---- access ----
   size_t size() const { return kind_.size(); }
@@ -233,6 +251,18 @@ class StepGraph {
   StepKind kind(StepId s) const { return static_cast<StepKind>(kind_[s]); }
   uint8_t flags(StepId s) const { return flags_[s]; }
   bool local(StepId s) const { return flags_[s] & kFlagLocal; }
+  // The protocol costs the message of send `s` pays, or null; `entry`: it is one of its rank's
+  // first messages of the call (it pays the call's base latency).
+  const CallCost* call_cost(StepId s, bool& entry) const {
+    if (s >= step_call_.size() || step_call_[s] == 0) return nullptr;
+    entry = step_call_[s] & kCallEntry;
+    return &call_costs[(step_call_[s] & ~kCallEntry) - 1];
+  }
+  // Building: send `s` pays call_costs[cost] (entry: as one of its rank's first messages).
+  void set_call_cost(StepId s, uint32_t cost, bool entry) {
+    if (step_call_.size() <= s) step_call_.resize(size(), 0);
+    step_call_[s] = (cost + 1) | (entry ? kCallEntry : 0);
+  }
   bool nonblocking(StepId s) const { return flags_[s] & kFlagNonblocking; }
   uint32_t rank(StepId s) const { return rank_[s]; }
   uint32_t stmt(StepId s) const { return stmt_[s]; }
@@ -335,6 +365,8 @@ class StepGraph {
   static constexpr uint64_t kBytesPerStep = 1 + 1 + 4 + 4 + 8 + 4 + 4 + 4;
 
  private:
+  static constexpr uint32_t kCallEntry = 0x80000000u;
+  std::vector<uint32_t> step_call_;  // per step (empty where no call has costs): 0, or 1 + a call_costs index | kCallEntry
   std::vector<uint8_t> kind_;
   std::vector<uint8_t> flags_;
   std::vector<uint32_t> rank_;

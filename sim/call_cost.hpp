@@ -1,0 +1,39 @@
+// A message's protocol costs (StepGraph::CallCost: what NCCL's protocol adds to the messages of
+// a call its tuning model picked) as both engines apply them. The platform's links stay what
+// they are; on top of them a message
+//   - starts arriving no sooner than the protocol's hop latency after it is sent (inside a node
+//     or across nodes: NCCL's hwLat for the algorithm and protocol), which replaces the route's
+//     latency where it is larger, since NCCL's figure is the whole hop's;
+//   - waits the call's base latency first, if it is one of its rank's first messages of the call
+//     (NCCL's baseLat: paid once per call, as its model does);
+//   - streams no faster than its channel's share of NCCL's modelled bus bandwidth (the
+//     protocol's efficiency and NCCL's per-channel caps are in that figure).
+#pragma once
+#include <cstdint>
+
+#include "core/graph/step_graph.hpp"
+#include "sim/platform.hpp"
+
+namespace sg::sim {
+
+struct MessageCost {
+  double extra_latency = 0;  // seconds beyond the route's latency
+  double cap = 0;            // bytes/s at most; 0: none
+};
+
+// Hosts of one node: a `nodes:` platform's (ranks gpus·k … gpus·k + gpus - 1); on any other
+// platform every host is a node of its own.
+bool same_node(const Platform& p, uint32_t a, uint32_t b);
+
+// The costs of one message of call cost `c` (entry: one of its rank's first of the call).
+MessageCost message_cost(const CallCost& c, bool entry, bool same_node, double route_lat);
+
+// The costs of send `send` from host `src` to host `dst`, whose route's latency is `route_lat`
+// seconds (as the engine models it); zero for a message without protocol costs.
+inline MessageCost message_cost(const StepGraph& g, const Platform& p, StepId send, uint32_t src, uint32_t dst, double route_lat) {
+  bool entry = false;
+  const CallCost* c = g.call_cost(send, entry);
+  if (!c) return {};
+  return message_cost(*c, entry, same_node(p, src, dst), route_lat);
+}
+}  // namespace sg::sim
