@@ -20,7 +20,7 @@
 # The measurements come first: the budget cuts from the end.
 # Everything goes to $OUT/gpu_run.log; the tables are gathered at the end. Each step has its own
 # timeout and the whole run a budget (GPU_RUN_BUDGET, default 480 s), so a hang costs that step,
-# and what does not fit is skipped, said so. `quick` skips 3 and measures small sizes.
+# and what does not fit is skipped, said so. `quick` skips 3 and measures small sizes; `timed` runs 3 only.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 here=$PWD
@@ -89,6 +89,7 @@ run 30 mpiexec -n 2 build/stepgraph env --json | head -20
 run 30 build/stepgraph env
 
 q=${1:-}
+if [ "$q" != timed ]; then
 step "1. bench_gpu: reductions against a device copy, tiles against cuBLAS"
 run 120 build/bench/bench_gpu $([ "$q" = quick ] && echo --quick)
 
@@ -106,6 +107,7 @@ if [ -n "$py" ]; then
 else
   echo "no python3 with a CUDA PyTorch found: the SDPA anchor is not measured"
 fi
+fi
 
 E="run 60 mpiexec -n 4 build/stepgraph exec"
 if [ "$q" != quick ]; then
@@ -121,6 +123,7 @@ if [ "$q" != quick ]; then
 fi
 
 
+[ "$q" = timed ] && { step "done (timed only)"; exit 0; }
 step "4. exec on the GPU, checked"
 $E ring_allreduce --device cuda --check --compare native --sweep size=1MiB,16MiB,256MiB --iters 10 --warmup 3
 $E ring_allreduce --device cuda --check --dtype bf16 --set size=64MiB --iters 10 --warmup 3
