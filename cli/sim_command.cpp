@@ -289,13 +289,17 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
   return r;
 }
 
+int plan_sim(const SimOpts& o, PointPlan& plan) {
+  if (int rc = plan_points(o, plan)) return rc;
+  if (int rc = sim_options(o, plan.sim)) return rc;
+  return parse_algo(o, plan);
+}
+
 int cmd_sim(const SimOpts& o) {
   if (!o.nccl_tests.empty()) return cmd_sim_nccl_tests(o);
   if (o.targets.empty()) return fail("sim needs a TARGET (a schedule file or a library name), or --nccl-tests FILE");
   PointPlan plan;
-  if (int rc = plan_points(o, plan)) return rc;
-  if (int rc = sim_options(o, plan.sim)) return rc;
-  if (int rc = parse_algo(o, plan)) return rc;
+  if (int rc = plan_sim(o, plan)) return rc;
   std::vector<PointResult> results(plan.points.size());
   bool root = true;
   int rc = run_points_distributed(o, plan, results, root);

@@ -43,6 +43,9 @@ int plan_points(const SimOpts& o, PointPlan& plan);
 int parse_algo(const SimOpts& o, PointPlan& plan);
 // --model, --protocol, --eager-limit, --gamma, --loggp, --map, --top into SimOptions.
 int sim_options(const SimOpts& o, sim::SimOptions& so);
+// The three above in order, as sim runs them: the points, the options, the algorithm choice;
+// the first non-zero exit code.
+int plan_sim(const SimOpts& o, PointPlan& plan);
 PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index);
 // Runs every point: in this process, or split over the MPI world when started by mpiexec (then
 // only rank 0 gets `root` and the merged results). Shows a progress bar on a terminal.

@@ -131,10 +131,7 @@ int cmd_sim_nccl_tests(const SimOpts& o) {
   so.sweep = "size=" + sizes;
   so.quiet = true;
   PointPlan plan;
-  int rc = plan_points(so, plan);
-  if (!rc) rc = sim_options(so, plan.sim);
-  if (!rc) rc = parse_algo(so, plan);
-  if (rc) {
+  if (int rc = plan_sim(so, plan)) {
     if (!tmp.empty()) std::filesystem::remove(tmp);
     return rc;
   }

@@ -441,7 +441,7 @@ schedule hier_misrouted(mp = 4) {
       so.model = "analytic";
       so.platform = spec;
       PointPlan plan;
-      int prc = plan_points(so, plan) || sim_options(so, plan.sim) || parse_algo(so, plan);
+      int prc = plan_sim(so, plan);
       PointResult r = prc ? PointResult{} : run_point(so, plan, 0);
       if (forced) unsetenv("NCCL_ALGO");
       if (prc) return 2;

@@ -121,8 +121,8 @@ class SimGridTimer : public Timer {
     Request q{put, send, src, dst, static_cast<double>(bytes)};
     double delay = ro_.message_latency;
     bool entry = false;
-    if (g_.call_cost(send, entry)) {  // NCCL's protocol: its latency beyond the route's, its channel's rate
-      MessageCost mc = message_cost(g_, p_, send, host(src), host(dst), route_latency(host(src), host(dst)));
+    if (const CallCost* c = g_.call_cost(send, entry)) {  // NCCL's protocol: its latency beyond the route's, its channel's rate
+      MessageCost mc = message_cost(*c, entry, same_node(p_, host(src), host(dst)), route_latency(host(src), host(dst)));
       delay += mc.extra_latency;
       q.cap = mc.cap;
     }
@@ -267,9 +267,9 @@ class SimGridTimer : public Timer {
           break;
         }
         case What::Delay: {
-          // A wait of q.amount seconds (message_latency and a protocol's) that shares nothing: an execution on the sender's
-          // host bounded to a rate far below the host's, so that neither it nor the host's
-          // other work slows the other (by a part in 1e9 at most).
+          // A wait of q.amount seconds (message_latency and a protocol's) that shares nothing:
+          // an execution on the sender's host bounded to a rate far below the host's, so that
+          // neither it nor the host's other work slows the other (by a part in 1e9 at most).
           sg4::Host* h = hosts_[host(q.src)];
           double rate = h->get_speed() * 1e-9;
           sg4::ExecPtr e = sg4::Exec::init();
