@@ -106,12 +106,17 @@ struct CalibrateOpts {
   std::string sizes = "8..16MiB";
   int iters = 20;
   bool json = false;
+  // --nccl-tests FILE…: fit NCCL's costs on the platform to measured tables (no MPI; the first
+  // table is fitted, the others held out): cli/calibrate_nccl_tests.cpp.
+  std::vector<std::string> nccl_tests;
+  std::string platform, ranks, model = "analytic";
 };
 
 int cmd_list(bool json);
 // Runs under mpiexec / srun (or alone, as one process).
 int cmd_exec(const ExecOpts& o);
 int cmd_calibrate(const CalibrateOpts& o);
+int cmd_calibrate_nccl_tests(const CalibrateOpts& o);  // calibrate --nccl-tests
 int cmd_sim(const SimOpts& o);
 int cmd_sim_nccl_tests(const SimOpts& o);  // sim --nccl-tests
 int cmd_verify(const VerifyOpts& o);

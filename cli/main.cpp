@@ -251,6 +251,17 @@ static int run_command(int argc, char** argv) {
   calibrate->add_option("--sizes", calopts.sizes, "message sizes: a..b (doubling) or a,b,c (default 8..16MiB)");
   calibrate->add_option("--iters", calopts.iters, "round trips per size; the fastest counts (default 20)")->check(kPositive);
   calibrate->add_flag("--json", calopts.json, "print JSON");
+  auto* cal_tables = calibrate->add_option(
+      "--nccl-tests", calopts.nccl_tests,
+      "no MPI: fit NCCL's costs on --platform (launch, latency and bandwidth factors) to measured nccl-tests tables: the even rows of "
+      "the first, the rest held out (its odd rows, every other table)");
+  cal_tables->expected(1, -1);
+  calibrate
+      ->add_option("--platform", calopts.platform,
+                   "with --nccl-tests: the machine the tables were measured on (a preset, e.g. dgx-h100:nodes=2)")
+      ->needs(cal_tables);
+  calibrate->add_option("-n,--ranks", calopts.ranks, "with --nccl-tests: the ranks, where a table's header lists none")->needs(cal_tables);
+  calibrate->add_option("--model", calopts.model, "with --nccl-tests: the engine (analytic, the default, or simgrid)")->needs(cal_tables);
   exec->footer("Exit codes: 0 ok, 1 wrong elements, 2 bad input (every rank refuses), 3 no progress or an MPI error (the job is aborted).");
 
   sg::cli::EnvOpts envopts;
@@ -304,7 +315,7 @@ static int run_command(int argc, char** argv) {
     if (*verify) return sg::cli::cmd_verify(vopts);
     if (*sim) return sg::cli::cmd_sim(sopts);
     if (*exec) return sg::cli::cmd_exec(eopts);
-    if (*calibrate) return sg::cli::cmd_calibrate(calopts);
+    if (*calibrate) return calopts.nccl_tests.empty() ? sg::cli::cmd_calibrate(calopts) : sg::cli::cmd_calibrate_nccl_tests(calopts);
     if (*env) return sg::cli::cmd_env(envopts);
     if (*demo) return sg::cli::cmd_demo(demo_ranks);
   } catch (const sg::InternalError& e) {

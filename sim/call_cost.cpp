@@ -10,11 +10,11 @@ bool same_node(const Platform& p, uint32_t a, uint32_t b) {
   return a / p.nodes.gpus == b / p.nodes.gpus;
 }
 
-MessageCost message_cost(const CallCost& c, bool entry, bool same_node, double route_lat) {
+MessageCost message_cost(const CallCost& c, bool entry, bool same_node, double route_lat, const NcclCalibration& k) {
   MessageCost m;
-  double hop = same_node ? c.hop_intra_s : c.hop_inter_s;
-  m.extra_latency = std::max(0.0, hop - route_lat) + (entry ? c.base_s : 0.0);
-  m.cap = c.channel_Bps;
+  double hop = k.lat * (same_node ? c.hop_intra_s : c.hop_inter_s);
+  m.extra_latency = std::max(0.0, hop - route_lat) + (entry ? k.launch_s + k.lat * c.base_s : 0.0);
+  m.cap = k.bw * c.channel_Bps;
   return m;
 }
 

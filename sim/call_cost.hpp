@@ -25,8 +25,9 @@ struct MessageCost {
 // platform every host is a node of its own.
 bool same_node(const Platform& p, uint32_t a, uint32_t b);
 
-// The costs of one message of call cost `c` (entry: one of its rank's first of the call).
-MessageCost message_cost(const CallCost& c, bool entry, bool same_node, double route_lat);
+// The costs of one message of call cost `c` (entry: one of its rank's first of the call), with
+// the platform's calibration `k` (the launch on entry messages, the factors on latency and rate).
+MessageCost message_cost(const CallCost& c, bool entry, bool same_node, double route_lat, const NcclCalibration& k);
 
 // The costs of send `send` from host `src` to host `dst`, whose route's latency is `route_lat`
 // seconds (as the engine models it); zero for a message without protocol costs.
@@ -34,6 +35,6 @@ inline MessageCost message_cost(const StepGraph& g, const Platform& p, StepId se
   bool entry = false;
   const CallCost* c = g.call_cost(send, entry);
   if (!c) return {};
-  return message_cost(*c, entry, same_node(p, src, dst), route_lat);
+  return message_cost(*c, entry, same_node(p, src, dst), route_lat, p.nodes.nccl);
 }
 }  // namespace sg::sim

@@ -55,6 +55,17 @@ struct DragonflyParams {  // SimGrid's DragonflyParams: (groups, blue) (chassis,
   uint32_t groups = 0, blue = 1, chassis = 0, black = 1, routers = 0, green = 1, nodes = 0;
   double bw = 0, lat = 0;  // lat per link; a blue/black/green link has bw times its link count
 };
+// What `stepgraph calibrate --nccl-tests` fits to a user's own measurements (docs/sim.md,
+// "Calibration"): on every message of a call NCCL's model costed (sim/call_cost.hpp), the call's
+// launch overhead added to its base latency, NCCL's latencies (base and per hop) scaled by `lat`,
+// its bus bandwidth (the per-channel caps) scaled by `bw`. NCCL's own pick is not changed: it is
+// made from NCCL's constants, whatever the machine really does. Defaults: NCCL's model as is (its
+// baseLat already holds the launch it measured, tuning.cc).
+struct NcclCalibration {
+  double launch_s = 0, lat = 1, bw = 1;
+  bool operator==(const NcclCalibration&) const = default;
+};
+
 struct NodesParams {
   uint32_t count = 0, gpus = 0, nics = 0;  // nics per node; GPU g uses NIC g / (gpus / nics)
   double nvlink = 0, nvlink_lat = 0;       // per GPU, per direction; lat end to end inside a node
@@ -62,6 +73,7 @@ struct NodesParams {
   std::string preset;                      // "dgx-h100" (sim/platform/presets.hpp), or "" for plain nodes:
   std::string transport = "ib";            // the NICs' fabric: ib (InfiniBand) or roce (RDMA over Ethernet)
   NcclHardware hw;                         // what NCCL's model reads off this machine (core/graph/nccl_tuning.hpp)
+  NcclCalibration nccl;                    // keys nccl_launch, nccl_lat, nccl_bw
 };
 
 namespace detail {

@@ -192,6 +192,8 @@ void collective_breakdown(const ExpandReport& rep, const std::vector<double>& wa
   }
 }
 
+}  // namespace
+
 // A platform error that points somewhere, as a file:line:col diagnostic with the line and a caret:
 // into the --platform string itself (shown as the file "--platform", the way --set values are) or
 // into the file it names. "" where the error points nowhere in particular.
@@ -210,8 +212,6 @@ std::string platform_diagnostic(Session& s, const std::string& spec, const std::
   d.message = msg;
   return render_diagnostic(d, s.sources);
 }
-
-}  // namespace
 
 PointResult run_point(const PointSpec& p) {
   PointResult r;

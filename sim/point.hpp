@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/dsl/session.hpp"
 #include "core/graph/algorithm_choice.hpp"
 #include "sim/sim.hpp"
 
@@ -58,6 +59,11 @@ struct PointResult {
 };
 
 PointResult run_point(const PointSpec& p);
+
+// A platform error that points somewhere (parse_platform's `at`), rendered as a file:line:col
+// diagnostic with the line and a caret: into the --platform string itself (shown as the file
+// "--platform") or into the file it names; "" where it points nowhere in particular.
+std::string platform_diagnostic(Session& s, const std::string& spec, const std::string& msg, const PlatformErrorAt& at);
 
 // The public JSON of a point (`sim --json`).
 void to_json(nlohmann::json& j, const PointResult& r);

@@ -122,7 +122,7 @@ class SimGridTimer : public Timer {
     double delay = ro_.message_latency;
     bool entry = false;
     if (const CallCost* c = g_.call_cost(send, entry)) {  // NCCL's protocol: its latency beyond the route's, its channel's rate
-      MessageCost mc = message_cost(*c, entry, same_node(p_, host(src), host(dst)), route_latency(host(src), host(dst)));
+      MessageCost mc = message_cost(*c, entry, same_node(p_, host(src), host(dst)), route_latency(host(src), host(dst)), p_.nodes.nccl);
       delay += mc.extra_latency;
       q.cap = mc.cap;
     }

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <map>
 #include <optional>
@@ -155,6 +156,17 @@ class Builder {
     std::string why;
     if (!has(key)) return parse_time(def, out, why);
     if (!parse_time(s_.given.at(key), out, why) || !latency_in_range(out, why)) return fail_key(key, why);
+    return true;
+  }
+  // A positive factor (a plain number, 0.01 to 100), `def` where not given.
+  bool factor(const char* key, double def, double& out) {
+    out = def;
+    if (!has(key)) return true;
+    const std::string& v = s_.given.at(key);
+    char* end = nullptr;
+    out = std::strtod(v.c_str(), &end);
+    if (v.empty() || end != v.c_str() + v.size() || !(out >= 0.01 && out <= 100))
+      return fail_key(key, "a factor from 0.01 to 100 (a plain number: 1 leaves NCCL's figure as it is)");
     return true;
   }
   bool count(const char* key, uint64_t& out, bool& given) {

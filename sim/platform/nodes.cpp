@@ -47,7 +47,7 @@ bool NodesBuilder::build() {
   // the defaults and `nodes=` for count=.
   const Preset* preset = find_preset(kind_);
   if (!check_keys({"count", "nodes", "gpus", "nics", "nvlink", "nvlink_lat", "nic", "nic_lat", "transport", "speed", "loopback",
-                   "loopback_lat", "model"},
+                   "loopback_lat", "model", "nccl_launch", "nccl_lat", "nccl_bw"},
                   false))
     return false;
   const char* count_key = preset ? "nodes" : "count";
@@ -56,6 +56,10 @@ bool NodesBuilder::build() {
   auto& nd = p_.nodes;
   const std::string def_gpus = preset ? preset->gpus : "8", def_nvlink = preset ? preset->nvlink : "450GBps",
                     def_nic = preset ? preset->nic : "400Gbps";
+  // A preset's NVLink hop: NCCL's own figure for one (hwLat[NVLINK] of LL, the least of its
+  // protocols: 0.6 µs, tuning.cc:159), so that the link never hides NCCL's per-hop latencies and
+  // their calibration (nccl_lat); a plain nodes: platform keeps its round 1 µs.
+  const char* def_nvlink_lat = preset ? "0.6us" : "1us";
   uint64_t gpus = std::stoull(def_gpus), count_ = 0, nics = 0;
   bool hg = false, hc = false, hn = false;
   if (!this->count("gpus", gpus, hg) || !this->count(count_key, count_, hc) || !this->count("nics", nics, hn)) return false;
@@ -64,8 +68,10 @@ bool NodesBuilder::build() {
     return fail_key("nics", "must divide gpus=" + std::to_string(gpus) + " (GPU g uses NIC g / (gpus / nics))");
   if (!hc) count_ = cdiv(std::max<uint32_t>(p_.ranks, 1), gpus);
   if (count_ * gpus > kMaxHosts) return fail("too many GPUs");
-  if (!bw("nvlink", def_nvlink.c_str(), nd.nvlink) || !bw("nic", def_nic.c_str(), nd.nic) || !time("nvlink_lat", "1us", nd.nvlink_lat) ||
-      !time("nic_lat", "2us", nd.nic_lat))
+  if (!bw("nvlink", def_nvlink.c_str(), nd.nvlink) || !bw("nic", def_nic.c_str(), nd.nic) ||
+      !time("nvlink_lat", def_nvlink_lat, nd.nvlink_lat) || !time("nic_lat", "2us", nd.nic_lat))
+    return false;
+  if (!time("nccl_launch", "0s", nd.nccl.launch_s) || !factor("nccl_lat", 1, nd.nccl.lat) || !factor("nccl_bw", 1, nd.nccl.bw))
     return false;
   std::string transport = given_or("transport", preset ? preset->transport : "ib");
   std::transform(transport.begin(), transport.end(), transport.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -96,7 +102,7 @@ bool NodesBuilder::build() {
              {"nics", std::to_string(nics)},
              {"nvlink", given_or("nvlink", def_nvlink.c_str())},
              {"nic", given_or("nic", def_nic.c_str())},
-             {"nvlink_lat", given_or("nvlink_lat", "1us")},
+             {"nvlink_lat", given_or("nvlink_lat", def_nvlink_lat)},
              {"nic_lat", given_or("nic_lat", "2us")}});
   if (preset || has("transport")) {  // (a plain nodes: spec says it only when given)
     std::string& spec = p_.spec;
@@ -105,6 +111,11 @@ bool NodesBuilder::build() {
     if (at == std::string::npos) at = spec.find(",model=");
     spec.insert(at == std::string::npos ? spec.size() : at, ",transport=" + transport);
   }
+  for (const char* k : {"nccl_launch", "nccl_lat", "nccl_bw"})  // a calibration, as given, before the model
+    if (has(k)) {
+      std::string& spec = p_.spec;
+      spec.insert(spec.rfind(",model="), std::string(",") + k + "=" + s_.given.at(k));
+    }
   auto r = std::make_shared<detail::NodesRouting>();
   r->gpus = nd.gpus;
   r->nics = nd.nics;

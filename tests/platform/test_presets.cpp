@@ -15,7 +15,7 @@ TEST_CASE("presets: DGX A100, H100, H200, B200 and GB200 NVL72 with their number
   CHECK(h.nodes.nvlink == 450e9);  // NVLink 4: 900 GB/s both ways
   CHECK(h.nodes.nic == 50e9);      // ConnectX-7, 400 Gb/s
   CHECK(h.speed == 989e12);        // dense BF16
-  CHECK(h.spec == "dgx-h100:nodes=4,gpus=8,nics=8,nvlink=450GBps,nic=400Gbps,nvlink_lat=1us,nic_lat=2us,transport=ib,model=ideal");
+  CHECK(h.spec == "dgx-h100:nodes=4,gpus=8,nics=8,nvlink=450GBps,nic=400Gbps,nvlink_lat=0.6us,nic_lat=2us,transport=ib,model=ideal");
   CHECK(h.nodes.hw.arch == 2);
   CHECK(h.nodes.hw.nvlink_per_gpu == Approx(370.8));
   CHECK(h.nodes.hw.name == "H100");

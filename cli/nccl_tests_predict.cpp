@@ -1,0 +1,126 @@
+// A measured nccl-tests table predicted by the simulator (see nccl_tests_predict.hpp).
+#include "cli/nccl_tests_predict.hpp"
+
+#include <unistd.h>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/sim_command.hpp"
+#include "core/io/output_file.hpp"
+
+namespace sg::cli {
+
+namespace {
+
+// The language's collective for nccl-tests' name, and its statement and postcondition over every
+// rank; nccl-tests' size is the library's `size` for each (the vector, the gathered buffer, the
+// message, the whole send buffer).
+struct TestColl {
+  const char* nccl;  // all_reduce
+  const char* init;  // contrib / owned
+  const char* expect;
+  const char* statement;
+};
+const TestColl kColls[] = {
+    {"all_reduce", "contrib", "allreduce(data)", "allreduce data;"},
+    {"all_gather", "owned", "allgather(data)", "allgather data;"},
+    {"reduce_scatter", "contrib", "reduce_scatter(data)", "reduce_scatter data;"},
+    {"broadcast", "contrib", "broadcast(data, 0)", "bcast data root 0;"},
+    {"reduce", "contrib", "reduce(data, 0)", "reduce data root 0;"},
+    {"alltoall", "contrib", "alltoall(data, dst)", "alltoall data into dst;"},
+};
+
+std::string schedule_text(const TestColl& c) {
+  return std::string("# One ") + c.nccl + " over every rank, as nccl-tests runs it.\nschedule nccl_tests_" + c.nccl +
+         "(size = 1MiB) {\n  buffer data[N] bytes size / N;\n  buffer dst[N] bytes size / N;\n  init data " + c.init +
+         ";\n  init dst contrib;\n  expect " + c.expect + ";\n  " + c.statement + "\n}\n";
+}
+
+}  // namespace
+
+int load_nccl_table(Session& ses, const std::string& path, const std::string& ranks, const std::string& collective, LoadedTable& out) {
+  std::string err;
+  out.path = path;
+  out.file = ses.sources.load(path, err);
+  if (!out.file) return fail("--nccl-tests: " + err);
+  if (!read_nccl_tests(ses.sources, out.file, out.table, ses.diags)) {
+    std::cerr << ses.diags.render(ses.sources);
+    return 2;
+  }
+  if (!collective.empty()) {
+    if (!out.table.collective.empty() && out.table.collective != collective)
+      return fail("--nccl-collective " + collective + ", but " + path + " says " + out.table.collective);
+    out.table.collective = collective;
+  }
+  if (!ranks.empty()) {
+    std::vector<uint32_t> ns;
+    if (!parse_rank_list(ranks, ns, err) || ns.size() != 1)
+      return fail("--nccl-tests takes one -n (the table's rank count), got '" + ranks + "'");
+    out.n = ns[0];
+  } else {
+    out.n = out.table.ranks;
+    if (out.n == 0) return fail("--nccl-tests: " + path + " lists no ranks (no \"# Rank …\" lines): give -n");
+  }
+  return 0;
+}
+
+int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std::vector<sim::PointResult>& results) {
+  std::string err, target;
+  std::filesystem::path tmp;
+  if (!o.targets.empty()) {
+    target = o.targets[0];
+  } else {
+    const TestColl* coll = nullptr;
+    for (const TestColl& c : kColls)
+      if (t.table.collective == c.nccl) coll = &c;
+    if (!coll) {
+      Loc at = t.table.collective_loc.valid() ? t.table.collective_loc : Loc{t.file, 1, 1};
+      ses.diags.error(at, t.table.collective.empty()
+                              ? "no \"# Collective test starting: …\" line says which collective this is: give --nccl-collective "
+                                "(or a TARGET to compare)"
+                              : "nccl-tests' " + t.table.collective +
+                                    " has no collective step to simulate (all_reduce, all_gather, reduce_scatter, broadcast, reduce, "
+                                    "alltoall): give a TARGET to compare");
+      std::cerr << ses.diags.render(ses.sources);
+      return 2;
+    }
+    tmp = std::filesystem::temp_directory_path() / ("stepgraph_nccl_tests_" + std::to_string(getpid()) + ".sched");
+    if (!write_output_file(tmp.string(), schedule_text(*coll), err)) return fail(err);
+    target = tmp.string();
+  }
+  // One point per row, at the row's size, on the platform, through the sim's own pipeline.
+  SimOpts so = o;
+  so.targets = {target};
+  so.ranks = std::to_string(t.n);
+  so.nccl_tests.clear();
+  std::string sizes;
+  for (const NcclTestsRow& r : t.table.rows) {  // appended: "," + std::to_string draws GCC 12's false -Wrestrict
+    if (!sizes.empty()) sizes += ',';
+    sizes += std::to_string(r.size);
+  }
+  so.sweep = "size=" + sizes;
+  so.quiet = true;
+  PointPlan plan;
+  int rc = plan_sim(so, plan);
+  if (rc == 0) {
+    results.assign(plan.points.size(), sim::PointResult{});
+    for (size_t i = 0; i < plan.points.size(); ++i) results[i] = run_point(so, plan, i);
+  }
+  if (!tmp.empty()) std::filesystem::remove(tmp);
+  return rc;
+}
+
+ErrorSummary summarise_errors(const std::vector<double>& ratios) {
+  ErrorSummary a;
+  a.rows = ratios.size();
+  if (ratios.empty()) return a;
+  double l = 0, m = 0;
+  for (double r : ratios) l += std::log(r), m += std::fabs(r - 1);
+  a.any = true;
+  a.geomean = std::exp(l / static_cast<double>(ratios.size())) - 1;
+  a.mean_abs = m / static_cast<double>(ratios.size());
+  return a;
+}
+
+}  // namespace sg::cli

@@ -1,0 +1,230 @@
+// Calibration of NCCL's costs (docs/sim.md, "Calibration"): the platform keys nccl_launch,
+// nccl_lat and nccl_bw act on exactly the costs they name, in both engines; the fit recovers known
+// parameters from a model it is given; `calibrate --nccl-tests` fitted on half of one measured
+// all-reduce table predicts the other half and the same machine's other collectives; bad input is
+// refused with a located error and exit 2.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "run_command.hpp"
+#include "sim/nccl_fit.hpp"
+#include "sim/point.hpp"
+
+using namespace sg;
+using namespace sg::sim;
+
+namespace {
+
+const std::string kWrapper = std::string(STEPGRAPH_SOURCE_DIR) + "/tests/sim_cases/allreduce_wrapper.sched";
+const std::string kTables = std::string(STEPGRAPH_SOURCE_DIR) + "/bench/nccl_accuracy/tables/";
+
+PointResult point(const std::string& size, uint32_t n, const std::string& platform, Model m = Model::Analytic) {
+  PointSpec p;
+  p.target = kWrapper;
+  p.n = n;
+  p.sets = {{"size", size}};
+  p.platform = platform;
+  p.options.model = m;
+  PointResult r = run_point(p);
+  INFO(platform << " " << size << ": " << r.error << r.diag);
+  REQUIRE(r.error.empty());
+  return r;
+}
+
+std::string sg_cmd(const std::string& args) { return std::string("'") + STEPGRAPH_BIN + "' " + args; }
+
+}  // namespace
+
+TEST_CASE("the calibration keys act on NCCL's launch, latencies and bandwidth, and nothing else; both engines", "[calibrate][nccl]") {
+  // 1 KiB on one H100 node: NCCL's ring with LL, 6.6 us of base latency and 14 hops of 0.6 us.
+  PointResult plain = point("1KiB", 8, "dgx-h100:nodes=1");
+  CHECK(plain.time_s > (6.6 + 14 * 0.6) * 1e-6);
+  CHECK(plain.time_s < (6.6 + 14 * 0.6 + 0.5) * 1e-6);
+  // The launch is paid once per call.
+  PointResult launched = point("1KiB", 8, "dgx-h100:nodes=1,nccl_launch=10us");
+  CHECK(launched.time_s - plain.time_s == Approx(10e-6).margin(1e-9));
+  // Doubled latencies: the base and every hop (the NVLink's own 0.6 us is below them now).
+  PointResult slow = point("1KiB", 8, "dgx-h100:nodes=1,nccl_lat=2");
+  CHECK(slow.time_s - plain.time_s == Approx((6.6 + 14 * 0.6) * 1e-6).epsilon(0.01));
+  // Halved bandwidth at 256 MiB: half the bus bandwidth (the caps bind; the links are faster).
+  PointResult full = point("256MiB", 8, "dgx-h100:nodes=1");
+  PointResult half = point("256MiB", 8, "dgx-h100:nodes=1,nccl_bw=0.5");
+  CHECK(half.busbw == Approx(full.busbw / 2).epsilon(0.03));  // (the latency, a few us, is not halved)
+  // A factor above what the links carry: the links' rate, no more.
+  PointResult fast = point("256MiB", 8, "dgx-h100:nodes=1,nccl_bw=10");
+  CHECK(fast.busbw <= 450 * 2 * 7.0 / 8 * (1 + 1e-9));
+  // SimGrid applies the same calibrated costs.
+  for (const char* size : {"1KiB", "64MiB"}) {
+    const std::string cal = "dgx-h100:nodes=2,nccl_launch=7us,nccl_lat=1.5,nccl_bw=0.8";
+    PointResult a = point(size, 16, cal), b = point(size, 16, cal, Model::SimGrid);
+    INFO(size);
+    CHECK(b.time_s == Approx(a.time_s).epsilon(0.02));
+  }
+  // The platform says what it was given (so a calibrated file reads back as it was written).
+  CHECK(point("1KiB", 8, "dgx-h100:nodes=1,nccl_lat=2").platform.find("nccl_lat=2") != std::string::npos);
+  // A schedule named by the user carries no NCCL costs: the calibration does not touch it.
+  PointSpec own;
+  own.target = "ring_allreduce";
+  own.n = 8;
+  own.sets = {{"size", "1MiB"}};
+  own.platform = "dgx-h100:nodes=1";
+  PointResult r1 = run_point(own);
+  own.platform = "dgx-h100:nodes=1,nccl_launch=50us,nccl_lat=3,nccl_bw=0.2";
+  PointResult r2 = run_point(own);
+  REQUIRE(r1.error.empty());
+  CHECK(r2.time_s == Approx(r1.time_s));
+  // Bad values: located, exit 2.
+  sgtest::Ran bad = sgtest::run_command(sg_cmd("sim ring_allreduce -n 8 --platform dgx-h100:nodes=1,nccl_bw=0 2>&1"));
+  INFO(bad.out);
+  CHECK(bad.rc == 2);
+  CHECK(bad.out.find("--platform:1:") != std::string::npos);
+  CHECK(bad.out.find("nccl_bw=0: a factor from 0.01 to 100") != std::string::npos);
+  sgtest::Ran word = sgtest::run_command(sg_cmd("sim ring_allreduce -n 8 --platform dgx-h100:nodes=1,nccl_lat=fast 2>&1"));
+  CHECK(word.rc == 2);
+  CHECK(word.out.find("nccl_lat=fast") != std::string::npos);
+}
+
+TEST_CASE("the fit recovers the launch, latency and bandwidth of a model it is given", "[calibrate][nccl]") {
+  // A model of the shape the simulation has: t = launch + lat · L + bytes / (bw · B), with a
+  // floor where the links take over from NCCL's cap.
+  const double launch = 12e-6, lat = 0.7, bw = 1.3;
+  std::vector<double> L, bytes;
+  for (int i = 0; i < 16; ++i) {
+    bytes.push_back(std::pow(4.0, i));
+    L.push_back(i < 6 ? 15e-6 : i < 11 ? 30e-6 : 25e-6);  // the protocol changes with the size
+  }
+  auto model = [&](const NcclCalibration& k, std::vector<double>& t, std::string&) {
+    t.clear();
+    for (size_t i = 0; i < L.size(); ++i) t.push_back(k.launch_s + k.lat * L[i] + bytes[i] / std::min(k.bw * 300e9, 450e9));
+    return true;
+  };
+  std::vector<double> measured;
+  std::string err;
+  REQUIRE(model(NcclCalibration{launch, lat, bw}, measured, err));
+  NcclFit fit;
+  REQUIRE(fit_nccl_calibration(measured, model, fit, err));
+  CHECK(fit.k.launch_s == Approx(launch).epsilon(0.03));
+  CHECK(fit.k.lat == Approx(lat).epsilon(0.03));
+  CHECK(fit.k.bw == Approx(bw).epsilon(0.03));
+  CHECK(fit.rms_log < 0.01);
+  CHECK(fit.start_rms_log > 0.1);
+  CHECK(fit.simulations < 30);
+  // A failing simulation stops the fit with its words.
+  auto broken = [](const NcclCalibration&, std::vector<double>&, std::string& e) {
+    e = "no route";
+    return false;
+  };
+  CHECK_FALSE(fit_nccl_calibration(measured, broken, fit, err));
+  CHECK(err == "no route");
+  // A measured time that is not one.
+  std::vector<double> zero = measured;
+  zero[3] = 0;
+  CHECK_FALSE(fit_nccl_calibration(zero, model, fit, err));
+}
+
+TEST_CASE("calibrate --nccl-tests: fitted on half of one all-reduce table, the other half and the other collectives held out",
+          "[calibrate][nccl]") {
+  const std::string out = "/tmp/stepgraph_calibration_" + std::to_string(getpid()) + ".platform";
+  const std::string ring = "env NCCL_ALGO=Ring ";
+  sgtest::Ran r = sgtest::run_command(
+      ring + sg_cmd("calibrate --nccl-tests '" + kTables + "h100_8gpu_1node_allreduce_together-ring.txt' '" + kTables +
+                    "h100_8gpu_1node_allgather_together-ring.txt' '" + kTables +
+                    "h100_8gpu_1node_reducescatter_together-ring.txt' --platform dgx-h100:nodes=1 -o " + out + " --json 2>&1"));
+  INFO(r.out);
+  REQUIRE(r.rc == 0);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["fitted"]["rows"] == 16);  // the even rows of 31
+  CHECK(j["fitted"]["rms_log_error_after"].get<double>() < j["fitted"]["rms_log_error_before"].get<double>() / 3);
+  REQUIRE(j["held_out"].size() == 3);
+  // The all-reduce's odd rows: within 5 % on both sides of 1 MiB (52 % too fast below it before).
+  const nlohmann::json& ar = j["held_out"][0];
+  CHECK(ar["rows"] == "odd rows");
+  CHECK(std::fabs(ar["after"]["below_1MiB"]["geomean_error"].get<double>()) < 0.05);
+  CHECK(std::fabs(ar["after"]["from_1MiB"]["geomean_error"].get<double>()) < 0.05);
+  CHECK(ar["before"]["below_1MiB"]["geomean_error"].get<double>() < -0.4);
+  // The all-gather and reduce-scatter, never seen by the fit: within 5 % from 1 MiB up; below it
+  // 10-11 % too fast (NCCL's model gives their fewer hops more weight than the machine does),
+  // against 63-64 % before.
+  for (int t : {1, 2}) {
+    const nlohmann::json& h = j["held_out"][t];
+    INFO(h.dump());
+    CHECK(std::fabs(h["after"]["from_1MiB"]["geomean_error"].get<double>()) < 0.05);
+    CHECK(std::fabs(h["after"]["below_1MiB"]["geomean_error"].get<double>()) < 0.15);
+    CHECK(h["before"]["below_1MiB"]["geomean_error"].get<double>() < -0.5);
+  }
+  // The file: comments, then the platform with the fitted keys; sim reads it back.
+  std::ifstream f(out);
+  std::stringstream text;
+  text << f.rdbuf();
+  CHECK(text.str().rfind("# stepgraph calibrate --nccl-tests", 0) == 0);
+  CHECK(text.str().find(",nccl_launch=") != std::string::npos);
+  sgtest::Ran back =
+      sgtest::run_command(ring + sg_cmd("sim --nccl-tests '" + kTables + "h100_8gpu_1node_allgather_together-ring.txt' --platform @" + out +
+                                        " --model analytic --json 2>&1"));
+  INFO(back.out);
+  REQUIRE(back.rc == 0);
+  nlohmann::json b = nlohmann::json::parse(back.out);
+  CHECK(b["from_1MiB"]["geomean_error"].get<double>() ==
+        Approx(j["held_out"][1]["after"]["from_1MiB"]["geomean_error"].get<double>()).margin(1e-9));
+  std::remove(out.c_str());
+}
+
+TEST_CASE("calibrate --nccl-tests refuses what it cannot fit, with located errors and exit 2", "[calibrate][nccl]") {
+  const std::string ar = "'" + kTables + "h100_8gpu_1node_allreduce_together-ring.txt'";
+  auto run = [](const std::string& args) { return sgtest::run_command(sg_cmd("calibrate " + args + " -o /dev/null 2>&1")); };
+  sgtest::Ran no_platform = run("--nccl-tests " + ar);
+  CHECK(no_platform.rc == 2);
+  CHECK(no_platform.out.find("needs --platform") != std::string::npos);
+  sgtest::Ran unknown = run("--nccl-tests " + ar + " --platform dgx-h900:nodes=1");
+  INFO(unknown.out);
+  CHECK(unknown.rc == 2);
+  CHECK(unknown.out.find("--platform:1:1: error:") != std::string::npos);
+  sgtest::Ran star = run("--nccl-tests " + ar + " --platform star:bw=10Gbps");
+  CHECK(star.rc == 2);
+  CHECK(star.out.find("a preset or a nodes: platform") != std::string::npos);
+  sgtest::Ran twice = run("--nccl-tests " + ar + " --platform dgx-h100:nodes=1,nccl_lat=2");
+  CHECK(twice.rc == 2);
+  CHECK(twice.out.find("already holds a calibration") != std::string::npos);
+  // A table whose header does not say its collective: located; FILE:COLLECTIVE says it.
+  const std::string sophia = "'" + kTables + "a100_8gpu_2node_allreduce_alcf-sophia-hdr.txt";
+  sgtest::Ran unnamed = run("--nccl-tests " + sophia + "' --platform dgx-a100:nodes=2");
+  CHECK(unnamed.rc == 2);
+  CHECK(unnamed.out.find("a100_8gpu_2node_allreduce_alcf-sophia-hdr.txt:1:1: error: no \"# Collective test starting") != std::string::npos);
+  sgtest::Ran named = run("--nccl-tests " + sophia + ":all_reduce' --platform dgx-a100:nodes=2");
+  INFO(named.out);
+  CHECK(named.rc == 0);
+  // A malformed row: its line and column.
+  const std::string bad = "/tmp/stepgraph_calibrate_bad_" + std::to_string(getpid()) + ".txt";
+  FILE* w = std::fopen(bad.c_str(), "w");
+  REQUIRE(w);
+  std::fputs(
+      "# Collective test starting: all_reduce_perf\n        1024           256     float     sum      -1    12.5x   0.08    0.15       0\n",
+      w);
+  std::fclose(w);
+  sgtest::Ran m = run("--nccl-tests " + bad + " -n 8 --platform dgx-h100:nodes=1");
+  CHECK(m.rc == 2);
+  CHECK(m.out.find(bad + ":2:57: error:") != std::string::npos);
+  std::remove(bad.c_str());
+  // Too few rows to fit three parameters.
+  const std::string few = "/tmp/stepgraph_calibrate_few_" + std::to_string(getpid()) + ".txt";
+  w = std::fopen(few.c_str(), "w");
+  REQUIRE(w);
+  std::fputs(
+      "# Collective test starting: all_reduce_perf\n        1024           256     float     sum      -1    12.5   0.08    0.15       0\n",
+      w);
+  std::fclose(w);
+  sgtest::Ran f = run("--nccl-tests " + few + " -n 8 --platform dgx-h100:nodes=1");
+  CHECK(f.rc == 2);
+  CHECK(f.out.find("6 rows at least") != std::string::npos);
+  std::remove(few.c_str());
+  sgtest::Ran missing = run("--nccl-tests /nonexistent.txt --platform dgx-h100:nodes=1");
+  CHECK(missing.rc == 2);
+}
