@@ -72,6 +72,7 @@ struct SimOpts {
   std::string message_latency;  // --message-latency (empty: the program's protocol's)
   std::string loggp;            // "o=1us,g=100ns,O=0"
   std::string gamma;            // seconds per reduced byte, e.g. "0.1ns"
+  uint32_t window = 0;          // --window K: a FIFO of K messages per rank pair for dataflow sends (0: none)
   std::string map;              // "0,2,1,3" or "@file"
   std::string sweep;            // "size=1KiB..1GiB"
   std::string trace, csv, plot;

@@ -188,6 +188,10 @@ static int run_command(int argc, char** argv) {
                   "protocol's: an MSCCL file's Simple 2.8us, LL128 1.3us, LL 0; else 0)");
   sim->add_option("--loggp", sopts.loggp, "analytic: LogGP overheads, e.g. o=1us,g=100ns,O=0.1ns");
   sim->add_option("--gamma", sopts.gamma, "time per reduced byte, e.g. 0.1ns (default 0)");
+  sim->add_option("--window", sopts.window,
+                  "dataflow sends (outside on-blocks): at most K messages in flight per rank pair, a runtime's FIFO of K slots, so a "
+                  "pipelined schedule pipelines (default: none; NCCL's own calls have one a channel)")
+      ->check(CLI::Range(1u, 1u << 20));
   sim->add_option("--map", sopts.map, "host of each rank: 0,2,1,3 or @FILE (default: rank r on host r)");
   sim->add_option("--sweep", sopts.sweep, "sweep a parameter: NAME=a..b (doubling) or NAME=a,b,c, e.g. size=1KiB..1GiB");
   sim->add_option("--trace", sopts.trace, "write a Chrome trace (open in https://ui.perfetto.dev); one file per point");

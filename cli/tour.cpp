@@ -28,6 +28,7 @@ namespace sg::cli {
 // under mpiexec (cli/tour_exec.cpp). Each returns the tour's exit code.
 int tour_msccl(int rc);
 int tour_exec(int rc);
+int tour_nccl_tables(int rc);  // step 9's measured tables (cli/tour_nccl.cpp)
 
 namespace {
 
@@ -451,6 +452,7 @@ schedule hier_misrouted(mp = 4) {
                         : r.expansions[0].substr(r.expansions[0].find("(NCCL")))
                 << "\n";
     }
+    rc = tour_nccl_tables(rc);
   }
   {
     // Context-parallel attention: the same step graphs, analysed and simulated with their tiles.

@@ -71,12 +71,12 @@ class AnalyticTimer : public Timer {
         ports_(port_capacities(p)) {}
 
   // A rendezvous message moves when both its send and its receive are there, in either order.
-  void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) override {
+  void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous, bool held) override {
     if (rendezvous && !posted_.erase(send)) {
       waiting_[send] = {src, dst, bytes};
       return;
     }
-    move(send, src, dst, bytes);
+    move(send, src, dst, bytes, held);
   }
 
   void posted(StepId send) override {
@@ -90,10 +90,10 @@ class AnalyticTimer : public Timer {
     move(send, src, dst, bytes);
   }
 
-  void move(StepId send, uint32_t src, uint32_t dst, uint64_t bytes) {
+  void move(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool held = false) {
     const Path& pa = path(host(src), host(dst));
     double k = static_cast<double>(bytes);
-    MessageCost mc = message_cost(g_, p_, send, host(src), host(dst), pa.lat);  // NCCL's protocol, if it pays one
+    MessageCost mc = message_cost(g_, p_, send, host(src), host(dst), pa.lat, held);  // NCCL's protocol, if it pays one
     if (!o_.loggp.enabled) {
       double cap = 1.0 / pa.per_byte;
       if (mc.cap > 0) cap = std::min(cap, mc.cap);

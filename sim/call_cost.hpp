@@ -30,11 +30,14 @@ bool same_node(const Platform& p, uint32_t a, uint32_t b);
 MessageCost message_cost(const CallCost& c, bool entry, bool same_node, double route_lat, const NcclCalibration& k);
 
 // The costs of send `send` from host `src` to host `dst`, whose route's latency is `route_lat`
-// seconds (as the engine models it); zero for a message without protocol costs.
-inline MessageCost message_cost(const StepGraph& g, const Platform& p, StepId send, uint32_t src, uint32_t dst, double route_lat) {
+// seconds (as the engine models it); zero for a message without protocol costs. `held`: it
+// waited for a slot of the call's window behind an earlier message of the same pair, which paid
+// the call's base latency (Timer::transfer), so it pays none even if it is an entry send.
+inline MessageCost message_cost(const StepGraph& g, const Platform& p, StepId send, uint32_t src, uint32_t dst, double route_lat,
+                                bool held) {
   bool entry = false;
   const CallCost* c = g.call_cost(send, entry);
   if (!c) return {};
-  return message_cost(*c, entry, same_node(p, src, dst), route_lat, p.nodes.nccl);
+  return message_cost(*c, entry && !held, same_node(p, src, dst), route_lat, p.nodes.nccl);
 }
 }  // namespace sg::sim

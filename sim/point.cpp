@@ -257,6 +257,48 @@ PointResult run_point(const PointSpec& p) {
     r.unsupported = b.unsupported;
     return r;
   }
+  // A library NCCL schedule run by name on GPU nodes (`sim nccl_ring_allreduce --platform
+  // dgx-h100:nodes=4`): what NCCL runs when NCCL_ALGO forces that algorithm, its channels and
+  // chunks where --set leaves them, and its costs on every send (docs/sim.md).
+  std::string nccl_line;
+  if (platform.kind == PlatformKind::Nodes && bo.algo.defaults == AlgoDefault::Nccl && p.target == t.name()) {
+    int64_t size = 0;
+    for (const auto& [k, v] : b.graph->params)
+      if (k == "size") size = v;
+    bool known = false;
+    AlgoPick pick =
+        nccl_named(t.name(), static_cast<uint64_t>(std::max<int64_t>(size, 0)), p.n, bo.algo.nccl_hw, bo.algo.nccl_enables, known);
+    if (known && pick.costed) {
+      auto given = [&](const std::string& k) {
+        return std::any_of(p.sets.begin(), p.sets.end(), [&](const auto& kv) { return kv.first == k; });
+      };
+      std::vector<std::pair<std::string, std::string>> sets = bo.elab.sets;
+      std::string own;  // the parameters --set gives instead of NCCL's
+      for (const auto& [k, v] : pick.params)
+        if (!given(k)) sets.emplace_back(k, std::to_string(v));
+        else own += (own.empty() ? "" : ", ") + k;
+      if (sets.size() != bo.elab.sets.size()) {  // elaborated again with NCCL's parameters
+        bo.elab.sets = sets;
+        s.diags = Diagnostics{};
+        b = build(s, t, bo);
+        if (!b.ok()) {
+          r.status = 2;
+          r.error = "bad input with NCCL's parameters";
+          r.diag = s.diags.render(s.sources);
+          return r;
+        }
+      }
+      // The FIFO's window is one message a channel on each pair: the channels the graph has (the
+      // user's where --set gives them).
+      CallCost cost = pick.cost;
+      for (const auto& [k, v] : b.graph->params)
+        if (k == "channels" && v >= 1) cost.window = static_cast<uint32_t>(v);
+      b.graph->set_call_cost_everywhere(cost);
+      nccl_line = "as NCCL runs it: " + pick.why + (own.empty() ? "" : "; " + own + " as --set gives");
+    } else if (known) {
+      nccl_line = pick.why;
+    }
+  }
   const std::unique_ptr<StepGraph>& g = b.graph;
   r.params = parameter_values(*g);
   for (const auto& [k, v] : g->params) r.params_json[k] = v;
@@ -288,7 +330,7 @@ PointResult run_point(const PointSpec& p) {
   if (g->connection_slots && so.runtime.protocol == Protocol::Auto) so.runtime.protocol = Protocol::Eager;
   so.runtime.wire_factor = g->wire_factor;
   if (!so.runtime.message_latency_given) so.runtime.message_latency = g->message_latency;
-  r.wire = g->wire_why;
+  r.wire = nccl_line.empty() ? g->wire_why : nccl_line;
   r.window_min = g->window_min, r.window_max = g->window_max;
   // Every expanded instance's members' entry and exit steps, to time each instance.
   for (const ExpandedInstance& e : b.expansion.instances) {

@@ -30,8 +30,10 @@ struct PointSpec {
 // One point's outcome (serialisable: MPI processes send these).
 struct PointResult {
   std::string schedule, platform, model, param, error, diag, warnings, text, factor_name, trace_file;
-  std::string network_model;                 // the platform's (ideal, lv08, cm02); `model` is the engine
-  std::string wire;                          // the protocol's wire overhead, where the program has one (MSCCL LL, LL128)
+  std::string network_model;  // the platform's (ideal, lv08, cm02); `model` is the engine
+  // The protocol's line: its wire overhead, where the program has one (MSCCL LL, LL128), or what
+  // NCCL runs for a library NCCL schedule named on GPU nodes (its channels, chunks and costs).
+  std::string wire;
   int64_t window_min = -1, window_max = -1;  // the sizes the runtime picks the program for (MSCCL)
   uint32_t n = 0;
   uint64_t param_value = 0, size_bytes = 0, messages = 0, bytes = 0, events = 0;

@@ -75,7 +75,7 @@ void Runtime::start(double now, int64_t rank) {
 uint32_t Runtime::window_of(StepId send) const {
   bool entry = false;
   const CallCost* c = g_.call_cost(send, entry);
-  return c ? c->window : 0;
+  return c ? c->window : o_.window;
 }
 
 bool Runtime::take_slot(StepId send) {
@@ -102,7 +102,7 @@ void Runtime::release_slot(StepId send) {
   StepId next = win.held.front();
   win.held.pop_front();
   ++win.in_flight;
-  start_transfer(next, false);
+  start_transfer(next, false, true);
 }
 
 void Runtime::sent(StepId send, double now) {
@@ -203,7 +203,7 @@ void Runtime::satisfy_successors(StepId s) {
 
 bool Runtime::rendezvous(StepId send) const { return by_rendezvous(o_, g_.range_bytes(g_.range(send))); }
 
-void Runtime::start_transfer(StepId send, bool rendezvous) {
+void Runtime::start_transfer(StepId send, bool rendezvous, bool held) {
   uint64_t b = g_.range_bytes(g_.range(send));
   ++messages_;
   bytes_ += b;
@@ -211,7 +211,7 @@ void Runtime::start_transfer(StepId send, bool rendezvous) {
   busy_begin(g_.peer(send), 1);
   // A rendezvous message moves once its receive is posted too (whichever comes last).
   if (o_.record_starts && (!rendezvous || (st_[g_.match(send)] & kIssued))) moved_[send] = now_;
-  timer_.transfer(send, g_.rank(send), g_.peer(send), wire_bytes(o_, b), rendezvous);
+  timer_.transfer(send, g_.rank(send), g_.peer(send), wire_bytes(o_, b), rendezvous, held);
 }
 
 void Runtime::issue(StepId s) {

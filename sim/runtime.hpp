@@ -50,6 +50,9 @@ struct RuntimeOptions {
   double copy_bw = 0;                  // bytes/s of a local copy (0: free)
   double recv_overhead = 0;            // receiver CPU seconds per message (LogGP o), part of receive processing
   bool record_starts = false;          // keep every step's start time, and each message's transfer (for a trace)
+  // Dataflow sends without a call's own window (CallCost::window): at most this many in flight
+  // per rank pair, a runtime's FIFO of that many slots (sim --window; 0: none, all at once).
+  uint32_t window = 0;
 };
 
 // Whether an MPI send of `bytes` goes by rendezvous. Auto: a message is eager iff bytes <
@@ -85,7 +88,9 @@ class Timer {
   virtual ~Timer() = default;
   // Send step `send` (on rank src) sends to rank dst. Eagerly, the data moves now; by rendezvous
   // it moves once its receive is posted too (posted(send), which may come before or after).
-  virtual void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) = 0;
+  // `held`: the send waited for a slot of its call's window (an earlier message of the call on
+  // the same pair has gone first, so the call's base latency is behind it: it does not pay it).
+  virtual void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous, bool held) = 0;
   // The receive matched to rendezvous send `send` has been posted (the receiver's event).
   virtual void posted(StepId send) = 0;
   // Local work of step `step` on `rank`: `flops` of computation and `seconds` of fixed time.
@@ -145,7 +150,7 @@ class Runtime {
   void complete(StepId s);
   void finish_recv(StepId r);
   void satisfy_successors(StepId s);
-  void start_transfer(StepId send, bool rendezvous);
+  void start_transfer(StepId send, bool rendezvous, bool held = false);
   bool rendezvous(StepId send) const;
   // Dynamic MPI matching at one destination.
   void post_dynamic(StepId recv);

@@ -116,13 +116,14 @@ class SimGridTimer : public Timer {
       if (w.incoming.size() > 8) w.window = 1;  // many sources (an all-to-all): keep wait sets short
   }
 
-  void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous) override {
+  void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous, bool held) override {
     What put = rendezvous ? What::RendezvousPut : What::EagerPut;
     Request q{put, send, src, dst, static_cast<double>(bytes)};
     double delay = ro_.message_latency;
     bool entry = false;
     if (const CallCost* c = g_.call_cost(send, entry)) {  // NCCL's protocol: its latency beyond the route's, its channel's rate
-      MessageCost mc = message_cost(*c, entry, same_node(p_, host(src), host(dst)), route_latency(host(src), host(dst)), p_.nodes.nccl);
+      MessageCost mc =
+          message_cost(*c, entry && !held, same_node(p_, host(src), host(dst)), route_latency(host(src), host(dst)), p_.nodes.nccl);
       delay += mc.extra_latency;
       q.cap = mc.cap;
     }

@@ -351,7 +351,7 @@ TEST_CASE("--algo names collectives and algorithms, and says what is allowed", "
   CHECK_FALSE(parse_algo_choice("allreduce=ringg", d, err));
   CHECK(err ==
         "unknown algorithm 'ringg' for allreduce (choose from ring, recursive_doubling, rabenseifner, reduce_bcast, binomial, nccl_ring, "
-        "nccl_tree)");
+        "nccl_tree, nccl_nvls)");
   CHECK_FALSE(parse_algo_choice("allreduc=ring", d, err));
   CHECK(err ==
         "unknown collective 'allreduc' in --algo (choose from allreduce, bcast, reduce, allgather, reduce_scatter, alltoall, barrier)");
@@ -528,10 +528,67 @@ TEST_CASE("NCCL's tuning model: the topology, latencies and bandwidths NCCL comp
   // Fewer channels for small sizes: while bytes < nc × threads × threshold.
   CHECK(u.channels == 1);                                                         // LL ring: 1 KiB < 2 × 512 × 8 × 8
   CHECK(nccl_tune(CollKind::Allreduce, 65536, 8, 8).channels == 2);               // 64 KiB / 32 KiB per channel
-  CHECK(nccl_tune(CollKind::Allreduce, uint64_t{1} << 30, 8, 8).channels == 24);  // all of them
+  CHECK(nccl_tune(CollKind::Allreduce, uint64_t{1} << 20, 8, 8).channels == 24);  // all of them
+  CHECK(nccl_tune(CollKind::Allreduce, uint64_t{1} << 30, 8, 8).channels == 16);  // NVLS: nvlsChannels
 }
 
-TEST_CASE("NCCL's choice: the tree across nodes up to its crossover, the ring above it and on one node", "[expand][algo][nccl]") {
+TEST_CASE("NVLS on one node of NVSwitch GPUs from Hopper on: NCCL's bandwidth, latency, channels and chunks; never elsewhere",
+          "[expand][algo][nccl][nvls]") {
+  constexpr uint64_t MiB = 1024 * 1024;
+  // One H100 node: the NVLS graph is 8 channels of 40 GB/s (bwInter 60): bus bandwidth 8 ×
+  // min(2 × 0.85 × 40 × 7/8, 60) = 476 GB/s, algorithm bandwidth × 8/14, latency 25 µs.
+  NcclTuning t = nccl_tune(CollKind::Allreduce, 1024 * MiB, 8, 8);
+  CHECK(t.topo.nvls_graph_channels == 8);
+  CHECK(t.topo.nvls_bw_intra == 40);
+  CHECK(t.topo.nvls_bw_inter == 60);
+  const NcclCost& c = t.cost[static_cast<int>(NcclAlgo::Nvls)][static_cast<int>(NcclProto::Simple)];
+  REQUIRE(c.enabled);
+  CHECK(c.bus_GBps == Approx(476));
+  CHECK(c.bw_GBps == Approx(476.0 * 8 / 14));
+  CHECK(c.latency_us == 25);
+  CHECK(c.base_us == 25);
+  CHECK(t.algo == NcclAlgo::Nvls);
+  CHECK(t.proto == NcclProto::Simple);
+  CHECK(t.channels == 16);
+  CHECK(t.pieces == 64);  // 1 GiB / 16 channels in loops of 8 × 128 KiB: 64, at most 64
+  // Only Simple: the other protocols have no NVLS cost.
+  CHECK_FALSE(t.cost[static_cast<int>(NcclAlgo::Nvls)][static_cast<int>(NcclProto::LL)].enabled);
+  // Small calls: the ring's LL; the crossover lies between 1 and 4 MiB.
+  CHECK(nccl_tune(CollKind::Allreduce, 1 * MiB, 8, 8).algo == NcclAlgo::Ring);
+  CHECK(nccl_tune(CollKind::Allreduce, 4 * MiB, 8, 8).algo == NcclAlgo::Nvls);
+  // A smaller chunk for smaller calls (nChannels × nHeads × chunk): 4 MiB < 2 × 16 × 8 × 32 KiB.
+  CHECK(nccl_tune(CollKind::Allreduce, 4 * MiB, 8, 8).pieces == 2);  // 4 MiB / 16 / (8 × 16 KiB)
+  // NCCL_ALGO=^NVLS leaves the ring.
+  NcclEnables no;
+  std::string err;
+  size_t at = 0;
+  REQUIRE(parse_nccl_list("^NVLS", false, no, err, at));
+  NcclHardware h100;
+  CHECK(nccl_tune(CollKind::Allreduce, 1024 * MiB, 8, h100, no).algo == NcclAlgo::Ring);
+  // A DGX B200: 8 × 80 GB/s (bwInter 90): 8 × min(2 × 0.74 × 80 × 7/8, 90) = 720 GB/s, 24 channels.
+  NcclHardware b200 = h100;
+  b200.arch = 3;
+  b200.nvlink_per_gpu = 18 * 40.1;
+  NcclTuning b = nccl_tune(CollKind::Allreduce, 1024 * MiB, 8, b200);
+  CHECK(b.cost[static_cast<int>(NcclAlgo::Nvls)][static_cast<int>(NcclProto::Simple)].bus_GBps == Approx(720));
+  CHECK(b.algo == NcclAlgo::Nvls);
+  CHECK(b.channels == 24);
+  // No NVLS: an A100 node (sm80), two nodes (NVLS across nodes needs SHARP), all-gather.
+  NcclHardware a100 = h100;
+  a100.arch = 1;
+  a100.nvlink_per_gpu = 240;
+  CHECK(nccl_tune(CollKind::Allreduce, 1024 * MiB, 8, a100).topo.nvls_graph_channels == 0);
+  CHECK(nccl_tune(CollKind::Allreduce, 1024 * MiB, 8, a100).algo == NcclAlgo::Ring);
+  CHECK(nccl_tune(CollKind::Allreduce, 1024 * MiB, 16, h100).algo != NcclAlgo::Nvls);
+  CHECK(nccl_tune(CollKind::Allgather, 1024 * MiB, 8, h100).algo == NcclAlgo::Ring);
+  // The expansion runs it by name, with NCCL's channels and chunks.
+  AlgoPick p = nccl_default(CollKind::Allreduce, 1024 * MiB, 8, 8);
+  CHECK(p.schedule == "nccl_nvls_allreduce");
+  CHECK(p.why.find("nvls/Simple on 16 channels") != std::string::npos);
+}
+
+TEST_CASE("NCCL's choice: the tree across nodes up to its crossover, the ring above it, the ring then NVLS on one node",
+          "[expand][algo][nccl]") {
   constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
   struct Case {
     uint32_t n, gpus;
@@ -539,8 +596,8 @@ TEST_CASE("NCCL's choice: the tree across nodes up to its crossover, the ring ab
     const char* schedule;
   };
   const Case cases[] = {
-      {8, 8, 1 * KiB, "nccl_ring_allreduce"},  // one node: the tree is a chain, the ring always wins
-      {8, 8, 16 * MiB, "nccl_ring_allreduce"},   {8, 8, 8 * GiB, "nccl_ring_allreduce"},
+      {8, 8, 1 * KiB, "nccl_ring_allreduce"},  // one node: the tree is a chain, the ring wins up to NVLS
+      {8, 8, 16 * MiB, "nccl_nvls_allreduce"},   {8, 8, 8 * GiB, "nccl_nvls_allreduce"},
       {16, 8, 1 * KiB, "nccl_tree_allreduce"},  // 2 nodes: tree up to 21.5 MiB
       {16, 8, 16 * MiB, "nccl_tree_allreduce"},  {16, 8, 32 * MiB, "nccl_ring_allreduce"},
       {32, 8, 1 * MiB, "nccl_tree_allreduce"},  // 4 nodes: tree up to 25 MiB

@@ -54,13 +54,14 @@ TEST_CASE("the calibration keys act on NCCL's launch, latencies and bandwidth, a
   // Doubled latencies: the base and every hop (the NVLink's own 0.6 us is below them now).
   PointResult slow = point("1KiB", 8, "dgx-h100:nodes=1,nccl_lat=2");
   CHECK(slow.time_s - plain.time_s == Approx((6.6 + 14 * 0.6) * 1e-6).epsilon(0.01));
-  // Halved bandwidth at 256 MiB: half the bus bandwidth (the caps bind; the links are faster).
-  PointResult full = point("256MiB", 8, "dgx-h100:nodes=1");
-  PointResult half = point("256MiB", 8, "dgx-h100:nodes=1,nccl_bw=0.5");
+  // Halved bandwidth at 256 MiB on an A100 node (the ring): half the bus bandwidth (the caps
+  // bind; the links are faster).
+  PointResult full = point("256MiB", 8, "dgx-a100:nodes=1");
+  PointResult half = point("256MiB", 8, "dgx-a100:nodes=1,nccl_bw=0.5");
   CHECK(half.busbw == Approx(full.busbw / 2).epsilon(0.03));  // (the latency, a few us, is not halved)
   // A factor above what the links carry: the links' rate, no more.
-  PointResult fast = point("256MiB", 8, "dgx-h100:nodes=1,nccl_bw=10");
-  CHECK(fast.busbw <= 450 * 2 * 7.0 / 8 * (1 + 1e-9));
+  PointResult fast = point("256MiB", 8, "dgx-a100:nodes=1,nccl_bw=10");
+  CHECK(fast.busbw <= 300 * (1 + 1e-9));
   // SimGrid applies the same calibrated costs.
   for (const char* size : {"1KiB", "64MiB"}) {
     const std::string cal = "dgx-h100:nodes=2,nccl_launch=7us,nccl_lat=1.5,nccl_bw=0.8";

@@ -245,6 +245,7 @@ const std::vector<AlgoName>& algorithms_for(CollKind k) {
       {"binomial", "binomial_allreduce", nullptr},
       {"nccl_ring", "nccl_ring_allreduce", nullptr},
       {"nccl_tree", "nccl_tree_allreduce", nullptr},
+      {"nccl_nvls", "nccl_nvls_allreduce", nullptr},
   };
   static const std::vector<AlgoName> allgather = {
       {"ring", "ring_allgather", nullptr},
@@ -441,6 +442,7 @@ AlgoPick openmpi_default(CollKind k, uint64_t bytes, uint32_t n) {
 // nccl_tune (nccl_tuning.cpp, NCCL v2.30.7's ncclTopoTuneModel and topoGetAlgoInfo) picks the
 // algorithm, the protocol and the channel count; we run
 //   ring all-reduce → nccl_ring_allreduce     tree all-reduce → nccl_tree_allreduce
+//   NVLS all-reduce (one node) → nccl_nvls_allreduce
 //   ring all-gather → nccl_ring_allgather     ring reduce-scatter → nccl_ring_reduce_scatter
 //   ring broadcast → nccl_ring_bcast
 // with channels = NCCL's nMaxChannels, chunks = NCCL's chunks per channel (the ring's loops;
@@ -471,6 +473,31 @@ AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_
   NcclHardware hw;
   hw.gpus_per_node = gpus_per_node;
   return nccl_default(k, bytes, n, hw, NcclEnables());
+}
+
+AlgoPick nccl_named(const std::string& schedule, uint64_t bytes, uint32_t n, const NcclHardware& hw, NcclEnables enables, bool& known) {
+  known = false;
+  // NCCL's function index (init.cc:52) and algorithm index (Tree 0, Ring 1, NVLS 4).
+  const std::pair<CollKind, size_t> kinds[] = {
+      {CollKind::Bcast, 0}, {CollKind::Allgather, 2}, {CollKind::ReduceScatter, 3}, {CollKind::Allreduce, 4}};
+  const std::pair<NcclAlgo, size_t> algos[] = {{NcclAlgo::Tree, 0}, {NcclAlgo::Ring, 1}, {NcclAlgo::Nvls, 4}};
+  for (auto [k, fn] : kinds)
+    for (auto [a, ai] : algos) {
+      if (schedule != std::string("nccl_") + nccl_algo_name(a) + "_" + coll_name(k)) continue;
+      known = true;
+      enables.algo[fn].fill(false);  // naming the schedule forces its algorithm, as NCCL_ALGO would
+      enables.algo[fn][ai] = true;
+      enables.algo_text = std::string(nccl_algo_name(a)) + " (the schedule named)";
+      AlgoPick p = nccl_default(k, bytes, n, hw, enables);
+      if (p.schedule != schedule) {
+        p = AlgoPick{};
+        p.why = std::string("NCCL cannot run ") + nccl_algo_name(a) + " " + coll_name(k) + " here (" + std::to_string(n) +
+                " ranks on nodes of " + std::to_string(hw.gpus_per_node) + " " + (hw.name.empty() ? "GPUs" : hw.name + "s") +
+                "): the schedule runs as written, without NCCL's costs";
+      }
+      return p;
+    }
+  return AlgoPick{};
 }
 
 AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware& hw, const NcclEnables& enables) {

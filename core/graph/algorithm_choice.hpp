@@ -101,6 +101,12 @@ AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_
 // they leave no pair the model has gets an empty schedule and the reason in `why`.
 AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware& hw, const NcclEnables& enables);
 
+// A library NCCL schedule named by the user (`sim nccl_ring_allreduce`): what NCCL does when
+// NCCL_ALGO forces that algorithm (NCCL_PROTO as `enables` says), with its channels, chunks and
+// costs for `bytes` over n ranks on `hw`. `known` false: `schedule` is none of NCCL's; a pick with
+// an empty schedule: NCCL cannot run that algorithm there, with the reason in `why`.
+AlgoPick nccl_named(const std::string& schedule, uint64_t bytes, uint32_t n, const NcclHardware& hw, NcclEnables enables, bool& known);
+
 // The pick for a kind --algo did not name: NCCL's or Open MPI's, as c.defaults says.
 AlgoPick default_pick(const AlgoChoice& c, CollKind k, uint64_t bytes, uint32_t n);
 

@@ -45,11 +45,21 @@
 //               where intraLat = hwLatencies[NVLINK][a][p], interLat = hwLatencies[NET][a][p]
 //               (the tree's with one GPU per node), both plus the NIC's latency, 0 for IB
 //               (385–391; src/transport/net_ib/init.cc:558).
-//    Only the ring and the tree are modelled, and only where NCCL considers them (294–298): the
-//    tree for all-reduce, the ring for all four. NVLS and NVLS tree need NVLink SHARP, CollNet
-//    a SHARP network, PAT (all-gather and reduce-scatter with one GPU per node) an algorithm the
-//    library does not have: the platform models none of them, as if NCCL_ALGO=ring,tree. LL128
-//    is on (Hopper, NVLink inside, the NIC within PXN: 518–536).
+//    The ring, the tree and NVLS are modelled, where NCCL considers them (294–298, 502–506):
+//    the tree for all-reduce, the ring for all four, NVLS for all-reduce on one node of NVSwitch
+//    GPUs from Hopper on (Simple only): its graph has min(32, GPUs) channels at the fastest
+//    intra speed s with (channels + 1)·s within the GPU's NVLink, bwInter raised to 2·s or the
+//    array's top (search.cc:1124–1138, 1254–1287; docs/nccl_model.md §2.3: 8 × 40/60 on H100,
+//    8 × 80/90 on B200); its bandwidth bwIntra·nvlsEfficiency·(ch-1)/ch·2, at most bwInter, per
+//    graph channel (307–323; nvlsEfficiency 0.85 Hopper, 0.74 Blackwell, 139–144), as algorithm
+//    bandwidth × n/nsteps (377–382), its latency hwLat[NVLINK][NVLS][Simple] = 25 µs in place of
+//    the base (424–426). NVLS across nodes needs CollNet (SHARP), and the NVLS tree, CollNet and
+//    PAT (all-gather and reduce-scatter with one GPU per node) are algorithms the library does not
+//    have: the platform models none of them, as if NCCL_ALGO=^NVLSTree,CollNetDirect,CollNetChain,PAT.
+//    NVLS all-gather and reduce-scatter lose to the ring on one node by NCCL's own figures
+//    (bwIntra·eff·(ch-1)/ch·(ppn-1)/ppn without the ring's n/nsteps: 208 against 411 GB/s of
+//    algorithm bandwidth on H100) and are not modelled. LL128 is on (Hopper, NVLink inside, the
+//    NIC within PXN: 518–536).
 //
 // 3. Choice (per call, src/enqueue.cc): ncclTopoGetAlgoTime (tuning.cc:630–655) gives each pair
 //    the time latency + nBytes / (1000 · bw) µs, the tree's all-reduce bandwidth scaled by
@@ -78,7 +88,7 @@ namespace sg {
 
 namespace {
 
-constexpr int kTree = 0, kRing = 1;
+constexpr int kTree = 0, kRing = 1, kNvls = 2;  // our indices (NCCL's NVLS is 4)
 constexpr int kLL = 0, kLL128 = 1, kSimple = 2;
 constexpr int kNvlink = 0, kNet = 2;  // NCCL_HW_NVLINK, NCCL_HW_NET (PCI is 1)
 
@@ -87,6 +97,7 @@ constexpr int kNvlink = 0, kNet = 2;  // NCCL_HW_NVLINK, NCCL_HW_NET (PCI is 1)
 // columns by nodes (1, 2, more).
 // clang-format off
 constexpr double kBaseLat[2][3] = {{6.8, 14.0, 8.4}, {6.6, 14.0, 8.4}};    // 151: [Tree, Ring][LL, LL128, Simple]
+constexpr double kHwLatNvls = 25;                                         // 159: hwLat[NVLINK][NVLS][Simple]
 constexpr double kHwLat[3][2][3] = {{{0.6, 1.25, 4.0}, {0.6, 1.9, 3.4}},   // 159: NVLINK
                                     {{1.0, 1.9, 4.0}, {1.0, 2.5, 5.7}},    // 165: PCI
                                     {{5.0, 8.5, 14}, {2.7, 4.0, 14.0}}};   // 171: NET
@@ -152,6 +163,13 @@ void dup_channels(int arch, int& ch, double& bw) {
 // NCCL's chunk for the pieces we cut a channel's data into (calcCollChunking).
 uint64_t chunk_bytes(CollKind k, int algo, int proto, const NcclTopo& t, uint64_t bytes, int channels) {
   constexpr uint64_t kStepLL = 524288 / 8, kStepLL128 = 4915200 / 8, kStepSimple = 4194304 / 8;
+  if (algo == kNvls) {  // enqueue.cc:2258–2275: NCCL_NVLS_CHUNKSIZE 128 KiB, less for small calls
+    uint64_t c = 131072, ops = static_cast<uint64_t>(channels) * std::min(t.gpus, t.ranks);  // nChannels × nHeads
+    if (bytes < 64 * ops * c && c > 65536) c = 65536;
+    if (bytes < 8 * ops * c && c > 32768) c = 32768;
+    if (bytes < 2 * ops * c && c > 16384) c = 16384;
+    return c;
+  }
   if (proto == kLL) return kStepLL / 2;
   if (proto == kLL128) {
     uint64_t c = kStepLL128 / 16 * 15;
@@ -256,7 +274,7 @@ bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, 
   return true;
 }
 
-const char* nccl_algo_name(NcclAlgo a) { return a == NcclAlgo::Tree ? "tree" : "ring"; }
+const char* nccl_algo_name(NcclAlgo a) { return a == NcclAlgo::Tree ? "tree" : a == NcclAlgo::Ring ? "ring" : "nvls"; }
 const char* nccl_proto_name(NcclProto p) {
   switch (p) {
     case NcclProto::LL: return "LL";
@@ -295,6 +313,29 @@ NcclTopo nccl_topo(uint32_t ranks, const NcclHardware& hw) {
   int comm = std::min(kMaxChannels, 2 * ch);
   if (hw.arch >= 2 && t.nodes > 1 && bw > 45.0 && comm < 16) comm = std::min(kMaxChannels, 2 * comm);
   t.comm_channels = comm;
+  // NVLS: one node of NVSwitch GPUs (every preset and `nodes` platform has its NVSwitch), sm90 on,
+  // two GPUs at least (nvls.cc:248-281; search.cc:1124).
+  uint32_t g = std::min(t.gpus, ranks);
+  if (t.nodes == 1 && hw.arch >= 2 && g >= 2) {
+    int nch = static_cast<int>(std::min<uint32_t>(32, g));
+    double intra = 0;
+    for (double s : kSpeedIntra[row])
+      if (s > 0 && (nch + 1) * s <= hw.nvlink_per_gpu) {
+        intra = s;
+        break;
+      }
+    if (intra > 0) {
+      double inter = 0, top = 0;
+      for (double s : kSpeedIntra[row]) {
+        top = std::max(top, s);
+        if (s >= 2 * intra && (inter == 0 || s < inter)) inter = s;
+      }
+      t.nvls_graph_channels = nch;
+      t.nvls_bw_intra = intra;
+      t.nvls_bw_inter = inter > 0 ? inter : top;
+      t.nvls_channels = hw.arch >= 3 ? 24 : 16;  // NVLS_NCHANNELS_SM90 16, SM100_NVL 24 (nvls.cc:155-157)
+    }
+  }
   return t;
 }
 
@@ -384,10 +425,28 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware&
     }
   }
 
+  // NVLS (all-reduce, one node, Simple): tuning.cc:307–323 (bandwidth), 424–426 (latency).
+  if (allreduce && t.nvls_graph_channels >= 2 && en.algo[static_cast<size_t>(fn)][4] && en.proto[static_cast<size_t>(fn)][kSimple]) {
+    const double nvlsEfficiency[4] = {0.0, 0.0, 0.85, 0.74};  // 139–144
+    double nch = t.nvls_graph_channels;
+    double intraBw = t.nvls_bw_intra * nvlsEfficiency[cc] * (nch - 1) / nch * 2;
+    double busBw = nch * std::min(intraBw, t.nvls_bw_inter);
+    double bw = busBw * nranks / nsteps;
+    double lat = kHwLatNvls;
+    NcclCost& c = r.cost[kNvls][kSimple];
+    c.enabled = busBw > 0;
+    c.latency_us = lat;
+    c.bw_GBps = bw;
+    c.time_us = lat + static_cast<double>(bytes) / (1000 * bw);
+    // The whole latency is the call's: the switch reduces and multicasts, no hop between GPUs.
+    c.base_us = lat;
+    c.bus_GBps = busBw;
+  }
+
   // topoGetAlgoInfo: the least time, algorithms then protocols in NCCL's order.
   double best = FLT_MAX;
   int ba = kRing, bp = kSimple;
-  for (int a : {kTree, kRing})
+  for (int a : {kTree, kRing, kNvls})
     for (int p : {kLL, kLL128, kSimple})
       if (r.cost[a][p].enabled && r.cost[a][p].time_us < best) {
         best = r.cost[a][p].time_us;
@@ -404,13 +463,18 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware&
   uint64_t nt = bp == kLL128 ? 640 : 512;
   uint64_t threshold = bp == kSimple ? 64 : bp == kLL && ba == kRing ? 8 * n : 8;
   int nc = t.comm_channels;
-  while (bytes < nc * nt * threshold && nc >= 2) --nc;
+  if (ba == kNvls) {
+    nc = t.nvls_channels;  // "NVLS should not need more than 16 channels" (enqueue.cc:2084–2090)
+  } else {
+    while (bytes < nc * nt * threshold && nc >= 2) --nc;
+  }
   r.channels = nc;
 
   uint64_t chunk = chunk_bytes(k, ba, bp, t, bytes, nc);
   uint64_t per_channel = cdiv(bytes, static_cast<uint64_t>(nc));
-  // The ring's loops move N chunks each (runRing's loopCount = nranks · chunkCount).
-  uint64_t unit = ba == kRing && k != CollKind::Bcast ? chunk * n : chunk;
+  // The ring's loops move N chunks each (runRing's loopCount = nranks · chunkCount), NVLS's one
+  // chunk a head, every rank a head on one node (loopSize = nChannels · nHeads · chunkSize).
+  uint64_t unit = (ba == kRing && k != CollKind::Bcast) || ba == kNvls ? chunk * n : chunk;
   r.pieces = static_cast<int>(std::clamp<uint64_t>(cdiv(per_channel, unit), 1, kMaxPieces));
   return r;
 }

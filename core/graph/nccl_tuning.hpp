@@ -51,11 +51,12 @@ struct NcclEnables {
 // the 0-based offset of the token at fault in `at` (NCCL refuses the communicator there).
 bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, std::string& err, size_t& at);
 
-// NCCL's algorithm and protocol numbers (NCCL_ALGO_TREE 0, NCCL_ALGO_RING 1; NCCL_PROTO_LL 0,
-// NCCL_PROTO_LL128 1, NCCL_PROTO_SIMPLE 2): the only ones we model.
-enum class NcclAlgo : uint8_t { Tree, Ring };
+// NCCL's algorithms and protocols that we model: NCCL_ALGO_TREE 0, NCCL_ALGO_RING 1 and
+// NCCL_ALGO_NVLS (NCCL's 4, our 2: NVLink SHARP on one node of NVSwitch GPUs, sm90 on);
+// NCCL_PROTO_LL 0, NCCL_PROTO_LL128 1, NCCL_PROTO_SIMPLE 2.
+enum class NcclAlgo : uint8_t { Tree, Ring, Nvls };
 enum class NcclProto : uint8_t { LL, LL128, Simple };
-const char* nccl_algo_name(NcclAlgo a);    // "tree", "ring"
+const char* nccl_algo_name(NcclAlgo a);    // "tree", "ring", "nvls"
 const char* nccl_proto_name(NcclProto p);  // "LL", "LL128", "Simple"
 
 // What NCCL's topology search (ncclTopoCompute) and channel setup (ncclTopoPostset) find on our
@@ -66,6 +67,12 @@ struct NcclTopo {
   int graph_channels = 0;                   // graphs[RING]->nChannels (the tree's is the same)
   double graph_bw = 0;                      // bwIntra = bwInter, GB/s per channel
   int comm_channels = 0;                    // comm->nChannels
+  // The NVLS graph (one node of NVSwitch GPUs, sm90 on; 0 channels: no NVLS): its channels and
+  // bandwidths (search.cc:1124-1138, 1254-1287), and the channels a call runs on (nvlsChannels,
+  // nvls.cc:155-157).
+  int nvls_graph_channels = 0;
+  double nvls_bw_intra = 0, nvls_bw_inter = 0;
+  int nvls_channels = 0;
 };
 NcclTopo nccl_topo(uint32_t ranks, const NcclHardware& hw);
 NcclTopo nccl_topo(uint32_t ranks, uint32_t gpus_per_node);  // an H100 node of that many GPUs
@@ -85,7 +92,7 @@ struct NcclCost {
 
 struct NcclTuning {
   NcclTopo topo;
-  std::array<std::array<NcclCost, 3>, 2> cost{};  // [NcclAlgo][NcclProto]
+  std::array<std::array<NcclCost, 3>, 3> cost{};  // [NcclAlgo][NcclProto]
   bool modelled = false;                          // false: NCCL has no choice to make for this kind
   // NCCL_ALGO / NCCL_PROTO leave this kind no pair the model has (ring or tree, LL, LL128 or
   // Simple): NCCL itself fails the call ("No algorithm/protocol available", enqueue.cc:2052).
@@ -104,7 +111,7 @@ constexpr int kMaxPieces = 64;
 // (0: one rank per node, no NVLink). `bytes` is the library's `size` (the vector of an
 // all-reduce or a reduce-scatter, the gathered buffer of an all-gather, the message of a
 // broadcast), which is NCCL's own nBytes (ncclFuncMaxSendRecvCount). Modelled kinds: allreduce
-// (ring, tree), allgather, reduce_scatter, bcast (ring).
+// (ring, tree, NVLS on one node), allgather, reduce_scatter, bcast (ring).
 NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware& hw, const NcclEnables& enables = NcclEnables());
 NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, uint32_t gpus_per_node);  // an H100 node of that many GPUs
 

@@ -263,6 +263,14 @@ class StepGraph {
     if (step_call_.size() <= s) step_call_.resize(size(), 0);
     step_call_[s] = (cost + 1) | (entry ? kCallEntry : 0);
   }
+  // The whole graph is one call of cost `c` (a library NCCL schedule run by name): every send
+  // pays it, those that wait for nothing as the call's first messages.
+  void set_call_cost_everywhere(const CallCost& c) {
+    call_costs.push_back(c);
+    auto idx = static_cast<uint32_t>(call_costs.size() - 1);
+    for (StepId s = 0; s < size(); ++s)
+      if (kind(s) == StepKind::Send) set_call_cost(s, idx, dep_count(s) == 0);
+  }
   bool nonblocking(StepId s) const { return flags_[s] & kFlagNonblocking; }
   uint32_t rank(StepId s) const { return rank_[s]; }
   uint32_t stmt(StepId s) const { return stmt_[s]; }
