@@ -14,7 +14,7 @@ MessageCost message_cost(const CallCost& c, bool entry, bool same_node, double r
   MessageCost m;
   double hop = k.lat * (same_node ? c.hop_intra_s : c.hop_inter_s);
   m.extra_latency = std::max(0.0, hop - route_lat) + (entry ? k.launch_s + k.lat * c.base_s : 0.0);
-  m.cap = k.bw * c.channel_Bps;
+  m.cap = k.bw * c.channel_Bps;  // (wire bytes: the runtime scaled the message's bytes by c.wire)
   return m;
 }
 

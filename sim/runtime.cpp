@@ -211,7 +211,11 @@ void Runtime::start_transfer(StepId send, bool rendezvous, bool held) {
   busy_begin(g_.peer(send), 1);
   // A rendezvous message moves once its receive is posted too (whichever comes last).
   if (o_.record_starts && (!rendezvous || (st_[g_.match(send)] & kIssued))) moved_[send] = now_;
-  timer_.transfer(send, g_.rank(send), g_.peer(send), wire_bytes(o_, b), rendezvous, held);
+  uint64_t wire = wire_bytes(o_, b);
+  bool entry = false;
+  if (const CallCost* c = g_.call_cost(send, entry); c && c->wire != 1.0)  // a switch's share of the work (NVLS)
+    wire = static_cast<uint64_t>(static_cast<double>(wire) * c->wire + 0.5);
+  timer_.transfer(send, g_.rank(send), g_.peer(send), wire, rendezvous, held);
 }
 
 void Runtime::issue(StepId s) {

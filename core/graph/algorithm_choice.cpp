@@ -531,6 +531,16 @@ AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware
   p.cost.hop_intra_s = w.hop_intra_us * 1e-6;
   p.cost.hop_inter_s = w.hop_inter_us * 1e-6;
   p.cost.channel_Bps = w.bus_GBps * 1e9 / std::max({1, t.channels, t.topo.comm_channels});
+  if (t.algo == NcclAlgo::Nvls && n >= 2) {
+    // NVLS written between GPUs (nccl_nvls_allreduce) sends to every other rank at once: its bus
+    // bandwidth is shared by the N-1 peers too; and the switch's reduce and multicast leave each
+    // GPU's NVLink (N+1)/N of the vector each way against the schedule's 2(N-1)/N, its wire.
+    // (NVLS's model bandwidth is its graph's, run on nvlsChannels: those share it, not the
+    // communicator's ring channels.)
+    double nn = n;
+    p.cost.wire = (nn + 1) / (2 * (nn - 1));
+    p.cost.channel_Bps = w.bus_GBps * 1e9 / std::max(1, t.channels) / (nn - 1) * p.cost.wire;
+  }
   // NCCL's FIFO: a connection has NCCL_STEPS = 8 slots (device.h:26), but one channel's chunks
   // go through its CUDA block one after another, at the channel's rate: one message (about one
   // chunk: the pieces follow NCCL's chunk size) per channel on a pair's wire at a time.

@@ -178,6 +178,10 @@ struct CallCost {
   // moves its chunks one after another); a send beyond it waits for an earlier one to arrive.
   // 0: no bound.
   uint32_t window = 0;
+  // Bytes on the GPUs' links per payload byte (channel_Bps counts wire bytes too): 1, or less
+  // where a switch does part of the work (NVLS: the NVSwitch adds and copies, so a GPU's NVLink
+  // carries (N+1)/N of the vector each way where the schedule written between GPUs moves 2(N-1)/N).
+  double wire = 1;
   bool operator==(const CallCost&) const = default;
 };
 
