@@ -250,7 +250,8 @@ static int run_command(int argc, char** argv) {
   sg::cli::CalibrateOpts calopts;
   auto* calibrate = app.add_subcommand(
       "calibrate",
-      "under mpiexec: ping-pong per pair class (same node, other node), an alpha-beta fit, and a platform file for sim and exec --predict");
+      "under mpiexec: ping-pong per pair class (same node, other node), an alpha-beta fit, and a platform file for sim and exec --predict; "
+      "with --nccl-tests: NCCL's costs on a preset fitted to measured tables");
   calibrate->add_option("-o,--output", calopts.output, "the platform file to write (default calibration.platform)");
   calibrate->add_option("--sizes", calopts.sizes, "message sizes: a..b (doubling) or a,b,c (default 8..16MiB)");
   calibrate->add_option("--iters", calopts.iters, "round trips per size; the fastest counts (default 20)")->check(kPositive);
@@ -265,7 +266,9 @@ static int run_command(int argc, char** argv) {
                    "with --nccl-tests: the machine the tables were measured on (a preset, e.g. dgx-h100:nodes=2)")
       ->needs(cal_tables);
   calibrate->add_option("-n,--ranks", calopts.ranks, "with --nccl-tests: the ranks, where a table's header lists none")->needs(cal_tables);
-  calibrate->add_option("--model", calopts.model, "with --nccl-tests: the engine (analytic, the default, or simgrid)")->needs(cal_tables);
+  calibrate->add_option("--model", calopts.model, "with --nccl-tests: the engine (analytic, the default, or simgrid)")
+      ->needs(cal_tables)
+      ->check(CLI::IsMember({"analytic", "simgrid"}));
   exec->footer("Exit codes: 0 ok, 1 wrong elements, 2 bad input (every rank refuses), 3 no progress or an MPI error (the job is aborted).");
 
   sg::cli::EnvOpts envopts;

@@ -66,8 +66,7 @@ int tour_nccl_tables(int rc) {
   co.nccl_tests = {ar, ag};
   co.platform = "dgx-h100:nodes=1";
   co.output = (std::filesystem::temp_directory_path() / "stepgraph_demo_calibration.platform").string();
-  int c = cmd_calibrate_nccl_tests(co);
-  std::filesystem::remove(co.output);
+  int c = cmd_calibrate_nccl_tests(co);  // (the file stays, for the user to try)
   unsetenv("NCCL_ALGO");
   return std::max(rc, c);
 }
