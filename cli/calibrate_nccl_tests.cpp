@@ -29,12 +29,9 @@ namespace {
 
 // The row's measured time: out of place, else in place (nccl-tests may print N/A in one half).
 bool measured_us(const NcclTestsRow& r, double& us) {
-  for (int h = 0; h < 2; ++h)
-    if (r.has[h] && r.time_us[h] > 0) {
-      us = r.time_us[h];
-      return true;
-    }
-  return false;
+  int h = measured_half(r);
+  if (h >= 0) us = r.time_us[h];
+  return h >= 0;
 }
 
 // `t` with only its rows of that parity (−1: all of them) that have a measured time.

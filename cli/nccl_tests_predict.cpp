@@ -111,6 +111,12 @@ int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std
   return rc;
 }
 
+int measured_half(const NcclTestsRow& r) {
+  for (int h = 0; h < 2; ++h)
+    if (r.has[h] && r.time_us[h] > 0) return h;
+  return -1;
+}
+
 ErrorSummary summarise_errors(const std::vector<double>& ratios) {
   ErrorSummary a;
   a.rows = ratios.size();

@@ -33,6 +33,10 @@ int load_nccl_table(Session& ses, const std::string& path, const std::string& ra
 // collective has no step (a located error).
 int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std::vector<sim::PointResult>& results);
 
+// The half of a row whose time counts as measured: 0 out of place, else 1 in place (nccl-tests
+// prints N/A in a half it did not run), -1 where neither has a time.
+int measured_half(const NcclTestsRow& r);
+
 // Over a set of rows, predicted / measured as the benchmark reports it: the geometric mean as a
 // signed error (exp(mean ln r) − 1: a bias) and the mean |r − 1|.
 struct ErrorSummary {
