@@ -15,6 +15,14 @@ struct Ran {
   double seconds = 0;
 };
 
+// Writes `text` to `path` (a schedule or a table for one test).
+inline void write_file(const std::string& path, const std::string& text) {
+  FILE* w = std::fopen(path.c_str(), "w");
+  REQUIRE(w);
+  std::fputs(text.c_str(), w);
+  std::fclose(w);
+}
+
 inline Ran run_command(const std::string& cmd) {
   Ran r;
   auto t0 = std::chrono::steady_clock::now();

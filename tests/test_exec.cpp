@@ -27,13 +27,7 @@ using sgtest::Ran;
 
 Ran sh(const std::string& cmd, bool with_stderr = false) { return sgtest::run_command(cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")); }
 
-// A schedule file for one test.
-void write_file(const std::string& path, const std::string& text) {
-  FILE* w = std::fopen(path.c_str(), "w");
-  REQUIRE(w);
-  std::fputs(text.c_str(), w);
-  std::fclose(w);
-}
+using sgtest::write_file;
 
 const std::string kBin = STEPGRAPH_BIN;
 const std::string kSrc = STEPGRAPH_SOURCE_DIR;

@@ -36,12 +36,7 @@ nlohmann::json row_of(const Ran& r) {
   return j[0];
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  FILE* w = std::fopen(path.c_str(), "w");
-  REQUIRE(w);
-  std::fputs(text.c_str(), w);
-  std::fclose(w);
-}
+using sgtest::write_file;
 
 // Small shapes: seq splits into 2N·4 blocks for N = 3 and 4, heads into N groups; fp32 inputs
 // (the schedules' default elem = 2 is bf16).

@@ -16,7 +16,7 @@
 
 #include "run_command.hpp"
 #include "sim/nccl_fit.hpp"
-#include "sim/point.hpp"
+#include "sim_point.hpp"
 
 using namespace sg;
 using namespace sg::sim;
@@ -26,17 +26,9 @@ namespace {
 const std::string kWrapper = std::string(STEPGRAPH_SOURCE_DIR) + "/tests/sim_cases/allreduce_wrapper.sched";
 const std::string kTables = std::string(STEPGRAPH_SOURCE_DIR) + "/bench/nccl_accuracy/tables/";
 
+// One all-reduce of `size` over every rank (the wrapper) on `platform`.
 PointResult point(const std::string& size, uint32_t n, const std::string& platform, Model m = Model::Analytic) {
-  PointSpec p;
-  p.target = kWrapper;
-  p.n = n;
-  p.sets = {{"size", size}};
-  p.platform = platform;
-  p.options.model = m;
-  PointResult r = run_point(p);
-  INFO(platform << " " << size << ": " << r.error << r.diag);
-  REQUIRE(r.error.empty());
-  return r;
+  return sgtest::sim_point(kWrapper, n, {{"size", size}}, platform, m);
 }
 
 std::string sg_cmd(const std::string& args) { return std::string("'") + STEPGRAPH_BIN + "' " + args; }
@@ -204,24 +196,18 @@ TEST_CASE("calibrate --nccl-tests refuses what it cannot fit, with located error
   CHECK(named.rc == 0);
   // A malformed row: its line and column.
   const std::string bad = "/tmp/stepgraph_calibrate_bad_" + std::to_string(getpid()) + ".txt";
-  FILE* w = std::fopen(bad.c_str(), "w");
-  REQUIRE(w);
-  std::fputs(
-      "# Collective test starting: all_reduce_perf\n        1024           256     float     sum      -1    12.5x   0.08    0.15       0\n",
-      w);
-  std::fclose(w);
+  sgtest::write_file(bad,
+                     "# Collective test starting: all_reduce_perf\n        1024           256     float     sum      -1    12.5x   0.08    "
+                     "0.15       0\n");
   sgtest::Ran m = run("--nccl-tests " + bad + " -n 8 --platform dgx-h100:nodes=1");
   CHECK(m.rc == 2);
   CHECK(m.out.find(bad + ":2:57: error:") != std::string::npos);
   std::remove(bad.c_str());
   // Too few rows to fit three parameters.
   const std::string few = "/tmp/stepgraph_calibrate_few_" + std::to_string(getpid()) + ".txt";
-  w = std::fopen(few.c_str(), "w");
-  REQUIRE(w);
-  std::fputs(
-      "# Collective test starting: all_reduce_perf\n        1024           256     float     sum      -1    12.5   0.08    0.15       0\n",
-      w);
-  std::fclose(w);
+  sgtest::write_file(
+      few,
+      "# Collective test starting: all_reduce_perf\n        1024           256     float     sum      -1    12.5   0.08    0.15       0\n");
   sgtest::Ran f = run("--nccl-tests " + few + " -n 8 --platform dgx-h100:nodes=1");
   CHECK(f.rc == 2);
   CHECK(f.out.find("6 rows at least") != std::string::npos);

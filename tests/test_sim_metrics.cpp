@@ -18,25 +18,14 @@
 
 #include "run_command.hpp"
 #include "sim/point.hpp"
+#include "sim_point.hpp"
 
 using namespace sg;
 using namespace sg::sim;
 
 namespace {
 
-PointResult point(const std::string& target, uint32_t n, std::vector<std::pair<std::string, std::string>> sets = {},
-                  const std::string& platform = "", Model m = Model::Analytic) {
-  PointSpec p;
-  p.target = target;
-  p.n = n;
-  p.sets = std::move(sets);
-  p.platform = platform;
-  p.options.model = m;
-  PointResult r = run_point(p);
-  INFO(target << " N = " << n << ": " << r.error << r.diag);
-  REQUIRE(r.error.empty());
-  return r;
-}
+using sgtest::sim_point;
 
 std::string sg_cmd(const std::string& args) { return "'" STEPGRAPH_BIN "' " + args; }
 
@@ -49,7 +38,7 @@ TEST_CASE("the overlap line and the critical path are one account", "[sim][metri
            {"tp_backward", 8, {}},
            {"ring_allreduce", 8, {}}}) {
     INFO(target);
-    PointResult r = point(target, n, sets);
+    PointResult r = sim_point(target, n, sets);
     REQUIRE(r.completed);
     // The critical path's segments add up to the run (step end times are kept in single
     // precision at scale: 1e-6 relative).
@@ -65,13 +54,13 @@ TEST_CASE("the overlap line and the critical path are one account", "[sim][metri
   }
   // The zigzag ring on GPU nodes waits for its messages most of the time: the overlap line says
   // so (it said "100 % hidden" before it was computed from the critical path).
-  PointResult z = point("zigzag_ring_attention", 32, {{"seq", "128K"}}, "nodes:count=4,gpus=8,speed=400Tf,model=ideal");
+  PointResult z = sim_point("zigzag_ring_attention", 32, {{"seq", "128K"}}, "nodes:count=4,gpus=8,speed=400Tf,model=ideal");
   CHECK(z.cp_comm_s > 0.5 * z.time_s);
   CHECK(z.comm_s - z.exposed_s < 0.5 * z.comm_s);
 }
 
 TEST_CASE("the busiest links are ranked by utilisation, bytes beside it", "[sim][metrics]") {
-  PointResult z = point("zigzag_ring_attention", 32, {{"seq", "128K"}}, "nodes:count=4,gpus=8,speed=400Tf,model=ideal");
+  PointResult z = sim_point("zigzag_ring_attention", 32, {{"seq", "128K"}}, "nodes:count=4,gpus=8,speed=400Tf,model=ideal");
   REQUIRE(!z.links_json.empty());
   double prev = 2;
   for (const auto& l : z.links_json) {
@@ -84,13 +73,13 @@ TEST_CASE("the busiest links are ranked by utilisation, bytes beside it", "[sim]
 }
 
 TEST_CASE("algbw and busbw only for one collective over every rank", "[sim][metrics]") {
-  PointResult ring = point("ring_allreduce", 8);
+  PointResult ring = sim_point("ring_allreduce", 8);
   CHECK(ring.world);
   CHECK(ring.busbw > 0);
   CHECK(ring.factor_name == "2(N-1)/N");
   // A training step (compute, its own all-reduce), tensor-parallel sub-groups: no nccl-tests figures.
   for (const char* t : {"dp_bucketed_step", "tp_backward"}) {
-    PointResult r = point(t, 8);
+    PointResult r = sim_point(t, 8);
     CHECK_FALSE(r.world);
     nlohmann::json j;
     to_json(j, r);
@@ -99,7 +88,7 @@ TEST_CASE("algbw and busbw only for one collective over every rank", "[sim][metr
   }
   // Collectives over sub-groups (RingX's all-reduces and broadcasts) get a breakdown of their own:
   // per kind of instance, how many, their time and bus bandwidth.
-  PointResult x = point("ringx2_attention", 4, {{"seq", "4K"}});
+  PointResult x = sim_point("ringx2_attention", 4, {{"seq", "4K"}});
   CHECK_FALSE(x.world);
   REQUIRE(!x.collectives_json.empty());
   for (const auto& c : x.collectives_json) {
@@ -111,7 +100,7 @@ TEST_CASE("algbw and busbw only for one collective over every rank", "[sim][metr
 
 TEST_CASE("on GPU nodes collectives expand as NCCL's, elsewhere as Open MPI's", "[sim][metrics][nccl]") {
   const std::string wrapper = std::string(STEPGRAPH_SOURCE_DIR) + "/tests/sim_cases/allreduce_wrapper.sched";
-  PointResult gpu = point(wrapper, 16, {{"size", "256MiB"}}, "nodes:count=2,gpus=8");
+  PointResult gpu = sim_point(wrapper, 16, {{"size", "256MiB"}}, "nodes:count=2,gpus=8");
   REQUIRE(!gpu.collectives_json.empty());
   CHECK(gpu.collectives_json[0].at("collective").get<std::string>().find("nccl_ring_allreduce") != std::string::npos);
   CHECK(gpu.world);
@@ -119,13 +108,14 @@ TEST_CASE("on GPU nodes collectives expand as NCCL's, elsewhere as Open MPI's", 
   // the links' own bound (8 NICs of 50 GB/s).
   CHECK(gpu.busbw > 300);
   CHECK(gpu.busbw <= 384);
-  PointResult cpu = point(wrapper, 16, {{"size", "256MiB"}});
+  PointResult cpu = sim_point(wrapper, 16, {{"size", "256MiB"}});
   REQUIRE(!cpu.collectives_json.empty());
   CHECK(cpu.collectives_json[0].at("collective").get<std::string>().find("Open MPI") != std::string::npos);
 }
 
 TEST_CASE("attention reports model TFLOP/s and MFU against the platform's peak", "[sim][metrics]") {
-  PointResult z = point("zigzag_ring_attention", 8, {{"seq", "16384"}, {"heads", "8"}, {"dim", "128"}}, "nodes:count=1,gpus=8,speed=400Tf");
+  PointResult z =
+      sim_point("zigzag_ring_attention", 8, {{"seq", "16384"}, {"heads", "8"}, {"dim", "128"}}, "nodes:count=1,gpus=8,speed=400Tf");
   double flops = 4.0 * 8 * 16384.0 * 16384 * 128 / 2;  // causal by default
   CHECK(z.model_flops == Approx(flops));
   CHECK(z.tflops == Approx(flops / z.time_s / 1e12));
@@ -210,13 +200,10 @@ TEST_CASE("sim says what the check before the run found: ok at this N, at a smal
   CHECK(b["check"]["n"] == 64);
   // A schedule that accepts no N of the check's: not checked, and why.
   const std::string f = "/tmp/stepgraph_precheck_" + std::to_string(getpid()) + ".sched";
-  FILE* w = std::fopen(f.c_str(), "w");
-  REQUIRE(w);
-  std::fputs(
+  sgtest::write_file(
+      f,
       "schedule big() {\n  require N == 128, \"128 ranks\";\n  buffer a[N] bytes 64;\n  init a owned;\n  expect allgather(a);\n"
-      "  for s in 0 .. N - 1 { for r in 0 .. N { send a[(r - s) % N] from r to (r + 1) % N; } }\n}\n",
-      w);
-  std::fclose(w);
+      "  for s in 0 .. N - 1 { for r in 0 .. N { send a[(r - s) % N] from r to (r + 1) % N; } }\n}\n");
   auto c = sim_json(f + " -n 128");
   CHECK(c["check"]["state"] == "not checked");
   CHECK(c["check"]["why_not"] == "the schedule accepts none of N = 64, 32, 16, 8, 4, 2");
@@ -250,13 +237,9 @@ TEST_CASE("the critical path counts a phase's hops once, and a tie is said as on
 TEST_CASE("sim on a preset follows NCCL's choice for that machine, and honours NCCL_ALGO and NCCL_PROTO", "[sim][presets][nccl]") {
   // One all-reduce step: expanded as NCCL would run it on the platform.
   const std::string ar = "/tmp/stepgraph_nccl_ar_" + std::to_string(getpid()) + ".sched";
-  FILE* w = std::fopen(ar.c_str(), "w");
-  REQUIRE(w);
-  std::fputs(
-      "schedule ar(size = 1MiB) {\n  buffer data[N] bytes size / N;\n  init data contrib;\n  expect allreduce(data);\n"
-      "  allreduce data over world;\n}\n",
-      w);
-  std::fclose(w);
+  sgtest::write_file(ar,
+                     "schedule ar(size = 1MiB) {\n  buffer data[N] bytes size / N;\n  init data contrib;\n  expect allreduce(data);\n"
+                     "  allreduce data over world;\n}\n");
   auto run = [&](const std::string& env, const std::string& args) {
     std::string a = args;
     if (a.rfind("AR ", 0) == 0) a = ar + a.substr(2);
@@ -324,13 +307,9 @@ TEST_CASE("sim --nccl-tests: a measured table read, each size predicted, the err
   CHECK(yes.out.find("below 1 MiB (") != std::string::npos);
   // A malformed row: its line and column, exit 2.
   const std::string bad = "/tmp/stepgraph_nccl_bad_" + std::to_string(getpid()) + ".txt";
-  FILE* w = std::fopen(bad.c_str(), "w");
-  REQUIRE(w);
-  std::fputs(
-      "# Collective test starting: all_reduce_perf\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x07] GPU\n"
-      "        1024           256     float     sum      -1    12.5x   0.08    0.15       0\n",
-      w);
-  std::fclose(w);
+  sgtest::write_file(bad,
+                     "# Collective test starting: all_reduce_perf\n#  Rank  0 Group  0 Pid 1 on h device  0 [0x07] GPU\n"
+                     "        1024           256     float     sum      -1    12.5x   0.08    0.15       0\n");
   sgtest::Ran m = sgtest::run_command(sg_cmd("sim --nccl-tests " + bad + " -n 8 2>&1"));
   INFO(m.out);
   CHECK(m.rc == 2);
@@ -347,34 +326,34 @@ TEST_CASE("NCCL's costs in simulated time: its base and hop latencies, its bus b
   const std::string wrapper = std::string(STEPGRAPH_SOURCE_DIR) + "/tests/sim_cases/allreduce_wrapper.sched";
   // 1 KiB over one node of 8 H100s: NCCL's ring with LL on one channel. NCCL's latency is
   // 6.6 + 14 × 0.6 us (a preset's NVLink hop is NCCL's 0.6 us), plus the bytes.
-  PointResult small = point(wrapper, 8, {{"size", "1KiB"}}, "dgx-h100:nodes=1");
+  PointResult small = sim_point(wrapper, 8, {{"size", "1KiB"}}, "dgx-h100:nodes=1");
   CHECK(small.time_s > (6.6 + 14 * 0.6) * 1e-6);
   CHECK(small.time_s < (6.6 + 14 * 0.6 + 0.5) * 1e-6);
   // 256 MiB on an A100 node (no NVLS): the ring with Simple on 24 channels, at NCCL's modelled
   // bus bandwidth (12 graph channels of 20 GB/s, shared by the 24), not at the NVLinks' 300 GB/s.
-  PointResult big = point(wrapper, 8, {{"size", "256MiB"}}, "dgx-a100:nodes=1");
+  PointResult big = sim_point(wrapper, 8, {{"size", "256MiB"}}, "dgx-a100:nodes=1");
   CHECK(big.busbw > 220);
   CHECK(big.busbw <= 240 * (1 + 1e-9));
   // On an H100 node NCCL takes NVLS there: 476 GB/s in its model, above the NVLinks' 450, which
   // the switch's reduce and multicast allow (each GPU's link carries (N+1)/N of the vector, not
   // the ring's 2(N-1)/N: the messages' wire bytes); NCCL's own estimate at 1 GiB: 3972.6 us.
-  PointResult nvls = point(wrapper, 8, {{"size", "1GiB"}}, "dgx-h100:nodes=1");
+  PointResult nvls = sim_point(wrapper, 8, {{"size", "1GiB"}}, "dgx-h100:nodes=1");
   CHECK(nvls.expansions.at(0).find("nccl_nvls_allreduce") != std::string::npos);
   CHECK(nvls.time_s == Approx(3972.6e-6).epsilon(0.03));
   CHECK(nvls.busbw > 450);
   CHECK(nvls.busbw <= 476 * (1 + 1e-9));
-  PointResult nvls_sg = point(wrapper, 8, {{"size", "64MiB"}}, "dgx-h100:nodes=1", Model::SimGrid);
-  CHECK(nvls_sg.time_s == Approx(point(wrapper, 8, {{"size", "64MiB"}}, "dgx-h100:nodes=1").time_s).epsilon(0.02));
+  PointResult nvls_sg = sim_point(wrapper, 8, {{"size", "64MiB"}}, "dgx-h100:nodes=1", Model::SimGrid);
+  CHECK(nvls_sg.time_s == Approx(sim_point(wrapper, 8, {{"size", "64MiB"}}, "dgx-h100:nodes=1").time_s).epsilon(0.02));
   // SimGrid applies the same costs: the two engines agree where links carry what the caps allow.
   for (const char* size : {"1KiB", "1MiB", "64MiB"}) {
-    PointResult a = point(wrapper, 16, {{"size", size}}, "dgx-h100:nodes=2");
-    PointResult b = point(wrapper, 16, {{"size", size}}, "dgx-h100:nodes=2", Model::SimGrid);
+    PointResult a = sim_point(wrapper, 16, {{"size", size}}, "dgx-h100:nodes=2");
+    PointResult b = sim_point(wrapper, 16, {{"size", size}}, "dgx-h100:nodes=2", Model::SimGrid);
     INFO(size);
     CHECK(b.time_s == Approx(a.time_s).epsilon(0.02));
   }
   // The FIFO: a call of many chunks keeps at most the window's messages on each pair's wire, so
   // the time still follows the bandwidth (and the simulation stays linear in the messages).
-  PointResult huge = point(wrapper, 8, {{"size", "4GiB"}}, "dgx-a100:nodes=1");
+  PointResult huge = sim_point(wrapper, 8, {{"size", "4GiB"}}, "dgx-a100:nodes=1");
   CHECK(huge.busbw > 225);  // NCCL's own estimate: 239
   CHECK(huge.busbw <= 240 * (1 + 1e-9));
   // A schedule named by --algo is the schedule as written: no NCCL costs, the links' rate.

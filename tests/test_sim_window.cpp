@@ -8,27 +8,13 @@
 
 #include <string>
 
-#include "sim/point.hpp"
+#include "sim_point.hpp"
 
 using namespace sg;
 using namespace sg::sim;
+using sgtest::sim_point;
 
 namespace {
-
-PointResult run(const std::string& target, uint32_t n, std::vector<std::pair<std::string, std::string>> sets, const std::string& platform,
-                uint32_t window = 0, Model m = Model::Analytic) {
-  PointSpec p;
-  p.target = target;
-  p.n = n;
-  p.sets = std::move(sets);
-  p.platform = platform;
-  p.options.model = m;
-  p.options.runtime.window = window;
-  PointResult r = run_point(p);
-  INFO(target << " N = " << n << ": " << r.error << r.diag);
-  REQUIRE(r.error.empty());
-  return r;
-}
 
 const std::string kChain = std::string(STEPGRAPH_SOURCE_DIR) + "/tests/sim_cases/chain_bcast_dataflow.sched";
 
@@ -42,44 +28,44 @@ TEST_CASE("a FIFO window makes a dataflow chain pipeline as its closed form says
     INFO("pieces = " << pieces);
     const std::vector<std::pair<std::string, std::string>> sets = {{"pieces", std::to_string(pieces)}};
     // No window: the root's pieces share its link and land together, at every hop.
-    CHECK(run(kChain, 8, sets, star).time_s == Approx(7 * (alpha + n * beta)).epsilon(1e-6));
+    CHECK(sim_point(kChain, 8, sets, star).time_s == Approx(7 * (alpha + n * beta)).epsilon(1e-6));
     // One slot a pair: (N + S - 2)(α + n/S β).
     double closed = (8 + pieces - 2) * (alpha + n / pieces * beta);
-    CHECK(run(kChain, 8, sets, star, 1).time_s == Approx(closed).epsilon(1e-6));
+    CHECK(sim_point(kChain, 8, sets, star, Model::Analytic, 1).time_s == Approx(closed).epsilon(1e-6));
   }
   // SimGrid keeps the same window.
-  CHECK(run(kChain, 8, {{"pieces", "4"}}, star, 1, Model::SimGrid).time_s == Approx(10 * (alpha + n / 4 * beta)).epsilon(1e-3));
+  CHECK(sim_point(kChain, 8, {{"pieces", "4"}}, star, Model::SimGrid, 1).time_s == Approx(10 * (alpha + n / 4 * beta)).epsilon(1e-3));
 }
 
 TEST_CASE("a library NCCL schedule run by name on GPU nodes runs as NCCL runs it: channels, chunks, costs", "[sim][window][nccl]") {
   // Four nodes of 8 H100s, 1 GiB: the ring on NCCL's 16 channels at NCCL's costs, not the
   // schedule's default 2 channels (99 GB/s before).
-  PointResult ring = run("nccl_ring_allreduce", 32, {{"size", "1GiB"}}, "dgx-h100:nodes=4");
+  PointResult ring = sim_point("nccl_ring_allreduce", 32, {{"size", "1GiB"}}, "dgx-h100:nodes=4");
   CHECK(ring.wire.find("as NCCL runs it: NCCL 2.30 picks ring/Simple on 16 channels") != std::string::npos);
   CHECK(ring.busbw > 330);
   CHECK(ring.busbw <= 400);
   // The tree, forced the same way, on its own channels.
-  PointResult tree = run("nccl_tree_allreduce", 32, {{"size", "1GiB"}}, "dgx-h100:nodes=4");
+  PointResult tree = sim_point("nccl_tree_allreduce", 32, {{"size", "1GiB"}}, "dgx-h100:nodes=4");
   CHECK(tree.wire.find("picks tree/") != std::string::npos);
   // NVLS where NCCL cannot run it (across nodes): as written, and said so.
-  PointResult nvls = run("nccl_nvls_allreduce", 32, {{"size", "1MiB"}}, "dgx-h100:nodes=4");
+  PointResult nvls = sim_point("nccl_nvls_allreduce", 32, {{"size", "1MiB"}}, "dgx-h100:nodes=4");
   CHECK(nvls.wire.find("NCCL cannot run nvls allreduce here") != std::string::npos);
   // Off GPU nodes, nothing changes: the schedule as written.
-  CHECK(run("nccl_ring_allreduce", 8, {{"size", "1MiB"}}, "star:bw=10GBps,lat=1us").wire.empty());
+  CHECK(sim_point("nccl_ring_allreduce", 8, {{"size", "1MiB"}}, "star:bw=10GBps,lat=1us").wire.empty());
 
   // The chunks of one channel on one H100 node, 64 MiB: one message a channel on each pair (the
   // window), each paying Simple's NVLink hop h = 3.4 us before its bytes at the channel's share
   // r = busBw / 24 of NCCL's bus bandwidth: T(k) = base + 2(N-1)(k·h + S/(c·N·r)). More chunks
   // are more latency; the bandwidth term does not change.
   const double S = 64.0 * 1024 * 1024, h = 3.4e-6, base = 8.4e-6;
-  PointResult one = run("nccl_ring_allreduce", 8, {{"size", "64MiB"}, {"channels", "1"}, {"chunks", "1"}}, "dgx-h100:nodes=1");
+  PointResult one = sim_point("nccl_ring_allreduce", 8, {{"size", "64MiB"}, {"channels", "1"}, {"chunks", "1"}}, "dgx-h100:nodes=1");
   CHECK(one.wire.find("channels, chunks as --set gives") != std::string::npos);
   double bw_term = one.time_s - base - 14 * h;  // 2(N-1)·S/(c·N·r)
   double r = 14 * S / (8 * bw_term);
   CHECK(r == Approx(360e9 / 24).epsilon(0.01));  // NCCL's 12 graph channels of 30 GB/s, over 24
   for (int k : {4, 16}) {
     PointResult t =
-        run("nccl_ring_allreduce", 8, {{"size", "64MiB"}, {"channels", "1"}, {"chunks", std::to_string(k)}}, "dgx-h100:nodes=1");
+        sim_point("nccl_ring_allreduce", 8, {{"size", "64MiB"}, {"channels", "1"}, {"chunks", std::to_string(k)}}, "dgx-h100:nodes=1");
     INFO("chunks = " << k);
     CHECK(t.time_s == Approx(base + 14 * (k * h + S / (8 * r))).epsilon(0.005));
   }

@@ -1,0 +1,28 @@
+// One simulated point for a test (sim/point.hpp): the spec from its usual pieces, run, and the
+// test stopped with the point's own error where it has one.
+#pragma once
+#include <catch2/catch.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/point.hpp"
+
+namespace sgtest {
+
+inline sg::sim::PointResult sim_point(const std::string& target, uint32_t n, std::vector<std::pair<std::string, std::string>> sets = {},
+                                      const std::string& platform = "", sg::sim::Model m = sg::sim::Model::Analytic, uint32_t window = 0) {
+  sg::sim::PointSpec p;
+  p.target = target;
+  p.n = n;
+  p.sets = std::move(sets);
+  p.platform = platform;
+  p.options.model = m;
+  p.options.runtime.window = window;
+  sg::sim::PointResult r = sg::sim::run_point(p);
+  INFO(target << " N = " << n << ": " << r.error << r.diag);
+  REQUIRE(r.error.empty());
+  return r;
+}
+
+}  // namespace sgtest
