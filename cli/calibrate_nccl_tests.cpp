@@ -55,7 +55,8 @@ std::string with_calibration(const std::string& spec, const NcclCalibration& k) 
 int ratios(Session& ses, const SimOpts& so, const LoadedTable& t, std::vector<double>& small, std::vector<double>& large,
            std::vector<double>* times_s, std::string& err) {
   std::vector<sim::PointResult> res;
-  if (int rc = predict_nccl_table(ses, so, t, res)) return rc;
+  std::vector<char> host_bound;
+  if (int rc = predict_nccl_table(ses, so, t, res, host_bound)) return rc;
   for (size_t i = 0; i < t.table.rows.size(); ++i) {
     const sim::PointResult& p = res[i];
     if (!p.completed || !p.error.empty()) {

@@ -6,6 +6,7 @@
 // errors of both signs cannot cancel). Without a TARGET the table's own
 // collective is simulated as one collective step over every rank, expanded as the platform's
 // library would run it (NCCL's choice on a GPU platform); with one, that schedule at each size.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <iostream>
@@ -26,7 +27,8 @@ int cmd_sim_nccl_tests(const SimOpts& o) {
   const NcclTestsFile& table = t.table;
   const uint32_t n = t.n;
   std::vector<PointResult> results;
-  if (int rc = predict_nccl_table(ses, o, t, results)) return rc;
+  std::vector<char> host_bound;
+  if (int rc = predict_nccl_table(ses, o, t, results, host_bound)) return rc;
   const std::string target = o.targets.empty() ? table.collective : o.targets[0];
 
   std::vector<double> small, large;
@@ -55,8 +57,10 @@ int cmd_sim_nccl_tests(const SimOpts& o) {
     j["predicted_us"] = pred;
     j["predicted_busbw_GBps"] = p.world ? nlohmann::json(p.busbw) : nlohmann::json(nullptr);
     j["error"] = ratio - 1;
-    std::snprintf(line, sizeof line, "%14llu %12.2f %12.2f %+8.1f%% %11.2f %11s\n", static_cast<unsigned long long>(m.size), m.time_us[0],
-                  pred, 100 * (ratio - 1), m.busbw[0], p.world ? fmt("%.2f", p.busbw).c_str() : "-");
+    bool host = i < host_bound.size() && host_bound[i];
+    j["host_bound"] = host;
+    std::snprintf(line, sizeof line, "%14llu %12.2f %12.2f %+8.1f%% %11.2f %11s%s\n", static_cast<unsigned long long>(m.size), m.time_us[0],
+                  pred, 100 * (ratio - 1), m.busbw[0], p.world ? fmt("%.2f", p.busbw).c_str() : "-", host ? "  host" : "");
     text += line;
     rows.push_back(j);
   }
@@ -84,7 +88,11 @@ int cmd_sim_nccl_tests(const SimOpts& o) {
             << (table.hosts ? " on " + std::to_string(table.hosts) + " host" + (table.hosts == 1 ? "" : "s") : std::string())
             << (table.device.empty() ? "" : " (" + table.device + ")") << "\n"
             << "  predicted by " << (results.empty() ? target : results[0].schedule) << " on " << platform << ", engine " << o.model
-            << "; measured: the out-of-place time\n"
+            << "; measured: the out-of-place time"
+            << (std::any_of(host_bound.begin(), host_bound.end(), [](char b) { return b != 0; })
+                    ? "; host: the host's time to issue a call (nccl_host) bounds the row"
+                    : "")
+            << "\n"
             << text;
   auto said = [](const ErrorSummary& a, size_t k, const char* where) {
     if (!a.any) return std::string("  ") + where + ": no sizes\n";

@@ -47,8 +47,9 @@ namespace sg::sim {
 namespace {
 
 // Landed: LogGP, reached the destination's NIC. Join, Stream: α-β, a flow starts sharing its ports;
-// a flow's bytes have all streamed (id: the flow, valid if `version` is still the flow's).
-enum class Kind : uint8_t { Arrival, Landed, Local, Join, Stream };
+// a flow's bytes have all streamed (id: the flow, valid if `version` is still the flow's). Hop: a
+// message whose bytes have left lands after its protocol's hop latency (MessageCost::after).
+enum class Kind : uint8_t { Arrival, Landed, Local, Join, Stream, Hop };
 
 struct Event {
   double t;
@@ -98,7 +99,12 @@ class AnalyticTimer : public Timer {
       double cap = 1.0 / pa.per_byte;
       if (mc.cap > 0) cap = std::min(cap, mc.cap);
       uint32_t f = ports_.add(send, pa.send_port, pa.recv_port, k, cap);
-      push(now_ + pa.lat + o_.runtime.message_latency + mc.extra_latency, f, Kind::Join);
+      if (mc.costed) {  // bytes first, then the hop (call_cost.hpp): the slot frees when the bytes have left
+        if (pa.lat + mc.after > 0) hop_[send] = pa.lat + mc.after;
+        push(now_ + o_.runtime.message_latency + mc.before, f, Kind::Join);
+        return;
+      }
+      push(now_ + pa.lat + o_.runtime.message_latency, f, Kind::Join);
       return;
     }
     const LogGP& l = o_.loggp;
@@ -106,7 +112,7 @@ class AnalyticTimer : public Timer {
     double start = std::max({now_, cpu_free_[src], send_free_[pa.send_port]});
     cpu_free_[src] = start + l.o + k1 * l.O;
     if (pa.send_port != kNoPort) send_free_[pa.send_port] = start + l.g + k1 * pa.per_byte;
-    push(start + l.o + pa.lat + o_.runtime.message_latency + mc.extra_latency, send, Kind::Landed);
+    push(start + l.o + pa.lat + o_.runtime.message_latency + mc.before + mc.after, send, Kind::Landed);
   }
 
   // α-β: the new ends of the flows whose rates changed.
@@ -154,9 +160,16 @@ class AnalyticTimer : public Timer {
           if (!ports_.finish(e.id, e.version, e.t, send, updates_)) break;  // superseded by a later end
           stream_updates();
           rt.sent(send, e.t);
-          rt.arrived(send, e.t);
+          auto hop = hop_.find(send);
+          if (hop == hop_.end()) {
+            rt.arrived(send, e.t);
+          } else {
+            push(e.t + hop->second, send, Kind::Hop);
+            hop_.erase(hop);
+          }
           break;
         }
+        case Kind::Hop: rt.arrived(e.id, e.t); break;
         case Kind::Landed: land(e.id, e.t); break;
         case Kind::Arrival:
           rt.sent(e.id, e.t);
@@ -219,6 +232,7 @@ class AnalyticTimer : public Timer {
   std::vector<uint32_t> ids_;
   std::unordered_map<StepId, std::tuple<uint32_t, uint32_t, uint64_t>> waiting_;  // rendezvous sends not yet posted
   std::unordered_set<StepId> posted_;                                             // rendezvous receives posted before their send
+  std::unordered_map<StepId, double> hop_;                                        // sends streaming whose hop latency follows
   std::unordered_map<uint64_t, Path> paths_;
   double now_ = 0;
   size_t n_ = 0;

@@ -12,8 +12,10 @@ bool same_node(const Platform& p, uint32_t a, uint32_t b) {
 
 MessageCost message_cost(const CallCost& c, bool entry, bool same_node, double route_lat, const NcclCalibration& k) {
   MessageCost m;
+  m.costed = true;
   double hop = k.lat * (same_node ? c.hop_intra_s : c.hop_inter_s);
-  m.extra_latency = std::max(0.0, hop - route_lat) + (entry ? k.launch_s + k.lat * c.base_s : 0.0);
+  m.after = std::max(0.0, hop - route_lat);
+  m.before = entry ? k.launch_s + k.lat * c.base_s : 0.0;
   m.cap = k.bw * c.channel_Bps;  // (wire bytes: the runtime scaled the message's bytes by c.wire)
   return m;
 }

@@ -1,13 +1,18 @@
 // A message's protocol costs (StepGraph::CallCost: what NCCL's protocol adds to the messages of
 // a call its tuning model picked) as both engines apply them. The platform's links stay what
 // they are; on top of them a message
-//   - starts arriving no sooner than the protocol's hop latency after it is sent (inside a node
-//     or across nodes: NCCL's hwLat for the algorithm and protocol), which replaces the route's
-//     latency where it is larger, since NCCL's figure is the whole hop's;
 //   - waits the call's base latency first, if it is one of its rank's first messages of the call
-//     (NCCL's baseLat: paid once per call, as its model does);
+//     (NCCL's baseLat: paid once per call, as its model does), before it starts (`before`);
 //   - streams no faster than its channel's share of NCCL's modelled bus bandwidth (the
-//     protocol's efficiency and NCCL's per-channel caps are in that figure).
+//     protocol's efficiency and NCCL's per-channel caps are in that figure);
+//   - lands the protocol's hop latency after its last byte left (inside a node or across nodes:
+//     NCCL's hwLat for the algorithm and protocol), which replaces the route's latency where it is
+//     larger, since NCCL's figure is the whole hop's (`after`). The hop, the route's latency with
+//     it, is in flight, not on the sender: the FIFO slot the message held (CallCost::window) is
+//     free again once its bytes have left, as NCCL's sender goes on to the next slot while the
+//     receiver is still polling for this one (NCCL_STEPS slots a connection, device.h). (SimGrid
+//     puts a message's latency before its bytes; its engine frees the slot when the bytes would
+//     have left at the message's rate, which is the same where nothing else shares the links.)
 #pragma once
 #include <cstdint>
 
@@ -17,7 +22,9 @@
 namespace sg::sim {
 
 struct MessageCost {
-  double extra_latency = 0;  // seconds beyond the route's latency
+  bool costed = false;  // the message pays a protocol's costs: its route's latency comes after its bytes too
+  double before = 0;    // seconds the message waits before it starts (the call's launch and base latency)
+  double after = 0;     // seconds it lands after its last byte has left, beyond the route's latency
   double cap = 0;            // bytes/s at most; 0: none
 };
 

@@ -61,8 +61,13 @@ struct DragonflyParams {  // SimGrid's DragonflyParams: (groups, blue) (chassis,
 // its bus bandwidth (the per-channel caps) scaled by `bw`. NCCL's own pick is not changed: it is
 // made from NCCL's constants, whatever the machine really does. Defaults: NCCL's model as is (its
 // baseLat already holds the launch it measured, tuning.cc).
+//
+// `host_s` (key nccl_host) is not a message cost: it is the host's time to issue one NCCL call,
+// which bounds a run of calls issued back to back, as nccl-tests times them (a predicted row is
+// the larger of it and the simulated call: cli/nccl_tests_predict). 36 µs, the median of the
+// calls up to 4 KiB in the one table chosen for it (bench/nccl_accuracy/manifest.tsv, "constants").
 struct NcclCalibration {
-  double launch_s = 0, lat = 1, bw = 1;
+  double launch_s = 0, lat = 1, bw = 1, host_s = 36e-6;
   bool operator==(const NcclCalibration&) const = default;
 };
 
@@ -73,7 +78,7 @@ struct NodesParams {
   std::string preset;                      // "dgx-h100" (sim/platform/presets.hpp), or "" for plain nodes:
   std::string transport = "ib";            // the NICs' fabric: ib (InfiniBand) or roce (RDMA over Ethernet)
   NcclHardware hw;                         // what NCCL's model reads off this machine (core/graph/nccl_tuning.hpp)
-  NcclCalibration nccl;                    // keys nccl_launch, nccl_lat, nccl_bw
+  NcclCalibration nccl;                    // keys nccl_launch, nccl_lat, nccl_bw, nccl_host
 };
 
 namespace detail {

@@ -49,7 +49,10 @@ namespace sg4 = simgrid::s4u;
 
 constexpr uint32_t kWindow = 1;  // gets kept posted per incoming pair mailbox (when few pairs)
 
-enum class What : uint8_t { EagerPut, RendezvousPut, PairGet, LaneGet, Exec, Delay };
+// Delay: a put waits out its message latency first; HopDelay: a message whose bytes have all
+// come lands its protocol's hop latency later (MessageCost::after); SlotDelay: a put's bytes
+// have left (Request::slot_s), its FIFO slot is free.
+enum class What : uint8_t { EagerPut, RendezvousPut, PairGet, LaneGet, Exec, Delay, HopDelay, SlotDelay };
 
 struct Pending {
   What what;
@@ -83,6 +86,7 @@ struct Request {
   uint32_t src, dst;  // ranks
   double amount;      // bytes, flops, or a Delay's seconds
   double cap = 0;     // puts: bytes/s at most (a protocol's channel share, sim/call_cost.hpp); 0 none
+  double slot_s = 0;  // eager puts with a protocol's costs: their bytes have left after this long (SlotDelay)
 };
 
 class SimGridTimer : public Timer {
@@ -122,10 +126,14 @@ class SimGridTimer : public Timer {
     double delay = ro_.message_latency;
     bool entry = false;
     if (const CallCost* c = g_.call_cost(send, entry)) {  // NCCL's protocol: its latency beyond the route's, its channel's rate
-      MessageCost mc =
-          message_cost(*c, entry && !held, same_node(p_, host(src), host(dst)), route_latency(host(src), host(dst)), p_.nodes.nccl);
-      delay += mc.extra_latency;
+      const Route& ro = route(host(src), host(dst));
+      MessageCost mc = message_cost(*c, entry && !held, same_node(p_, host(src), host(dst)), ro.lat, p_.nodes.nccl);
+      delay += mc.before;
       q.cap = mc.cap;
+      if (mc.after > 0) hop_[send] = mc.after;  // the receiver takes it that long after the put ends (HopDelay)
+      // Its FIFO slot frees when its bytes have left (call_cost.hpp), not when SimGrid, which puts
+      // the route's latency first, ends the put: a timer of the bytes at the message's rate.
+      if (!rendezvous) q.slot_s = static_cast<double>(bytes) / (mc.cap > 0 ? std::min(mc.cap, ro.rate) : ro.rate);
     }
     if (delay > 0) {  // the put waits first (Delay), then goes as asked
       delayed_[send] = q;
@@ -158,12 +166,31 @@ class SimGridTimer : public Timer {
       switch (p.what) {
         case What::EagerPut: rt.sent(p.step, now); break;  // its data has left (the send itself completed when it was made)
         case What::RendezvousPut: rt.sent(p.step, now); break;
-        case What::PairGet:
+        case What::PairGet: {
           --me.incoming[p.pair].posted;
           refill(me, p.pair);
-          rt.arrived(sent_step(*p.payload), now);
+          StepId s = sent_step(*p.payload);
+          auto hop = hop_.find(s);
+          if (hop == hop_.end()) {
+            rt.arrived(s, now);
+          } else {  // its protocol's hop latency beyond the route's: it lands that much later
+            requests_.push_back({What::HopDelay, s, r, r, hop->second});
+            hop_.erase(hop);
+          }
           break;
-        case What::LaneGet: rt.arrived(p.step, now); break;
+        }
+        case What::HopDelay: rt.arrived(p.step, now); break;
+        case What::SlotDelay: rt.sent(p.step, now); break;
+        case What::LaneGet: {
+          auto hop = hop_.find(p.step);
+          if (hop == hop_.end()) {
+            rt.arrived(p.step, now);
+          } else {
+            requests_.push_back({What::HopDelay, p.step, r, r, hop->second});
+            hop_.erase(hop);
+          }
+          break;
+        }
         case What::Exec: rt.done(p.step, now); break;
         case What::Delay: {
           auto it = delayed_.find(p.step);
@@ -250,6 +277,7 @@ class SimGridTimer : public Timer {
           if (q.cap > 0) me.acts.push_back(box->put_init(payload_of(q.step), static_cast<uint64_t>(q.amount))->set_rate(q.cap)->start());
           else me.acts.push_back(box->put_async(payload_of(q.step), static_cast<uint64_t>(q.amount)));
           me.pending.push_back({q.what, q.step, 0, nullptr});
+          if (q.slot_s > 0) wait_on(me, hosts_[host(q.src)], q.slot_s, What::SlotDelay, q.step);
           break;
         }
         case What::LaneGet: {
@@ -267,37 +295,45 @@ class SimGridTimer : public Timer {
           me.pending.push_back({What::Exec, q.step, 0, nullptr});
           break;
         }
-        case What::Delay: {
-          // A wait of q.amount seconds (message_latency and a protocol's) that shares nothing:
-          // an execution on the sender's host bounded to a rate far below the host's, so that
-          // neither it nor the host's other work slows the other (by a part in 1e9 at most).
-          sg4::Host* h = hosts_[host(q.src)];
-          double rate = h->get_speed() * 1e-9;
-          sg4::ExecPtr e = sg4::Exec::init();
-          e->set_flops_amount(q.amount * rate);
-          e->set_bound(rate);
-          e->set_host(h);
-          e->start();
-          me.acts.push_back(e);
-          me.pending.push_back({What::Delay, q.step, 0, nullptr});
-          break;
-        }
+        case What::Delay:
+        case What::HopDelay: wait_on(me, hosts_[host(q.src)], q.amount, q.what, q.step); break;
         default: break;
       }
     }
   }
 
+  // A wait of `seconds` (message_latency, a protocol's, a put's bytes leaving) that shares
+  // nothing: an execution on host `h` bounded to a rate far below the host's, so that neither it
+  // nor the host's other work slows the other (by a part in 1e9 at most).
+  static void wait_on(Worker& me, sg4::Host* h, double seconds, What what, StepId step) {
+    double rate = h->get_speed() * 1e-9;
+    sg4::ExecPtr e = sg4::Exec::init();
+    e->set_flops_amount(seconds * rate);
+    e->set_bound(rate);
+    e->set_host(h);
+    e->start();
+    me.acts.push_back(e);
+    me.pending.push_back({what, step, 0, nullptr});
+  }
+
   uint32_t host(uint32_t rank) const { return o_.map.empty() ? rank : o_.map[rank]; }
 
   // A host pair's route latency as the network model scales it (cached: few pairs pay protocol costs).
-  double route_latency(uint32_t a, uint32_t b) {
+  // And its rate for a lone message (the analytic engine's Path: the model's bandwidth factor and
+  // TCP window bound).
+  struct Route {
+    double lat = 0, rate = 0;
+  };
+  const Route& route(uint32_t a, uint32_t b) {
     uint64_t key = (uint64_t{a} << 32) | b;
     auto it = route_lat_.find(key);
     if (it != route_lat_.end()) return it->second;
     double lat = 0;
     std::vector<uint32_t> ids;
     p_.route(a, b, ids, lat);
-    return route_lat_[key] = p_.lat_factor * lat;
+    double bw = p_.route_bw(a, b);
+    if (p_.tcp_gamma > 0 && lat > 0) bw = std::min(bw, p_.tcp_gamma / (2 * lat));
+    return route_lat_[key] = Route{p_.lat_factor * lat, p_.bw_factor * bw};
   }
 
   const StepGraph& g_;
@@ -309,7 +345,8 @@ class SimGridTimer : public Timer {
   std::vector<std::map<uint32_t, uint32_t>> pair_index_;  // per destination: source -> incoming index
   std::vector<Request> requests_, launching_;
   std::unordered_map<StepId, Request> delayed_;  // puts waiting out their message latency
-  std::unordered_map<uint64_t, double> route_lat_;
+  std::unordered_map<StepId, double> hop_;       // puts whose protocol hop latency follows their bytes
+  std::unordered_map<uint64_t, Route> route_lat_;
   uint64_t events_ = 0;
 };
 

@@ -123,6 +123,35 @@ TEST_CASE("the fit recovers the launch, latency and bandwidth of a model it is g
   CHECK_FALSE(fit_nccl_calibration(zero, model, fit, err));
 }
 
+TEST_CASE("sim --nccl-tests: a row takes at least the host's time to issue a call (nccl_host), and says so", "[calibrate][nccl]") {
+  const std::string ag = "'" + kTables + "h100_8gpu_1node_allgather_together-ring.txt'";
+  auto rows = [&](const std::string& platform) {
+    sgtest::Ran r = sgtest::run_command("env NCCL_ALGO=Ring " + sg_cmd("sim --nccl-tests " + ag + " --platform " + platform +
+                                                                     " --model analytic --json 2>&1"));
+    INFO(r.out);
+    REQUIRE(r.rc == 0);
+    return nlohmann::json::parse(r.out)["rows"];
+  };
+  nlohmann::json dflt = rows("dgx-h100:nodes=1"), slow = rows("dgx-h100:nodes=1,nccl_host=80us");
+  REQUIRE(dflt.size() == slow.size());
+  // 128 B: the GPU's call (NCCL's 10.8 us) is far under the default 36 us: the host's time.
+  CHECK(dflt[0]["predicted_us"].get<double>() == Approx(36.0));
+  CHECK(dflt[0]["host_bound"] == true);
+  CHECK(slow[0]["predicted_us"].get<double>() == Approx(80.0));
+  size_t bound = 0;
+  for (size_t i = 0; i < dflt.size(); ++i) {
+    double d = dflt[i]["predicted_us"].get<double>(), s = slow[i]["predicted_us"].get<double>();
+    INFO("row " << i);
+    // The floor is a max: a row above it is the simulated call, the same under either floor.
+    CHECK(d >= 36.0 - 1e-9);
+    CHECK(s == Approx(std::max(80.0, d)).epsilon(1e-9));
+    if (!dflt[i]["host_bound"].get<bool>()) CHECK(d > 36.0);
+    bound += dflt[i]["host_bound"].get<bool>() ? 1 : 0;
+  }
+  CHECK(bound > 0);
+  CHECK(bound < dflt.size());  // the large calls are the GPU's
+}
+
 TEST_CASE("calibrate --nccl-tests: fitted on half of one all-reduce table, the other half and the other collectives held out",
           "[calibrate][nccl]") {
   const std::string out = "/tmp/stepgraph_calibration_" + std::to_string(getpid()) + ".platform";
@@ -135,23 +164,22 @@ TEST_CASE("calibrate --nccl-tests: fitted on half of one all-reduce table, the o
   REQUIRE(r.rc == 0);
   nlohmann::json j = nlohmann::json::parse(r.out);
   CHECK(j["fitted"]["rows"] == 16);  // the even rows of 31
-  CHECK(j["fitted"]["rms_log_error_after"].get<double>() < j["fitted"]["rms_log_error_before"].get<double>() / 3);
+  CHECK(j["fitted"]["rms_log_error_after"].get<double>() <= j["fitted"]["rms_log_error_before"].get<double>());
   REQUIRE(j["held_out"].size() == 3);
-  // The all-reduce's odd rows: within 5 % on both sides of 1 MiB (52 % too fast below it before).
+  // The all-reduce's odd rows: within 5 % on both sides of 1 MiB (the host's floor, nccl_host,
+  // was chosen from this table's small calls, so below 1 MiB it is close before the fit too).
   const nlohmann::json& ar = j["held_out"][0];
   CHECK(ar["rows"] == "odd rows");
   CHECK(std::fabs(ar["after"]["below_1MiB"]["geomean_error"].get<double>()) < 0.05);
   CHECK(std::fabs(ar["after"]["from_1MiB"]["geomean_error"].get<double>()) < 0.05);
-  CHECK(ar["before"]["below_1MiB"]["geomean_error"].get<double>() < -0.4);
-  // The all-gather and reduce-scatter, never seen by the fit: within 5 % from 1 MiB up; below it
-  // 10-11 % too fast (NCCL's model gives their fewer hops more weight than the machine does),
-  // against 63-64 % before.
+  // The all-gather and reduce-scatter, never seen by the fit: within 5 % below 1 MiB, within 6 %
+  // from 1 MiB up (-5.2 %: their 1-4 MiB rows sit a few µs above the host's floor, where the
+  // machine's time is no sharp max of the host's and the GPU's).
   for (int t : {1, 2}) {
     const nlohmann::json& h = j["held_out"][t];
     INFO(h.dump());
-    CHECK(std::fabs(h["after"]["from_1MiB"]["geomean_error"].get<double>()) < 0.05);
-    CHECK(std::fabs(h["after"]["below_1MiB"]["geomean_error"].get<double>()) < 0.15);
-    CHECK(h["before"]["below_1MiB"]["geomean_error"].get<double>() < -0.5);
+    CHECK(std::fabs(h["after"]["from_1MiB"]["geomean_error"].get<double>()) < 0.06);
+    CHECK(std::fabs(h["after"]["below_1MiB"]["geomean_error"].get<double>()) < 0.05);
   }
   // The file: comments, then the platform with the fitted keys; sim reads it back.
   std::ifstream f(out);

@@ -475,7 +475,18 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware&
   // The ring's loops move N chunks each (runRing's loopCount = nranks · chunkCount), NVLS's one
   // chunk a head, every rank a head on one node (loopSize = nChannels · nHeads · chunkSize).
   uint64_t unit = (ba == kRing && k != CollKind::Bcast) || ba == kNvls ? chunk * n : chunk;
-  r.pieces = static_cast<int>(std::clamp<uint64_t>(cdiv(per_channel, unit), 1, kMaxPieces));
+  uint64_t pieces = cdiv(per_channel, unit);
+  // LL and LL128 forward as they receive, a warp's lines at a time (prims_ll.h: a thread's 16-byte
+  // line, 8 data bytes and a flag, 32 lines a warp; prims_ll128.h: a warp's 32 × 128-byte lines,
+  // 120 data bytes each): the next hop starts on a chunk long before it has all arrived, and
+  // NCCL's model prices the tree so (its bandwidth term has no depth in it). A simulation of
+  // whole messages stores and forwards: a small call's one chunk would cross the tree's 2·depth
+  // hops one after the other at a channel's rate. So the tree's LL and LL128 chunks are cut into
+  // pieces of that grain (at most kMaxPieces), which then follow each other down the tree. The
+  // ring needs none: all its links carry a step's chunks at once, and NCCL prices its steps one
+  // after the other.
+  if (ba == kTree && bp == kLL) pieces = std::max(pieces, cdiv(per_channel, 32 * 8));
+  r.pieces = static_cast<int>(std::clamp<uint64_t>(pieces, 1, kMaxPieces));
   return r;
 }
 

@@ -47,7 +47,7 @@ bool NodesBuilder::build() {
   // the defaults and `nodes=` for count=.
   const Preset* preset = find_preset(kind_);
   if (!check_keys({"count", "nodes", "gpus", "nics", "nvlink", "nvlink_lat", "nic", "nic_lat", "transport", "speed", "loopback",
-                   "loopback_lat", "model", "nccl_launch", "nccl_lat", "nccl_bw"},
+                   "loopback_lat", "model", "nccl_launch", "nccl_lat", "nccl_bw", "nccl_host"},
                   false))
     return false;
   const char* count_key = preset ? "nodes" : "count";
@@ -71,7 +71,8 @@ bool NodesBuilder::build() {
   if (!bw("nvlink", def_nvlink.c_str(), nd.nvlink) || !bw("nic", def_nic.c_str(), nd.nic) ||
       !time("nvlink_lat", def_nvlink_lat, nd.nvlink_lat) || !time("nic_lat", "2us", nd.nic_lat))
     return false;
-  if (!time("nccl_launch", "0s", nd.nccl.launch_s) || !factor("nccl_lat", 1, nd.nccl.lat) || !factor("nccl_bw", 1, nd.nccl.bw))
+  if (!time("nccl_launch", "0s", nd.nccl.launch_s) || !factor("nccl_lat", 1, nd.nccl.lat) || !factor("nccl_bw", 1, nd.nccl.bw) ||
+      !time("nccl_host", "36us", nd.nccl.host_s))
     return false;
   std::string transport = given_or("transport", preset ? preset->transport : "ib");
   std::transform(transport.begin(), transport.end(), transport.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -111,7 +112,7 @@ bool NodesBuilder::build() {
     if (at == std::string::npos) at = spec.find(",model=");
     spec.insert(at == std::string::npos ? spec.size() : at, ",transport=" + transport);
   }
-  for (const char* k : {"nccl_launch", "nccl_lat", "nccl_bw"})  // a calibration, as given, before the model
+  for (const char* k : {"nccl_launch", "nccl_lat", "nccl_bw", "nccl_host"})  // a calibration, as given, before the model
     if (has(k)) {
       std::string& spec = p_.spec;
       spec.insert(spec.rfind(",model="), std::string(",") + k + "=" + s_.given.at(k));
