@@ -25,7 +25,7 @@ struct MessageCost {
   bool costed = false;  // the message pays a protocol's costs: its route's latency comes after its bytes too
   double before = 0;    // seconds the message waits before it starts (the call's launch and base latency)
   double after = 0;     // seconds it lands after its last byte has left, beyond the route's latency
-  double cap = 0;            // bytes/s at most; 0: none
+  double cap = 0;       // bytes/s at most; 0: none
 };
 
 // Hosts of one node: a `nodes:` platform's (ranks gpus·k … gpus·k + gpus - 1); on any other

@@ -126,8 +126,8 @@ TEST_CASE("the fit recovers the launch, latency and bandwidth of a model it is g
 TEST_CASE("sim --nccl-tests: a row takes at least the host's time to issue a call (nccl_host), and says so", "[calibrate][nccl]") {
   const std::string ag = "'" + kTables + "h100_8gpu_1node_allgather_together-ring.txt'";
   auto rows = [&](const std::string& platform) {
-    sgtest::Ran r = sgtest::run_command("env NCCL_ALGO=Ring " + sg_cmd("sim --nccl-tests " + ag + " --platform " + platform +
-                                                                     " --model analytic --json 2>&1"));
+    sgtest::Ran r = sgtest::run_command("env NCCL_ALGO=Ring " +
+                                        sg_cmd("sim --nccl-tests " + ag + " --platform " + platform + " --model analytic --json 2>&1"));
     INFO(r.out);
     REQUIRE(r.rc == 0);
     return nlohmann::json::parse(r.out)["rows"];
