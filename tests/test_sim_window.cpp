@@ -93,3 +93,19 @@ TEST_CASE("the tree's LL chunks pipeline down the tree as NCCL's model prices th
   CHECK(t.time_s < 48.5e-6);
   CHECK(sim_point(kWrapper, 16, {{"size", "128KiB"}}, "dgx-a100:nodes=2", Model::SimGrid).time_s == Approx(t.time_s).epsilon(1e-6));
 }
+
+TEST_CASE("all-to-all on GPU nodes: a GPU's NVLink at the bandwidth NCCL's topology gives it", "[sim][nccl]") {
+  // One H100 node, 1 GiB: NCCL's grouped sends and receives share each GPU's NVLink at 18 links
+  // × 20.6 GB/s = 370.8 GB/s (topo.h), not the datasheet's 450: busbw = that rate, both engines.
+  const std::string a2a = std::string(STEPGRAPH_SOURCE_DIR) + "/tests/sim_cases/alltoall_wrapper.sched";
+  PointResult t = sim_point(a2a, 8, {{"size", "1GiB"}}, "dgx-h100:nodes=1");
+  REQUIRE(t.expansions.size() == 1);
+  INFO(t.expansions[0]);
+  CHECK(t.expansions[0].find("a GPU's NVLink at NCCL's 370.8 GB/s") != std::string::npos);
+  CHECK(t.busbw == Approx(370.8).epsilon(0.001));
+  CHECK(sim_point(a2a, 8, {{"size", "1GiB"}}, "dgx-h100:nodes=1", Model::SimGrid).time_s == Approx(t.time_s).epsilon(1e-6));
+  // Off GPU nodes: Open MPI's choice, no NCCL costs.
+  PointResult cpu = sim_point(a2a, 8, {{"size", "1MiB"}}, "star:bw=10GBps,lat=1us");
+  REQUIRE(cpu.expansions.size() == 1);
+  CHECK(cpu.expansions[0].find("NVLink") == std::string::npos);
+}

@@ -517,6 +517,21 @@ AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware
       default: p.schedule = "dissemination_barrier"; break;
     }
     p.why = std::string("NCCL has no algorithm choice for ") + coll_name(k) + ": " + p.schedule;
+    if (k == CollKind::Alltoall && hw.gpus_per_node >= 2 && n >= 2) {
+      // nccl-tests' all-to-all is grouped sends and receives to every peer at once. A GPU's
+      // messages to the peers of its node share its NVLink at the bandwidth NCCL's topology
+      // gives it (links × SMxx_NVLINK_BW, topo.h), not the link's datasheet rate: NCCL's p2p
+      // runs at most that fast (its channels per peer come from that path bandwidth,
+      // ncclTopoGetNchannels). Across nodes the NIC binds first. No latency beyond the route's:
+      // NCCL's model has none for p2p.
+      uint32_t peers = std::min(hw.gpus_per_node, n) - 1;
+      p.costed = true;
+      p.cost.channel_Bps = hw.nvlink_per_gpu * 1e9 / peers;
+      char bw[32];
+      std::snprintf(bw, sizeof bw, "%.1f", hw.nvlink_per_gpu);
+      p.why += std::string(" (grouped sends and receives; a GPU's NVLink at NCCL's ") + bw + " GB/s, shared by its " +
+               std::to_string(peers) + " peers in the node)";
+    }
     return p;
   }
   // The schedules are named nccl_ALGO_KIND, KIND as the language writes it.
