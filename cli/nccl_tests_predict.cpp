@@ -65,13 +65,6 @@ int load_nccl_table(Session& ses, const std::string& path, const std::string& ra
   return 0;
 }
 
-double nccl_host_seconds(const std::string& platform, uint32_t n) {
-  sim::Platform p;
-  std::string err;
-  if (!sim::parse_platform(platform, n, p, err) || p.kind != sim::PlatformKind::Nodes) return 0;
-  return p.nodes.nccl.host_s;
-}
-
 int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std::vector<sim::PointResult>& results,
                        std::vector<char>& host_bound) {
   std::string err, target;
@@ -97,6 +90,19 @@ int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std
     if (!write_output_file(tmp.string(), schedule_text(*coll), err)) return fail(err);
     target = tmp.string();
   }
+  // The platform, once, with a located error (every row would fail on it), and its host's time
+  // to issue a call (NcclCalibration::host_s; 0 off GPU nodes, where no NCCL runs).
+  const std::string spec = o.platform.empty() ? std::string(sim::default_platform_spec()) : o.platform;
+  sim::Platform platform;
+  sim::PlatformErrorAt at;
+  if (!sim::parse_platform(spec, t.n, platform, err, &at)) {
+    if (!tmp.empty()) std::filesystem::remove(tmp);
+    std::string d = sim::platform_diagnostic(ses, spec, err, at);
+    if (d.empty()) return fail("bad --platform '" + spec + "': " + err);
+    std::cerr << d;
+    return 2;
+  }
+  const double host = platform.kind == sim::PlatformKind::Nodes ? platform.nodes.nccl.host_s : 0.0;
   // One point per row, at the row's size, on the platform, through the sim's own pipeline.
   SimOpts so = o;
   so.targets = {target};
@@ -116,7 +122,6 @@ int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std
     for (size_t i = 0; i < plan.points.size(); ++i) results[i] = run_point(so, plan, i);
     // nccl-tests issues its calls back to back and times the run: a call the GPU finishes before
     // the host has issued the next one takes the host's time (NcclCalibration::host_s).
-    double host = nccl_host_seconds(so.platform.empty() ? sim::default_platform_spec() : so.platform, t.n);
     host_bound.assign(results.size(), 0);
     for (size_t i = 0; i < results.size(); ++i) {
       sim::PointResult& p = results[i];

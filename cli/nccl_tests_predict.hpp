@@ -33,12 +33,10 @@ int load_nccl_table(Session& ses, const std::string& path, const std::string& ra
 // collective has no step (a located error).
 // nccl-tests times calls issued back to back, so a row takes at least the host's time to issue
 // one (the platform's nccl_host, NcclCalibration::host_s): a row the simulated call is faster
-// than is that time instead (its busbw scaled to match), marked in `host_bound`.
+// than is that time instead (its busbw scaled to match), marked in `host_bound`. A bad platform:
+// its located error printed, exit code 2.
 int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std::vector<sim::PointResult>& results,
                        std::vector<char>& host_bound);
-
-// The platform's nccl_host in seconds (0 off a `nodes:` platform or preset: no NCCL there).
-double nccl_host_seconds(const std::string& platform, uint32_t n);
 
 // The half of a row whose time counts as measured: 0 out of place, else 1 in place (nccl-tests
 // prints N/A in a half it did not run), -1 where neither has a time.

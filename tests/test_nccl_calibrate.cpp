@@ -150,6 +150,12 @@ TEST_CASE("sim --nccl-tests: a row takes at least the host's time to issue a cal
   }
   CHECK(bound > 0);
   CHECK(bound < dflt.size());  // the large calls are the GPU's
+  // A bad platform: one located error, before any row, exit 2.
+  sgtest::Ran bad = sgtest::run_command(sg_cmd("sim --nccl-tests " + ag + " --platform dgx-h100:nodes=1,nccl_host=abc 2>&1"));
+  INFO(bad.out);
+  CHECK(bad.rc == 2);
+  CHECK(bad.out.find("--platform:1:28: error: dgx-h100: nccl_host=abc") != std::string::npos);
+  CHECK(bad.out.find("measured us") == std::string::npos);
 }
 
 TEST_CASE("calibrate --nccl-tests: fitted on half of one all-reduce table, the other half and the other collectives held out",
