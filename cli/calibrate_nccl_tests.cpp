@@ -3,7 +3,7 @@
 // fit's: its even rows (sizes 0, 2, 4, … in the file's order) are fitted (sim/nccl_fit.hpp), its
 // odd rows and every other table are held out, each reported before and after (the geometric-mean
 // error and the mean |error| below 1 MiB and from 1 MiB up). The platform file written is the
-// given platform with the fitted keys (nccl_launch, nccl_lat, nccl_bw), what was measured as
+// given platform with the fitted keys (nccl_launch, nccl_lat, nccl_bw, nccl_host), what was measured as
 // comments: `sim --platform @FILE` and `exec --predict @FILE` take it.
 #include <cmath>
 #include <cstdio>
@@ -47,6 +47,15 @@ LoadedTable subset(const LoadedTable& t, int parity) {
 
 std::string with_calibration(const std::string& spec, const NcclCalibration& k) {
   return spec + ",nccl_launch=" + fmt("%.3f", k.launch_s * 1e6) + "us,nccl_lat=" + fmt("%.4f", k.lat) + ",nccl_bw=" + fmt("%.4f", k.bw);
+}
+
+// `spec` without its key `key` (",key=value"), and whether it had one.
+std::string without_key(const std::string& spec, const std::string& key, bool& had) {
+  size_t at = spec.find("," + key + "=");
+  had = at != std::string::npos;
+  if (!had) return spec;
+  size_t end = spec.find(',', at + 1);
+  return spec.substr(0, at) + (end == std::string::npos ? "" : spec.substr(end));
 }
 
 // Every row of `t` predicted with `so`: predicted / measured, split at 1 MiB. Non-zero where the
@@ -130,6 +139,11 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
     return fail(
         "--platform already holds a calibration (nccl_launch, nccl_lat or nccl_bw): calibrate fits them; give the platform without");
   const std::string base = p.spec;  // normalised: every key resolved, so the file says the whole machine
+  // The host's floor: fitted with the rest unless the platform gives it (then kept); the fit's
+  // own predictions are the calls without it (nccl_host=0s), the fit applies it.
+  bool host_given = false;
+  const std::string base_no_host = without_key(base, "nccl_host", host_given);
+  sim::HostFloor host{!host_given, p.nodes.nccl.host_s, false};
 
   SimOpts so;
   so.platform = base;
@@ -150,7 +164,7 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
   int plan_rc = 0;
   sim::PredictFn predict = [&](const NcclCalibration& k, std::vector<double>& t, std::string& e) {
     SimOpts s = so;
-    s.platform = with_calibration(base, k);
+    s.platform = with_calibration(base_no_host, k) + ",nccl_host=0s";
     std::vector<double> small, large;
     t.clear();
     e.clear();
@@ -159,8 +173,9 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
     return plan_rc == 0 && e.empty();
   };
   sim::NcclFit fit;
-  if (!sim::fit_nccl_calibration(measured, predict, fit, err)) return plan_rc ? plan_rc : report(tables[0].path + ": ", err);
-  const std::string calibrated = with_calibration(base, fit.k);
+  if (!sim::fit_nccl_calibration(measured, predict, fit, err, &host)) return plan_rc ? plan_rc : report(tables[0].path + ": ", err);
+  const std::string calibrated = with_calibration(base_no_host, fit.k) + ",nccl_host=" + fmt("%.3f", host.host_s * 1e6) + "us";
+  const std::string host_said = host_given ? "as given" : host.kept ? "not fitted: no row is bounded by it" : "fitted";
 
   // Held out: the first table's odd rows, every other table whole; before and after.
   struct Held {
@@ -206,6 +221,8 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
                          {{"nccl_launch_us", fit.k.launch_s * 1e6},
                           {"nccl_lat", fit.k.lat},
                           {"nccl_bw", fit.k.bw},
+                          {"nccl_host_us", host.host_s * 1e6},
+                          {"nccl_host", host_said},
                           {"file", tables[0].path},
                           {"rows", measured.size()},
                           {"rms_log_error_before", fit.start_rms_log},
@@ -225,8 +242,8 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
             << "  fitted to the even rows of " << tables[0].path << " (" << tables[0].table.collective << ", " << tables[0].n << " ranks, "
             << measured.size() << " sizes; " << fit.simulations << " simulations of them):\n"
             << "    nccl_launch " << fmt("%.3f", fit.k.launch_s * 1e6) << " us, nccl_lat " << fmt("%.4f", fit.k.lat) << ", nccl_bw "
-            << fmt("%.4f", fit.k.bw) << " (rms of ln(predicted/measured) " << fmt("%.3f", fit.start_rms_log) << " -> "
-            << fmt("%.3f", fit.rms_log) << ")\n"
+            << fmt("%.4f", fit.k.bw) << ", nccl_host " << fmt("%.3f", host.host_s * 1e6) << " us (" << host_said << ")\n"
+            << "    (rms of ln(predicted/measured) " << fmt("%.3f", fit.start_rms_log) << " -> " << fmt("%.3f", fit.rms_log) << ")\n"
             << "  held out (geometric-mean error / mean |error|; before: NCCL's model as shipped):\n";
   std::printf("    %-52s %-9s %-22s %-22s %-22s %-22s\n", "table", "rows", "before, below 1 MiB", "before, from 1 MiB",
               "after, below 1 MiB", "after, from 1 MiB");

@@ -256,10 +256,10 @@ static int run_command(int argc, char** argv) {
   calibrate->add_option("--sizes", calopts.sizes, "message sizes: a..b (doubling) or a,b,c (default 8..16MiB)");
   calibrate->add_option("--iters", calopts.iters, "round trips per size; the fastest counts (default 20)")->check(kPositive);
   calibrate->add_flag("--json", calopts.json, "print JSON");
-  auto* cal_tables = calibrate->add_option(
-      "--nccl-tests", calopts.nccl_tests,
-      "no MPI: fit NCCL's costs on --platform (launch, latency and bandwidth factors) to measured nccl-tests tables: the even rows of "
-      "the first, the rest held out (its odd rows, every other table)");
+  auto* cal_tables = calibrate->add_option("--nccl-tests", calopts.nccl_tests,
+                                           "no MPI: fit NCCL's costs on --platform (launch, latency and bandwidth factors, the host's "
+                                           "floor) to measured nccl-tests tables: the even rows of "
+                                           "the first, the rest held out (its odd rows, every other table)");
   cal_tables->expected(1, -1);
   calibrate
       ->add_option("--platform", calopts.platform,

@@ -60,8 +60,9 @@ int tour_nccl_tables(int rc) {
   ErrorSummary s = summarise_errors(small), l = summarise_errors(large);
   std::printf("   geometric-mean error: %+.1f%% below 1 MiB, %+.1f%% from 1 MiB up (rows the host bounds: its 36 us a call)\n",
               100 * s.geomean, 100 * l.geomean);
-  std::cout << "\n   `calibrate --nccl-tests` fits NCCL's launch, latency and bandwidth factors to the even rows of the\n"
-               "   same machine's all-reduce and holds out its odd rows and the all-gather above, which it never saw:\n\n";
+  std::cout << "\n   `calibrate --nccl-tests` fits NCCL's launch, latency and bandwidth factors and the host's floor to the\n"
+               "   even rows of the same machine's all-reduce and holds out its odd rows and the all-gather above, which\n"
+               "   it never saw:\n\n";
   std::cout.flush();
   CalibrateOpts co;
   co.nccl_tests = {ar, ag};

@@ -83,10 +83,54 @@ bool solve_free(const std::vector<Vec>& J, const std::vector<double>& r, const s
   return true;
 }
 
+double floor_objective(const std::vector<double>& measured, const std::vector<double>& call, double h) {
+  double s = 0;
+  for (size_t i = 0; i < measured.size(); ++i) {
+    double r = std::log(std::max(h, call[i]) / measured[i]);
+    s += r * r;
+  }
+  return s;
+}
+
 }  // namespace
 
-bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& predict, NcclFit& out, std::string& err) {
+double best_host_floor(const std::vector<double>& measured, const std::vector<double>& call, double start, bool& tells) {
+  // The objective is flat in h below the fastest call and, for a fixed set A of bounded rows,
+  // least at ln h = mean of ln measured over A: try every A a threshold makes (rows sorted by
+  // their call), keep the consistent ones.
+  std::vector<size_t> order(call.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return call[a] < call[b]; });
+  double fastest = order.empty() ? 0 : call[order[0]];
+  double best_h = 0, best = floor_objective(measured, call, 0);
+  double sum = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    sum += std::log(measured[order[k]]);
+    double h = std::clamp(std::exp(sum / static_cast<double>(k + 1)), 0.0, kMaxLaunch);
+    // Consistent: it bounds the first k+1 calls and not the next.
+    if (h < call[order[k]] || (k + 1 < order.size() && h > call[order[k + 1]])) continue;
+    double f = floor_objective(measured, call, h);
+    if (f < best) best = f, best_h = h;
+  }
+  tells = best_h >= fastest && best_h > 0;
+  if (tells) return best_h;
+  return std::min(start, fastest * (1 - 1e-9));  // bounds no row: as given, or just under the fastest call
+}
+
+bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& predict, NcclFit& out, std::string& err, HostFloor* host) {
   out = NcclFit{};
+  double h = host ? host->host_s : 0;
+  // The rows as nccl-tests times them: the calls `raw` under the floor h.
+  auto floored = [&](const std::vector<double>& raw) {
+    std::vector<double> t(raw.size());
+    for (size_t i = 0; i < raw.size(); ++i) t[i] = std::max(h, raw[i]);
+    return t;
+  };
+  auto profile = [&](const std::vector<double>& raw) {
+    if (!host || !host->fit) return;
+    bool tells = false;
+    h = best_host_floor(measured, raw, host->host_s, tells);
+  };
   for (double m : measured)
     if (!(m > 0) || !std::isfinite(m)) {
       err = "a measured time that is not positive";
@@ -107,10 +151,12 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
     return true;
   };
   Vec x = {0, 1, 1};
-  std::vector<double> t;
-  if (!eval(x, t)) return false;
+  std::vector<double> raw;
+  if (!eval(x, raw)) return false;
+  out.start_rms_log = rms(measured, floored(raw));  // NCCL's model with the floor as given
+  profile(raw);
+  std::vector<double> t = floored(raw);
   double f = objective(measured, t, x);
-  out.start_rms_log = rms(measured, t);
   constexpr int kMaxIterations = 4;
   for (int it = 0; it < kMaxIterations; ++it) {
     out.iterations = it + 1;
@@ -121,7 +167,7 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
     std::vector<Vec> J(rows + 2, Vec{0, 0, 0});
     std::vector<double> r(rows + 2, 0);
     for (size_t i = 0; i < rows; ++i) {
-      J[i][0] = 1 / t[i];
+      J[i][0] = raw[i] >= h ? 1 / t[i] : 0;  // a row the host bounds does not see the launch
       r[i] = std::log(t[i] / measured[i]);
     }
     const double w = prior_weight(rows);  // the prior's rows: w ln lat and w ln(1/bw) (the square of w ln bw)
@@ -131,11 +177,12 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
     J[rows + 1][2] = w / x[2];
     for (int j = 1; j < 3; ++j) {
       Vec y = x;
-      double h = 0.25 * x[j];
-      y[j] += h;
+      double step = 0.25 * x[j];
+      y[j] += step;
       std::vector<double> ty;
       if (!eval(y, ty)) return false;
-      for (size_t i = 0; i < rows; ++i) J[i][j] = (ty[i] - t[i]) / (h * t[i]);
+      ty = floored(ty);
+      for (size_t i = 0; i < rows; ++i) J[i][j] = (ty[i] - t[i]) / (step * t[i]);
     }
     // Bounds: every choice of which variables are free (the others stay), each step clipped into
     // the box, the best by the linear model.
@@ -158,20 +205,31 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
     for (int half = 0; half < 3 && !moved; ++half) {
       Vec y = x;
       for (int j = 0; j < 3; ++j) y[j] = x[j] + best_d[j];
-      std::vector<double> ty;
-      if (!eval(y, ty)) return false;
+      std::vector<double> rawy;
+      if (!eval(y, rawy)) return false;
+      double keep_h = h;
+      profile(rawy);
+      std::vector<double> ty = floored(rawy);
       double fy = objective(measured, ty, y);
       if (fy < f) {
         bool small = f - fy < 1e-4 * f;
-        x = y, t = ty, f = fy, moved = true;
+        x = y, t = ty, raw = rawy, f = fy, moved = true;
         if (small) it = kMaxIterations;  // converged
       } else {
+        h = keep_h;
         for (double& v : best_d) v /= 2;
       }
     }
     if (!moved) break;
   }
   out.k = to_k(x);
+  out.k.host_s = h;
+  if (host) {
+    bool tells = true;
+    if (host->fit) best_host_floor(measured, raw, host->host_s, tells);
+    host->kept = host->fit && !tells;
+    host->host_s = h;
+  }
   out.predicted_s = t;
   out.rms_log = rms(measured, t);
   return true;

@@ -1,6 +1,6 @@
-// The fit behind `stepgraph calibrate --nccl-tests` (docs/sim.md, "Calibration"): the three
-// parameters of a platform's NcclCalibration (the call's launch overhead, a factor on NCCL's
-// latencies, a factor on its bus bandwidth) that bring simulated times closest to measured ones,
+// The fit behind `stepgraph calibrate --nccl-tests` (docs/sim.md, "Calibration"): the parameters
+// of a platform's NcclCalibration (the call's launch overhead, a factor on NCCL's latencies, a
+// factor on its bus bandwidth, and the host's floor) that bring simulated times closest to measured ones,
 // in the sense of the summed squared log ratio (so that a 1 KiB row weighs what a 1 GiB row does,
 // and the fit aims at the geometric-mean error the accuracy benchmark reports).
 //
@@ -25,6 +25,17 @@ namespace sg::sim {
 // stops the fit.
 using PredictFn = std::function<bool(const NcclCalibration& k, std::vector<double>& predicted_s, std::string& err)>;
 
+// The host's floor (NcclCalibration::host_s): a row is max(host, the simulated call), as
+// nccl-tests times calls issued back to back. The callback then predicts the calls without it.
+// `fit`: the host too, profiled out (for each set of the other three, the host that fits the
+// rows best, which costs no simulation: the calls do not depend on it); else `host_s` as given
+// (0: no floor).
+struct HostFloor {
+  bool fit = false;
+  double host_s = 0;
+  bool kept = false;  // out: the rows could not tell the host (none bounded by it): host_s kept, or lowered below every call
+};
+
 struct NcclFit {
   NcclCalibration k;                // the best found
   std::vector<double> predicted_s;  // under k
@@ -36,7 +47,13 @@ struct NcclFit {
 
 // Fits `measured_s` (> 0 each, one per row the callback predicts). False with `err` where the
 // callback fails or a row is not positive.
-bool fit_nccl_calibration(const std::vector<double>& measured_s, const PredictFn& predict, NcclFit& out, std::string& err);
+bool fit_nccl_calibration(const std::vector<double>& measured_s, const PredictFn& predict, NcclFit& out, std::string& err,
+                          HostFloor* host = nullptr);
+
+// The host that best fits `measured_s` as max(host, call_s) in the summed squared log ratio, in
+// [0, kMaxLaunch]; `start` where the rows cannot tell (no row bounded at the best): lowered to
+// just under the fastest call if `start` would bound one, and `tells` false.
+double best_host_floor(const std::vector<double>& measured_s, const std::vector<double>& call_s, double start, bool& tells);
 
 // Bounds of the fit (and of the platform keys): launch 0 to 1 ms, the factors 0.01 to 100.
 constexpr double kMaxLaunch = 1e-3, kMinFactor = 0.01, kMaxFactor = 100;
