@@ -143,7 +143,9 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
   // own predictions are the calls without it (nccl_host=0s), the fit applies it.
   bool host_given = false;
   const std::string base_no_host = without_key(base, "nccl_host", host_given);
-  sim::HostFloor host{!host_given, p.nodes.nccl.host_s, false};
+  sim::HostFloor host;
+  host.fit = !host_given;
+  host.host_s = p.nodes.nccl.host_s;
 
   SimOpts so;
   so.platform = base;
@@ -160,6 +162,7 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
     double us = 0;
     measured_us(r, us);
     measured.push_back(us * 1e-6);
+    host.may_bound.push_back(r.size < (uint64_t{1} << 20) ? 1 : 0);
   }
   int plan_rc = 0;
   sim::PredictFn predict = [&](const NcclCalibration& k, std::vector<double>& t, std::string& e) {

@@ -94,7 +94,8 @@ double floor_objective(const std::vector<double>& measured, const std::vector<do
 
 }  // namespace
 
-double best_host_floor(const std::vector<double>& measured, const std::vector<double>& call, double start, bool& tells) {
+double best_host_floor(const std::vector<double>& measured, const std::vector<double>& call, double start, bool& tells,
+                       const std::vector<char>& may_bound) {
   // The objective is flat in h below the fastest call and, for a fixed set A of bounded rows,
   // least at ln h = mean of ln measured over A: try every A a threshold makes (rows sorted by
   // their call), keep the consistent ones.
@@ -102,11 +103,15 @@ double best_host_floor(const std::vector<double>& measured, const std::vector<do
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return call[a] < call[b]; });
   double fastest = order.empty() ? 0 : call[order[0]];
+  double cap = kMaxLaunch;  // it bounds no row it may not
+  for (size_t i = 0; i < call.size() && !may_bound.empty(); ++i)
+    if (!may_bound[i]) cap = std::min(cap, call[i]);
   double best_h = 0, best = floor_objective(measured, call, 0);
   double sum = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     sum += std::log(measured[order[k]]);
-    double h = std::clamp(std::exp(sum / static_cast<double>(k + 1)), 0.0, kMaxLaunch);
+    double h = std::exp(sum / static_cast<double>(k + 1));
+    if (h > cap) continue;
     // Consistent: it bounds the first k+1 calls and not the next.
     if (h < call[order[k]] || (k + 1 < order.size() && h > call[order[k + 1]])) continue;
     double f = floor_objective(measured, call, h);
@@ -114,7 +119,7 @@ double best_host_floor(const std::vector<double>& measured, const std::vector<do
   }
   tells = best_h >= fastest && best_h > 0;
   if (tells) return best_h;
-  return std::min(start, fastest * (1 - 1e-9));  // bounds no row: as given, or just under the fastest call
+  return std::min({start, fastest * (1 - 1e-9), cap});  // bounds no row: as given, or just under the fastest call
 }
 
 bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& predict, NcclFit& out, std::string& err, HostFloor* host) {
@@ -129,7 +134,7 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
   auto profile = [&](const std::vector<double>& raw) {
     if (!host || !host->fit) return;
     bool tells = false;
-    h = best_host_floor(measured, raw, host->host_s, tells);
+    h = best_host_floor(measured, raw, host->host_s, tells, host->may_bound);
   };
   for (double m : measured)
     if (!(m > 0) || !std::isfinite(m)) {
@@ -226,7 +231,7 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
   out.k.host_s = h;
   if (host) {
     bool tells = true;
-    if (host->fit) best_host_floor(measured, raw, host->host_s, tells);
+    if (host->fit) best_host_floor(measured, raw, host->host_s, tells, host->may_bound);
     host->kept = host->fit && !tells;
     host->host_s = h;
   }

@@ -34,6 +34,9 @@ struct HostFloor {
   bool fit = false;
   double host_s = 0;
   bool kept = false;  // out: the rows could not tell the host (none bounded by it): host_s kept, or lowered below every call
+  // The rows the host may bound (nccl-tests' small calls, below 1 MiB: a larger call is the
+  // GPU's, and a slow one is no host's doing); empty: every row.
+  std::vector<char> may_bound;
 };
 
 struct NcclFit {
@@ -51,9 +54,11 @@ bool fit_nccl_calibration(const std::vector<double>& measured_s, const PredictFn
                           HostFloor* host = nullptr);
 
 // The host that best fits `measured_s` as max(host, call_s) in the summed squared log ratio, in
-// [0, kMaxLaunch]; `start` where the rows cannot tell (no row bounded at the best): lowered to
-// just under the fastest call if `start` would bound one, and `tells` false.
-double best_host_floor(const std::vector<double>& measured_s, const std::vector<double>& call_s, double start, bool& tells);
+// [0, kMaxLaunch], bounding none of the rows `may_bound` excludes; `start` where the rows cannot
+// tell (no row bounded at the best): lowered to just under the fastest call if `start` would bound
+// one, and `tells` false.
+double best_host_floor(const std::vector<double>& measured_s, const std::vector<double>& call_s, double start, bool& tells,
+                       const std::vector<char>& may_bound = {});
 
 // Bounds of the fit (and of the platform keys): launch 0 to 1 ms, the factors 0.01 to 100.
 constexpr double kMaxLaunch = 1e-3, kMinFactor = 0.01, kMaxFactor = 100;

@@ -129,7 +129,9 @@ TEST_CASE("the fit recovers the launch, latency and bandwidth of a model it is g
   std::vector<double> floored = measured;
   for (double& m : floored) m = std::max(host, m);
   REQUIRE(std::count_if(measured.begin(), measured.end(), [&](double m) { return m < host; }) >= 3);
-  HostFloor hf{true, 36e-6, false};
+  HostFloor hf;
+  hf.fit = true;
+  hf.host_s = 36e-6;
   NcclFit with_host;
   REQUIRE(fit_nccl_calibration(floored, model, with_host, err, &hf));
   CHECK(hf.host_s == Approx(host).epsilon(1e-6));
@@ -138,7 +140,8 @@ TEST_CASE("the fit recovers the launch, latency and bandwidth of a model it is g
   CHECK(with_host.k.bw == Approx(bw).epsilon(0.03));  // (launch and lat: the floor hides the rows that tell them apart)
   CHECK(with_host.rms_log < 0.01);
   // A host as given is kept, and floors the predictions.
-  HostFloor fixed{false, 40e-6, false};
+  HostFloor fixed;
+  fixed.host_s = 40e-6;
   REQUIRE(fit_nccl_calibration(floored, model, with_host, err, &fixed));
   CHECK(fixed.host_s == 40e-6);
   CHECK(with_host.rms_log < 0.01);
@@ -159,6 +162,15 @@ TEST_CASE("the host's floor that fits rows best, and where the rows cannot tell 
   CHECK(h > 9.99e-6);
   // ... and a given floor under every call stays.
   CHECK(best_host_floor(call, call, 5e-6, tells) == 5e-6);
+  // Only small calls may be bounded: a slow third row (say 1 MiB, 50 us simulated, 64 measured)
+  // is no host's doing. Free, the floor bounds three rows at 62 us; kept to the first two, which
+  // a floor over the third's 50 us call cannot bound alone, it bounds none.
+  const std::vector<double> slow = {60e-6, 62e-6, 64e-6, 100e-6};
+  CHECK(best_host_floor(slow, call, 36e-6, tells) == Approx(std::cbrt(60e-6 * 62e-6 * 64e-6)));
+  CHECK(tells);
+  h = best_host_floor(slow, call, 36e-6, tells, {1, 1, 0, 0});
+  CHECK_FALSE(tells);
+  CHECK(h < 10e-6);
 }
 
 TEST_CASE("sim --nccl-tests: a row takes at least the host's time to issue a call (nccl_host), and says so", "[calibrate][nccl]") {

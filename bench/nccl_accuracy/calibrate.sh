@@ -11,7 +11,7 @@ sg="${1:-$here/../../build/stepgraph}"
 t="$here/tables"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-echo "| machine (platform) | held out | rows | before: below 1 MiB | before: from 1 MiB | after: below 1 MiB | after: from 1 MiB | fitted: launch, lat, bw |"
+echo "| machine (platform) | held out | rows | before: below 1 MiB | before: from 1 MiB | after: below 1 MiB | after: from 1 MiB | fitted: launch, lat, bw, host |"
 echo "|---|---|---|---|---|---|---|---|"
 run() {  # name env platform files…
   local name="$1" env="$2" platform="$3"
@@ -28,7 +28,8 @@ import json, os, sys
 name, platform, env, out = sys.argv[1:5]
 j = json.loads(out)
 f = j["fitted"]
-fit = "%.1f us, %.2f, %.2f" % (f["nccl_launch_us"], f["nccl_lat"], f["nccl_bw"])
+fit = "%.1f us, %.2f, %.2f, %.1f us%s" % (f["nccl_launch_us"], f["nccl_lat"], f["nccl_bw"], f["nccl_host_us"],
+                                        "" if f["nccl_host"] == "fitted" else " (kept)")
 def cell(a):
     return "-" if not a else "%+.1f%% / %.1f%%" % (100 * a["geomean_error"], 100 * a["mean_abs_error"])
 for h in j["held_out"]:
