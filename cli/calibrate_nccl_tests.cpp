@@ -178,7 +178,10 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
   sim::NcclFit fit;
   if (!sim::fit_nccl_calibration(measured, predict, fit, err, &host)) return plan_rc ? plan_rc : report(tables[0].path + ": ", err);
   const std::string calibrated = with_calibration(base_no_host, fit.k) + ",nccl_host=" + fmt("%.3f", host.host_s * 1e6) + "us";
-  const std::string host_said = host_given ? "as given" : host.kept ? "not fitted: no row is bounded by it" : "fitted";
+  const std::string host_said = host_given                          ? "as given"
+                                : !host.kept                        ? "fitted"
+                                : host.host_s < p.nodes.nccl.host_s ? "lowered under the fastest call: no row is bounded by it"
+                                                                    : "kept: no row is bounded by it";
 
   // Held out: the first table's odd rows, every other table whole; before and after.
   struct Held {

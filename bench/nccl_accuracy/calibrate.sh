@@ -19,7 +19,7 @@ run() {  # name env platform files…
   local envs=()
   [ "$env" != "-" ] && envs=($env)
   local out
-  out=$(env -u NCCL_ALGO -u NCCL_PROTO "${envs[@]}" "$sg" calibrate --nccl-tests "$@" --platform "$platform" -o "$tmp/p" --json 2>&1) || {
+  out=$(env -u NCCL_ALGO -u NCCL_PROTO "${envs[@]}" "$sg" calibrate --nccl-tests "$@" --platform "$platform" ${RANKS:+-n "$RANKS"} -o "$tmp/p" --json 2>&1) || {
     echo "| $name | failed: $(echo "$out" | head -1) | | | | | | |"
     return
   }
@@ -29,7 +29,7 @@ name, platform, env, out = sys.argv[1:5]
 j = json.loads(out)
 f = j["fitted"]
 fit = "%.1f us, %.2f, %.2f, %.1f us%s" % (f["nccl_launch_us"], f["nccl_lat"], f["nccl_bw"], f["nccl_host_us"],
-                                        "" if f["nccl_host"] == "fitted" else " (kept)")
+                                        "" if f["nccl_host"] == "fitted" else " (%s)" % f["nccl_host"].split(" ")[0].rstrip(":"))
 def cell(a):
     return "-" if not a else "%+.1f%% / %.1f%%" % (100 * a["geomean_error"], 100 * a["mean_abs_error"])
 for h in j["held_out"]:
@@ -50,5 +50,8 @@ run "2 × 8 A100, ALCF Sophia" - dgx-a100:nodes=2 \
 run "10 × 8 H100, xxrjun cluster01" - dgx-h100:nodes=10 \
   "$t/h100_8gpu_10node_allreduce_xxrjun-cluster01.txt" "$t/h100_8gpu_10node_allgather_xxrjun-cluster01.txt" \
   "$t/h100_8gpu_10node_reducescatter_xxrjun-cluster01.txt" "$t/h100_8gpu_10node_alltoall_xxrjun-cluster01.txt"
+# Machines with one table: only its odd rows are held out (the host's floor is what changes most).
+RANKS=8 run "8 × GB200, one NVL72 rack, OCI" - gb200-nvl72:nodes=1 "$t/gb200_4gpu_2node_allreduce_oci-oke-mnnvl.txt:all_reduce"
+run "2 × 8 H100, AWS p5 EFA" - dgx-h100:nodes=2 "$t/h100_8gpu_2node_allreduce_aws-p5-efa_keitaw-nccl2.22.3.txt:all_reduce"
 echo
 echo "Fitted on the even rows of the first table of each machine (its all-reduce); everything in the table was held out."
