@@ -75,7 +75,7 @@ int ratios(Session& ses, const SimOpts& so, const LoadedTable& t, std::vector<do
     double us = 0;
     measured_us(t.table.rows[i], us);
     double r = p.time_s * 1e6 / us;
-    (t.table.rows[i].size < (uint64_t{1} << 20) ? small : large).push_back(r);
+    (small_row(t.table.rows[i]) ? small : large).push_back(r);
     if (times_s) times_s->push_back(p.time_s);
   }
   return 0;
@@ -162,7 +162,7 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
     double us = 0;
     measured_us(r, us);
     measured.push_back(us * 1e-6);
-    host.may_bound.push_back(r.size < (uint64_t{1} << 20) ? 1 : 0);
+    host.may_bound.push_back(small_row(r) ? 1 : 0);
   }
   int plan_rc = 0;
   sim::PredictFn predict = [&](const NcclCalibration& k, std::vector<double>& t, std::string& e) {

@@ -42,6 +42,11 @@ int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std
 // prints N/A in a half it did not run), -1 where neither has a time.
 int measured_half(const NcclTestsRow& r);
 
+// The split every report of a table makes (the accuracy benchmark's, issue 29's targets): calls
+// below 1 MiB, where latencies and the host's floor decide, and from 1 MiB up. Calibration lets
+// the host's floor bound only the first.
+inline bool small_row(const NcclTestsRow& r) { return r.size < (uint64_t{1} << 20); }
+
 // Over a set of rows, predicted / measured as the benchmark reports it: the geometric mean as a
 // signed error (exp(mean ln r) − 1: a bias) and the mean |r − 1|.
 struct ErrorSummary {

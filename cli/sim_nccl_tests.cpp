@@ -53,7 +53,7 @@ int cmd_sim_nccl_tests(const SimOpts& o) {
       continue;
     }
     double pred = p.time_s * 1e6, ratio = pred / m.time_us[0];
-    (m.size < (uint64_t{1} << 20) ? small : large).push_back(ratio);
+    (small_row(m) ? small : large).push_back(ratio);
     j["predicted_us"] = pred;
     j["predicted_busbw_GBps"] = p.world ? nlohmann::json(p.busbw) : nlohmann::json(nullptr);
     j["error"] = ratio - 1;

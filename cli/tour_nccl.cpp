@@ -53,7 +53,7 @@ int tour_nccl_tables(int rc) {
   std::vector<double> small, large;
   for (size_t i = 0; i < res.size() && i < t.table.rows.size(); ++i) {
     double m = t.table.rows[i].time_us[0], p = res[i].time_s * 1e6;
-    (t.table.rows[i].size < (uint64_t{1} << 20) ? small : large).push_back(p / m);
+    (small_row(t.table.rows[i]) ? small : large).push_back(p / m);
     if (i % 4 == 2)
       std::printf("   %12llu %12.2f %12.2f %+7.1f%%\n", static_cast<unsigned long long>(t.table.rows[i].size), m, p, 100 * (p / m - 1));
   }
