@@ -131,9 +131,9 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
     for (size_t i = 0; i < raw.size(); ++i) t[i] = std::max(h, raw[i]);
     return t;
   };
+  bool tells = true;  // whether the rows told h (at the last profile kept)
   auto profile = [&](const std::vector<double>& raw) {
     if (!host || !host->fit) return;
-    bool tells = false;
     h = best_host_floor(measured, raw, host->host_s, tells, host->may_bound);
   };
   for (double m : measured)
@@ -213,6 +213,7 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
       std::vector<double> rawy;
       if (!eval(y, rawy)) return false;
       double keep_h = h;
+      bool keep_tells = tells;
       profile(rawy);
       std::vector<double> ty = floored(rawy);
       double fy = objective(measured, ty, y);
@@ -221,7 +222,7 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
         x = y, t = ty, raw = rawy, f = fy, moved = true;
         if (small) it = kMaxIterations;  // converged
       } else {
-        h = keep_h;
+        h = keep_h, tells = keep_tells;
         for (double& v : best_d) v /= 2;
       }
     }
@@ -230,8 +231,6 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
   out.k = to_k(x);
   out.k.host_s = h;
   if (host) {
-    bool tells = true;
-    if (host->fit) best_host_floor(measured, raw, host->host_s, tells, host->may_bound);
     host->kept = host->fit && !tells;
     host->host_s = h;
   }
