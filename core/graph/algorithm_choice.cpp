@@ -555,6 +555,8 @@ AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware
     double nn = n;
     p.cost.wire = (nn + 1) / (2 * (nn - 1));
     p.cost.channel_Bps = w.bus_GBps * 1e9 / std::max(1, t.channels) / (nn - 1) * p.cost.wire;
+    // NVLS's fixed cost a chunk-loop: smaller chunks reach less of it (nccl_tuning.hpp).
+    p.cost.channel_Bps *= nvls_chunk_efficiency(t.chunk, std::min(t.topo.gpus, n), w.bus_GBps / std::max(1, t.channels));
   }
   // NCCL's FIFO: a connection has NCCL_STEPS = 8 slots (device.h:26), but one channel's chunks
   // go through its CUDA block one after another, at the channel's rate: one message (about one

@@ -274,6 +274,18 @@ bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, 
   return true;
 }
 
+double nvls_chunk_efficiency(uint64_t chunk, uint32_t heads, double channel_GBps) {
+  if (chunk == 0 || heads < 2 || channel_GBps <= 0) return 1.0;
+  // A loop moves heads × chunk bytes of the vector at the channel's algorithm bandwidth. At the
+  // default chunk NCCL's bandwidth holds, so that loop's time T includes the fixed cost a; a
+  // loop of chunk c = f · 128 KiB takes a + f·(T - a) where the bandwidth alone gives f·T.
+  double h = heads;
+  double algbw = channel_GBps * 1e3 * h / (2 * (h - 1));  // bytes per µs
+  double t = h * 131072 / algbw, a = kNvlsChunkCostUs, f = static_cast<double>(chunk) / 131072;
+  if (a >= t) return 1.0;
+  return f * t / (a + f * (t - a));
+}
+
 const char* nccl_algo_name(NcclAlgo a) { return a == NcclAlgo::Tree ? "tree" : a == NcclAlgo::Ring ? "ring" : "nvls"; }
 const char* nccl_proto_name(NcclProto p) {
   switch (p) {
@@ -471,6 +483,7 @@ NcclTuning nccl_tune(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware&
   r.channels = nc;
 
   uint64_t chunk = chunk_bytes(k, ba, bp, t, bytes, nc);
+  r.chunk = chunk;
   uint64_t per_channel = cdiv(bytes, static_cast<uint64_t>(nc));
   // The ring's loops move N chunks each (runRing's loopCount = nranks · chunkCount), NVLS's one
   // chunk a head, every rank a head on one node (loopSize = nChannels · nHeads · chunkSize).

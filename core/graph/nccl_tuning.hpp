@@ -104,8 +104,22 @@ struct NcclTuning {
   // The winner's pipeline: the schedule's `chunks` (NCCL's chunks per channel, the ring's loops
   // of N chunks), at most kMaxPieces so that an expansion stays small.
   int pieces = 1;
+  uint64_t chunk = 0;  // the winner's chunk in bytes (calcCollChunking's chunkSize)
 };
 constexpr int kMaxPieces = 64;
+
+// NVLS pays a fixed time a chunk, beyond NCCL's model: each loop of a channel (one chunk from
+// every head) waits on the switch's reduce and multicast flags before the next. NCCL's bus
+// bandwidth for NVLS (476 GB/s on H100) is what its kernel reaches at the default 128 KiB chunk;
+// small calls run 64, 32 and 16 KiB chunks (enqueue.cc:2258-2275) and reach less. Chosen from a
+// measurement, not NCCL's source: in together.ai's NVLS table of an H100 node the rate between
+// sizes of one chunk is 481 GB/s of busbw at 128 KiB, 450 at 64 KiB and 381 at 32 KiB, which a
+// cost of 4.2 and 5.5 µs a chunk-loop give; 5 µs it is (bench/nccl_accuracy/manifest.tsv: that
+// table chosen from, xxrjun-cluster01's tested on; docs/sim.md, "NVLS on one node").
+constexpr double kNvlsChunkCostUs = 5.0;
+// The share of NCCL's NVLS bus bandwidth a call in chunks of `chunk` bytes reaches: 1 at 128 KiB,
+// less below. heads: the GPUs in the node; channel_GBps: NCCL's bus bandwidth a channel.
+double nvls_chunk_efficiency(uint64_t chunk, uint32_t heads, double channel_GBps);
 
 // NCCL's pick for a collective of `bytes` per rank over n ranks on nodes of `gpus_per_node` GPUs
 // (0: one rank per node, no NVLink). `bytes` is the library's `size` (the vector of an
