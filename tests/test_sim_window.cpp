@@ -96,13 +96,17 @@ TEST_CASE("the tree's LL chunks pipeline down the tree as NCCL's model prices th
 
 TEST_CASE("all-to-all on GPU nodes: a GPU's NVLink at the bandwidth NCCL's topology gives it", "[sim][nccl]") {
   // One H100 node, 1 GiB: NCCL's grouped sends and receives share each GPU's NVLink at 18 links
-  // × 20.6 GB/s = 370.8 GB/s (topo.h), not the datasheet's 450: busbw = that rate, both engines.
+  // × 20.6 GB/s = 370.8 GB/s (topo.h), not the datasheet's 450, after the group's 8 rounds (one
+  // a peer, itself too) of a Simple step's 3.4 µs each: both engines.
   const std::string a2a = std::string(STEPGRAPH_SOURCE_DIR) + "/tests/sim_cases/alltoall_wrapper.sched";
   PointResult t = sim_point(a2a, 8, {{"size", "1GiB"}}, "dgx-h100:nodes=1");
   REQUIRE(t.expansions.size() == 1);
   INFO(t.expansions[0]);
   CHECK(t.expansions[0].find("a GPU's NVLink at NCCL's 370.8 GB/s") != std::string::npos);
-  CHECK(t.busbw == Approx(370.8).epsilon(0.001));
+  CHECK(t.expansions[0].find("8 rounds of a peer each, itself too, 3.4 us apiece") != std::string::npos);
+  const double bytes_s = 7.0 / 8 * 1073741824 / 370.8e9;
+  CHECK(t.time_s == Approx(8 * 3.4e-6 + bytes_s).margin(1e-6));  // and the NVLink's 0.6 µs hop at most
+  CHECK(t.time_s > 8 * 3.4e-6 + bytes_s);
   CHECK(sim_point(a2a, 8, {{"size", "1GiB"}}, "dgx-h100:nodes=1", Model::SimGrid).time_s == Approx(t.time_s).epsilon(1e-6));
   // Off GPU nodes: Open MPI's choice, no NCCL costs.
   PointResult cpu = sim_point(a2a, 8, {{"size", "1MiB"}}, "star:bw=10GBps,lat=1us");

@@ -522,15 +522,18 @@ AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware
       // messages to the peers of its node share its NVLink at the bandwidth NCCL's topology
       // gives it (links × SMxx_NVLINK_BW, topo.h), not the link's datasheet rate: NCCL's p2p
       // runs at most that fast (its channels per peer come from that path bandwidth,
-      // ncclTopoGetNchannels). Across nodes the NIC binds first. No latency beyond the route's:
-      // NCCL's model has none for p2p.
+      // ncclTopoGetNchannels). Across nodes the NIC binds first. NCCL's model has no latency
+      // for p2p; its rounds each pay a step's (below).
       uint32_t peers = std::min(hw.gpus_per_node, n) - 1;
       p.costed = true;
       p.cost.channel_Bps = hw.nvlink_per_gpu * 1e9 / peers;
+      // The group's rounds, one peer each (nccl-tests sends to every rank, itself included), their
+      // step latencies one after another (nccl_tuning.hpp).
+      p.cost.base_s = n * kP2pRoundUs * 1e-6;
       char bw[32];
       std::snprintf(bw, sizeof bw, "%.1f", hw.nvlink_per_gpu);
       p.why += std::string(" (grouped sends and receives; a GPU's NVLink at NCCL's ") + bw + " GB/s, shared by its " +
-               std::to_string(peers) + " peers in the node)";
+               std::to_string(peers) + " peers in the node; " + std::to_string(n) + " rounds of a peer each, itself too, 3.4 us apiece)";
     }
     return p;
   }

@@ -31,6 +31,11 @@ struct Algo {
   std::unique_ptr<StepGraph> g;
   StepGraph::RankIndex by_rank;
   std::vector<uint8_t> has_successor;  // per step: a later step (of its rank) depends on it
+  // Per step: nothing before it on its rank waits for a message (only local copies and the
+  // posting of nonblocking sends and receives precede it): a send so is one of its rank's first
+  // messages of the call, and pays the call's base latency. A dataflow send with no dependency,
+  // and the isends an `on` block posts after its irecvs (linear_alltoall's) both are.
+  std::vector<uint8_t> starts_call;
 };
 
 // How one instance is expanded.
@@ -257,9 +262,33 @@ class Expander {
     a->has_successor.assign(ag->size(), 0);
     for (StepId s = 0; s < ag->size(); ++s)
       for (StepId d : ag->deps(s)) a->has_successor[d] = 1;
+    a->starts_call = call_starts(*ag);
     a->g = std::move(ag);
     en.algo = std::move(a);
     return en.algo.get();
+  }
+
+  static std::vector<uint8_t> call_starts(const StepGraph& g) {
+    std::vector<uint8_t> starts(g.size(), 1);
+    // Only posts pass "before the call's first message" on: a copy, an isend or irecv.
+    auto posts = [&](StepId d) {
+      StepKind k = g.kind(d);
+      return k == StepKind::Copy || ((k == StepKind::Send || k == StepKind::Recv) && g.nonblocking(d));
+    };
+    // Falls monotonically to its fixed point (dependencies may point either way in id order).
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (StepId s = 0; s < g.size(); ++s) {
+        if (!starts[s]) continue;
+        for (StepId d : g.deps(s))
+          if (!starts[d] || !posts(d)) {
+            starts[s] = 0;
+            changed = true;
+            break;
+          }
+      }
+    }
+    return starts;
   }
 
   static CollKind find_kind(const std::string& sched) {
@@ -487,8 +516,8 @@ class Expander {
     }
     StepId id = o.add_step(k, a.flags(x), p.group.member(ar), g_.stmt(p.old_steps[ar]), map(p, a.range(x)), ref);
     if ((k == StepKind::Send || k == StepKind::Recv) && !a.local(x)) p.chor_fix.emplace_back(id, a.ref(x));
-    // A send the algorithm starts with (nothing of the call before it on its rank) pays the call's base latency.
-    if (k == StepKind::Send && p.cost != kNone) o.set_call_cost(id, p.cost, a.dep_count(x) == 0);
+    // A send the algorithm starts with (no message of the call awaited before it on its rank) pays the call's base latency.
+    if (k == StepKind::Send && p.cost != kNone) o.set_call_cost(id, p.cost, p.algo->starts_call[x] != 0);
     if (a.dep_count(x) == 0) deps_.push_back(p.entry[ar]);  // the algorithm starts where the collective did
     for (StepId d : a.deps(x)) deps_.push_back(p.alg_new[d]);
     add_deps();

@@ -108,6 +108,14 @@ struct NcclTuning {
 };
 constexpr int kMaxPieces = 64;
 
+// NCCL's all-to-all (nccl-tests' alltoall_perf) is a group of sends and receives, which NCCL's
+// tuning model does not cost. A rank's group runs in rounds, one peer a round (p2pSchedule:
+// send to r+i, receive from r-i, i = 0 .. N-1), and a round's step waits on its connection's
+// flags before the next: each round pays a Simple step's latency, hwLat[NVLINK][Ring][Simple] =
+// 3.4 µs (tuning.cc:159), one after another. NCCL's own constant, not fitted; the measured tables
+// show 3.4-5.7 µs a peer (docs/sim.md, "All-to-all on GPU nodes").
+constexpr double kP2pRoundUs = 3.4;
+
 // NVLS pays a fixed time a chunk, beyond NCCL's model: each loop of a channel (one chunk from
 // every head) waits on the switch's reduce and multicast flags before the next. NCCL's bus
 // bandwidth for NVLS (476 GB/s on H100) is what its kernel reaches at the default 128 KiB chunk;
