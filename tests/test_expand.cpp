@@ -861,3 +861,38 @@ TEST_CASE("NCCL's picks carry NCCL's protocol costs to their sends; an algorithm
   REQUIRE(f.g);
   CHECK(f.g->call_costs.empty());
 }
+
+TEST_CASE("an all-to-all on GPU nodes: every isend is one of its rank's first messages, and pays the group's rounds",
+          "[expand][nccl][cost][alltoall]") {
+  // linear_alltoall posts its irecvs, then its isends, before its one wait: no message is awaited
+  // before any isend, so each pays the call's launch and base (the group's N rounds).
+  const char* text = R"(schedule t() {
+  buffer a[8] bytes 1024;
+  buffer b[8] bytes 1024;
+  init a contrib;
+  init b contrib;
+  expect nothing;
+  alltoall a into b;
+})";
+  AlgoChoice choice;
+  std::string err;
+  REQUIRE(parse_algo_choice("nccl:gpus=8", choice, err));
+  Expanded e = expand(text, 8, choice);
+  INFO(e.errors);
+  REQUIRE(e.g);
+  const StepGraph& g = *e.g;
+  REQUIRE(g.call_costs.size() == 1);
+  CHECK(g.call_costs[0].base_s == Approx(8 * kP2pRoundUs * 1e-6));
+  size_t sends = 0, entries = 0;
+  for (StepId s = 0; s < g.size(); ++s) {
+    bool entry = false;
+    if (g.kind(s) == StepKind::Send && g.call_cost(s, entry)) {
+      ++sends;
+      entries += entry;
+    }
+  }
+  CHECK(sends == 8 * 7);
+  CHECK(entries == sends);
+  // (A send after an awaited message is no entry: the ring's, in the test above, only each
+  // channel's first on each rank.)
+}
