@@ -31,24 +31,23 @@ constexpr double kPrior = 0.02;
 
 double prior_weight(size_t rows) { return kPrior * std::sqrt(static_cast<double>(rows)); }
 
-double objective(const std::vector<double>& measured, const std::vector<double>& predicted, const Vec& x) {
+// Σ ln(max(floor, predicted) / measured)²: the fit's error, with the host's floor or without (0).
+double sum_sq_log(const std::vector<double>& measured, const std::vector<double>& predicted, double floor = 0) {
   double s = 0;
   for (size_t i = 0; i < measured.size(); ++i) {
-    double r = std::log(predicted[i] / measured[i]);
+    double r = std::log(std::max(floor, predicted[i]) / measured[i]);
     s += r * r;
   }
-  double w = prior_weight(measured.size());
-  s += w * w * (std::log(x[1]) * std::log(x[1]) + std::log(x[2]) * std::log(x[2]));
   return s;
 }
 
+double objective(const std::vector<double>& measured, const std::vector<double>& predicted, const Vec& x) {
+  double w = prior_weight(measured.size());
+  return sum_sq_log(measured, predicted) + w * w * (std::log(x[1]) * std::log(x[1]) + std::log(x[2]) * std::log(x[2]));
+}
+
 double rms(const std::vector<double>& measured, const std::vector<double>& predicted) {
-  double s = 0;
-  for (size_t i = 0; i < measured.size(); ++i) {
-    double r = std::log(predicted[i] / measured[i]);
-    s += r * r;
-  }
-  return std::sqrt(s / static_cast<double>(measured.size()));
+  return std::sqrt(sum_sq_log(measured, predicted) / static_cast<double>(measured.size()));
 }
 
 // Least squares for the variables marked free in `freev`: minimise |r + J d|^2 over d (the other
@@ -83,15 +82,6 @@ bool solve_free(const std::vector<Vec>& J, const std::vector<double>& r, const s
   return true;
 }
 
-double floor_objective(const std::vector<double>& measured, const std::vector<double>& call, double h) {
-  double s = 0;
-  for (size_t i = 0; i < measured.size(); ++i) {
-    double r = std::log(std::max(h, call[i]) / measured[i]);
-    s += r * r;
-  }
-  return s;
-}
-
 }  // namespace
 
 double best_host_floor(const std::vector<double>& measured, const std::vector<double>& call, double start, bool& tells,
@@ -106,7 +96,7 @@ double best_host_floor(const std::vector<double>& measured, const std::vector<do
   double cap = kMaxLaunch;  // it bounds no row it may not
   for (size_t i = 0; i < call.size() && !may_bound.empty(); ++i)
     if (!may_bound[i]) cap = std::min(cap, call[i]);
-  double best_h = 0, best = floor_objective(measured, call, 0);
+  double best_h = 0, best = sum_sq_log(measured, call);
   double sum = 0;
   for (size_t k = 0; k < order.size(); ++k) {
     sum += std::log(measured[order[k]]);
@@ -114,7 +104,7 @@ double best_host_floor(const std::vector<double>& measured, const std::vector<do
     if (h > cap) continue;
     // Consistent: it bounds the first k+1 calls and not the next.
     if (h < call[order[k]] || (k + 1 < order.size() && h > call[order[k + 1]])) continue;
-    double f = floor_objective(measured, call, h);
+    double f = sum_sq_log(measured, call, h);
     if (f < best) best = f, best_h = h;
   }
   tells = best_h >= fastest && best_h > 0;
