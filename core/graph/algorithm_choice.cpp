@@ -530,10 +530,12 @@ AlgoPick nccl_default(CollKind k, uint64_t bytes, uint32_t n, const NcclHardware
       // The group's rounds, one peer each (nccl-tests sends to every rank, itself included), their
       // step latencies one after another (nccl_tuning.hpp).
       p.cost.base_s = n * kP2pRoundUs * 1e-6;
-      char bw[32];
+      char bw[32], round[32];
       std::snprintf(bw, sizeof bw, "%.1f", hw.nvlink_per_gpu);
+      std::snprintf(round, sizeof round, "%.1f", kP2pRoundUs);
       p.why += std::string(" (grouped sends and receives; a GPU's NVLink at NCCL's ") + bw + " GB/s, shared by its " +
-               std::to_string(peers) + " peers in the node; " + std::to_string(n) + " rounds of a peer each, itself too, 3.4 us apiece)";
+               std::to_string(peers) + " peers in the node; " + std::to_string(n) + " rounds of a peer each, itself too, " + round +
+               " us apiece)";
     }
     return p;
   }

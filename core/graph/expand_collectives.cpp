@@ -275,19 +275,13 @@ class Expander {
       StepKind k = g.kind(d);
       return k == StepKind::Copy || ((k == StepKind::Send || k == StepKind::Recv) && g.nonblocking(d));
     };
-    // Falls monotonically to its fixed point (dependencies may point either way in id order).
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (StepId s = 0; s < g.size(); ++s) {
-        if (!starts[s]) continue;
-        for (StepId d : g.deps(s))
-          if (!starts[d] || !posts(d)) {
-            starts[s] = 0;
-            changed = true;
-            break;
-          }
-      }
-    }
+    // One pass in id order: a step depends on earlier steps only (validate.cpp).
+    for (StepId s = 0; s < g.size(); ++s)
+      for (StepId d : g.deps(s))
+        if (!starts[d] || !posts(d)) {
+          starts[s] = 0;
+          break;
+        }
     return starts;
   }
 
