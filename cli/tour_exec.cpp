@@ -51,10 +51,13 @@ int tour_exec(int rc) {
   std::string declared = tmp + "/stepgraph_demo_declared_attention.sched";
   if (std::string err;
       !write_output_file(declared,
-                         "# Ring attention written by hand: the layout and the input type come from the declarations.\n"
+                         "# Ring attention written by hand in Megatron's sequence-major layouts (kv fused as [s, h, 2*d], O\n"
+                         "# without its lse): the shapes, layouts and input type come from the declarations.\n"
                          "schedule ring(seq = 512, heads = 2, dim = 32) {\n  let blk = seq / N;\n"
-                         "  buffer Q[N] shape [heads, blk, dim] dtype bf16;\n  buffer KV[N] shape [2, heads, blk, dim] dtype bf16;\n"
-                         "  buffer O[N] shape [heads, blk, dim + 1] dtype f32;\n  buffer cur[2] shape [2, heads, blk, dim] dtype bf16;\n"
+                         "  buffer Q[N] shape [blk, heads, dim] layout shd dtype bf16;\n"
+                         "  buffer KV[N] shape [blk, heads, 2 * dim] layout sh2d dtype bf16;\n"
+                         "  buffer O[N] shape [blk, heads, dim] layout shd dtype f32;\n"
+                         "  buffer cur[2] shape [blk, heads, 2 * dim] layout sh2d dtype bf16;\n"
                          "  init Q owned;\n  init KV owned;\n  expect attention(Q, KV, O, causal);\n"
                          "  for r in 0 .. N { copy KV[r] into cur[0] at r; }\n  for s in 0 .. N {\n    for r in 0 .. N {\n"
                          "      let j = (r - s) % N;\n      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }\n"
@@ -62,8 +65,8 @@ int tour_exec(int rc) {
                          "      if j == r { compute attn(Q[r], cur[s % 2]) into O[r] mask causal at r; }\n    }\n  }\n}\n",
                          err))
     return std::max(rc, fail(err));
-  std::cout << "\n    A ring attention written by hand, with no library parameters: `buffer Q[N] shape [heads, blk, dim] dtype\n"
-               "    bf16` and its kin say the tiles' shape and the input type\n\n";
+  std::cout << "\n    A ring attention written by hand in Megatron's layouts: `buffer Q[N] shape [blk, heads, dim] layout shd\n"
+               "    dtype bf16`, kv fused as `shape [blk, heads, 2 * dim] layout sh2d`, O without its lse (exec keeps it)\n\n";
   run(mpi + "-n 4 '" + self + "' exec " + declared + " --check --iters 1 --warmup 0 | grep -v '^#  '");
   std::string stall = tmp + "/stepgraph_demo_stall.sched";
   if (std::string err; !write_output_file(stall,

@@ -61,8 +61,11 @@ struct Compare {
 void compare_on_root(const AttentionLayout& a, const std::vector<unsigned char>& all, const std::vector<long long>& lens,
                      const std::vector<int>& displs, AttentionCheck& c);
 
-// Bytes of one output item in role 0 (O, or dQ) or 1 (dKV).
-uint64_t output_bytes(const AttentionLayout& a, uint32_t role) { return a.backward ? (role == 0 ? a.dq_bytes : a.dkv_bytes) : a.o_bytes; }
+// Bytes of one output item in role 0 (O|lse, or dQ) or 1 (dKV), in the kernels' layout (the
+// executor relays the items declared otherwise).
+uint64_t output_bytes(const AttentionLayout& a, uint32_t role) {
+  return a.backward ? (role == 0 ? a.dq_bytes : a.dkv_bytes) : a.o_kernel_bytes;
+}
 
 }  // namespace
 

@@ -1,5 +1,6 @@
 #include "exec/attention_exec.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -12,6 +13,10 @@
 namespace sg::exec {
 
 namespace {
+
+using Role = AttnRole;
+using Dims = ItemDims;
+bool is_input(Role r) { return r == Role::Q || r == Role::Bundle || r == Role::KV; }
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 enum : uint32_t { kTagQ = 1, kTagKV = 2, kTagDO = 3 };
@@ -40,90 +45,6 @@ bool chunk_fits(const StepGraph& g, uint32_t b, uint64_t want, const char* role,
 }
 
 // The roles of attention buffers: what one item (chunk) holds.
-enum class Role { Q, Bundle, KV, O, DQ, DKV };
-
-const char* role_name(Role r) {
-  switch (r) {
-    case Role::Q: return "q";
-    case Role::Bundle: return "the q bundle (q, dO, lse, D)";
-    case Role::KV: return "kv";
-    case Role::O: return "O|lse";
-    case Role::DQ: return "dq";
-    case Role::DKV: return "dkv";
-  }
-  return "";
-}
-
-bool is_input(Role r) { return r == Role::Q || r == Role::Bundle || r == Role::KV; }
-
-// One item's extents: batch × heads (of its head group) × rows × dim.
-struct Dims {
-  uint64_t batch = 1, heads = 1, rows = 0, dim = 0;
-  bool operator==(const Dims&) const = default;
-};
-
-std::string shape_list(const std::vector<uint64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-std::string dims_text(const Dims& d) {
-  return "batch " + std::to_string(d.batch) + " × " + std::to_string(d.heads) + " head" + (d.heads == 1 ? "" : "s") + " × " +
-         std::to_string(d.rows) + " rows × dim " + std::to_string(d.dim);
-}
-
-// The layout a chunk shape of role r is read in (its last extent in the buffer's own dtype).
-std::string role_layout(Role r, const BufferInfo& b) {
-  switch (r) {
-    case Role::Q:
-    case Role::DQ: return "[batch, heads, rows, dim]";
-    case Role::KV:
-    case Role::DKV: return "[2, batch, heads, rows, dim] (K then V)";
-    case Role::O: return "[batch, heads, rows, dim + 1] (a row's output, then its log-sum-exp)";
-    case Role::Bundle:
-      return b.dtype == DType::BF16 ? "[batch, heads, rows, 2·dim + 4] (per row q and dO in bf16, lse and D in f32)"
-                                    : "[batch, heads, rows, 2·dim + 2] (per row q, dO, lse, D)";
-  }
-  return "";
-}
-
-// Reads one item's extents off buffer b's declared chunk shape in role r: the trailing extents
-// are rows and the role's row width, leading batch and heads may be left out (1). Else false
-// with a message (the caller points at the shape).
-bool read_shape(const BufferInfo& b, Role r, Dims& d, std::string& err) {
-  std::vector<uint64_t> s = b.shape;
-  auto bad = [&](const std::string& why) {
-    err = "buffer " + b.name + " holds " + role_name(r) + " items, but its chunk shape " + shape_list(b.shape) + " " + why +
-          "; exec reads it as " + role_layout(r, b) + ", batch and heads may be left out";
-    return false;
-  };
-  if (r == Role::KV || r == Role::DKV) {
-    if (s.empty() || s[0] != 2) return bad("does not start with 2");
-    s.erase(s.begin());
-  }
-  if (s.size() < 2 || s.size() > 4) return bad("has " + std::to_string(b.shape.size()) + " extents");
-  for (uint64_t x : s)
-    if (x < 1 || x > (uint64_t{1} << 30)) return bad("has an extent out of range");
-  d = Dims{};
-  size_t n = s.size();
-  d.rows = s[n - 2];
-  if (n > 2) d.heads = s[n - 3];
-  if (n > 3) d.batch = s[n - 4];
-  uint64_t w = s[n - 1];
-  if (r == Role::O) {
-    if (w < 2) return bad("has rows of " + std::to_string(w) + " element, not dim + 1");
-    d.dim = w - 1;
-  } else if (r == Role::Bundle) {
-    uint64_t extra = b.dtype == DType::BF16 ? 4 : 2;
-    if (w <= extra || (w - extra) % 2) return bad("has rows of " + std::to_string(w) + " elements, not 2·dim + " + std::to_string(extra));
-    d.dim = (w - extra) / 2;
-  } else {
-    d.dim = w;
-  }
-  return true;
-}
-
 }  // namespace
 
 namespace {
@@ -176,7 +97,7 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     if (!b.dtype_declared) continue;
     where = b.dtype_loc;
     if (b.dtype != DType::BF16 && b.dtype != DType::F32) {
-      err = "buffer " + b.name + " holds attention inputs (" + role_name(roles[i].second) + "), declared " + dtype_name(b.dtype) +
+      err = "buffer " + b.name + " holds attention inputs (" + attn_role_name(roles[i].second) + "), declared " + dtype_name(b.dtype) +
             "; exec stores them as bf16 or f32";
       return false;
     }
@@ -208,25 +129,31 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     const BufferInfo& b = g.buffers[roles[i].first];
     if (!b.dtype_declared || b.dtype == DType::F32) continue;
     where = b.dtype_loc;
-    err = "buffer " + b.name + " holds attention outputs (" + role_name(roles[i].second) + "), declared " + dtype_name(b.dtype) +
+    err = "buffer " + b.name + " holds attention outputs (" + attn_role_name(roles[i].second) + "), declared " + dtype_name(b.dtype) +
           "; exec computes them in f32";
     return false;
   }
 
   // The tile's dimensions: from the expect's buffers' declared shapes (the first one that has
   // one; the others must agree), else from the parameters seq, heads, dim, batch.
+  // Each role's layout is its expect buffer's (the kernels' where it declares none).
   Dims decl;
   const BufferInfo* shaped = nullptr;
   Role shaped_role = Role::Q;
+  std::vector<ItemLayout> declared(nroles);
+  std::vector<uint8_t> has_layout(nroles, 0);
   for (size_t i = 0; i < nroles; ++i) {
     const BufferInfo& b = g.buffers[roles[i].first];
     if (b.shape.empty()) continue;
     Dims d;
-    where = b.shape_loc;
-    if (!read_shape(b, roles[i].second, d, err)) return false;
+    where = b.layout.empty() ? b.shape_loc : b.layout_loc;
+    int64_t dim_param = 0;
+    uint64_t known_dim = shaped ? decl.dim : param(g, "dim", dim_param) && dim_param > 0 ? static_cast<uint64_t>(dim_param) : 0;
+    if (!read_item_layout(b, roles[i].second, known_dim, d, declared[i], err)) return false;
+    has_layout[i] = 1;
     if (shaped && !(d == decl)) {
-      err = "buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + role_name(roles[i].second) + " of " + dims_text(d) +
-            ", but " + shaped->name + "'s " + shape_list(shaped->shape) + " is of " + dims_text(decl);
+      err = "buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + attn_role_name(roles[i].second) + " of " +
+            dims_text(d) + ", but " + shaped->name + "'s " + shape_list(shaped->shape) + " is of " + dims_text(decl);
       return false;
     }
     if (!shaped) decl = d, shaped = &b, shaped_role = roles[i].second;
@@ -240,8 +167,9 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
       uint64_t from_shape = *name == 's' ? d.rows * a.blocks : *name == 'h' ? d.heads * a.groups : *name == 'd' ? d.dim : d.batch;
       if (has && static_cast<uint64_t>(*v) != from_shape) {
         where = shaped->shape_loc;
-        err = "buffer " + shaped->name + "'s chunk shape " + shape_list(shaped->shape) + ", read as " + role_layout(shaped_role, *shaped) +
-              ", gives " + name + " = " + std::to_string(from_shape) + ", but the parameter " + name + " = " + std::to_string(*v);
+        err = "buffer " + shaped->name + "'s chunk shape " + shape_list(shaped->shape) + ", read as " +
+              role_layout_text(shaped_role, *shaped) + ", gives " + name + " = " + std::to_string(from_shape) + ", but the parameter " +
+              name + " = " + std::to_string(*v);
         return false;
       }
       *v = static_cast<int64_t>(from_shape);
@@ -285,7 +213,23 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   uint64_t e = a.bf16 ? 2 : 4;
   a.q_bytes = a.backward ? rows_all * (2 * a.dim * e + 8) : rows_all * a.dim * e;
   a.kv_bytes = 2 * rows_all * a.dim * e;
-  a.o_bytes = rows_all * (a.dim + uint64_t{1}) * 4;
+  const Dims item{a.batch, a.tile.heads, rows, a.dim};
+  auto role_item = [&](size_t i, bool two, uint32_t kw) {
+    ItemLayout L = has_layout[i] ? declared[i] : kernel_layout(item, two, kw);
+    if (!has_layout[i]) L.kernel = true;
+    return L;
+  };
+  a.lkv = role_item(1, true, a.dim);
+  if (a.backward) {
+    a.ldq = role_item(2, false, a.dim);
+    a.ldkv = role_item(3, true, a.dim);
+  } else {
+    a.lq = role_item(0, false, a.dim);
+    a.lo = role_item(2, false, a.dim + 1);
+    if (!has_layout[2]) a.lo.lse = true;
+  }
+  a.o_kernel_bytes = rows_all * (a.dim + uint64_t{1}) * 4;
+  a.o_bytes = a.lo.lse || a.backward ? a.o_kernel_bytes : rows_all * a.dim * 4;
   a.dq_bytes = rows_all * a.dim * 4;
   a.dkv_bytes = 2 * rows_all * a.dim * 4;
   if (!chunk_fits(g, a.q.buf, a.q_bytes, a.backward ? "q bundle (q, dO, lse, D)" : "q", a, where, err) ||
@@ -293,14 +237,26 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     return false;
   if (a.backward
           ? !chunk_fits(g, a.out0.buf, a.dq_bytes, "dq", a, where, err) || !chunk_fits(g, a.out1.buf, a.dkv_bytes, "dkv", a, where, err)
-          : !chunk_fits(g, a.out0.buf, a.o_bytes, "O|lse", a, where, err))
+          : !chunk_fits(g, a.out0.buf, a.o_bytes, a.lo.lse ? "O|lse" : "O", a, where, err))
     return false;
 
-  const Dims layout{a.batch, a.tile.heads, rows, a.dim};
+  const Dims layout = item;
+  auto role_of = [&](Role r) -> const ItemLayout& {
+    switch (r) {
+      case Role::KV: return a.lkv;
+      case Role::O: return a.lo;
+      case Role::DQ: return a.ldq;
+      case Role::DKV: return a.ldkv;
+      default: return a.lq;
+    }
+  };
 
   // Every tile's operands and outputs, and the merge buffers.
   a.merge.assign(g.buffers.size(), 0);
-  if (!a.backward) a.merge[a.out0.buf] = 1;
+  a.shadowed.assign(g.buffers.size(), 0);
+  // The forward's outputs: merged with their lse, or kept beside an O without one.
+  std::vector<uint8_t>& outs = a.backward || a.lo.lse ? a.merge : a.shadowed;
+  if (!a.backward) outs[a.out0.buf] = 1;
   for (StepId s = 0; s < g.size(); ++s) {
     if (g.kind(s) != StepKind::Compute) continue;
     const ComputeInfo& ci = g.compute(s);
@@ -322,16 +278,25 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
       if (b.dtype_declared && b.dtype != want) {
         where = b.dtype_loc;
         err = "buffer " + b.name + " is declared " + dtype_name(b.dtype) + ", but the tile at line " + line + " uses it as " +
-              role_name(role) + ", whose items are " + dtype_name(want);
+              attn_role_name(role) + ", whose items are " + dtype_name(want);
         return false;
       }
-      if (b.shape.empty()) return true;
+      if (b.shape.empty()) return true;  // bytes: laid out as its role's items are
       Dims d;
-      where = b.shape_loc;
-      if (!read_shape(b, role, d, err)) return false;
-      if (d == layout) return true;
-      err = "buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + role_name(role) + " of " + dims_text(d) +
-            ", but the tile at line " + line + " uses it as an item of " + dims_text(layout);
+      ItemLayout L;
+      where = b.layout.empty() ? b.shape_loc : b.layout_loc;
+      if (!read_item_layout(b, role, a.dim, d, L, err)) return false;
+      if (!(d == layout)) {
+        err = "buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + attn_role_name(role) + " of " + dims_text(d) +
+              ", but the tile at line " + line + " uses it as an item of " + dims_text(layout);
+        return false;
+      }
+      const ItemLayout& want_l = role_of(role);
+      if (role == Role::Bundle || (L.same_place(want_l) && L.lse == want_l.lse)) return true;
+      err = "buffer " + b.name + " lays out its " + attn_role_name(role) + " items as " + role_layout_text(role, b) +
+            ", but the expect's " + attn_role_name(role) + " buffer as " +
+            (want_l.letters.empty() ? std::string("the kernels' layout") : "layout " + want_l.letters) +
+            "; data moves between buffers as bytes, so every buffer of one role has one layout";
       return false;
     };
     if (!declared_fits(rq, bwd ? Role::Bundle : Role::Q) || !declared_fits(rkv, Role::KV) || !declared_fits(w0, bwd ? Role::DQ : Role::O) ||
@@ -347,7 +312,34 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     if (!fits(rq, a.q_bytes, "q") || !fits(rkv, a.kv_bytes, "kv") || !fits(w0, bwd ? a.dq_bytes : a.o_bytes, bwd ? "dq" : "output"))
       return false;
     if (bwd && !fits(g.ranges[ci.writes_off + 1], a.dkv_bytes, "dkv")) return false;
-    if (!bwd) a.merge[w0.buf] = 1;
+    if (!bwd) outs[w0.buf] = 1;
+  }
+  // An O without its lse column cannot carry a partial output anywhere: only this rank's tiles
+  // may touch it (exec keeps the lse beside it, in no message).
+  for (StepId s = 0; s < g.size() && !a.backward && !a.lo.lse; ++s) {
+    StepKind k = g.kind(s);
+    if (k == StepKind::Compute && g.compute(s).kind != ComputeKind::Generic) continue;
+    uint32_t touched = UINT32_MAX;
+    if (k == StepKind::Copy || k == StepKind::Reduce) {
+      if (a.shadowed[g.copy_source(s).buf]) touched = g.copy_source(s).buf;
+      if (a.shadowed[g.range(s).buf]) touched = g.range(s).buf;
+    } else if (k == StepKind::Compute) {
+      const ComputeInfo& ci = g.compute(s);
+      for (uint32_t i = 0; i < ci.reads_cnt; ++i)
+        if (a.shadowed[g.ranges[ci.reads_off + i].buf]) touched = g.ranges[ci.reads_off + i].buf;
+      for (uint32_t i = 0; i < ci.writes_cnt; ++i)
+        if (a.shadowed[g.ranges[ci.writes_off + i].buf]) touched = g.ranges[ci.writes_off + i].buf;
+    } else if (k != StepKind::Wait) {
+      if (g.range(s).cnt && a.shadowed[g.range(s).buf]) touched = g.range(s).buf;
+      if (k == StepKind::Collective && g.coll(s).into.cnt && a.shadowed[g.coll(s).into.buf]) touched = g.coll(s).into.buf;
+    }
+    if (touched == UINT32_MAX) continue;
+    where = g.loc(s);
+    err = "this step moves or merges " + g.buffers[touched].name +
+          ", which holds partial attention outputs O declared without their lse (" + role_layout_text(Role::O, g.buffers[a.out0.buf]) +
+          " with rows of dim = " + std::to_string(a.dim) +
+          "): a partial output merges only with its row's log-sum-exp, so declare O's rows as dim + 1 (the lse last) to move them";
+    return false;
   }
   return true;
 }
@@ -470,7 +462,27 @@ void store_bf16(uint16_t* dst, const float* src, size_t n) {
 
 }  // namespace
 
+std::vector<RowBlock> role_blocks(const AttentionLayout& a, int role, bool to_kernel) {
+  uint32_t in = a.bf16 ? 2 : 4;
+  switch (role) {
+    case 0: return relayout_blocks(a.tile, a.lq, 1, in, a.dim, to_kernel);
+    case 1: return relayout_blocks(a.tile, a.lkv, 2, in, a.dim, to_kernel);
+    case 2: return relayout_blocks(a.tile, a.lo, 1, 4, a.dim + 1, to_kernel);
+    case 3: return relayout_blocks(a.tile, a.ldq, 1, 4, a.dim, to_kernel);
+    default: return relayout_blocks(a.tile, a.ldkv, 2, 4, a.dim, to_kernel);
+  }
+}
+
 void fill_attention_item(const AttentionLayout& a, bool q_side, uint32_t rel, unsigned char* dst) {
+  const ItemLayout& L = q_side ? a.lq : a.lkv;
+  if (!L.kernel) {  // filled in the kernels' layout, then laid out as declared
+    std::vector<unsigned char> k(q_side ? a.q_bytes : a.kv_bytes);
+    AttentionLayout plain = a;
+    plain.lq.kernel = plain.lkv.kernel = true;
+    fill_attention_item(plain, q_side, rel, k.data());
+    relayout_host(role_blocks(a, q_side ? 0 : 1, false), dst, k.data());
+    return;
+  }
   const TileShape& t = a.tile;
   if (!q_side) {
     size_t n = attn_kv_elems(t);

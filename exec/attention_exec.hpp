@@ -5,7 +5,8 @@
 // (or attention_backward(Q, KV, dQ, dKV, …)) names the buffers, and their declarations give the
 // sizes and the input type: `shape […]` in the kernels' layout (q [batch, heads, rows, dim],
 // kv [2, batch, heads, rows, dim], O [batch, heads, rows, dim + 1]; batch and heads may be left
-// out) and `dtype bf16|f32` of Q and KV. Where they say nothing (`bytes E`, no dtype), the
+// out) or in any layout a `layout` names (exec/attention_layout.hpp: bshd, sbh2d, O without its
+// lse, …), and `dtype bf16|f32` of Q and KV. Where they say nothing (`bytes E`, no dtype), the
 // parameters seq, heads, dim, batch and elem do (the library's convention: elem 4 fp32, 2 bf16).
 // Q has C items, C = blocks · H; item x is sequence block x / H and head group x % H, so every
 // item is one tile operand of
@@ -34,6 +35,7 @@
 #include "core/dsl/source.hpp"
 #include "core/graph/step_graph.hpp"
 #include "exec/attention_kernels.hpp"
+#include "exec/attention_layout.hpp"
 
 namespace sg::exec {
 
@@ -51,7 +53,19 @@ struct AttentionLayout {
   std::vector<uint8_t> merge;  // per buffer: holds O|lse rows (reductions merge)
   // Bytes of one item in each role.
   uint64_t q_bytes = 0, kv_bytes = 0, o_bytes = 0, dq_bytes = 0, dkv_bytes = 0;
+  // Each role's layout in its chunks (one per role: data moves between buffers as bytes, so a
+  // kv item has the same layout in KV and in every buffer it is copied or sent to).
+  ItemLayout lq, lkv, lo, ldq, ldkv;
+  // O declared with rows of dim (no lse column): exec keeps each tile output's O|lse rows in
+  // kernel layout beside the buffer ("shadowed") and writes the O part through after each tile.
+  // Such outputs are never merged or moved (plan_attention refuses a step that would).
+  std::vector<uint8_t> shadowed;  // per buffer
+  uint64_t o_kernel_bytes = 0;    // one O|lse item in the kernels' layout
+  bool relayout() const { return !lq.kernel || !lkv.kernel || !lo.kernel || !ldq.kernel || !ldkv.kernel; }
 };
+
+// Role r's blocks (0 q, 1 kv, 2 O, 3 dQ, 4 dKV) with its parts, element size and kernel width.
+std::vector<RowBlock> role_blocks(const AttentionLayout& a, int role, bool to_kernel);
 
 // The attention's work in the count the FlashAttention and ring-attention benchmarks report, so
 // that throughputs compare across schedules and with those tools: 4·batch·heads·seq²·dim for

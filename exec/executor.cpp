@@ -19,6 +19,10 @@ Executor::Impl::~Impl() {
     for (unsigned char* p : dbufs)
       if (p) dev->release(p);
     if (dstage) dev->release(dstage);
+    for (AttnMemory& m : att_scratch)
+      if (m.dev) dev->release(m.dev);
+    for (AttnMemory& m : att_shadow)
+      if (m.dev) dev->release(m.dev);
   }
 }
 

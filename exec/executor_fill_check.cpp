@@ -48,6 +48,12 @@ bool Executor::Impl::fill_inputs() {
     std::memset(bufs[b]->p, 0, bufs[b]->size);
     bool merge = att.active && att.merge[b];
     if (merge) clear_merge_rows(att, bufs[b]->p, uint64_t{bi.chunks} * bi.chunk_bytes);  // empty outputs: lse = -inf
+    if (att.active && att.shadowed[b]) {  // an O without its lse: the rows kept beside it start empty
+      AttnMemory& sh = att_shadow[b];
+      clear_merge_rows(att, sh.host.data(), sh.host.size());
+      std::string why;
+      if (dev) dev_ok(dev->to_device(sh.dev, sh.host.data(), sh.host.size(), why), "a copy to the device", nullptr, why);
+    }
     for (uint32_t c = 0; c < bi.chunks; ++c) {
       Value v = initial_value(b, c);
       if (!v.defined) continue;
@@ -108,14 +114,33 @@ CheckResult Executor::Impl::check() const {
 
 // This rank's output items for the attention check: the O (or dQ) chunk beside each q item it
 // started with, and with a backward the dKV chunk beside each kv item (the postcondition's
-// owners, core/interp/postcondition.cpp).
-std::vector<AttentionOutput> Executor::Impl::attention_outputs() const {
+// owners, core/interp/postcondition.cpp), each in the kernels' layout (relaid where its role is
+// declared otherwise; an O without its lse gets the lse exec kept beside it).
+std::vector<AttentionOutput> Executor::Impl::attention_outputs() {
   std::vector<AttentionOutput> out;
+  att_items.clear();
   auto add = [&](const Range& in, const Range& res, uint32_t role) {
+    const int kind = att.backward ? (role == 0 ? 3 : 4) : 2;
+    const ItemLayout& L = kind == 2 ? att.lo : kind == 3 ? att.ldq : att.ldkv;
+    uint64_t kbytes = kind == 2 ? att.o_kernel_bytes : kind == 3 ? att.dq_bytes : att.dkv_bytes;
     for (uint32_t c = in.lo; c < in.lo + in.cnt; ++c) {
       int64_t item = initial_value(in.buf, c).single_item(in.buf);
       if (item < in.lo || item >= int64_t{in.lo} + in.cnt) continue;
-      out.push_back({role, static_cast<uint32_t>(item - in.lo), ptr(Range{res.buf, res.lo + (c - in.lo), 1})});
+      Range at{res.buf, res.lo + (c - in.lo), 1};
+      const unsigned char* data = ptr(at);
+      if (!L.kernel) {
+        std::vector<unsigned char>& k = att_items.emplace_back(kbytes);
+        if (kind == 2 && att.shadowed[res.buf]) {
+          AttnMemory& sh = att_shadow[res.buf];
+          uint64_t off = uint64_t{at.lo} * att.o_kernel_bytes;
+          std::string why;
+          if (dev) dev_ok(dev->to_host(sh.host.data() + off, sh.dev + off, att.o_kernel_bytes, why), "a copy to the host", &at, why);
+          std::memcpy(k.data(), sh.host.data() + off, kbytes);
+        }
+        relayout_host(role_blocks(att, kind, true), k.data(), data);
+        data = k.data();
+      }
+      out.push_back({role, static_cast<uint32_t>(item - in.lo), data});
     }
   };
   add(att.q, att.out0, 0);

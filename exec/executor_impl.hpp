@@ -342,7 +342,19 @@ struct Executor::Impl {
   // ---- executor_local_work.cpp ----
   void local_work(StepId s);
   void reduce_range(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems);
-  void attention_tile(const ComputeInfo& ci);
+  void attention_tile(const ComputeInfo& ci);  // exec/executor_attention.cpp, with the three below
+  // Attention items in the kernels' layout around the tiles of roles laid out otherwise
+  // (q, kv, O, dQ, dKV), and the O|lse rows kept beside an O declared without its lse (per
+  // buffer): host memory, and device memory in device mode.
+  struct AttnMemory {
+    std::vector<unsigned char> host;
+    unsigned char* dev = nullptr;
+  };
+  std::array<AttnMemory, 5> att_scratch;
+  std::vector<AttnMemory> att_shadow;
+  std::deque<std::vector<unsigned char>> att_items;  // output items relaid for the check
+  bool setup_attention_memory(std::string& err);
+  void relayout(int role, bool to_kernel, unsigned char* dst, const unsigned char* src);
 
   // ---- executor_streamed.cpp ----
   bool plan_streams(std::string& err);
@@ -354,7 +366,7 @@ struct Executor::Impl {
   Value initial_value(uint32_t b, uint32_t c) const;
   bool fill_inputs();
   CheckResult check() const;
-  std::vector<AttentionOutput> attention_outputs() const;
+  std::vector<AttentionOutput> attention_outputs();
   void down_all();
   void up_all();
 

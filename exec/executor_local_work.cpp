@@ -93,30 +93,4 @@ void Executor::Impl::reduce_range(const Range& r, ReduceOp rop, unsigned char* d
     if (!leaf(dst + k * bi.chunk_bytes, src + k * bi.chunk_bytes, bi.chunk_elems)) return;
 }
 
-// A `compute attn` / `attn_bwd` step: one tile per q chunk of its operand range.
-void Executor::Impl::attention_tile(const ComputeInfo& ci) {
-  const Range& rq = g.ranges[ci.reads_off];
-  const Range& rkv = g.ranges[ci.reads_off + 1];
-  const Range& w0 = g.ranges[ci.writes_off];
-  bool bwd = ci.kind == ComputeKind::AttnBwd;
-  if (dev) {  // device mode: the device's kernels on the device buffers
-    DeviceOps::AttentionTile t;
-    t.kv = dptr(rkv);
-    t.out1 = bwd ? dptr(g.ranges[ci.writes_off + 1]) : nullptr;
-    t.batch = att.tile.batch, t.heads = att.tile.heads, t.rows_q = att.tile.rows_q, t.rows_k = att.tile.rows_k, t.dim = att.dim;
-    t.bf16 = att.bf16, t.backward = bwd, t.causal = ci.mask == Mask::Causal, t.scale = att.scale;
-    std::string why;
-    for (uint32_t k = 0; k < rq.cnt; ++k) {
-      t.q = dptr(rq) + uint64_t{k} * g.buffers[rq.buf].chunk_bytes;
-      t.out0 = dptr(w0) + uint64_t{k} * g.buffers[w0.buf].chunk_bytes;
-      if (!dev_ok(dev->attention_tile(t, why), "an attention tile", &rq, why)) return;
-    }
-    return;
-  }
-  unsigned char* dkv = bwd ? ptr(g.ranges[ci.writes_off + 1]) : nullptr;
-  for (uint32_t k = 0; k < rq.cnt; ++k)
-    run_attention_tile(att, bwd, ci.mask == Mask::Causal, ptr(rq) + uint64_t{k} * g.buffers[rq.buf].chunk_bytes, ptr(rkv),
-                       ptr(w0) + uint64_t{k} * g.buffers[w0.buf].chunk_bytes, dkv);
-}
-
 }  // namespace sg::exec

@@ -74,7 +74,7 @@ bool Executor::Impl::setup(std::string& err) {
     }
   }
   if (!plan_attention(g, sources, world, att, err)) return false;
-  bool ok = !o.stream || plan_streams(err);
+  bool ok = setup_attention_memory(err) && (!o.stream || plan_streams(err));
   int bad_plan = ok ? 0 : 1, any_plan = 0;
   MPI_Allreduce(&bad_plan, &any_plan, 1, MPI_INT, MPI_MAX, world);
   return !any_plan;

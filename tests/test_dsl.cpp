@@ -217,6 +217,7 @@ schedule everything(size = 1KiB, flag = 0) {
   let G = ranks(0, N / 2, 2);
   buffer a[N] bytes size;
   buffer m[2, N] shape [4, 8] dtype bf16;
+  buffer l[N] shape [2, 4, 2, 1, 8] layout bs2hd dtype bf16;
   buffer q[N] bytes 64;
   buffer kv[N] bytes 64;
   buffer o[N] bytes 64;
@@ -262,6 +263,27 @@ schedule everything(size = 1KiB, flag = 0) {
   auto b = sgtest::build(all, 4, "everything");
   INFO(b.errors);
   CHECK(b.ok());
+}
+
+TEST_CASE("a buffer's layout names its shape's extents: letters checked at the layout, none after bytes", "[parser][elaborate]") {
+  auto ok =
+      sgtest::build("schedule s() {\n  buffer q[N] shape [2, 5, 3, 4] layout bshd;\n  buffer k[N] shape [5, 3, 8] layout sh2d;\n}\n", 2);
+  INFO(ok.session->diags.render(ok.session->sources));
+  REQUIRE(ok.graph);
+  CHECK(ok.graph->buffers[0].layout == "bshd");
+  CHECK(ok.graph->buffers[0].layout_loc.col == 41);
+  CHECK(ok.graph->buffers[1].layout == "sh2d");  // 2d fused into one extent of 2·dim
+  auto after_bytes = sgtest::build("schedule s() {\n  buffer q[N] bytes 64 layout bshd;\n}\n", 2);
+  REQUIRE(after_bytes.session->diags.error_count() == 1);
+  CHECK(after_bytes.session->diags.all()[0].message ==
+        "a layout names the extents of a shape: write `shape [...] layout LETTERS`, not `bytes`");
+  auto bad = sgtest::build("schedule s() {\n  buffer q[N] shape [2, 5, 3, 4] layout bsdh;\n}\n", 2);
+  REQUIRE(bad.session->diags.error_count() == 1);
+  CHECK(bad.session->diags.all()[0].loc.col == 41);
+  CHECK(bad.session->diags.all()[0].message == "a layout ends in d: a row's head-dim elements are contiguous (the kernels read rows)");
+  auto count = sgtest::build("schedule s() {\n  buffer q[N] shape [5, 3, 4] layout bshd;\n}\n", 2);
+  REQUIRE(count.session->diags.error_count() == 1);
+  CHECK(count.session->diags.all()[0].message == "layout bshd has 4 letters but the shape 3 extents");
 }
 
 TEST_CASE("integer expressions follow the design's semantics", "[expr]") {

@@ -528,3 +528,206 @@ TEST_CASE("attention declarations that disagree with the tiles are refused at th
         std::string::npos);
   CHECK(d.out.find("sched:") == std::string::npos);
 }
+
+namespace {
+
+// A causal bf16 ring whose buffers say their layouts (`layout` letters, core/graph/layout.hpp).
+std::string laid_out_ring(const std::string& q, const std::string& kv, const std::string& o) {
+  return R"(schedule ring(seq = 480, heads = 3, dim = 16, batch = 2) {
+  let blk = seq / N;
+  buffer Q[N] )" +
+         q + R"( dtype bf16;
+  buffer KV[N] )" +
+         kv + R"( dtype bf16;
+  buffer O[N] )" +
+         o + R"(;
+  buffer cur[2] )" +
+         kv + R"( dtype bf16;
+  init Q owned;
+  init KV owned;
+  expect attention(Q, KV, O, causal);
+  for r in 0 .. N { copy KV[r] into cur[0] at r; }
+  for s in 0 .. N {
+    for r in 0 .. N {
+      let j = (r - s) % N;
+      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }
+      if j < r { compute attn(Q[r], cur[s % 2]) into O[r] mask full at r; }
+      if j == r { compute attn(Q[r], cur[s % 2]) into O[r] mask causal at r; }
+    }
+  }
+}
+)";
+}
+
+}  // namespace
+
+TEST_CASE("attention in the layouts people declare: bshd and sbhd q, packed and fused kv, O with or without its lse",
+          "[exec][mpi][attention][layout]") {
+  if (!have_mpiexec()) return;
+  const std::string path = sgtest::temp_path("exec_attn_layouts.sched");
+  struct Layouts {
+    const char *q, *kv, *o;
+  };
+  const Layouts cases[] = {
+      // Megatron: sequence-major q, kv fused as [s, b, h, 2·d]; O without the lse (exec keeps it).
+      {"shape [blk, batch, heads, dim] layout sbhd", "shape [blk, batch, heads, 2 * dim] layout sbh2d",
+       "shape [blk, batch, heads, dim] layout sbhd"},
+      // flash-attn: bshd q and O, kv packed as [b, s, 2, h, d]; O with the lse as its last element.
+      {"shape [batch, blk, heads, dim] layout bshd", "shape [batch, blk, 2, heads, dim] layout bs2hd",
+       "shape [batch, blk, heads, dim + 1] layout bshd"},
+      // TransformerEngine's bsh2d kv beside the kernels' own order for q.
+      {"shape [batch, heads, blk, dim]", "shape [batch, blk, heads, 2, dim] layout bsh2d", "shape [batch, blk, heads, dim] layout bshd"},
+  };
+  for (const Layouts& c : cases) {
+    write_file(path, laid_out_ring(c.q, c.kv, c.o));
+    for (const char* device : {"cpu", "host-staged"}) {
+      Ran r = exec(4, path + " --device " + device + " --check --iters 1 --warmup 0 --json");
+      INFO(c.q << " / " << c.kv << " / " << c.o << " on " << device << ":\n" << r.out);
+      REQUIRE(r.rc == 0);
+      nlohmann::json j = row_of(r);
+      CHECK(j["wrong"] == 0);
+      CHECK(j["seq"] == 480);
+      CHECK(j["heads"] == 3);
+      CHECK(j["dim"] == 16);
+      CHECK(j["batch"] == 2);
+      CHECK(j["elements_checked"].get<uint64_t>() == 17u * 480u * 3u * 2u);  // O|lse of every row
+      CHECK(j["max_abs_err"].get<double>() < 1e-4);
+      CHECK(j["max_abs_err"].get<double>() > 0);
+    }
+  }
+  // Over the stream-ordered transport too (NCCL's rules, kept by MPI on the stand-in device).
+  write_file(path, laid_out_ring(cases[0].q, cases[0].kv, cases[0].o));
+  Ran n = exec(4, path + " --device host-staged --transport nccl --check --iters 1 --warmup 0 --json");
+  INFO(n.out);
+  REQUIRE(n.rc == 0);
+  CHECK(row_of(n)["wrong"] == 0);
+
+  // The backward: kv fused, dQ bshd, dKV packed bs2hd; the gradient partials (bytes) take dkv's layout.
+  const std::string bwd = sgtest::temp_path("exec_attn_layouts_bwd.sched");
+  write_file(bwd, R"(schedule ring_bwd(seq = 480, heads = 3, dim = 16, batch = 2) {
+  let blk = seq / N;
+  buffer Q[N] shape [batch, heads, blk, 2 * dim + 4] dtype bf16;
+  buffer KV[N] shape [blk, batch, heads, 2 * dim] layout sbh2d dtype bf16;
+  buffer dQ[N] shape [batch, blk, heads, dim] layout bshd dtype f32;
+  buffer dKV[N] shape [batch, blk, 2, heads, dim] layout bs2hd dtype f32;
+  buffer cur[2] shape [blk, batch, heads, 2 * dim] layout sbh2d dtype bf16;
+  buffer dcur[3] bytes 2 * batch * heads * blk * dim * 4 dtype f32;
+  init Q owned;
+  init KV owned;
+  expect attention_backward(Q, KV, dQ, dKV, causal);
+  for r in 0 .. N { copy KV[r] into cur[0] at r; }
+  for s in 0 .. N {
+    for r in 0 .. N {
+      let j = (r - s) % N;
+      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }
+      if s >= 2 { copy dcur[2] into dcur[s % 2] at r; }
+      if j < r { compute attn_bwd(Q[r], cur[s % 2]) into dQ[r], dcur[s % 2] mask full at r; }
+      if j == r { compute attn_bwd(Q[r], cur[s % 2]) into dQ[r], dcur[s % 2] mask causal at r; }
+      if s >= 1 { send dcur[(s - 1) % 2] from (r - 1) % N to r into dcur[s % 2] reduce; }
+    }
+  }
+  for r in 0 .. N { send dcur[(N - 1) % 2] from r to (r + 1) % N into dKV[(r + 1) % N]; }
+}
+)");
+  for (const char* device : {"cpu", "host-staged"}) {
+    Ran b = exec(4, bwd + " --device " + device + " --check --iters 1 --warmup 0 --json");
+    INFO(device << ":\n" << b.out);
+    REQUIRE(b.rc == 0);
+    nlohmann::json jb = row_of(b);
+    CHECK(jb["wrong"] == 0);
+    CHECK(jb["direction"] == "backward");
+    CHECK(jb["batch"] == 2);
+    CHECK(jb["elements_checked"].get<uint64_t>() == 3u * 16u * 480u * 3u * 2u);  // dQ, dK, dV
+    CHECK(jb["max_abs_err"].get<double>() < 1e-4);
+  }
+}
+
+TEST_CASE("partial outputs in a declared layout merge across ranks with their lse; without it they are refused",
+          "[exec][mpi][attention][layout][fail]") {
+  if (!have_mpiexec()) return;
+  // The tree of the merging test above, bshd throughout, batch 2.
+  auto tree = [](const std::string& o_row) {
+    return R"(schedule tree(seq = 480, heads = 2, dim = 16, batch = 2) {
+  require N == 4, "four ranks";
+  let blk = seq / N;
+  buffer Q[N] shape [batch, blk, heads, dim] layout bshd;
+  buffer KV[N] shape [batch, blk, 2, heads, dim] layout bs2hd;
+  buffer O[N] shape [batch, blk, heads, )" +
+           o_row + R"(] layout bshd;
+  buffer qb[1] shape [batch, blk, heads, dim] layout bshd;
+  buffer part[2] shape [batch, blk, heads, )" +
+           o_row + R"(] layout bshd;
+  buffer mid[2] shape [batch, blk, heads, )" +
+           o_row + R"(] layout bshd;
+  init Q owned;
+  init KV owned;
+  expect attention(Q, KV, O, full);
+  for i in 0 .. N {
+    let h = (i + 1) % N;
+    let a = (i + 2) % N;
+    let b = (i + 3) % N;
+    copy Q[i] into qb[0] at i;
+    bcast qb[0] root i;
+    copy part[1] into part[0];
+    copy mid[1] into mid[0] at h;
+    compute attn(qb[0], KV[i]) into O[i] mask full at i;
+    compute attn(qb[0], KV[h]) into part[0] mask full at h;
+    compute attn(qb[0], KV[a]) into part[0] mask full at a;
+    compute attn(qb[0], KV[b]) into part[0] mask full at b;
+    send part[0] from a to h into mid[0] reduce;
+    send part[0] from b to h into mid[0] reduce;
+    send part[0] from h to i into O[i] reduce;
+    send mid[0] from h to i into O[i] reduce;
+  }
+}
+)";
+  };
+  const std::string path = sgtest::temp_path("exec_attn_layout_tree.sched");
+  write_file(path, tree("dim + 1"));
+  for (const char* device : {"cpu", "host-staged"}) {
+    Ran r = exec(4, path + " --device " + device + " --check --iters 1 --warmup 0 --json --allow-defects");
+    INFO(device << ":\n" << r.out);
+    REQUIRE(r.rc == 0);
+    nlohmann::json j = row_of(r);
+    CHECK(j["wrong"] == 0);
+    CHECK(j["batch"] == 2);
+    CHECK(j["max_abs_err"].get<double>() < 1e-5);
+  }
+  // Rows of dim: a partial output has no lse to merge with. Refused at the first step that moves one.
+  write_file(path, tree("dim"));
+  Ran bad = exec(4, path + " --check --iters 1 --warmup 0 --allow-defects");
+  INFO(bad.out);
+  CHECK(bad.rc == 2);
+  CHECK(bad.out.find("exec_attn_layout_tree.sched:19:5: error: this step moves or merges part, which holds partial attention outputs O "
+                     "declared without their lse") != std::string::npos);
+  CHECK(bad.out.find("^") != std::string::npos);
+}
+
+TEST_CASE("layouts exec cannot read for their role are refused at the layout, exit 2", "[exec][mpi][attention][layout][fail]") {
+  if (!have_mpiexec()) return;
+  const std::string path = sgtest::temp_path("exec_attn_layout_bad.sched");
+  auto refused = [&](const std::string& text, const std::string& where, const std::string& what) {
+    write_file(path, text);
+    Ran r = exec(2, path + " --check --iters 1 --warmup 0");
+    INFO(text << "\n" << r.out);
+    CHECK(r.rc == 2);
+    CHECK(r.out.find("exec_attn_layout_bad.sched:" + where + ": error: " + what) != std::string::npos);
+    CHECK(r.out.find("^") != std::string::npos);
+  };
+  const std::string q = "shape [batch, blk, heads, dim] layout bshd", kv = "shape [batch, blk, 2, heads, dim] layout bs2hd",
+                    o = "shape [batch, blk, heads, dim] layout bshd";
+  // kv without its 2.
+  refused(laid_out_ring(q, "shape [batch, blk, heads, 2 * dim] layout bshd", o), "4:58",
+          "buffer KV holds kv items, but its chunk shape [2, 240, 3, 32] layout bshd has no 2 (K then V)");
+  // The double buffer in another layout than KV: bytes move as they are, so it is refused.
+  std::string other = laid_out_ring(q, kv, o);
+  other.replace(other.find("buffer cur[2] shape [batch, blk, 2, heads, dim] layout bs2hd"), 60,
+                "buffer cur[2] shape [batch, 2, blk, heads, dim] layout b2shd");
+  refused(other, "6:58", "buffer cur lays out its kv items as layout b2shd, but the expect's kv buffer as layout bs2hd");
+  // A letter the language does not know: elaborate's, at the layout.
+  write_file(path, laid_out_ring("shape [batch, blk, heads, dim] layout bsxd", kv, o));
+  Ran x = sgtest::run_command("'" + kBin + "' check " + path + " -n 2 2>&1");
+  INFO(x.out);
+  CHECK(x.rc == 2);
+  CHECK(x.out.find("exec_attn_layout_bad.sched:3:53: error: layout letter 'x' is none of b (batch)") != std::string::npos);
+}

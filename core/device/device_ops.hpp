@@ -35,6 +35,15 @@ class DeviceOps {
   virtual bool to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string& err) = 0;
   virtual bool to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) = 0;
   virtual bool copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) = 0;
+  // `rows` rows of `width` bytes, row i from src + i·spitch to dst + i·dpitch (device memory, not
+  // overlapping): how exec moves attention items between a declared layout and the kernels'
+  // (cudaMemcpy2D's shape). Default: a copy a row.
+  virtual bool copy_2d(unsigned char* dst, size_t dpitch, const unsigned char* src, size_t spitch, size_t width, size_t rows,
+                       std::string& err) {
+    for (size_t i = 0; i < rows; ++i)
+      if (!copy(dst + i * dpitch, src + i * spitch, width, err)) return false;
+    return true;
+  }
   // dst[i] = dst[i] op src[i] for n elements of type t, on the device.
   virtual bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) = 0;
 

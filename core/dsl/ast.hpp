@@ -107,7 +107,9 @@ struct BufferStmt : Stmt {
   std::vector<ExprPtr> dims;
   ExprPtr bytes;               // either bytes…
   std::vector<ExprPtr> shape;  // …or shape
-  std::string dtype;           // empty: f32
+  std::string layout;          // `layout bshd` after a shape: what its extents are (attention)
+  Loc layout_loc;
+  std::string dtype;  // empty: f32
   Loc dtype_loc;
   int32_t slot = -1;
 };

@@ -410,11 +410,17 @@ class Parser {
       expect(Tok::RBracket, "after the buffer dimensions");
       if (accept_word("bytes")) {
         d.bytes = expr();
+        if (is_word("layout")) error_here("a layout names the extents of a shape: write `shape [...] layout LETTERS`, not `bytes`");
       } else if (accept_word("shape")) {
         expect(Tok::LBracket, "after 'shape'");
         do d.shape.push_back(expr());
         while (accept(Tok::Comma));
         expect(Tok::RBracket, "after the chunk shape");
+        if (is_word("layout")) {
+          next();
+          d.layout_loc = peek().loc;
+          d.layout = ident("a layout (the shape's axes as letters, e.g. bshd)");
+        }
       } else {
         error_here("expected 'bytes' or 'shape' after the buffer dimensions, found " + describe(peek()));
       }

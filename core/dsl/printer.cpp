@@ -159,6 +159,7 @@ class Printer {
         out += "buffer " + s.name + "[" + list(s.dims) + "]";
         if (s.bytes) out += " bytes " + print_expr(*s.bytes);
         else out += " shape [" + list(s.shape) + "]";
+        if (!s.layout.empty()) out += " layout " + s.layout;
         if (!s.dtype.empty()) out += " dtype " + s.dtype;
         out += ";\n";
         break;

@@ -10,6 +10,7 @@
 #include "core/dsl/parser.hpp"
 #include "core/dsl/printer.hpp"
 #include "core/dsl/resolve.hpp"
+#include "core/graph/layout.hpp"
 
 namespace sg {
 
@@ -742,6 +743,11 @@ class Elaborator {
     diags_.warning(d.div->loc, msg, d.div->length);
   }
 
+  void check_layout(const BufferStmt& s, size_t extents) {
+    std::string why = layout_problem(s.layout, extents);
+    if (!why.empty()) fail(s.layout_loc, static_cast<uint32_t>(s.layout.size()), why);
+  }
+
   void buffer(const BufferStmt& s, Frame& f) {
     std::vector<uint32_t> dims;
     uint64_t chunks = 1;
@@ -779,6 +785,7 @@ class Elaborator {
         shape.push_back(static_cast<uint64_t>(v));
       }
       if (__builtin_mul_overflow(elems, uint64_t{dtype_size(dt)}, &bytes)) fail(s.loc, s.length, "chunk size overflows 64 bits");
+      if (!s.layout.empty()) check_layout(s, shape.size());
     }
     if (static_cast<u128>(bytes) * chunks > kMaxBytes) {
       const Expr* at = s.bytes ? s.bytes.get() : (s.shape.empty() ? nullptr : s.shape[0].get());
@@ -794,7 +801,7 @@ class Elaborator {
     for (uint32_t i = 0; i < g_->buffers.size(); ++i) {
       const BufferInfo& b = g_->buffers[i];
       if (b.name != name) continue;
-      bool same = b.dims == dims && b.chunk_bytes == bytes && b.dtype == dt && b.shape == shape;
+      bool same = b.dims == dims && b.chunk_bytes == bytes && b.dtype == dt && b.shape == shape && b.layout == s.layout;
       // The same declaration running again (in a loop, or in a second call) with the same shape
       // names the same memory; anything else is a conflict.
       if (b.stmt != s.id || !same) {
@@ -819,6 +826,8 @@ class Elaborator {
     b.loc = s.loc;
     b.stmt = s.id;
     b.shape = std::move(shape);
+    b.layout = s.layout;
+    b.layout_loc = s.layout_loc;
     b.dtype_declared = !s.dtype.empty();
     if (!s.shape.empty()) b.shape_loc = s.shape[0]->loc;
     b.dtype_loc = s.dtype_loc;

@@ -72,8 +72,12 @@ struct BufferInfo {
   // `bytes E`) and whether it named a dtype (else dtype is the default f32), with where they
   // were written. Exec lays attention tiles out from them (exec/attention_exec.hpp).
   std::vector<uint64_t> shape{};
+  // `layout LETTERS` after the shape: one letter an extent, b(atch) s(equence rows) h(eads)
+  // d(im) and 2 (K/V), d last; empty when none was written (elaborate checks the letters,
+  // exec what they mean for the buffer's role).
+  std::string layout{};
   bool dtype_declared = false;
-  Loc shape_loc{}, dtype_loc{};
+  Loc shape_loc{}, dtype_loc{}, layout_loc{};
 };
 
 // A group of ranks: start + k*stride for k < count.

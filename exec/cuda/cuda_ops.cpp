@@ -75,6 +75,11 @@ bool CudaOps::copy(unsigned char* dst, const unsigned char* src, size_t bytes, s
   return ok;
 }
 
+bool CudaOps::copy_2d(unsigned char* dst, size_t dpitch, const unsigned char* src, size_t spitch, size_t width, size_t rows,
+                      std::string& err) {
+  return copy_2d_on_device(dst, dpitch, src, spitch, width, rows, cur(), err) && settle(err);
+}
+
 bool CudaOps::reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) {
   return device_reduce(t, op, dst, src, n, cur(), err) && settle(err);
 }

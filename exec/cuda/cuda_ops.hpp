@@ -28,6 +28,8 @@ class CudaOps final : public DeviceOps {
   bool to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string& err) override;
   bool to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) override;
   bool copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) override;
+  bool copy_2d(unsigned char* dst, size_t dpitch, const unsigned char* src, size_t spitch, size_t width, size_t rows,
+               std::string& err) override;
   bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) override;
   bool attention_tile(const AttentionTile& t, std::string& err) override;  // exec/cuda/attention.cu
   bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) override;

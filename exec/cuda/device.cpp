@@ -120,4 +120,10 @@ bool copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stre
             err);
 }
 
+bool copy_2d_on_device(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows, const Stream& stream,
+                       std::string& err) {
+  return ok(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream.handle())),
+            "cudaMemcpy2DAsync D2D", err);
+}
+
 }  // namespace sg::cuda

@@ -72,5 +72,8 @@ bool device_fill(DType t, void* dst, size_t n, uint32_t buf, uint32_t rank, uint
 bool copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err);
 bool copy_to_host(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err);
 bool copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err);
+// rows × width bytes between pitched rows (cudaMemcpy2DAsync, device to device).
+bool copy_2d_on_device(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows, const Stream& stream,
+                       std::string& err);
 
 }  // namespace sg::cuda
