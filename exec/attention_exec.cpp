@@ -44,11 +44,6 @@ bool chunk_fits(const StepGraph& g, uint32_t b, uint64_t want, const char* role,
   return false;
 }
 
-// The roles of attention buffers: what one item (chunk) holds.
-}  // namespace
-
-namespace {
-
 // This rank's part of plan_attention, without collectives (so that a rank that refuses still
 // takes part in the ones that follow).
 bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string& err) {
@@ -141,7 +136,7 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   const BufferInfo* shaped = nullptr;
   Role shaped_role = Role::Q;
   std::vector<ItemLayout> declared(nroles);
-  std::vector<uint8_t> has_layout(nroles, 0);
+  std::vector<uint8_t> has_shape(nroles, 0);
   for (size_t i = 0; i < nroles; ++i) {
     const BufferInfo& b = g.buffers[roles[i].first];
     if (b.shape.empty()) continue;
@@ -150,7 +145,7 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     int64_t dim_param = 0;
     uint64_t known_dim = shaped ? decl.dim : param(g, "dim", dim_param) && dim_param > 0 ? static_cast<uint64_t>(dim_param) : 0;
     if (!read_item_layout(b, roles[i].second, known_dim, d, declared[i], err)) return false;
-    has_layout[i] = 1;
+    has_shape[i] = 1;
     if (shaped && !(d == decl)) {
       err = "buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + attn_role_name(roles[i].second) + " of " +
             dims_text(d) + ", but " + shaped->name + "'s " + shape_list(shaped->shape) + " is of " + dims_text(decl);
@@ -215,8 +210,8 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   a.kv_bytes = 2 * rows_all * a.dim * e;
   const Dims item{a.batch, a.tile.heads, rows, a.dim};
   auto role_item = [&](size_t i, bool two, uint32_t kw) {
-    ItemLayout L = has_layout[i] ? declared[i] : kernel_layout(item, two, kw);
-    if (!has_layout[i]) L.kernel = true;
+    ItemLayout L = has_shape[i] ? declared[i] : kernel_layout(item, two, kw);
+    if (!has_shape[i]) L.kernel = true;
     return L;
   };
   a.lkv = role_item(1, true, a.dim);
@@ -226,7 +221,7 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   } else {
     a.lq = role_item(0, false, a.dim);
     a.lo = role_item(2, false, a.dim + 1);
-    if (!has_layout[2]) a.lo.lse = true;
+    if (!has_shape[2]) a.lo.lse = true;
   }
   a.o_kernel_bytes = rows_all * (a.dim + uint64_t{1}) * 4;
   a.o_bytes = a.lo.lse || a.backward ? a.o_kernel_bytes : rows_all * a.dim * 4;
