@@ -14,6 +14,7 @@
 #      machine's python3 that has a CUDA PyTorch);
 #   3. ring attention and the all-reduce timed at issue 30's sizes (no check: the reference is a CPU one);
 #   4. exec on the GPU, checked: ring_allreduce (4 ranks sharing the GPU, against MPI's own),
+#      attention in the kernels' order and in Megatron's layouts (bench/megatron_layout_attention.sched),
 #      zigzag ring attention forward and backward with the warp kernels and the cuBLAS tile,
 #      streams against --device-sync; NCCL on one rank;
 #   5. test_cuda: reductions, fill, attention tiles (warp and cuBLAS), exec --device cuda --check.
@@ -131,6 +132,8 @@ A="--set seq=4096 --set heads=8 --set dim=128 --check --iters 3 --warmup 1"
 $E zigzag_ring_attention --device cuda $A
 $E zigzag_ring_attention --device cuda $A --device-sync
 STEPGRAPH_ATTN=gemm $E zigzag_ring_attention --device cuda $A
+# Megatron's layouts (sbhd q, fused sbh2d kv, O without its lse): items relaid around each tile.
+STEPGRAPH_ATTN=gemm $E bench/megatron_layout_attention.sched --device cuda $A
 $E zigzag_ring_attention_bwd --device cuda $A
 STEPGRAPH_ATTN=gemm $E zigzag_ring_attention_bwd --device cuda $A
 $E ulysses_ring_attention_bwd --device cuda --set seq=4096 --set heads=8 --set dim=64 --check --iters 2 --warmup 1
