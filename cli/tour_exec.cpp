@@ -68,6 +68,28 @@ int tour_exec(int rc) {
   std::cout << "\n    A ring attention written by hand in Megatron's layouts: `buffer Q[N] shape [blk, heads, dim] layout shd\n"
                "    dtype bf16`, kv fused as `shape [blk, heads, 2 * dim] layout sh2d`, O without its lse (exec keeps it)\n\n";
   run(mpi + "-n 4 '" + self + "' exec " + declared + " --check --iters 1 --warmup 0 | grep -v '^#  '");
+  std::string apart = tmp + "/stepgraph_demo_kv_apart.sched";
+  if (std::string err;
+      !write_output_file(apart,
+                         "# flash-attn's layout (bshd) with K and V as two buffers, rotated in two double buffers.\n"
+                         "schedule ring_kv(seq = 512, heads = 2, dim = 32, batch = 2) {\n  let blk = seq / N;\n"
+                         "  buffer Q[N] shape [batch, blk, heads, dim] layout bshd dtype bf16;\n"
+                         "  buffer K[N] shape [batch, blk, heads, dim] layout bshd dtype bf16;\n"
+                         "  buffer V[N] shape [batch, blk, heads, dim] layout bshd dtype bf16;\n"
+                         "  buffer O[N] shape [batch, blk, heads, dim] layout bshd dtype f32;\n"
+                         "  buffer ck[2] shape [batch, blk, heads, dim] layout bshd dtype bf16;\n"
+                         "  buffer cv[2] shape [batch, blk, heads, dim] layout bshd dtype bf16;\n"
+                         "  init Q owned;\n  init K owned;\n  init V owned;\n  expect attention(Q, K, V, O, causal);\n"
+                         "  for r in 0 .. N { copy K[r] into ck[0] at r; copy V[r] into cv[0] at r; }\n"
+                         "  for s in 0 .. N {\n    for r in 0 .. N {\n      let j = (r - s) % N;\n"
+                         "      if s < N - 1 {\n        send ck[s % 2] from r to (r + 1) % N into ck[(s + 1) % 2];\n"
+                         "        send cv[s % 2] from r to (r + 1) % N into cv[(s + 1) % 2];\n      }\n"
+                         "      if j < r { compute attn(Q[r], ck[s % 2], cv[s % 2]) into O[r] mask full at r; }\n"
+                         "      if j == r { compute attn(Q[r], ck[s % 2], cv[s % 2]) into O[r] mask causal at r; }\n    }\n  }\n}\n",
+                         err))
+    return std::max(rc, fail(err));
+  std::cout << "\n    flash-attn's layout with K and V as two buffers: `compute attn(Q[r], ck[s % 2], cv[s % 2])`, batch 2\n\n";
+  run(mpi + "-n 4 '" + self + "' exec " + apart + " --check --iters 1 --warmup 0 | grep -v '^#  '");
   std::string stall = tmp + "/stepgraph_demo_stall.sched";
   if (std::string err; !write_output_file(stall,
                                           "# Both ranks receive first: a deadlock.\n"

@@ -16,7 +16,7 @@ namespace {
 
 using Role = AttnRole;
 using Dims = ItemDims;
-bool is_input(Role r) { return r == Role::Q || r == Role::Bundle || r == Role::KV; }
+bool is_input(Role r) { return r == Role::Q || r == Role::Bundle || r == Role::KV || r == Role::K || r == Role::V; }
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 enum : uint32_t { kTagQ = 1, kTagKV = 2, kTagDO = 3 };
@@ -71,6 +71,9 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   a.kv = x->bufs[1];
   a.out0 = x->bufs[2];
   if (a.backward) a.out1 = x->bufs[3];
+  a.split_kv = x->split_kv;
+  a.v = x->v;
+  a.dv = x->dv;
   const Loc expect_loc = x->stmt < g.stmt_locs.size() ? g.stmt_locs[x->stmt] : Loc{};
   where = expect_loc;
   if (a.q.cnt == 0 || a.q.cnt % a.groups || a.kv.cnt != a.q.cnt) {
@@ -78,16 +81,26 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     return false;
   }
   a.blocks = a.q.cnt / a.groups;
-  const Role q_role = a.backward ? Role::Bundle : Role::Q;
-  const std::vector<std::pair<uint32_t, Role>> roles = {
-      {a.q.buf, q_role}, {a.kv.buf, Role::KV}, {a.out0.buf, a.backward ? Role::DQ : Role::O}, {a.out1.buf, Role::DKV}};
-  const size_t nroles = a.backward ? 4 : 3;
+  // The expect's buffers in their roles: inputs first (Q, KV or K and V), then outputs.
+  std::vector<std::pair<uint32_t, Role>> roles = {{a.q.buf, a.backward ? Role::Bundle : Role::Q}};
+  if (a.split_kv) roles.insert(roles.end(), {{a.kv.buf, Role::K}, {a.v.buf, Role::V}});
+  else roles.push_back({a.kv.buf, Role::KV});
+  const size_t ninputs = roles.size();
+  if (!a.backward) roles.push_back({a.out0.buf, Role::O});
+  else if (a.split_kv) roles.insert(roles.end(), {{a.out0.buf, Role::DQ}, {a.out1.buf, Role::DK}, {a.dv.buf, Role::DV}});
+  else roles.insert(roles.end(), {{a.out0.buf, Role::DQ}, {a.out1.buf, Role::DKV}});
+  const size_t nroles = roles.size();
+  auto index_of = [&](Role r) {
+    for (size_t i = 0; i < nroles; ++i)
+      if (roles[i].second == r) return i;
+    return nroles;
+  };
 
   // The input type: Q's and KV's declared dtype, else the parameter elem, else fp32.
   int64_t elem = 4;
   bool has_elem = param(g, "elem", elem);
   const BufferInfo* typed = nullptr;
-  for (size_t i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < ninputs; ++i) {
     const BufferInfo& b = g.buffers[roles[i].first];
     if (!b.dtype_declared) continue;
     where = b.dtype_loc;
@@ -120,7 +133,7 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   } else {
     a.bf16 = elem == 2;
   }
-  for (size_t i = 2; i < nroles; ++i) {
+  for (size_t i = ninputs; i < nroles; ++i) {
     const BufferInfo& b = g.buffers[roles[i].first];
     if (!b.dtype_declared || b.dtype == DType::F32) continue;
     where = b.dtype_loc;
@@ -209,30 +222,49 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   a.q_bytes = a.backward ? rows_all * (2 * a.dim * e + 8) : rows_all * a.dim * e;
   a.kv_bytes = 2 * rows_all * a.dim * e;
   const Dims item{a.batch, a.tile.heads, rows, a.dim};
-  auto role_item = [&](size_t i, bool two, uint32_t kw) {
-    ItemLayout L = has_shape[i] ? declared[i] : kernel_layout(item, two, kw);
-    if (!has_shape[i]) L.kernel = true;
+  auto role_item = [&](Role r, bool two, uint32_t kw) {
+    size_t i = index_of(r);
+    bool shaped_here = i < nroles && has_shape[i];
+    ItemLayout L = shaped_here ? declared[i] : kernel_layout(item, two, kw);
+    if (!shaped_here) L.kernel = true;
     return L;
   };
-  a.lkv = role_item(1, true, a.dim);
-  if (a.backward) {
-    a.ldq = role_item(2, false, a.dim);
-    a.ldkv = role_item(3, true, a.dim);
+  if (a.split_kv) {
+    // K and V apart: each read like q; the tiles get them (and give dK, dV) as one kv item in
+    // the kernels' layout, K then V, so kv and dkv are never in place.
+    a.lk = role_item(Role::K, false, a.dim);
+    a.lv = role_item(Role::V, false, a.dim);
+    a.lkv.kernel = false;
+    if (a.backward) {
+      a.ldk = role_item(Role::DK, false, a.dim);
+      a.ldv = role_item(Role::DV, false, a.dim);
+      a.ldkv.kernel = false;
+    }
   } else {
-    a.lq = role_item(0, false, a.dim);
-    a.lo = role_item(2, false, a.dim + 1);
-    if (!has_shape[2]) a.lo.lse = true;
+    a.lkv = role_item(Role::KV, true, a.dim);
+    if (a.backward) a.ldkv = role_item(Role::DKV, true, a.dim);
+  }
+  if (a.backward) {
+    a.ldq = role_item(Role::DQ, false, a.dim);
+  } else {
+    a.lq = role_item(Role::Q, false, a.dim);
+    a.lo = role_item(Role::O, false, a.dim + 1);
+    if (!has_shape[index_of(Role::O)]) a.lo.lse = true;
   }
   a.o_kernel_bytes = rows_all * (a.dim + uint64_t{1}) * 4;
   a.o_bytes = a.lo.lse || a.backward ? a.o_kernel_bytes : rows_all * a.dim * 4;
   a.dq_bytes = rows_all * a.dim * 4;
   a.dkv_bytes = 2 * rows_all * a.dim * 4;
-  if (!chunk_fits(g, a.q.buf, a.q_bytes, a.backward ? "q bundle (q, dO, lse, D)" : "q", a, where, err) ||
-      !chunk_fits(g, a.kv.buf, a.kv_bytes, "kv", a, where, err))
+  if (!chunk_fits(g, a.q.buf, a.q_bytes, a.backward ? "q bundle (q, dO, lse, D)" : "q", a, where, err)) return false;
+  if (a.split_kv
+          ? !chunk_fits(g, a.kv.buf, a.kv_bytes / 2, "k", a, where, err) || !chunk_fits(g, a.v.buf, a.kv_bytes / 2, "v", a, where, err)
+          : !chunk_fits(g, a.kv.buf, a.kv_bytes, "kv", a, where, err))
     return false;
-  if (a.backward
-          ? !chunk_fits(g, a.out0.buf, a.dq_bytes, "dq", a, where, err) || !chunk_fits(g, a.out1.buf, a.dkv_bytes, "dkv", a, where, err)
-          : !chunk_fits(g, a.out0.buf, a.o_bytes, a.lo.lse ? "O|lse" : "O", a, where, err))
+  if (a.backward ? !chunk_fits(g, a.out0.buf, a.dq_bytes, "dq", a, where, err) ||
+                       (a.split_kv ? !chunk_fits(g, a.out1.buf, a.dkv_bytes / 2, "dk", a, where, err) ||
+                                         !chunk_fits(g, a.dv.buf, a.dkv_bytes / 2, "dv", a, where, err)
+                                   : !chunk_fits(g, a.out1.buf, a.dkv_bytes, "dkv", a, where, err))
+                 : !chunk_fits(g, a.out0.buf, a.o_bytes, a.lo.lse ? "O|lse" : "O", a, where, err))
     return false;
 
   const Dims layout = item;
@@ -242,6 +274,10 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
       case Role::O: return a.lo;
       case Role::DQ: return a.ldq;
       case Role::DKV: return a.ldkv;
+      case Role::K: return a.lk;
+      case Role::V: return a.lv;
+      case Role::DK: return a.ldk;
+      case Role::DV: return a.ldv;
       default: return a.lq;
     }
   };
@@ -262,9 +298,17 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
             (a.backward ? "attention_backward" : "attention") + ": exec cannot give it inputs";
       return false;
     }
+    if (ci.split_kv != a.split_kv) {
+      err = at(s) +
+            (ci.split_kv ? "this tile takes K and V apart, but the expect one KV buffer"
+                         : "this tile takes one KV operand, but the expect K and V apart") +
+            ": exec gives tiles the expect's items";
+      return false;
+    }
     const Range& rq = g.ranges[ci.reads_off];
     const Range& rkv = g.ranges[ci.reads_off + 1];
     const Range& w0 = g.ranges[ci.writes_off];
+    const Range& rv = g.ranges[ci.reads_off + ci.reads_cnt - 1];  // (split_kv)
     // A declared dtype or shape of an operand must be the item's, as the expect's buffers are.
     auto declared_fits = [&](const Range& r, Role role) {
       const BufferInfo& b = g.buffers[r.buf];
@@ -294,8 +338,10 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
             "; data moves between buffers as bytes, so every buffer of one role has one layout";
       return false;
     };
-    if (!declared_fits(rq, bwd ? Role::Bundle : Role::Q) || !declared_fits(rkv, Role::KV) || !declared_fits(w0, bwd ? Role::DQ : Role::O) ||
-        (bwd && !declared_fits(g.ranges[ci.writes_off + 1], Role::DKV)))
+    if (!declared_fits(rq, bwd ? Role::Bundle : Role::Q) || !declared_fits(rkv, a.split_kv ? Role::K : Role::KV) ||
+        (a.split_kv && !declared_fits(rv, Role::V)) || !declared_fits(w0, bwd ? Role::DQ : Role::O) ||
+        (bwd && !declared_fits(g.ranges[ci.writes_off + 1], a.split_kv ? Role::DK : Role::DKV)) ||
+        (bwd && a.split_kv && !declared_fits(g.ranges[ci.writes_off + 2], Role::DV)))
       return false;
     auto fits = [&](const Range& r, uint64_t want, const char* what) {
       if (g.buffers[r.buf].chunk_bytes == want) return true;
@@ -304,9 +350,12 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
             std::to_string(want);
       return false;
     };
-    if (!fits(rq, a.q_bytes, "q") || !fits(rkv, a.kv_bytes, "kv") || !fits(w0, bwd ? a.dq_bytes : a.o_bytes, bwd ? "dq" : "output"))
+    const uint64_t kv_part = a.split_kv ? a.kv_bytes / 2 : a.kv_bytes, dkv_part = a.split_kv ? a.dkv_bytes / 2 : a.dkv_bytes;
+    if (!fits(rq, a.q_bytes, "q") || !fits(rkv, kv_part, a.split_kv ? "k" : "kv") || (a.split_kv && !fits(rv, kv_part, "v")) ||
+        !fits(w0, bwd ? a.dq_bytes : a.o_bytes, bwd ? "dq" : "output"))
       return false;
-    if (bwd && !fits(g.ranges[ci.writes_off + 1], a.dkv_bytes, "dkv")) return false;
+    if (bwd && !fits(g.ranges[ci.writes_off + 1], dkv_part, a.split_kv ? "dk" : "dkv")) return false;
+    if (bwd && a.split_kv && !fits(g.ranges[ci.writes_off + 2], dkv_part, "dv")) return false;
     if (!bwd) outs[w0.buf] = 1;
   }
   // An O without its lse column cannot carry a partial output anywhere: only this rank's tiles
@@ -464,8 +513,20 @@ std::vector<RowBlock> role_blocks(const AttentionLayout& a, int role, bool to_ke
     case 1: return relayout_blocks(a.tile, a.lkv, 2, in, a.dim, to_kernel);
     case 2: return relayout_blocks(a.tile, a.lo, 1, 4, a.dim + 1, to_kernel);
     case 3: return relayout_blocks(a.tile, a.ldq, 1, 4, a.dim, to_kernel);
-    default: return relayout_blocks(a.tile, a.ldkv, 2, 4, a.dim, to_kernel);
+    case 4: return relayout_blocks(a.tile, a.ldkv, 2, 4, a.dim, to_kernel);
+    case 5: return relayout_blocks(a.tile, a.lk, 1, in, a.dim, to_kernel);
+    case 6: return relayout_blocks(a.tile, a.lv, 1, in, a.dim, to_kernel);
+    case 7: return relayout_blocks(a.tile, a.ldk, 1, 4, a.dim, to_kernel);
+    default: return relayout_blocks(a.tile, a.ldv, 1, 4, a.dim, to_kernel);
   }
+}
+
+void fill_attention_half(const AttentionLayout& a, bool v_half, uint32_t rel, unsigned char* dst) {
+  std::vector<unsigned char> kv(a.kv_bytes);
+  AttentionLayout plain = a;
+  plain.lkv.kernel = true;
+  fill_attention_item(plain, false, rel, kv.data());
+  relayout_host(role_blocks(a, v_half ? 6 : 5, false), dst, kv.data() + (v_half ? a.kv_bytes / 2 : 0));
 }
 
 void fill_attention_item(const AttentionLayout& a, bool q_side, uint32_t rel, unsigned char* dst) {

@@ -56,15 +56,22 @@ struct AttentionLayout {
   // Each role's layout in its chunks (one per role: data moves between buffers as bytes, so a
   // kv item has the same layout in KV and in every buffer it is copied or sent to).
   ItemLayout lq, lkv, lo, ldq, ldkv;
+  // K and V apart (`expect attention(Q, K, V, O, …)`): kv is K's range, v V's (dkv dK's, dv dV's);
+  // their items are assembled into one kv item (K then V) around each tile.
+  bool split_kv = false;
+  Range v{}, dv{};
+  ItemLayout lk, lv, ldk, ldv;
   // O declared with rows of dim (no lse column): exec keeps each tile output's O|lse rows in
   // kernel layout beside the buffer ("shadowed") and writes the O part through after each tile.
   // Such outputs are never merged or moved (plan_attention refuses a step that would).
   std::vector<uint8_t> shadowed;  // per buffer
   uint64_t o_kernel_bytes = 0;    // one O|lse item in the kernels' layout
-  bool relayout() const { return !lq.kernel || !lkv.kernel || !lo.kernel || !ldq.kernel || !ldkv.kernel; }
+  bool relayout() const { return split_kv || !lq.kernel || !lkv.kernel || !lo.kernel || !ldq.kernel || !ldkv.kernel; }
 };
 
-// Role r's blocks (0 q, 1 kv, 2 O, 3 dQ, 4 dKV) with its parts, element size and kernel width.
+// Role r's blocks (0 q, 1 kv, 2 O, 3 dQ, 4 dKV; with K and V apart 5 k, 6 v, 7 dK, 8 dV, each
+// between its chunk and its half of the kernels' kv item) with its parts, element size and
+// kernel width.
 std::vector<RowBlock> role_blocks(const AttentionLayout& a, int role, bool to_kernel);
 
 // The attention's work in the count the FlashAttention and ring-attention benchmarks report, so
@@ -86,6 +93,8 @@ bool plan_attention(const StepGraph& g, const SourceManager& sources, MPI_Comm w
 // (q_side) or KV, in the chunk's storage format. A backward Q item is the bundle, whose lse and
 // D come from the forward over the item's row block (computed here, in fp32).
 void fill_attention_item(const AttentionLayout& a, bool q_side, uint32_t rel, unsigned char* dst);
+// With K and V apart: the K (or V) half of kv item rel, laid out as K (V) declares.
+void fill_attention_half(const AttentionLayout& a, bool v_half, uint32_t rel, unsigned char* dst);
 
 // Sets `bytes` of O|lse rows to empty: o = 0, lse = -inf.
 void clear_merge_rows(const AttentionLayout& a, unsigned char* p, uint64_t bytes);

@@ -15,6 +15,10 @@ const char* attn_role_name(AttnRole r) {
     case AttnRole::O: return "O|lse";
     case AttnRole::DQ: return "dq";
     case AttnRole::DKV: return "dkv";
+    case AttnRole::K: return "k";
+    case AttnRole::V: return "v";
+    case AttnRole::DK: return "dk";
+    case AttnRole::DV: return "dv";
   }
   return "";
 }
@@ -36,7 +40,11 @@ std::string role_layout_text(AttnRole r, const BufferInfo& b) {
   if (!b.layout.empty()) return "layout " + b.layout;
   switch (r) {
     case AttnRole::Q:
-    case AttnRole::DQ: return "[batch, heads, rows, dim]";
+    case AttnRole::DQ:
+    case AttnRole::K:
+    case AttnRole::V:
+    case AttnRole::DK:
+    case AttnRole::DV: return "[batch, heads, rows, dim]";
     case AttnRole::KV:
     case AttnRole::DKV: return "[2, batch, heads, rows, dim] (K then V)";
     case AttnRole::O: return "[batch, heads, rows, dim + 1] (a row's output, then its log-sum-exp)";

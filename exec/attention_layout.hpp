@@ -13,8 +13,9 @@
 
 namespace sg::exec {
 
-// What one item (chunk) of a buffer holds for a tile.
-enum class AttnRole { Q, Bundle, KV, O, DQ, DKV };
+// What one item (chunk) of a buffer holds for a tile: K, V, dK, dV where the schedule keeps K and
+// V apart (`attn(Q[i], K[j], V[j])`), each read like q.
+enum class AttnRole { Q, Bundle, KV, O, DQ, DKV, K, V, DK, DV };
 const char* attn_role_name(AttnRole r);
 
 // One item's extents: batch × heads (of its head group) × rows × dim.

@@ -82,10 +82,23 @@ void Executor::Impl::attention_tile(const ComputeInfo& ci) {
   auto scratch = [&](int k) { return dev ? att_scratch[static_cast<size_t>(k)].dev : att_scratch[static_cast<size_t>(k)].host.data(); };
   // In place where a role is in the kernels' layout; else through its scratch item.
   unsigned char* kv = at(rkv);
-  if (!att.lkv.kernel) relayout(1, true, scratch(1), kv), kv = scratch(1);
+  if (att.split_kv) {  // K and V apart: the kernels' kv item is K then V
+    relayout(5, true, scratch(1), kv);
+    relayout(6, true, scratch(1) + att.kv_bytes / 2, at(g.ranges[ci.reads_off + ci.reads_cnt - 1]));
+    kv = scratch(1);
+  } else if (!att.lkv.kernel) {
+    relayout(1, true, scratch(1), kv), kv = scratch(1);
+  }
   unsigned char* dkv_user = bwd ? at(g.ranges[ci.writes_off + 1]) : nullptr;
+  unsigned char* dv_user = bwd && att.split_kv ? at(g.ranges[ci.writes_off + 2]) : nullptr;
   unsigned char* dkv = dkv_user;
-  if (bwd && !att.ldkv.kernel) relayout(4, true, scratch(4), dkv_user), dkv = scratch(4);
+  if (dv_user) {
+    relayout(7, true, scratch(4), dkv_user);
+    relayout(8, true, scratch(4) + att.dkv_bytes / 2, dv_user);
+    dkv = scratch(4);
+  } else if (bwd && !att.ldkv.kernel) {
+    relayout(4, true, scratch(4), dkv_user), dkv = scratch(4);
+  }
   const uint64_t qb = g.buffers[rq.buf].chunk_bytes, ob = g.buffers[w0.buf].chunk_bytes;
   const int out_role = bwd ? 3 : 2;
   const bool shadowed = !bwd && att.shadowed[w0.buf];
@@ -112,7 +125,12 @@ void Executor::Impl::attention_tile(const ComputeInfo& ci) {
     }
     if (out != out_user) relayout(out_role, false, out_user, out);
   }
-  if (dkv != dkv_user) relayout(4, false, dkv_user, dkv);
+  if (dv_user) {
+    relayout(7, false, dkv_user, dkv);
+    relayout(8, false, dv_user, dkv + att.dkv_bytes / 2);
+  } else if (dkv != dkv_user) {
+    relayout(4, false, dkv_user, dkv);
+  }
 }
 
 }  // namespace sg::exec

@@ -58,12 +58,14 @@ bool Executor::Impl::fill_inputs() {
       Value v = initial_value(b, c);
       if (!v.defined) continue;
       unsigned char* p = bufs[b]->p + uint64_t{c} * bi.chunk_bytes;
-      if (att.active && (b == att.q.buf || b == att.kv.buf)) {
-        // Attention inputs: real q / kv (or the backward's bundle) for the item the chunk holds.
-        const Range& in = b == att.q.buf ? att.q : att.kv;
+      if (att.active && (b == att.q.buf || b == att.kv.buf || (att.split_kv && b == att.v.buf))) {
+        // Attention inputs: real q / kv (or the backward's bundle; K or V apart) for the item the chunk holds.
+        const Range& in = b == att.q.buf ? att.q : b == att.kv.buf ? att.kv : att.v;
         int64_t item = v.single_item(b);
         if (item >= in.lo && item < int64_t{in.lo} + in.cnt) {
-          fill_attention_item(att, b == att.q.buf, static_cast<uint32_t>(item - in.lo), p);
+          auto rel = static_cast<uint32_t>(item - in.lo);
+          if (att.split_kv && b != att.q.buf) fill_attention_half(att, b == att.v.buf, rel, p);
+          else fill_attention_item(att, b == att.q.buf, rel, p);
           continue;
         }
       }
@@ -137,7 +139,12 @@ std::vector<AttentionOutput> Executor::Impl::attention_outputs() {
           if (dev) dev_ok(dev->to_host(sh.host.data() + off, sh.dev + off, att.o_kernel_bytes, why), "a copy to the host", &at, why);
           std::memcpy(k.data(), sh.host.data() + off, kbytes);
         }
-        relayout_host(role_blocks(att, kind, true), k.data(), data);
+        if (kind == 4 && att.split_kv) {  // dK and dV apart: the two halves of the kernels' dkv item
+          relayout_host(role_blocks(att, 7, true), k.data(), data);
+          relayout_host(role_blocks(att, 8, true), k.data() + att.dkv_bytes / 2, ptr(Range{att.dv.buf, att.dv.lo + (c - in.lo), 1}));
+        } else {
+          relayout_host(role_blocks(att, kind, true), k.data(), data);
+        }
         data = k.data();
       }
       out.push_back({role, static_cast<uint32_t>(item - in.lo), data});

@@ -286,6 +286,37 @@ TEST_CASE("a buffer's layout names its shape's extents: letters checked at the l
   CHECK(count.session->diags.all()[0].message == "layout bshd has 4 letters but the shape 3 extents");
 }
 
+TEST_CASE("attention with K and V apart: three operands, four (six) expect buffers, checked counts and sizes", "[parser][elaborate]") {
+  const std::string decl =
+      "schedule s() {\n  buffer Q[N] bytes 64; buffer K[N] bytes 64; buffer V[N] bytes 64; buffer O[N] bytes 64;\n"
+      "  buffer dQ[N] bytes 64; buffer dK[N] bytes 64; buffer dV[N] bytes 64; buffer W[N] bytes 32;\n"
+      "  init Q owned; init K owned; init V owned;\n";
+  auto ok =
+      sgtest::build(decl + "  expect attention(Q, K, V, O, full);\n  compute attn(Q[0], K[0], V[0]) into O[0] mask full at 0;\n}\n", 2);
+  INFO(ok.errors);
+  REQUIRE(ok.graph);
+  REQUIRE(ok.graph->expects.size() == 1);
+  CHECK(ok.graph->expects[0].split_kv);
+  CHECK(ok.graph->expects[0].bufs.size() == 3);  // Q, K, O; V beside
+  CHECK(ok.graph->buffers[ok.graph->expects[0].v.buf].name == "V");
+  auto bwd = sgtest::build(decl +
+                               "  expect attention_backward(Q, K, V, dQ, dK, dV, causal);\n"
+                               "  compute attn_bwd(Q[0], K[0], V[0]) into dQ[0], dK[0], dV[0] mask causal at 0;\n}\n",
+                           2);
+  INFO(bwd.errors);
+  REQUIRE(bwd.graph);
+  CHECK(bwd.graph->expects[0].split_kv);
+  CHECK(bwd.graph->buffers[bwd.graph->expects[0].dv.buf].name == "dV");
+  auto five = sgtest::build(decl + "  expect attention(Q, K, V, O, dQ, full);\n}\n", 2);
+  CHECK(five.errors.find("expect attention takes Q, KV, O or Q, K, V, O, then the mask") != std::string::npos);
+  auto small_v = sgtest::build(decl + "  expect attention(Q, K, W, O, full);\n}\n", 2);
+  CHECK(small_v.errors.find("5:26: error: expect attention needs V with the chunks of K (as many, as large)") != std::string::npos);
+  auto tile_v = sgtest::build(decl + "  compute attn(Q[0], K[0], W[0]) into O[0] mask full at 0;\n}\n", 2);
+  CHECK(tile_v.errors.find("an attention tile needs K and V chunks of one size") != std::string::npos);
+  auto no_dv = sgtest::build(decl + "  compute attn_bwd(Q[0], K[0], V[0]) into dQ[0], dK[0] mask full at 0;\n}\n", 2);
+  CHECK(no_dv.errors.find("between dK and dV") != std::string::npos);
+}
+
 TEST_CASE("integer expressions follow the design's semantics", "[expr]") {
   // Each require must hold; elaboration fails at the first that does not.
   const char* text = R"(schedule e() {

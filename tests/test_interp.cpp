@@ -274,6 +274,41 @@ TEST_CASE("an attention tile with a wrong operand is reported", "[interp][attent
   CHECK(i->text.find("not a single kv(m)") != std::string::npos);
 }
 
+TEST_CASE("K and V apart: a tile whose V holds another item than its K is reported at its line; the same item passes",
+          "[interp][attention]") {
+  auto text = [](const char* v) {
+    return std::string(R"(schedule kv() {
+  buffer Q[N] bytes 64;
+  buffer K[N] bytes 64;
+  buffer V[N] bytes 64;
+  buffer O[N] bytes 64;
+  init Q owned;
+  init K owned;
+  init V owned;
+  expect attention(Q, K, V, O, full);
+  for r in 0 .. N { for j in 0 .. N { compute attn(Q[r], K[j], )") +
+           v + R"() into O[r] mask full at r; } }
+}
+)";
+  };
+  // Every rank holds every K and V item here only where it owns them: give each rank all of them.
+  auto everywhere = [](std::string t) {
+    t.replace(t.find("init K owned;"), 13, "for r in 0 .. N { for j in 0 .. N { init K[j] on r; } }");
+    t.replace(t.find("init V owned;"), 13, "for r in 0 .. N { for j in 0 .. N { init V[j] on r; } }");
+    return t;
+  };
+  auto bad = sgtest::check(everywhere(text("V[(j + 1) % N]")), 2);
+  REQUIRE_FALSE(bad.ok);
+  const Issue* i = first(bad.r.issues, IssueKind::BadOperand);
+  REQUIRE(i);
+  CHECK(i->text.find("operand V = V[1] holds") != std::string::npos);
+  CHECK(i->text.find("not v(0), the item K holds") != std::string::npos);
+  CHECK(bad.b.graph->loc(i->step).line == 10);
+  auto good = sgtest::check(everywhere(text("V[j]")), 2);
+  INFO(good.findings);
+  CHECK(good.ok);
+}
+
 TEST_CASE("a generic compute produces the rank's own term", "[interp]") {
   auto c = sgtest::check(R"(schedule g() {
   buffer act[N] bytes 8;

@@ -746,8 +746,9 @@ class Encoder {
         if (ci.kind == ComputeKind::Generic) return;
         const Range* rd = g_.ranges.data() + ci.reads_off;
         const Range* wr = g_.ranges.data() + ci.writes_off;
-        in.push_back({w, buf, c});               // the accumulator
-        in.push_back({w, rd[1].buf, rd[1].lo});  // KV
+        in.push_back({w, buf, c});                                                              // the accumulator
+        in.push_back({w, rd[1].buf, rd[1].lo});                                                 // KV (or K)
+        if (ci.split_kv) in.push_back({w, rd[ci.reads_cnt - 1].buf, rd[ci.reads_cnt - 1].lo});  // V
         // Q: an output chunk takes its own Q chunk's tile; dKV sums the tiles of every Q chunk.
         if (buf == wr[0].buf && c >= wr[0].lo && c < wr[0].lo + wr[0].cnt) {
           in.push_back({w, rd[0].buf, rd[0].lo + (c - wr[0].lo)});
@@ -936,13 +937,14 @@ class Encoder {
       home = it->second.first;
       return it->second.second;
     };
-    uint32_t kv_home = 0;
+    uint32_t kv_home = 0, v_home = 0;
     int64_t m = item_of(in[1], kv_home);
-    if (m < 0) return prev;  // a bad operand adds nothing (the interpreter reports it)
+    if (m < 0) return prev;                                       // a bad operand adds nothing (the interpreter reports it)
+    if (ci.split_kv && item_of(in[2], v_home) != m) return prev;  // V must hold the item K holds
     bool is_out0 = buf == wr[0].buf && c >= wr[0].lo && c < wr[0].lo + wr[0].cnt;
     auto u = [](int64_t x) { return static_cast<uint32_t>(x); };
     Term t = prev;
-    for (size_t k = 2; k < in.size(); ++k) {
+    for (size_t k = ci.split_kv ? 3 : 2; k < in.size(); ++k) {
       uint32_t q_home = 0;
       int64_t i = item_of(in[k], q_home);
       if (i < 0) continue;

@@ -501,6 +501,13 @@ class Parser {
       if (i) expect(Tok::Comma, "between the arguments");
       s->bufs.push_back(ref());
     }
+    // Attention with K and V apart: attention(Q, K, V, O, mask), attention_backward(Q, K, V, dQ,
+    // dK, dV, mask). More buffers until the mask word (elaborate checks the count).
+    while (sh->mask && at(Tok::Comma) && peek(1).kind == Tok::Ident && peek(1).text != "causal" && peek(1).text != "full" &&
+           s->bufs.size() < 6) {
+      next();
+      s->bufs.push_back(ref());
+    }
     if (sh->root) {
       expect(Tok::Comma, "before the root rank");
       s->root = expr();
@@ -625,12 +632,17 @@ class Parser {
       s->inputs.push_back(ref());
       expect(Tok::Comma, "between Q and KV");
       s->inputs.push_back(ref());
+      if (accept(Tok::Comma)) s->inputs.push_back(ref());  // attn(Q[i], K[j], V[j])
       expect(Tok::RParen, "after the operands");
       expect_word("into", "after the operands");
       s->outputs.push_back(ref());
       if (s->what == ComputeKind::AttnBwd) {
         expect(Tok::Comma, "between dQ and dKV (attn_bwd writes into dQ[i], dKV[j])");
         s->outputs.push_back(ref());
+        if (s->inputs.size() == 3) {
+          expect(Tok::Comma, "between dK and dV (attn_bwd(Q[i], K[j], V[j]) writes into dQ[i], dK[j], dV[j])");
+          s->outputs.push_back(ref());
+        }
       }
       expect_word("mask", "after the output");
       s->mask = mask_word();

@@ -60,10 +60,10 @@ struct ChunkState {
 
 // Small fixed-capacity list of ranges (no allocation on the hot path).
 struct Ranges {
-  Range r[8];
+  Range r[12];
   uint32_t n = 0;
   void add(const Range& x) {
-    if (x.cnt && n < 8) r[n++] = x;
+    if (x.cnt && n < 12) r[n++] = x;
   }
 };
 
@@ -901,6 +901,29 @@ class Elaborator {
     GroupInfo gr = s.over ? gev(*s.over, f) : f.group;
     x.group = g_->intern_group(gr);
     for (const auto& r : s.bufs) x.bufs.push_back(ref(r, f));
+    // K and V apart: bufs become Q, K, O (dQ, dK) as with one KV buffer; V (dV) beside them.
+    if (s.what == ExpectKind::Attention || s.what == ExpectKind::AttentionBackward) {
+      bool bwd = s.what == ExpectKind::AttentionBackward;
+      size_t one = bwd ? 4 : 3, two = bwd ? 6 : 4;
+      if (x.bufs.size() != one && x.bufs.size() != two)
+        fail(s.loc, s.length,
+             bwd ? "expect attention_backward takes Q, KV, dQ, dKV or Q, K, V, dQ, dK, dV, then the mask"
+                 : "expect attention takes Q, KV, O or Q, K, V, O, then the mask");
+      if (x.bufs.size() == two) {
+        x.split_kv = true;
+        x.v = x.bufs[2];
+        if (bwd) {
+          x.dv = x.bufs[5];
+          x.bufs = {x.bufs[0], x.bufs[1], x.bufs[3], x.bufs[4]};
+        } else {
+          x.bufs = {x.bufs[0], x.bufs[1], x.bufs[3]};
+        }
+        if (x.v.cnt != x.bufs[1].cnt || g_->buffers[x.v.buf].chunk_bytes != g_->buffers[x.bufs[1].buf].chunk_bytes)
+          fail(s.bufs[2].loc, s.bufs[2].length, "expect attention needs V with the chunks of K (as many, as large)");
+        if (bwd && (x.dv.cnt != x.v.cnt))
+          fail(s.bufs[5].loc, s.bufs[5].length, "expect attention_backward needs dV with as many chunks as V");
+      }
+    }
     if (s.root) {
       x.root = rank_of(*s.root, f, "root");
       if (gr.index_of(x.root) < 0)
@@ -943,6 +966,7 @@ class Elaborator {
         attention_heads();
         g_->buffers[x.bufs[2].buf].accumulator = true;  // dQ and dKV: never-written chunks are zero gradients
         g_->buffers[x.bufs[3].buf].accumulator = true;
+        if (x.split_kv) g_->buffers[x.dv.buf].accumulator = true;
         if (x.bufs[2].cnt != x.bufs[0].cnt || x.bufs[3].cnt != x.bufs[1].cnt)
           fail(s.loc, s.length, "expect attention_backward needs dQ shaped like Q and dKV shaped like KV");
         break;
@@ -1178,18 +1202,31 @@ class Elaborator {
       Range o0 = ref(s.outputs[0], f);
       if (rd[1].cnt != 1)
         fail(s.inputs[1].loc, s.inputs[1].length, "an attention tile takes one KV chunk (" + std::to_string(rd[1].cnt) + " given)");
+      Range v{};
+      if (rd.size() == 3) {  // attn(Q[i], K[j], V[j]): V goes after the accumulators (ComputeInfo::split_kv)
+        c.split_kv = true;
+        v = rd.back();
+        rd.pop_back();
+        if (v.cnt != 1)
+          fail(s.inputs[2].loc, s.inputs[2].length, "an attention tile takes one V chunk (" + std::to_string(v.cnt) + " given)");
+        if (g_->buffers[v.buf].chunk_bytes != g_->buffers[rd[1].buf].chunk_bytes)
+          fail(s.inputs[2].loc, s.inputs[2].length, "an attention tile needs K and V chunks of one size");
+      }
       if (rd[0].cnt != o0.cnt)
         fail(s.outputs[0].loc, s.outputs[0].length, "an attention tile needs Q and its output with the same chunk count");
-      if (s.what == ComputeKind::AttnBwd && ref(s.outputs[1], f).cnt != 1)
-        fail(s.outputs[1].loc, s.outputs[1].length, "attn_bwd writes one dKV chunk");
+      for (size_t k = 1; k < s.outputs.size(); ++k)
+        if (ref(s.outputs[k], f).cnt != 1)
+          fail(s.outputs[k].loc, s.outputs[k].length,
+               c.split_kv ? (k == 1 ? "attn_bwd writes one dK chunk" : "attn_bwd writes one dV chunk") : "attn_bwd writes one dKV chunk");
       for (const auto& r : s.outputs) {
         Range o = ref(r, f);
         rd.push_back(o);  // the accumulator is read and written
         wr.push_back(o);
         g_->buffers[o.buf].accumulator = true;
       }
+      if (c.split_kv) rd.push_back(v);
     }
-    if (rd.size() + wr.size() > 8) fail(s.loc, s.length, "a compute step may touch at most 8 chunk ranges");
+    if (rd.size() + wr.size() > 12) fail(s.loc, s.length, "a compute step may touch at most 12 chunk ranges");
     for_targets(s.at.get(), f, [&](uint32_t r) {
       if (!mine(r)) return;
       ComputeInfo ci = c;

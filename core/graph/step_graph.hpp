@@ -119,6 +119,10 @@ struct ComputeInfo {
   double flops = 0;
   uint32_t reads_off = 0, reads_cnt = 0;    // into StepGraph::ranges
   uint32_t writes_off = 0, writes_cnt = 0;  // into StepGraph::ranges
+  // attn / attn_bwd with K and V as two operands (`attn(Q[i], K[j], V[j])`): reads are Q, K, the
+  // accumulators, then V last; attn_bwd writes dQ, dK, then dV. Without: Q, KV, the
+  // accumulators; dQ, dKV. (Q and K(V) keep their places, so code that reads them needs no case.)
+  bool split_kv = false;
 };
 
 // A collective instance: the member steps of one collective, in group member order.
@@ -167,6 +171,10 @@ struct Expectation {
   Mask mask = Mask::None;
   uint32_t heads = 1;  // attention: head groups; item x is block x / heads, head x % heads
   uint32_t stmt = 0;
+  // attention(Q, K, V, O) / attention_backward(Q, K, V, dQ, dK, dV): bufs are Q, K, O (dQ, dK) as
+  // for one KV buffer, and V (dV) are here.
+  bool split_kv = false;
+  Range v{}, dv{};
 };
 
 // What a GPU runtime's protocol adds to the messages of one collective call, beyond the

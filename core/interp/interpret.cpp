@@ -608,8 +608,18 @@ class Interp {
     uint32_t kv_home = 0;
     int64_t m = kvv.single_item_any(kv_home);
     if (m < 0) {
-      bad_operand(s, rank, kv.buf, kv.lo, "KV", kvv, "a single kv(m)");
+      bad_operand(s, rank, kv.buf, kv.lo, c.split_kv ? "K" : "KV", kvv, c.split_kv ? "a single k(m)" : "a single kv(m)");
       return;
+    }
+    if (c.split_kv) {  // V apart: it must hold the same item as K (v(m) beside k(m))
+      const Range& vr = rd[c.reads_cnt - 1];
+      const Value& vv = read(rank, vr.buf, vr.lo, s);
+      uint32_t v_home = 0;
+      if (vv.single_item_any(v_home) != m) {
+        std::string want = "v(" + std::to_string(m) + "), the item K holds";
+        bad_operand(s, rank, vr.buf, vr.lo, "V", vv, want.c_str());
+        return;
+      }
     }
     for (uint32_t k = 0; k < q.cnt; ++k) {
       const Value& qv = read(rank, q.buf, q.lo + k, s);
@@ -633,6 +643,8 @@ class Interp {
             Run{AtomKind::GradKV, c.mask, kv_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1), 1});
         tile_steps_[tile_key(add2.runs[0], add2.runs[0].lo)] = s;
         reduce_into(rank, wr[1].buf, wr[1].lo, add2, s);
+        // dV takes the same tiles as dK (one gradient atom of kv(m), its V half).
+        if (c.split_kv) reduce_into(rank, wr[2].buf, wr[2].lo, add2, s);
       }
     }
   }

@@ -173,9 +173,12 @@ class Checker {
     for (const auto& [i, where] : owners(q))
       compare(x, where.first, dq.buf, dq.lo + (where.second - q.lo),
               tiles(AtomKind::GradQ, q.buf, i, i - q.lo, kv.lo, kv.cnt, x.mask, true, x.heads));
-    for (const auto& [j, where] : owners(kv))
-      compare(x, where.first, dkv.buf, dkv.lo + (where.second - kv.lo),
-              tiles(AtomKind::GradKV, kv.buf, j, j - kv.lo, q.lo, q.cnt, x.mask, false, x.heads));
+    for (const auto& [j, where] : owners(kv)) {
+      Value grads = tiles(AtomKind::GradKV, kv.buf, j, j - kv.lo, q.lo, q.cnt, x.mask, false, x.heads);
+      compare(x, where.first, dkv.buf, dkv.lo + (where.second - kv.lo), grads);
+      // K and V apart: dV[j] holds the same gradient tiles of kv(j) as dK[j] (their V half).
+      if (x.split_kv) compare(x, where.first, x.dv.buf, x.dv.lo + (where.second - kv.lo), grads);
+    }
   }
 
   void compare(const Expectation& x, uint32_t rank, uint32_t buf, uint32_t chunk, const Value& expected) {

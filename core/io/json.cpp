@@ -96,6 +96,7 @@ void write_json(std::ostream& os, const StepGraph& g, const SourceManager& sm) {
         const ComputeInfo& c = g.compute(s);
         os << ",\"kernel\":" << q(g.names[c.name]) << ",\"flops\":" << c.flops;
         if (c.mask != Mask::None) os << ",\"mask\":\"" << mask_name(c.mask) << "\"";
+        if (c.split_kv) os << ",\"split_kv\":true";  // reads Q, K, accumulators, V (step_graph.hpp)
         os << ",\"reads\":[";
         for (uint32_t i = 0; i < c.reads_cnt; ++i) os << (i ? "," : "") << range_json(g, g.ranges[c.reads_off + i]);
         os << "],\"writes\":[";

@@ -66,6 +66,7 @@ std::string describe_step_only(const StepGraph& g, StepId s) {
       if (c.kind != ComputeKind::Generic) {
         out += "(";
         for (uint32_t i = 0; i < 2 && i < c.reads_cnt; ++i) out += (i ? ", " : "") + g.range_name(g.ranges[c.reads_off + i]);
+        if (c.split_kv) out += ", " + g.range_name(g.ranges[c.reads_off + c.reads_cnt - 1]);  // V
         out += ") into ";
         for (uint32_t i = 0; i < c.writes_cnt; ++i) out += (i ? ", " : "") + g.range_name(g.ranges[c.writes_off + i]);
         out += std::string(" mask ") + mask_name(c.mask);
