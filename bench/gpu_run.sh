@@ -16,6 +16,7 @@
 #   4. exec on the GPU, checked: ring_allreduce (4 ranks sharing the GPU, against MPI's own),
 #      attention in the kernels' order and in Megatron's layouts (bench/megatron_layout_attention.sched),
 #      zigzag ring attention forward and backward with the warp kernels and the cuBLAS tile,
+#      the forward with cuDNN's fused tile (STEPGRAPH_ATTN=cudnn),
 #      streams against --device-sync; NCCL on one rank;
 #   5. test_cuda: reductions, fill, attention tiles (warp and cuBLAS), exec --device cuda --check.
 # The measurements come first: the budget cuts from the end.
@@ -118,6 +119,9 @@ if [ "$q" != quick ]; then
   T="--set seq=32768 --set heads=32 --set dim=128 --iters 3 --warmup 1"
   STEPGRAPH_ATTN=gemm run 60 mpiexec -n 1 build/stepgraph exec zigzag_ring_attention --device cuda $T
   STEPGRAPH_ATTN=gemm $E zigzag_ring_attention --device cuda $T
+  # cuDNN's fused forward tile (exec/cuda/attention_cudnn.cpp), first run on a GPU here.
+  STEPGRAPH_ATTN=cudnn run 60 mpiexec -n 1 build/stepgraph exec zigzag_ring_attention --device cuda $T
+  STEPGRAPH_ATTN=cudnn $E zigzag_ring_attention --device cuda $T
   # The backward at this size took over 60 s on the H200 (d5fc9e1; 46 TFLOP/s on the H100): 150 s.
   STEPGRAPH_ATTN=gemm run 150 mpiexec -n 4 build/stepgraph exec zigzag_ring_attention_bwd --device cuda $T
   $E ring_allreduce --device cuda --set size=256MiB --iters 10 --warmup 3
@@ -134,6 +138,8 @@ $E zigzag_ring_attention --device cuda $A --device-sync
 STEPGRAPH_ATTN=gemm $E zigzag_ring_attention --device cuda $A
 # Megatron's layouts (sbhd q, fused sbh2d kv, O without its lse): items relaid around each tile.
 STEPGRAPH_ATTN=gemm $E bench/megatron_layout_attention.sched --device cuda $A
+STEPGRAPH_ATTN=cudnn $E zigzag_ring_attention --device cuda $A
+STEPGRAPH_ATTN=cudnn $E bench/megatron_layout_attention.sched --device cuda $A
 $E zigzag_ring_attention_bwd --device cuda $A
 STEPGRAPH_ATTN=gemm $E zigzag_ring_attention_bwd --device cuda $A
 $E ulysses_ring_attention_bwd --device cuda --set seq=4096 --set heads=8 --set dim=64 --check --iters 2 --warmup 1

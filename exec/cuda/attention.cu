@@ -2,6 +2,7 @@
 // at a time, one per lane; the row's accumulators are spread over the lanes by dimension
 // (lane l owns dims l, l + 32, …), and each partner's weight is broadcast with a shuffle.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -88,6 +89,27 @@ __global__ void attn_merge(float* __restrict__ acc, const float* __restrict__ pa
   }
   const MergeW w = merge_weights(la, lb);
   for (uint32_t d = 0; d < dim; ++d) x[d] = merge_elem(x[d], y[d], la, lb, w);
+  x[dim] = w.merged;
+}
+
+// acc ⊕= one tile's (O_t, lse_t) rows as cuDNN gives them: O_t normalised, in bf16 (or fp16),
+// lse_t in fp32 beside it. The merge rule of attn_merge.
+template <class T>
+__global__ void attn_merge_lowp(float* __restrict__ acc, const T* __restrict__ o_t, const float* __restrict__ lse_t, size_t rows,
+                                uint32_t dim) {
+  const size_t r = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
+  if (r >= rows) return;
+  float* x = acc + r * (dim + 1);
+  const T* y = o_t + r * dim;
+  const float la = x[dim], lb = lse_t[r];
+  if (lb == -INFINITY) return;
+  if (la == -INFINITY) {
+    for (uint32_t d = 0; d < dim; ++d) x[d] = static_cast<float>(y[d]);
+    x[dim] = lb;
+    return;
+  }
+  const MergeW w = merge_weights(la, lb);
+  for (uint32_t d = 0; d < dim; ++d) x[d] = merge_elem(x[d], static_cast<float>(y[d]), la, lb, w);
   x[dim] = w.merged;
 }
 
@@ -227,6 +249,15 @@ int launch_attn_fwd(const void* q, const void* kv, float* o_lse, bool bf16, uint
 int launch_attn_merge(float* acc, const float* part, size_t rows, uint32_t dim, void* stream) {
   if (rows == 0) return 0;
   attn_merge<<<static_cast<unsigned>((rows + 255) / 256), 256, 0, static_cast<cudaStream_t>(stream)>>>(acc, part, rows, dim);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launch_attn_merge_lowp(float* acc, const void* o_t, bool fp16, const float* lse_t, size_t rows, uint32_t dim, void* stream) {
+  if (rows == 0) return 0;
+  const auto grid = static_cast<unsigned>((rows + 255) / 256);
+  auto st = static_cast<cudaStream_t>(stream);
+  if (fp16) attn_merge_lowp<__half><<<grid, 256, 0, st>>>(acc, static_cast<const __half*>(o_t), lse_t, rows, dim);
+  else attn_merge_lowp<__nv_bfloat16><<<grid, 256, 0, st>>>(acc, static_cast<const __nv_bfloat16*>(o_t), lse_t, rows, dim);
   return static_cast<int>(cudaGetLastError());
 }
 

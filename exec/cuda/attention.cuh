@@ -23,6 +23,8 @@ int launch_attn_fwd(const void* q, const void* kv, float* o_lse, bool bf16, uint
 
 // acc ⊕= part over `rows` O|lse rows of dim + 1 floats.
 int launch_attn_merge(float* acc, const float* part, size_t rows, uint32_t dim, void* stream);
+// acc ⊕= a tile's rows as cuDNN writes them: o_t [rows][dim] in bf16 (fp16), lse_t [rows] fp32.
+int launch_attn_merge_lowp(float* acc, const void* o_t, bool fp16, const float* lse_t, size_t rows, uint32_t dim, void* stream);
 
 // FlashAttention-2 backward of one tile, adding into dq (planes × rows_q × dim) and dkv (dK then
 // dV, planes × rows_k × dim each). bundle is fp32: per query row q, dO, lse, D (2·dim + 2).

@@ -20,6 +20,7 @@ bool ok(cudaError_t e, const char* what, std::string& err) { return cuda_ok(stat
 CudaOps::~CudaOps() {
   if (bundle_) cudaFree(bundle_);
   if (gemm_ws_) cudaFree(gemm_ws_);
+  if (cudnn_out_) cudaFree(cudnn_out_);
   attn_gemm_handle_free(cublas_);
   for (void* e : events_) cudaEventDestroy(static_cast<cudaEvent_t>(e));
 }
@@ -28,6 +29,7 @@ bool CudaOps::open(int d, const std::string& name, std::string& err) {
   name_ = name + " (device " + std::to_string(d) + ")";
   const char* kernel = std::getenv("STEPGRAPH_ATTN");
   gemm_ = kernel && std::string(kernel) == "gemm";
+  cudnn_ = kernel && std::string(kernel) == "cudnn";
   return use_device(d, err) && stream_.create(err) && lanes_[0].create(err) && lanes_[1].create(err);
 }
 
@@ -96,6 +98,16 @@ bool CudaOps::attention_tile(const AttentionTile& t, std::string& err) {
   const uint32_t planes = t.batch * t.heads;
   void* st = cur().handle();
   int rc = 0;
+  if (!t.backward && cudnn_ && t.bf16) {  // cuDNN's fused tile, then its (O_t, lse) merged into O|lse
+    if (!cudnn_attn_) cudnn_attn_ = std::make_unique<CudnnAttention>();
+    const size_t rows = size_t{planes} * t.rows_q, o_bytes = rows * t.dim * 2;
+    if (!grow(cudnn_out_, cudnn_out_bytes_, o_bytes + rows * 4, err)) return false;
+    auto* lse = reinterpret_cast<float*>(cudnn_out_ + o_bytes);
+    CudnnAttention::Shape s{planes, t.rows_q, t.rows_k, t.dim, false, t.causal, t.scale};
+    if (!cudnn_attn_->forward(s, t.q, t.kv, cudnn_out_, lse, st, err)) return false;
+    rc = launch_attn_merge_lowp(reinterpret_cast<float*>(t.out0), cudnn_out_, false, lse, rows, t.dim, st);
+    return ok(static_cast<cudaError_t>(rc), "the merge of cuDNN's attention tile", err) && settle(err);
+  }
   if (!t.backward && gemm_) {
     if (!cublas_ && !attn_gemm_handle(&cublas_, err)) return false;
     const uint32_t slab = attn_gemm_slab(planes, t.rows_q, t.rows_k, t.dim, t.bf16);

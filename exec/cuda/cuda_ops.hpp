@@ -4,10 +4,12 @@
 // Every call waits for the device, except on a lane (DeviceOps::select_lane): the executor's two
 // streams, one for local work and one for transfers, ordered by events (marks).
 #pragma once
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/device/device_ops.hpp"
+#include "exec/cuda/attention_cudnn.hpp"
 #include "exec/cuda/device.hpp"
 
 namespace sg::cuda {
@@ -46,6 +48,12 @@ class CudaOps final : public DeviceOps {
   // The cuBLAS tiles (attention_gemm.cuh), chosen with STEPGRAPH_ATTN=gemm: their handle
   // (a cublasHandle_t, made at first use) and workspace (grown on demand).
   bool gemm_ = false;
+  // cuDNN's fused forward tile (attention_cudnn.hpp), chosen with STEPGRAPH_ATTN=cudnn for bf16
+  // inputs: its plans, and the tile's O_t and lse before they are merged (grown on demand).
+  bool cudnn_ = false;
+  std::unique_ptr<CudnnAttention> cudnn_attn_;
+  unsigned char* cudnn_out_ = nullptr;
+  size_t cudnn_out_bytes_ = 0;
   void* cublas_ = nullptr;
   unsigned char* gemm_ws_ = nullptr;
   size_t gemm_ws_bytes_ = 0;

@@ -1,0 +1,340 @@
+// The forward attention tile through cuDNN's fused flash attention (the kernel PyTorch's SDPA
+// reaches on Hopper), built with the cuDNN 9 graph (backend) API directly: the header-only
+// frontend is not packaged here, so this file writes the graph the frontend's
+// scaled_dot_product_flash_attention node builds (cudnn-frontend v1.0,
+// node/scaled_dot_product_flash_attention.h and node/softmax.h):
+//   S = Q·Kᵀ (fp32) → × scale → [causal: row ≥ col ? S : −inf] → M = max_row S → E = exp(S − M)
+//   → Z = Σ_row E → Stats = M + log Z (fp32, the tile's lse) → P = E / Z (bf16/fp16) → O_t = P·V.
+// One plan per shape (planes, rows, dim, type, mask), cached; libcudnn is dlopen-ed at first use
+// so that nothing without a GPU ever loads it. The tile's O_t and Stats are then merged into the
+// O|lse accumulator (launch_attn_merge_lowp, attention.cu). Opt-in with STEPGRAPH_ATTN=cudnn
+// until a GPU has measured it (bench/gpu_run.sh); bf16 inputs only (cuDNN's fused attention
+// takes fp16/bf16): fp32 inputs keep the reference tile, and the backward does too for now.
+#include "exec/cuda/attention_cudnn.hpp"
+
+#include <cudnn_graph.h>
+#include <dlfcn.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace sg::cuda {
+
+namespace {
+
+struct CudnnApi {
+  decltype(&cudnnCreate) create = nullptr;
+  decltype(&cudnnDestroy) destroy = nullptr;
+  decltype(&cudnnSetStream) set_stream = nullptr;
+  decltype(&cudnnGetErrorString) error_string = nullptr;
+  decltype(&cudnnGetLastErrorString) last_error = nullptr;
+  decltype(&cudnnBackendCreateDescriptor) make = nullptr;
+  decltype(&cudnnBackendDestroyDescriptor) drop = nullptr;
+  decltype(&cudnnBackendSetAttribute) set = nullptr;
+  decltype(&cudnnBackendGetAttribute) get = nullptr;
+  decltype(&cudnnBackendFinalize) finalize = nullptr;
+  decltype(&cudnnBackendExecute) execute = nullptr;
+  std::string why;  // empty when loaded
+};
+
+const CudnnApi& api() {
+  static const CudnnApi a = [] {
+    CudnnApi x;
+    void* lib = nullptr;
+    for (const char* name : {"libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn.so"})
+      if ((lib = dlopen(name, RTLD_NOW | RTLD_GLOBAL))) break;
+    if (!lib) {
+      const char* e = dlerror();
+      x.why = std::string("cannot load cuDNN (libcudnn.so.9): ") + (e ? e : "not found");
+      return x;
+    }
+    auto sym = [&](auto& f, const char* n) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lib, n)); };
+    sym(x.create, "cudnnCreate");
+    sym(x.destroy, "cudnnDestroy");
+    sym(x.set_stream, "cudnnSetStream");
+    sym(x.error_string, "cudnnGetErrorString");
+    sym(x.last_error, "cudnnGetLastErrorString");
+    sym(x.make, "cudnnBackendCreateDescriptor");
+    sym(x.drop, "cudnnBackendDestroyDescriptor");
+    sym(x.set, "cudnnBackendSetAttribute");
+    sym(x.get, "cudnnBackendGetAttribute");
+    sym(x.finalize, "cudnnBackendFinalize");
+    sym(x.execute, "cudnnBackendExecute");
+    if (!x.create || !x.destroy || !x.set_stream || !x.error_string || !x.make || !x.drop || !x.set || !x.get || !x.finalize || !x.execute)
+      x.why = "the loaded cuDNN lacks the graph API (cudnnBackend*)";
+    return x;
+  }();
+  return a;
+}
+
+// The attributes the frontend still sets, under the numbers cuDNN 9 marks deprecated (the
+// handle now also comes with the execution): named here so that -Werror builds stay quiet.
+constexpr auto kGraphHandle = static_cast<cudnnBackendAttributeName_t>(800);  // CUDNN_ATTR_OPERATIONGRAPH_HANDLE
+constexpr auto kPlanHandle = static_cast<cudnnBackendAttributeName_t>(400);   // CUDNN_ATTR_EXECUTION_PLAN_HANDLE
+
+// A graph under construction: every descriptor it makes, destroyed with it; the first failure
+// kept (what, and cuDNN's own last message).
+class Builder {
+ public:
+  ~Builder() {
+    for (auto it = owned_.rbegin(); it != owned_.rend(); ++it) api().drop(*it);
+  }
+  std::string error;
+
+  cudnnBackendDescriptor_t make(cudnnBackendDescriptorType_t t) {
+    cudnnBackendDescriptor_t d = nullptr;
+    if (!error.empty()) return nullptr;
+    if (!check(api().make(t, &d), "cudnnBackendCreateDescriptor")) return nullptr;
+    owned_.push_back(d);
+    return d;
+  }
+  template <class T>
+  void set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t n, cudnnBackendAttributeType_t t, int64_t count, const T* v,
+           const char* what) {
+    if (error.empty() && d) check(api().set(d, n, t, count, v), what);
+  }
+  void finalize(cudnnBackendDescriptor_t d, const char* what) {
+    if (error.empty() && d) check(api().finalize(d), what);
+  }
+  bool check(cudnnStatus_t s, const char* what) {
+    if (s == CUDNN_STATUS_SUCCESS) return true;
+    if (error.empty()) {
+      char last[512] = {0};
+      if (api().last_error) api().last_error(last, sizeof last);
+      error = std::string(what) + ": " + api().error_string(s) + (last[0] ? std::string(" (") + last + ")" : std::string());
+    }
+    return false;
+  }
+
+  // A tensor: dims and strides (elements), type, uid; virtual ones live only inside the graph.
+  cudnnBackendDescriptor_t tensor(int64_t uid, cudnnDataType_t type, std::vector<int64_t> dims, std::vector<int64_t> strides,
+                                  bool is_virtual = false, bool by_value = false) {
+    cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    const int64_t align = 16;
+    set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, "tensor type");
+    set(d, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, static_cast<int64_t>(dims.size()), dims.data(), "tensor dims");
+    set(d, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, static_cast<int64_t>(strides.size()), strides.data(), "tensor strides");
+    set(d, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid, "tensor uid");
+    set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, "tensor alignment");
+    set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual, "tensor virtual");
+    if (by_value) set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value, "tensor by value");
+    finalize(d, "tensor finalize");
+    return d;
+  }
+  // A virtual fp32 (or `type`) tensor shaped like the scores or like a row statistic.
+  cudnnBackendDescriptor_t scratch(cudnnDataType_t type, const std::vector<int64_t>& dims, const std::vector<int64_t>& strides) {
+    return tensor(next_uid_++, type, dims, strides, true);
+  }
+
+  cudnnBackendDescriptor_t pointwise(cudnnPointwiseMode_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                                     cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t t = nullptr,
+                                     cudnnDataType_t prec = CUDNN_DATA_FLOAT, int64_t axis = -1) {
+    cudnnBackendDescriptor_t pw = make(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    set(pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1, &mode, "pointwise mode");
+    set(pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1, &prec, "pointwise precision");
+    if (axis >= 0) set(pw, CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, 1, &axis, "pointwise axis");
+    finalize(pw, "pointwise finalize");
+    cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pw, "pointwise op");
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, "pointwise x");
+    if (b) set(op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b, "pointwise b");
+    if (t) set(op, CUDNN_ATTR_OPERATION_POINTWISE_TDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &t, "pointwise t");
+    set(op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, "pointwise y");
+    finalize(op, "pointwise op finalize");
+    ops.push_back(op);
+    return op;
+  }
+  void reduction(cudnnReduceTensorOp_t mode, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
+    cudnnBackendDescriptor_t rd = make(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    set(rd, CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, 1, &mode, "reduction mode");
+    set(rd, CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec, "reduction precision");
+    finalize(rd, "reduction finalize");
+    cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_REDUCTION_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &rd, "reduction op");
+    set(op, CUDNN_ATTR_OPERATION_REDUCTION_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, "reduction x");
+    set(op, CUDNN_ATTR_OPERATION_REDUCTION_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, "reduction y");
+    finalize(op, "reduction op finalize");
+    ops.push_back(op);
+  }
+  void matmul(cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c) {
+    cudnnBackendDescriptor_t mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec, "matmul precision");
+    finalize(mm, "matmul finalize");
+    cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a, "matmul a");
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b, "matmul b");
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c, "matmul c");
+    set(op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm, "matmul op");
+    finalize(op, "matmul op finalize");
+    ops.push_back(op);
+  }
+
+  std::vector<cudnnBackendDescriptor_t> ops;
+
+ private:
+  std::vector<cudnnBackendDescriptor_t> owned_;
+  int64_t next_uid_ = 100;
+};
+
+enum Uid : int64_t { kQ = 1, kK = 2, kV = 3, kScale = 4, kNegInf = 5, kO = 6, kStats = 7 };
+
+}  // namespace
+
+struct CudnnAttention::Plan {
+  cudnnBackendDescriptor_t plan = nullptr;
+  int64_t workspace = 0;
+  ~Plan() {
+    if (plan) api().drop(plan);
+  }
+};
+
+CudnnAttention::CudnnAttention() = default;
+
+CudnnAttention::~CudnnAttention() {
+  plans_.clear();
+  if (workspace_) cudaFree(workspace_);
+  if (handle_) api().destroy(static_cast<cudnnHandle_t>(handle_));
+}
+
+const std::string& CudnnAttention::unavailable() { return api().why; }
+
+// The plan for one shape: the graph above over q [b, h, s, d] (b = planes, h = 1: every plane
+// is its own batch entry), K read transposed out of the kv item, V after it.
+bool CudnnAttention::plan_for(const Shape& s, Plan*& out, std::string& err) {
+  auto key = std::make_tuple(s.planes, s.rows_q, s.rows_k, s.dim, s.fp16, s.causal);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return out = it->second.get(), true;
+  if (!handle_) {
+    cudnnHandle_t h = nullptr;
+    cudnnStatus_t st = api().create(&h);
+    if (st != CUDNN_STATUS_SUCCESS) return err = std::string("cudnnCreate: ") + api().error_string(st), false;
+    handle_ = h;
+  }
+  const int64_t b = s.planes, sq = s.rows_q, sk = s.rows_k, d = s.dim;
+  const cudnnDataType_t io = s.fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+  Builder g;
+  auto q = g.tensor(kQ, io, {b, 1, sq, d}, {sq * d, sq * d, d, 1});
+  auto kt = g.tensor(kK, io, {b, 1, d, sk}, {sk * d, sk * d, 1, d});  // K transposed: Q·Kᵀ
+  auto v = g.tensor(kV, io, {b, 1, sk, d}, {sk * d, sk * d, d, 1});
+  auto scale = g.tensor(kScale, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  auto o = g.tensor(kO, io, {b, 1, sq, d}, {sq * d, sq * d, d, 1});
+  auto stats = g.tensor(kStats, CUDNN_DATA_FLOAT, {b, 1, sq, 1}, {sq, sq, 1, 1});
+  const std::vector<int64_t> sdim{b, 1, sq, sk}, sstr{sq * sk, sq * sk, sk, 1}, rdim{b, 1, sq, 1}, rstr{sq, sq, 1, 1};
+  auto s0 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.matmul(q, kt, s0);
+  auto s1 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_MUL, s0, scale, s1);
+  auto last = s1;
+  if (s.causal) {  // key col visible to query row iff row >= col (the diagonal tile of a causal ring)
+    auto row = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr), col = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, last, nullptr, row, nullptr, CUDNN_DATA_FLOAT, 2);
+    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, last, nullptr, col, nullptr, CUDNN_DATA_FLOAT, 3);
+    auto keep = g.scratch(CUDNN_DATA_BOOLEAN, sdim, sstr);
+    g.pointwise(CUDNN_POINTWISE_CMP_GE, row, col, keep, nullptr, CUDNN_DATA_BOOLEAN);
+    auto neg_inf = g.tensor(kNegInf, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+    auto masked = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+    g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, last, neg_inf, masked, keep);
+    last = masked;
+  }
+  auto m = g.scratch(CUDNN_DATA_FLOAT, rdim, rstr);
+  g.reduction(CUDNN_REDUCE_TENSOR_MAX, last, m);
+  auto centred = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_SUB, last, m, centred);
+  auto e = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_EXP, centred, nullptr, e);
+  auto z = g.scratch(CUDNN_DATA_FLOAT, rdim, rstr);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, z);
+  auto logz = g.scratch(CUDNN_DATA_FLOAT, rdim, rstr);
+  g.pointwise(CUDNN_POINTWISE_LOG, z, nullptr, logz);
+  g.pointwise(CUDNN_POINTWISE_ADD, m, logz, stats);
+  auto p = g.scratch(io, sdim, sstr);  // bmm2's A in the input type, as the backend requires
+  g.pointwise(CUDNN_POINTWISE_DIV, e, z, p);
+  g.matmul(p, v, o);
+
+  cudnnBackendDescriptor_t graph = g.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
+  void* h = handle_;
+  g.set(graph, CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, static_cast<int64_t>(g.ops.size()), g.ops.data(), "graph ops");
+  g.set(graph, kGraphHandle, CUDNN_TYPE_HANDLE, 1, &h, "graph handle");
+  g.finalize(graph, "the attention graph");
+  cudnnBackendDescriptor_t heur = g.make(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+  g.set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "heuristics graph");
+  g.set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics mode");
+  g.finalize(heur, "heuristics finalize");
+  if (!g.error.empty()) return err = "cuDNN attention graph: " + g.error, false;
+  // The engine configurations the heuristics rank, tried in order until one makes a plan.
+  constexpr int kMaxConfigs = 16;
+  std::vector<cudnnBackendDescriptor_t> cfgs;
+  for (int i = 0; i < kMaxConfigs; ++i) cfgs.push_back(g.make(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR));
+  int64_t n = 0;
+  if (!g.error.empty() ||
+      !g.check(api().get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxConfigs, &n, cfgs.data()),
+               "heuristics results"))
+    return err = "cuDNN attention graph: " + g.error, false;
+  std::string tried;
+  for (int64_t i = 0; i < n; ++i) {
+    cudnnBackendDescriptor_t plan = nullptr;
+    if (api().make(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &plan) != CUDNN_STATUS_SUCCESS) continue;
+    bool ok = api().set(plan, kPlanHandle, CUDNN_TYPE_HANDLE, 1, &h) == CUDNN_STATUS_SUCCESS &&
+              api().set(plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &cfgs[static_cast<size_t>(i)]) ==
+                  CUDNN_STATUS_SUCCESS;
+    cudnnStatus_t st = ok ? api().finalize(plan) : CUDNN_STATUS_BAD_PARAM;
+    if (st != CUDNN_STATUS_SUCCESS) {
+      tried += std::string(tried.empty() ? "" : "; ") + api().error_string(st);
+      api().drop(plan);
+      continue;
+    }
+    auto made = std::make_unique<Plan>();
+    made->plan = plan;
+    int64_t got = 0;
+    api().get(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got, &made->workspace);
+    out = made.get();
+    plans_[key] = std::move(made);
+    return true;
+  }
+  err = "cuDNN offers no engine for this attention tile (" + std::to_string(n) + " configurations" +
+        (tried.empty() ? std::string(")") : ": " + tried + ")");
+  return false;
+}
+
+bool CudnnAttention::forward(const Shape& s, const void* q, const void* kv, void* o_t, float* stats, void* stream, std::string& err) {
+  if (!api().why.empty()) return err = api().why, false;
+  Plan* p = nullptr;
+  if (!plan_for(s, p, err)) return false;
+  cudnnStatus_t st = api().set_stream(static_cast<cudnnHandle_t>(handle_), static_cast<cudaStream_t>(stream));
+  if (st != CUDNN_STATUS_SUCCESS) return err = std::string("cudnnSetStream: ") + api().error_string(st), false;
+  if (static_cast<size_t>(p->workspace) > workspace_bytes_) {
+    if (workspace_) cudaFree(workspace_);
+    workspace_ = nullptr;
+    workspace_bytes_ = 0;
+    if (cudaMalloc(&workspace_, static_cast<size_t>(p->workspace)) != cudaSuccess)
+      return err = "cudaMalloc of cuDNN's workspace (" + std::to_string(p->workspace) + " bytes)", false;
+    workspace_bytes_ = static_cast<size_t>(p->workspace);
+  }
+  const size_t elem = 2, half = size_t{s.planes} * s.rows_k * s.dim * elem;
+  float scale = s.scale, neg_inf = -std::numeric_limits<float>::infinity();
+  std::vector<void*> ptrs = {
+      const_cast<void*>(q), const_cast<void*>(kv), static_cast<unsigned char*>(const_cast<void*>(kv)) + half, &scale, o_t, stats};
+  std::vector<int64_t> uids = {kQ, kK, kV, kScale, kO, kStats};
+  if (s.causal) ptrs.push_back(&neg_inf), uids.push_back(kNegInf);  // only the causal graph has the mask's −inf
+  const auto count = static_cast<int64_t>(uids.size());
+  Builder g;
+  cudnnBackendDescriptor_t pack = g.make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
+  g.set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, count, uids.data(), "variant pack uids");
+  g.set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count, ptrs.data(), "variant pack pointers");
+  g.set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace_, "variant pack workspace");
+  g.finalize(pack, "variant pack");
+  if (g.error.empty()) g.check(api().execute(static_cast<cudnnHandle_t>(handle_), p->plan, pack), "cudnnBackendExecute");
+  if (!g.error.empty()) return err = "cuDNN attention tile: " + g.error, false;
+  return true;
+}
+
+}  // namespace sg::cuda
