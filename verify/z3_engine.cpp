@@ -951,6 +951,8 @@ class Encoder {
       Run run;
       if (ci.kind == ComputeKind::Attn) run = Run{AtomKind::Attn, ci.mask, q_home, u(i), u(m), u(m + 1), 1};
       else if (is_out0) run = Run{AtomKind::GradQ, ci.mask, q_home, u(i), u(m), u(m + 1), 1};
+      else if (ci.split_kv && buf == wr[2].buf && c >= wr[2].lo && c < wr[2].lo + wr[2].cnt)
+        run = Run{AtomKind::GradV, ci.mask, v_home, u(m), u(i), u(i + 1), 1};  // dV: the V half, atoms of v(m)
       else run = Run{AtomKind::GradKV, ci.mask, kv_home, u(m), u(i), u(i + 1), 1};
       t = add(t, constant(atom_hash(run, run.lo), true));
     }

@@ -611,10 +611,10 @@ class Interp {
       bad_operand(s, rank, kv.buf, kv.lo, c.split_kv ? "K" : "KV", kvv, c.split_kv ? "a single k(m)" : "a single kv(m)");
       return;
     }
+    uint32_t v_home = 0;
     if (c.split_kv) {  // V apart: it must hold the same item as K (v(m) beside k(m))
       const Range& vr = rd[c.reads_cnt - 1];
       const Value& vv = read(rank, vr.buf, vr.lo, s);
-      uint32_t v_home = 0;
       if (vv.single_item_any(v_home) != m) {
         std::string want = "v(" + std::to_string(m) + "), the item K holds";
         bad_operand(s, rank, vr.buf, vr.lo, "V", vv, want.c_str());
@@ -643,8 +643,16 @@ class Interp {
             Run{AtomKind::GradKV, c.mask, kv_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1), 1});
         tile_steps_[tile_key(add2.runs[0], add2.runs[0].lo)] = s;
         reduce_into(rank, wr[1].buf, wr[1].lo, add2, s);
-        // dV takes the same tiles as dK (one gradient atom of kv(m), its V half).
-        if (c.split_kv) reduce_into(rank, wr[2].buf, wr[2].lo, add2, s);
+        // dV: the V half of the same gradient, an atom of v(m)'s own buffer (so dK's partials
+        // landing in dV are a wrong result, not the same terms).
+        if (c.split_kv) {
+          Value add3;
+          add3.defined = true;
+          add3.runs.push_back(
+              Run{AtomKind::GradV, c.mask, v_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1), 1});
+          tile_steps_[tile_key(add3.runs[0], add3.runs[0].lo)] = s;
+          reduce_into(rank, wr[2].buf, wr[2].lo, add3, s);
+        }
       }
     }
   }
@@ -815,7 +823,7 @@ uint64_t tile_key(const Run& f, uint32_t at) {
 
 StepId tile_culprit(const InterpResult& r, const Issue& is) {
   for (const Run& e : is.extra) {
-    if (e.kind != AtomKind::Attn && e.kind != AtomKind::GradQ && e.kind != AtomKind::GradKV) continue;
+    if (e.kind != AtomKind::Attn && e.kind != AtomKind::GradQ && e.kind != AtomKind::GradKV && e.kind != AtomKind::GradV) continue;
     for (uint32_t at = e.lo; at < e.hi; ++at) {
       auto it = r.tile_steps.find(tile_key(e, at));
       if (it != r.tile_steps.end()) return it->second;

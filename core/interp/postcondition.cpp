@@ -174,10 +174,12 @@ class Checker {
       compare(x, where.first, dq.buf, dq.lo + (where.second - q.lo),
               tiles(AtomKind::GradQ, q.buf, i, i - q.lo, kv.lo, kv.cnt, x.mask, true, x.heads));
     for (const auto& [j, where] : owners(kv)) {
-      Value grads = tiles(AtomKind::GradKV, kv.buf, j, j - kv.lo, q.lo, q.cnt, x.mask, false, x.heads);
-      compare(x, where.first, dkv.buf, dkv.lo + (where.second - kv.lo), grads);
-      // K and V apart: dV[j] holds the same gradient tiles of kv(j) as dK[j] (their V half).
-      if (x.split_kv) compare(x, where.first, x.dv.buf, x.dv.lo + (where.second - kv.lo), grads);
+      compare(x, where.first, dkv.buf, dkv.lo + (where.second - kv.lo),
+              tiles(AtomKind::GradKV, kv.buf, j, j - kv.lo, q.lo, q.cnt, x.mask, false, x.heads));
+      // K and V apart: dV[j] holds the V half of the same tiles, Gv(j, i), atoms of v(j).
+      if (x.split_kv)
+        compare(x, where.first, x.dv.buf, x.dv.lo + (where.second - kv.lo),
+                tiles(AtomKind::GradV, x.v.buf, j, j - kv.lo, q.lo, q.cnt, x.mask, false, x.heads));
     }
   }
 

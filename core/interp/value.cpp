@@ -154,8 +154,10 @@ std::string describe_run(const Run& r, const StepGraph& g, int64_t home_buf) {
     case AtomKind::Attn: s += "A(" + std::to_string(r.fixed) + ", " + range(r.lo, r.hi) + ", " + mask_name(r.mask) + ")"; break;
     case AtomKind::GradQ: s += "Gq(" + std::to_string(r.fixed) + ", " + range(r.lo, r.hi) + ")"; break;
     case AtomKind::GradKV: s += "Gkv(" + std::to_string(r.fixed) + ", " + range(r.lo, r.hi) + ")"; break;
+    case AtomKind::GradV: s += "Gv(" + std::to_string(r.fixed) + ", " + range(r.lo, r.hi) + ")"; break;
   }
-  if (home_buf >= 0 && r.buf != home_buf && r.kind != AtomKind::Attn && r.kind != AtomKind::GradQ && r.kind != AtomKind::GradKV)
+  if (home_buf >= 0 && r.buf != home_buf && r.kind != AtomKind::Attn && r.kind != AtomKind::GradQ && r.kind != AtomKind::GradKV &&
+      r.kind != AtomKind::GradV)
     s += " of " + bufname;
   return s;
 }

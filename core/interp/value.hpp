@@ -14,7 +14,8 @@ namespace sg {
 
 class StepGraph;
 
-enum class AtomKind : uint8_t { Contrib, Item, Attn, GradQ, GradKV };
+// GradV: the V half of a gradient where K and V are apart (dV), told from dK's GradKV.
+enum class AtomKind : uint8_t { Contrib, Item, Attn, GradQ, GradKV, GradV };
 
 struct Run {
   AtomKind kind = AtomKind::Contrib;
