@@ -66,7 +66,6 @@ struct AttentionLayout {
   // Such outputs are never merged or moved (plan_attention refuses a step that would).
   std::vector<uint8_t> shadowed;  // per buffer
   uint64_t o_kernel_bytes = 0;    // one O|lse item in the kernels' layout
-  bool relayout() const { return split_kv || !lq.kernel || !lkv.kernel || !lo.kernel || !ldq.kernel || !ldkv.kernel; }
 };
 
 // Role r's blocks (0 q, 1 kv, 2 O, 3 dQ, 4 dKV; with K and V apart 5 k, 6 v, 7 dK, 8 dV, each

@@ -11,7 +11,8 @@
 //   executor_dataflow.cpp    the dataflow run: the progress loop, issue, complete
 //   executor_transfers.cpp   its MPI transfers: choreographic messages (matched probes), collectives
 //   executor_lanes.cpp       lanes and gates on the dataflow path (asynchronous device work)
-//   executor_local_work.cpp  copies, reductions, compute and attention tiles
+//   executor_local_work.cpp  copies, reductions, compute (generic) steps
+//   executor_attention.cpp   attention tiles, their items moved between declared layouts and the kernels'
 //   executor_streamed.cpp    the stream-ordered run (ExecOptions::stream, NCCL's model)
 //   executor_fill_check.cpp  initial values, fill_inputs, the check, the attention outputs
 //   executor_report.cpp      step descriptions and stall reports
@@ -342,7 +343,8 @@ struct Executor::Impl {
   // ---- executor_local_work.cpp ----
   void local_work(StepId s);
   void reduce_range(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems);
-  void attention_tile(const ComputeInfo& ci);  // exec/executor_attention.cpp, with the three below
+  // ---- executor_attention.cpp ----
+  void attention_tile(const ComputeInfo& ci);
   // Attention items in the kernels' layout around the tiles of roles laid out otherwise
   // (q, kv, O, dQ, dKV), and the O|lse rows kept beside an O declared without its lse (per
   // buffer): host memory, and device memory in device mode.
