@@ -521,24 +521,28 @@ std::vector<RowBlock> role_blocks(const AttentionLayout& a, int role, bool to_ke
   }
 }
 
+namespace {
+void fill_kernel_item(const AttentionLayout& a, bool q_side, uint32_t rel, unsigned char* dst);
+}  // namespace
+
 void fill_attention_half(const AttentionLayout& a, bool v_half, uint32_t rel, unsigned char* dst) {
   std::vector<unsigned char> kv(a.kv_bytes);
-  AttentionLayout plain = a;
-  plain.lkv.kernel = true;
-  fill_attention_item(plain, false, rel, kv.data());
+  fill_kernel_item(a, false, rel, kv.data());
   relayout_host(role_blocks(a, v_half ? 6 : 5, false), dst, kv.data() + (v_half ? a.kv_bytes / 2 : 0));
 }
 
 void fill_attention_item(const AttentionLayout& a, bool q_side, uint32_t rel, unsigned char* dst) {
-  const ItemLayout& L = q_side ? a.lq : a.lkv;
-  if (!L.kernel) {  // filled in the kernels' layout, then laid out as declared
-    std::vector<unsigned char> k(q_side ? a.q_bytes : a.kv_bytes);
-    AttentionLayout plain = a;
-    plain.lq.kernel = plain.lkv.kernel = true;
-    fill_attention_item(plain, q_side, rel, k.data());
-    relayout_host(role_blocks(a, q_side ? 0 : 1, false), dst, k.data());
-    return;
-  }
+  if ((q_side ? a.lq : a.lkv).kernel) return fill_kernel_item(a, q_side, rel, dst);
+  // Filled in the kernels' layout, then laid out as declared.
+  std::vector<unsigned char> k(q_side ? a.q_bytes : a.kv_bytes);
+  fill_kernel_item(a, q_side, rel, k.data());
+  relayout_host(role_blocks(a, q_side ? 0 : 1, false), dst, k.data());
+}
+
+namespace {
+
+// Item rel of Q (q_side) or KV in the kernels' layout, in the chunk's storage format.
+void fill_kernel_item(const AttentionLayout& a, bool q_side, uint32_t rel, unsigned char* dst) {
   const TileShape& t = a.tile;
   if (!q_side) {
     size_t n = attn_kv_elems(t);
@@ -579,6 +583,8 @@ void fill_attention_item(const AttentionLayout& a, bool q_side, uint32_t rel, un
     std::memcpy(row + 4 * size_t{t.dim}, &bundle[r * w + 2 * t.dim], 8);
   }
 }
+
+}  // namespace
 
 double attention_model_flops(const AttentionLayout& a) {
   double f = 4.0 * a.batch * a.heads * static_cast<double>(a.seq) * a.seq * a.dim;

@@ -732,12 +732,12 @@ TEST_CASE("layouts exec cannot read for their role are refused at the layout, ex
   CHECK(x.out.find("exec_attn_layout_bad.sched:3:53: error: layout letter 'x' is none of b (batch)") != std::string::npos);
 }
 
-TEST_CASE("K and V as two buffers: attn(Q[i], K[j], V[j]), forward and backward, the numbers of one packed kv buffer",
-          "[exec][mpi][attention][layout]") {
-  if (!have_mpiexec()) return;
-  // Forward: q, K, V and O in bshd (O without its lse), K and V rotated in two double buffers.
-  const std::string fwd = sgtest::temp_path("exec_attn_kv_apart.sched");
-  write_file(fwd, R"(schedule ring_kv(seq = 480, heads = 3, dim = 16, batch = 2) {
+namespace {
+
+// Ring attention with K and V as two buffers, rotated in two double buffers: the forward with
+// q, K, V and O in bshd (O without its lse), the backward with K, V, dK, dV in sbhd and the
+// gradient partials in bytes buffers.
+const std::string kRingKv = R"(schedule ring_kv(seq = 480, heads = 3, dim = 16, batch = 2) {
   let blk = seq / N;
   buffer Q[N] shape [batch, blk, heads, dim] layout bshd dtype bf16;
   buffer K[N] shape [batch, blk, heads, dim] layout bshd dtype bf16;
@@ -762,7 +762,55 @@ TEST_CASE("K and V as two buffers: attn(Q[i], K[j], V[j]), forward and backward,
     }
   }
 }
-)");
+)";
+const std::string kRingKvBwd = R"(schedule ring_kv_bwd(seq = 480, heads = 3, dim = 16, batch = 2) {
+  let blk = seq / N;
+  buffer Q[N] shape [batch, heads, blk, 2 * dim + 4] dtype bf16;
+  buffer K[N] shape [blk, batch, heads, dim] layout sbhd dtype bf16;
+  buffer V[N] shape [blk, batch, heads, dim] layout sbhd dtype bf16;
+  buffer dQ[N] shape [batch, blk, heads, dim] layout bshd dtype f32;
+  buffer dK[N] shape [blk, batch, heads, dim] layout sbhd dtype f32;
+  buffer dV[N] shape [blk, batch, heads, dim] layout sbhd dtype f32;
+  buffer ck[2] bytes batch * heads * blk * dim * 2 dtype bf16;
+  buffer cv[2] bytes batch * heads * blk * dim * 2 dtype bf16;
+  buffer gk[3] bytes batch * heads * blk * dim * 4 dtype f32;
+  buffer gv[3] bytes batch * heads * blk * dim * 4 dtype f32;
+  init Q owned;
+  init K owned;
+  init V owned;
+  expect attention_backward(Q, K, V, dQ, dK, dV, causal);
+  for r in 0 .. N { copy K[r] into ck[0] at r; copy V[r] into cv[0] at r; }
+  for s in 0 .. N {
+    for r in 0 .. N {
+      let j = (r - s) % N;
+      if s < N - 1 {
+        send ck[s % 2] from r to (r + 1) % N into ck[(s + 1) % 2];
+        send cv[s % 2] from r to (r + 1) % N into cv[(s + 1) % 2];
+      }
+      if s >= 2 { copy gk[2] into gk[s % 2] at r; copy gv[2] into gv[s % 2] at r; }
+      if j < r { compute attn_bwd(Q[r], ck[s % 2], cv[s % 2]) into dQ[r], gk[s % 2], gv[s % 2] mask full at r; }
+      if j == r { compute attn_bwd(Q[r], ck[s % 2], cv[s % 2]) into dQ[r], gk[s % 2], gv[s % 2] mask causal at r; }
+      if s >= 1 {
+        send gk[(s - 1) % 2] from (r - 1) % N to r into gk[s % 2] reduce;
+        send gv[(s - 1) % 2] from (r - 1) % N to r into gv[s % 2] reduce;
+      }
+    }
+  }
+  for r in 0 .. N {
+    send gk[(N - 1) % 2] from r to (r + 1) % N into dK[(r + 1) % N];
+    send gv[(N - 1) % 2] from r to (r + 1) % N into dV[(r + 1) % N];
+  }
+}
+)";
+
+}  // namespace
+
+TEST_CASE("K and V as two buffers: attn(Q[i], K[j], V[j]), forward and backward, the numbers of one packed kv buffer",
+          "[exec][mpi][attention][layout]") {
+  if (!have_mpiexec()) return;
+  // Forward: q, K, V and O in bshd (O without its lse), K and V rotated in two double buffers.
+  const std::string fwd = sgtest::temp_path("exec_attn_kv_apart.sched");
+  write_file(fwd, kRingKv);
   // The same ring with one packed kv (bs2hd): the same inputs (K is the first half of a kv
   // item, V the second), so the same outputs to the last bit.
   const std::string packed = sgtest::temp_path("exec_attn_kv_packed.sched");
@@ -790,45 +838,7 @@ TEST_CASE("K and V as two buffers: attn(Q[i], K[j], V[j]), forward and backward,
 
   // Backward: K, V, dK and dV apart (sbhd), their gradient partials in bytes buffers.
   const std::string bwd = sgtest::temp_path("exec_attn_kv_apart_bwd.sched");
-  write_file(bwd, R"(schedule ring_kv_bwd(seq = 480, heads = 3, dim = 16, batch = 2) {
-  let blk = seq / N;
-  buffer Q[N] shape [batch, heads, blk, 2 * dim + 4] dtype bf16;
-  buffer K[N] shape [blk, batch, heads, dim] layout sbhd dtype bf16;
-  buffer V[N] shape [blk, batch, heads, dim] layout sbhd dtype bf16;
-  buffer dQ[N] shape [batch, blk, heads, dim] layout bshd dtype f32;
-  buffer dK[N] shape [blk, batch, heads, dim] layout sbhd dtype f32;
-  buffer dV[N] shape [blk, batch, heads, dim] layout sbhd dtype f32;
-  buffer ck[2] bytes batch * heads * blk * dim * 2 dtype bf16;
-  buffer cv[2] bytes batch * heads * blk * dim * 2 dtype bf16;
-  buffer gk[3] bytes batch * heads * blk * dim * 4 dtype f32;
-  buffer gv[3] bytes batch * heads * blk * dim * 4 dtype f32;
-  init Q owned;
-  init K owned;
-  init V owned;
-  expect attention_backward(Q, K, V, dQ, dK, dV, causal);
-  for r in 0 .. N { copy K[r] into ck[0] at r; copy V[r] into cv[0] at r; }
-  for s in 0 .. N {
-    for r in 0 .. N {
-      let j = (r - s) % N;
-      if s < N - 1 {
-        send ck[s % 2] from r to (r + 1) % N into ck[(s + 1) % 2];
-        send cv[s % 2] from r to (r + 1) % N into cv[(s + 1) % 2];
-      }
-      if s >= 2 { copy gk[2] into gk[s % 2] at r; copy gv[2] into gv[s % 2] at r; }
-      if j < r { compute attn_bwd(Q[r], ck[s % 2], cv[s % 2]) into dQ[r], gk[s % 2], gv[s % 2] mask full at r; }
-      if j == r { compute attn_bwd(Q[r], ck[s % 2], cv[s % 2]) into dQ[r], gk[s % 2], gv[s % 2] mask causal at r; }
-      if s >= 1 {
-        send gk[(s - 1) % 2] from (r - 1) % N to r into gk[s % 2] reduce;
-        send gv[(s - 1) % 2] from (r - 1) % N to r into gv[s % 2] reduce;
-      }
-    }
-  }
-  for r in 0 .. N {
-    send gk[(N - 1) % 2] from r to (r + 1) % N into dK[(r + 1) % N];
-    send gv[(N - 1) % 2] from r to (r + 1) % N into dV[(r + 1) % N];
-  }
-}
-)");
+  write_file(bwd, kRingKvBwd);
   for (const char* device : {"cpu", "host-staged"}) {
     Ran b = exec(4, bwd + " --device " + device + " --check --iters 1 --warmup 0 --json");
     INFO(device << ":\n" << b.out);
@@ -840,45 +850,7 @@ TEST_CASE("K and V as two buffers: attn(Q[i], K[j], V[j]), forward and backward,
     CHECK(jb["max_abs_err"].get<double>() < 1e-4);
   }
   // dV given dK's partials: the check finds every dV element wrong.
-  std::string swapped = R"(schedule ring_kv_bwd(seq = 480, heads = 3, dim = 16, batch = 2) {
-  let blk = seq / N;
-  buffer Q[N] shape [batch, heads, blk, 2 * dim + 4] dtype bf16;
-  buffer K[N] shape [blk, batch, heads, dim] layout sbhd dtype bf16;
-  buffer V[N] shape [blk, batch, heads, dim] layout sbhd dtype bf16;
-  buffer dQ[N] shape [batch, blk, heads, dim] layout bshd dtype f32;
-  buffer dK[N] shape [blk, batch, heads, dim] layout sbhd dtype f32;
-  buffer dV[N] shape [blk, batch, heads, dim] layout sbhd dtype f32;
-  buffer ck[2] bytes batch * heads * blk * dim * 2 dtype bf16;
-  buffer cv[2] bytes batch * heads * blk * dim * 2 dtype bf16;
-  buffer gk[3] bytes batch * heads * blk * dim * 4 dtype f32;
-  buffer gv[3] bytes batch * heads * blk * dim * 4 dtype f32;
-  init Q owned;
-  init K owned;
-  init V owned;
-  expect attention_backward(Q, K, V, dQ, dK, dV, causal);
-  for r in 0 .. N { copy K[r] into ck[0] at r; copy V[r] into cv[0] at r; }
-  for s in 0 .. N {
-    for r in 0 .. N {
-      let j = (r - s) % N;
-      if s < N - 1 {
-        send ck[s % 2] from r to (r + 1) % N into ck[(s + 1) % 2];
-        send cv[s % 2] from r to (r + 1) % N into cv[(s + 1) % 2];
-      }
-      if s >= 2 { copy gk[2] into gk[s % 2] at r; copy gv[2] into gv[s % 2] at r; }
-      if j < r { compute attn_bwd(Q[r], ck[s % 2], cv[s % 2]) into dQ[r], gk[s % 2], gv[s % 2] mask full at r; }
-      if j == r { compute attn_bwd(Q[r], ck[s % 2], cv[s % 2]) into dQ[r], gk[s % 2], gv[s % 2] mask causal at r; }
-      if s >= 1 {
-        send gk[(s - 1) % 2] from (r - 1) % N to r into gk[s % 2] reduce;
-        send gv[(s - 1) % 2] from (r - 1) % N to r into gv[s % 2] reduce;
-      }
-    }
-  }
-  for r in 0 .. N {
-    send gk[(N - 1) % 2] from r to (r + 1) % N into dK[(r + 1) % N];
-    send gv[(N - 1) % 2] from r to (r + 1) % N into dV[(r + 1) % N];
-  }
-}
-)";
+  std::string swapped = kRingKvBwd;
   const std::string to_dv = "send gv[(N - 1) % 2] from r";
   swapped.replace(swapped.find(to_dv), to_dv.size(), "send gk[(N - 1) % 2] from r");
   write_file(bwd, swapped);
@@ -887,32 +859,7 @@ TEST_CASE("K and V as two buffers: attn(Q[i], K[j], V[j]), forward and backward,
   CHECK(w.rc == 1);
   CHECK(w.out.find("dKV") != std::string::npos);
   // A tile with one KV operand beside an expect with K and V apart: refused at the tile.
-  std::string mixed = R"(schedule ring_kv(seq = 480, heads = 3, dim = 16, batch = 2) {
-  let blk = seq / N;
-  buffer Q[N] shape [batch, blk, heads, dim] layout bshd dtype bf16;
-  buffer K[N] shape [batch, blk, heads, dim] layout bshd dtype bf16;
-  buffer V[N] shape [batch, blk, heads, dim] layout bshd dtype bf16;
-  buffer O[N] shape [batch, blk, heads, dim] layout bshd;
-  buffer ck[2] shape [batch, blk, heads, dim] layout bshd dtype bf16;
-  buffer cv[2] shape [batch, blk, heads, dim] layout bshd dtype bf16;
-  init Q owned;
-  init K owned;
-  init V owned;
-  expect attention(Q, K, V, O, causal);
-  for r in 0 .. N { copy K[r] into ck[0] at r; copy V[r] into cv[0] at r; }
-  for s in 0 .. N {
-    for r in 0 .. N {
-      let j = (r - s) % N;
-      if s < N - 1 {
-        send ck[s % 2] from r to (r + 1) % N into ck[(s + 1) % 2];
-        send cv[s % 2] from r to (r + 1) % N into cv[(s + 1) % 2];
-      }
-      if j < r { compute attn(Q[r], ck[s % 2], cv[s % 2]) into O[r] mask full at r; }
-      if j == r { compute attn(Q[r], ck[s % 2], cv[s % 2]) into O[r] mask causal at r; }
-    }
-  }
-}
-)";
+  std::string mixed = kRingKv;
   const std::string tile = "compute attn(Q[r], ck[s % 2], cv[s % 2]) into O[r] mask full";
   mixed.replace(mixed.find(tile), tile.size(), "compute attn(Q[r], ck[s % 2]) into O[r] mask full");
   write_file(fwd, mixed);

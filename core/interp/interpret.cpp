@@ -630,29 +630,21 @@ class Interp {
         continue;
       }
       // attn adds A(i, m) to O[i]; attn_bwd adds Gq(i, m) to dQ[i] and Gkv(m, i) to dKV[j].
-      Value add1;
-      add1.defined = true;
-      add1.runs.push_back(Run{c.kind == ComputeKind::Attn ? AtomKind::Attn : AtomKind::GradQ, c.mask, q_home, static_cast<uint32_t>(i),
-                              static_cast<uint32_t>(m), static_cast<uint32_t>(m + 1), 1});
-      tile_steps_[tile_key(add1.runs[0], add1.runs[0].lo)] = s;
-      reduce_into(rank, wr[0].buf, wr[0].lo + k, add1, s);
+      // Each tile's atom is remembered with its step (the culprit of a foreign term).
+      auto add = [&](AtomKind kind, uint32_t home, int64_t fixed, int64_t partner, const Range& into, uint32_t chunk) {
+        Value v;
+        v.defined = true;
+        v.runs.push_back(
+            Run{kind, c.mask, home, static_cast<uint32_t>(fixed), static_cast<uint32_t>(partner), static_cast<uint32_t>(partner + 1), 1});
+        tile_steps_[tile_key(v.runs[0], v.runs[0].lo)] = s;
+        reduce_into(rank, into.buf, chunk, v, s);
+      };
+      add(c.kind == ComputeKind::Attn ? AtomKind::Attn : AtomKind::GradQ, q_home, i, m, wr[0], wr[0].lo + k);
       if (c.kind == ComputeKind::AttnBwd) {
-        Value add2;
-        add2.defined = true;
-        add2.runs.push_back(
-            Run{AtomKind::GradKV, c.mask, kv_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1), 1});
-        tile_steps_[tile_key(add2.runs[0], add2.runs[0].lo)] = s;
-        reduce_into(rank, wr[1].buf, wr[1].lo, add2, s);
+        add(AtomKind::GradKV, kv_home, m, i, wr[1], wr[1].lo);
         // dV: the V half of the same gradient, an atom of v(m)'s own buffer (so dK's partials
         // landing in dV are a wrong result, not the same terms).
-        if (c.split_kv) {
-          Value add3;
-          add3.defined = true;
-          add3.runs.push_back(
-              Run{AtomKind::GradV, c.mask, v_home, static_cast<uint32_t>(m), static_cast<uint32_t>(i), static_cast<uint32_t>(i + 1), 1});
-          tile_steps_[tile_key(add3.runs[0], add3.runs[0].lo)] = s;
-          reduce_into(rank, wr[2].buf, wr[2].lo, add3, s);
-        }
+        if (c.split_kv) add(AtomKind::GradV, v_home, m, i, wr[2], wr[2].lo);
       }
     }
   }
