@@ -17,7 +17,10 @@
 // <= 1.1 at >= 64 KiB, <= 1.3 below) as PASS or MISS. A MISS does not fail the benchmark (the
 // timing is noisy); a wrong result of exec or of a hand program does.
 //
-// Usage: bench_exec [--quick] [--hand] [--procs P] [--iters K] [--warmup W] [--passes R].
+// --transports: ring all-reduce through each device transport on the stand-in device (staged,
+// cuda-aware, ipc) and on host memory, against MPI_Allreduce in the same run (transport_table).
+//
+// Usage: bench_exec [--quick] [--hand | --transports] [--procs P] [--iters K] [--warmup W] [--passes R].
 // Defaults: the library table at 4 processes; --hand at 2 and 4 (--procs P: only P); 20
 // iterations, 5 warm-up (exec's defaults), 3 passes (--hand only). --quick: 2 processes, tiny
 // sizes, one pass, as a smoke test that asserts nothing about time: the library table on two
@@ -247,20 +250,76 @@ int hand_table(bool quick, const std::vector<int>& procs, int iters, int warmup,
   return status;
 }
 
+// The device transports on the stand-in device (--device host-staged: host memory playing the
+// GPU, its two lanes deferred), ring all-reduce against MPI_Allreduce on the same sizes: staged
+// through host mirrors, MPI on the device memory itself (what a CUDA-aware MPI does) and IPC
+// (each rank copies from the sender's mapped memory: exec/executor_ipc.cpp), next to exec on
+// plain host memory (--device cpu). The CPU's view of issue 30's transports: on a GPU the same
+// rows are bench/gpu_run.sh's, against a device-to-device copy.
+int transport_table(bool quick, int procs, int iters) {
+  const std::string sweep = quick ? "16KiB,64KiB" : "1MiB,4MiB,16MiB,64MiB";
+  const std::string mpi = mpiexec(procs, 900) + STEPGRAPH_BIN;
+  const std::vector<std::pair<std::string, std::string>> modes = {{"host (cpu)", "--device cpu"},
+                                                                  {"staged", "--device host-staged --transport staged"},
+                                                                  {"cuda-aware", "--device host-staged --transport cuda-aware"},
+                                                                  {"ipc", "--device host-staged --transport ipc"}};
+  std::printf("bench/exec --transports: ring_allreduce through each transport on the stand-in device, %d processes, %d iterations\n", procs,
+              iters);
+  std::printf("speed = MPI_Allreduce's time (same processes, same run) / ours; every point checked\n\n%10s", "size");
+  std::map<uint64_t, std::map<std::string, Point>> table;
+  int status = 0;
+  for (const auto& [label, flags] : modes) {
+    std::printf(" %18s", label.c_str());
+    std::string out;
+    std::string cmd = mpi + " exec ring_allreduce " + flags + " --sweep size=" + sweep + " --compare native --check --iters " +
+                      std::to_string(iters) + " --warmup 3 --json 2>/dev/null";
+    if (!run(cmd, out)) {
+      std::printf("\n  %s: failed (%s)\n", label.c_str(), cmd.c_str());
+      status = 1;
+      continue;
+    }
+    for (const auto& row : nlohmann::json::parse(out)) {
+      Point p;
+      p.time_us = row["time_us"];
+      if (!row["native_time_us"].is_null()) p.native_us = row["native_time_us"];
+      p.wrong = row["wrong"].is_null() ? 0 : row["wrong"].get<long>();
+      if (p.wrong) status = 1;
+      table[row["size_bytes"].get<uint64_t>()][label] = p;
+    }
+  }
+  std::printf("\n");
+  for (const auto& [size, row] : table) {
+    std::printf("%10s", human(size).c_str());
+    for (const auto& [label, flags] : modes) {
+      auto it = row.find(label);
+      if (it == row.end() || it->second.native_us <= 0) {
+        std::printf(" %18s", "-");
+        continue;
+      }
+      char cell[64];
+      std::snprintf(cell, sizeof cell, "%.2fx (%.0f)", it->second.native_us / it->second.time_us, it->second.time_us);
+      std::printf(" %18s", cell);
+    }
+    std::printf("\n");
+  }
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false, hand = false;
+  bool quick = false, hand = false, transports = false;
   int procs = 0, iters = 20, warmup = 5, passes = 3;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     else if (std::strcmp(argv[i], "--hand") == 0) hand = true;
+    else if (std::strcmp(argv[i], "--transports") == 0) transports = true;
     else if (std::strcmp(argv[i], "--procs") == 0 && i + 1 < argc) procs = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--iters") == 0 && i + 1 < argc) iters = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--warmup") == 0 && i + 1 < argc) warmup = std::atoi(argv[++i]);
     else if (std::strcmp(argv[i], "--passes") == 0 && i + 1 < argc) passes = std::atoi(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: bench_exec [--quick] [--hand] [--procs P] [--iters K] [--warmup W] [--passes R]\n");
+      std::fprintf(stderr, "usage: bench_exec [--quick] [--hand | --transports] [--procs P] [--iters K] [--warmup W] [--passes R]\n");
       return 2;
     }
   }
@@ -275,10 +334,13 @@ int main(int argc, char** argv) {
   }
   std::vector<int> hand_procs = procs ? std::vector<int>{procs} : std::vector<int>{2, 4};
   if (hand) return hand_table(quick, hand_procs, iters, warmup, passes);
+  if (transports) return transport_table(quick, procs ? procs : 4, iters);
   int status = library_table(quick, procs ? procs : 4, iters);
   if (quick) {
     std::printf("\n");
     status |= hand_table(quick, hand_procs, iters, warmup, passes);
+    std::printf("\n");
+    status |= transport_table(quick, procs ? procs : 2, iters);
   }
   return status;
 }

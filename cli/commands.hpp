@@ -97,7 +97,7 @@ struct ExecOpts {
   bool check = false, json = false;
   std::string predict;             // a platform: print the analytic simulator's time next to the measured one
   std::string device = "cpu";      // cpu, cuda or host-staged
-  std::string transport = "auto";  // with a device: auto, staged, cuda-aware or nccl
+  std::string transport = "auto";  // with a device: auto, staged, cuda-aware, ipc or nccl
   bool device_sync = false;        // with a device: every device call waits (no streams)
   bool allow_defects = false;      // run a schedule the check before the run finds a defect in
 };

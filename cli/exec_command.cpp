@@ -185,6 +185,7 @@ int cmd_exec(const ExecOpts& o) {
     req.device_sync = o.device_sync;
     req.device = tr.device;
     req.direct = tr.direct;
+    req.ipc = tr.ipc;
     req.stream = tr.stream();
     req.print_warnings = v == values.front();
     req.value = v;

@@ -237,11 +237,12 @@ static int run_command(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda", "host-staged"}));
   exec->add_option("--transport", eopts.transport,
                    "with a device: auto (default: cuda-aware when MPI reports CUDA support, else staged), staged (through host "
-                   "memory), cuda-aware (MPI on device memory; falls back to staged with the reason), nccl (NCCL, a GPU per rank; with "
-                   "--device host-staged, MPI keeping NCCL's rules)")
-      ->check(CLI::IsMember({"auto", "staged", "cuda-aware", "nccl"}));
+                   "memory), cuda-aware (MPI on device memory; falls back to staged with the reason), ipc (ranks of one node copy "
+                   "device to device from each other's buffers: CUDA IPC; with --device host-staged, shared memory), nccl (NCCL, a GPU "
+                   "per rank; with --device host-staged, MPI keeping NCCL's rules)")
+      ->check(CLI::IsMember({"auto", "staged", "cuda-aware", "ipc", "nccl"}));
   exec->add_flag("--device-sync", eopts.device_sync,
-                 "with a device, staged or cuda-aware: every device call waits for the device (default: two streams, local work "
+                 "with a device, staged, cuda-aware or ipc: every device call waits for the device (default: two streams, local work "
                  "overlapping transfers, ordered by events); for comparison and debugging");
   exec->add_option(
       "--predict", eopts.predict,

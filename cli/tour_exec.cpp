@@ -151,6 +151,10 @@ int tour_exec(int rc) {
       "' exec ring_allreduce --set size=64KiB --device cuda --check --iters 2; echo \"   exit code $?\" ) 2>&1 "
       "| grep -e 'stepgraph: error' -e '^   exit code' -e '# device'");
   run(mpi + "-n 4 '" + self + "' exec ring_allreduce --set size=1MiB --device host-staged --check --iters 5 --warmup 1");
+  std::cout << "\n    `--transport ipc`: ranks of one node map each other's device buffers once (CUDA IPC on a GPU, shared memory\n"
+               "    on the stand-in); a message is a descriptor, and the receiver copies device to device from the sender's\n"
+               "    buffer, never through the host\n\n";
+  run(mpi + "-n 4 '" + self + "' exec ring_allreduce --set size=1MiB --device host-staged --transport ipc --check --iters 5 --warmup 1");
   std::cout << "\n    `--transport nccl`: NCCL has no buffered send and matches transfers by issue order, so every rank issues\n"
                "    them in one global order of groups computed from the whole schedule (a transfer stream beside a compute\n"
                "    stream, events between them). MPI stands in for NCCL here; a program whose blocking sends all go first\n"

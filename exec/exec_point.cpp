@@ -153,6 +153,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   eo.timeout_s = req.timeout_s;
   eo.device = device;
   eo.device_direct = req.direct;
+  eo.ipc = req.ipc;
   eo.lanes = device && !stream && !req.device_sync;
   eo.stream = stream;
   eo.order = stream ? &order : nullptr;

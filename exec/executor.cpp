@@ -11,6 +11,7 @@
 namespace sg::exec {
 
 Executor::Impl::~Impl() {
+  close_ipc();  // (collective: before any rank's buffers go)
   for (MPI_Request& q : persistent)
     if (q != MPI_REQUEST_NULL) MPI_Request_free(&q);
   for (MPI_Comm& c : owned_comms)

@@ -53,6 +53,12 @@ struct ExecOptions {
   DeviceOps* device = nullptr;
   // With a device: MPI reads and writes device memory itself (CUDA-aware MPI), nothing staged.
   bool device_direct = false;
+  // With device_direct: point-to-point between ranks goes through each other's device memory
+  // (every rank on one node; CUDA IPC on a GPU, shared memory on the stand-in device): each rank
+  // maps the others' buffers once in setup; a send posts a descriptor (buffer, offset, bytes), the
+  // receiver copies from the sender's buffer on its transfer lane and acknowledges once the copy
+  // is done, which completes the send (executor_ipc.cpp). Collectives stay staged.
+  bool ipc = false;
   // With a device: its calls are asynchronous, on two lanes (streams): local work on lane 0, the
   // copies around MPI on lane 1, ordered by marks (events) on the device; MPI touches memory only
   // once the host has seen the marks it needs. So compute overlaps transfers and the host keeps

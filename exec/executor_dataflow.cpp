@@ -58,13 +58,15 @@ RunResult Executor::Impl::run(bool compute, bool values) {
     MPI_Request q = persistent.empty() ? MPI_REQUEST_NULL : persistent[s];
     int rc;
     if (!probe) {  // more than 64 sources: every receive into staging
-      rc = MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+      rc = ipc ? ipc_irecv(s, mpi_stage(s), static_cast<int>(g.peer(s)), tag[s], choreo, &q)
+               : MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
     } else {  // a receive that depends on nothing: straight into its destination, or its staging slot to reduce
       bool reduces = g.flags(s) & kFlagReduce;
       direct[s] = !reduces;
+      unsigned char* dst = reduces ? mpi_stage(s) : mpi_ptr(r);
       rc = q != MPI_REQUEST_NULL ? MPI_Start(&q)
-                                 : MPI_Irecv(reduces ? mpi_stage(s) : mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE,
-                                             static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+           : ipc                 ? ipc_irecv(s, dst, static_cast<int>(g.peer(s)), tag[s], choreo, &q)
+                                 : MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
     }
     if (!check_rc(rc, "MPI_Irecv", s)) break;
     track(q, s, Req::ChoreoData);
@@ -89,7 +91,10 @@ RunResult Executor::Impl::run(bool compute, bool values) {
       }
       moved = true;
     }
-    if (!error.empty() || (completed == n && buffered_out == 0)) break;
+    // (An IPC run ends once its acknowledgements are out: the senders wait for them.)
+    if (!error.empty() || (completed == n && buffered_out == 0 && ipc_acks.empty() && ipc_acks_out == 0)) break;
+    if (!ipc_acks.empty() && ipc_send_acks()) moved = true;
+    if (!error.empty()) break;
     if (flow_lanes && !gated.empty()) {
       if (open_gates()) {
         moved = true;
@@ -103,7 +108,7 @@ RunResult Executor::Impl::run(bool compute, bool values) {
       continue;
     }
     if (!error.empty()) break;
-    if (reqs.empty() && !expecting && gated.empty()) {
+    if (reqs.empty() && !expecting && gated.empty() && ipc_acks.empty()) {
       error = "nothing can run and nothing is in flight: the schedule is stuck";
       res.report = stall_report(0);
       break;
@@ -194,9 +199,10 @@ void Executor::Impl::issue(StepId s) {
       int rc;
       if (!g.local(s)) {
         q = persistent.empty() ? MPI_REQUEST_NULL : persistent[s];
-        rc = q != MPI_REQUEST_NULL
-                 ? MPI_Start(&q)
-                 : MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+        int to = static_cast<int>(g.peer(s));
+        rc = q != MPI_REQUEST_NULL ? MPI_Start(&q)
+             : ipc                 ? ipc_isend(s, r, g.peer(s), to, tag[s], choreo, &q)
+                                   : MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, to, tag[s], choreo, &q);
       } else {
         MPI_Comm c;
         int peer = 0;
@@ -207,7 +213,7 @@ void Executor::Impl::issue(StepId s) {
         if (g.connection_slots) {  // buffered: the message leaves a copy, and the send is done
           if (dev_direct) {
             error = "buffered sends (FIFO connections: MSCCL) copy their message on the host; " + describe(s) +
-                    " is in device memory under a CUDA-aware transport (use --transport staged)";
+                    " is in device memory under the " + std::string(ipc ? "ipc" : "cuda-aware") + " transport (use --transport staged)";
             return;
           }
           if (sent_copy.size() < g.size()) sent_copy.resize(g.size());
@@ -219,7 +225,8 @@ void Executor::Impl::issue(StepId s) {
           complete(s);
           return;
         }
-        rc = MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
+        rc = ipc ? ipc_isend(s, r, g.p2p_info(s).peer, peer, g.p2p_info(s).tag, c, &q)
+                 : MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
       }
       if (!check_rc(rc, "MPI_Isend", s)) return;
       if (g.nonblocking(s)) satisfy(s);
@@ -250,7 +257,9 @@ void Executor::Impl::issue(StepId s) {
       unsigned char* dst = (g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(r);
       int32_t t = g.p2p_info(s).tag;
       MPI_Request q;
-      if (!check_rc(MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, t == kAnyTag ? MPI_ANY_TAG : t, c, &q), "MPI_Irecv", s))
+      int mt = t == kAnyTag ? MPI_ANY_TAG : t;
+      if (!check_rc(ipc ? ipc_irecv(s, dst, peer, mt, c, &q) : MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, mt, c, &q),
+                    "MPI_Irecv", s))
         return;
       track(q, s, Req::LocalRecv);
       if (g.nonblocking(s)) satisfy(s);
@@ -325,6 +334,12 @@ bool Executor::Impl::handles_done(StepId w) const {
 
 // Completions only make steps ready (the loop starts them): no request is added here.
 void Executor::Impl::on_request_done(StepId s, Req kind) {
+  if (kind == Req::IpcAck) {
+    --ipc_acks_out;
+    return;
+  }
+  // IPC: what came is a descriptor; its bytes are copied (on lane 1) first.
+  if (ipc && (kind == Req::ChoreoData || kind == Req::LocalRecv) && !ipc_pull(s)) return;
   if (flow_lanes && !to_lane(1)) return;  // what MPI wrote goes up on lane 1
   switch (kind) {
     case Req::ChoreoData:
@@ -346,6 +361,7 @@ void Executor::Impl::on_request_done(StepId s, Req kind) {
       break;
     }
     case Req::Coll: finish_collective(s); break;
+    case Req::IpcAck: break;  // (handled above)
   }
 }
 

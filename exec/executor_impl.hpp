@@ -48,7 +48,7 @@ struct Executor::Impl {
   // A step's state in a run (st[s]).
   enum : uint8_t { kIssued = 1, kCompleted = 2, kArrived = 4, kTaken = 8, kDeferred = 16, kHeld = 32 };
   // What a request in flight is (on_request_done).
-  enum class Req : uint8_t { ChoreoData, Send, LocalRecv, Coll, BufferedSend };
+  enum class Req : uint8_t { ChoreoData, Send, LocalRecv, Coll, BufferedSend, IpcAck };
 
   // Aligned storage: reductions vectorise better on 64-byte boundaries.
   struct Block {
@@ -184,6 +184,28 @@ struct Executor::Impl {
   // dev_direct (ExecOptions::device_direct): MPI reads and writes device memory itself (CUDA-aware
   // MPI), so nothing is staged: MPI's pointers are the device buffers and the device staging.
   bool dev_direct = false;
+  // ---- the IPC transport (ExecOptions::ipc, executor_ipc.cpp) ----
+  // A message is a descriptor: the sender's world rank, its buffer, the offset and the bytes, and
+  // the tag its acknowledgement comes back with (on ipc_comm, a duplicate of the world).
+  struct IpcDesc {
+    uint32_t src = 0, buf = 0;
+    uint64_t off = 0, bytes = 0;
+    int32_t ack = 0, pad = 0;
+  };
+  struct IpcAck {
+    int mark;     // the pull's mark on lane 1 (-1: done already)
+    uint32_t to;  // the sender (world rank)
+    int tag;
+  };
+  bool ipc = false;
+  std::vector<std::vector<unsigned char*>> ipc_base;  // per world rank, per buffer: its memory opened here (empty: this rank)
+  std::vector<std::vector<uint64_t>> ipc_size;        // per world rank, per buffer: its bytes
+  std::vector<IpcDesc> ipc_in, ipc_out;               // per step: the descriptor received / sent
+  std::vector<unsigned char*> ipc_dst;                // per receive step: where the bytes go (destination or staging)
+  std::vector<uint32_t> ipc_seq;                      // per world rank: acknowledgements asked of it
+  std::deque<IpcAck> ipc_acks;                        // pulls enqueued, acknowledged once their mark is reached
+  uint64_t ipc_acks_out = 0;                          // acknowledgements sent, not complete
+  MPI_Comm ipc_comm = MPI_COMM_NULL;
   std::string dev_error;  // the first device failure, kept across runs (fill_inputs and check report it)
 
   Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts) : g(graph), sources(sm), world(w), o(opts) {}
@@ -330,6 +352,17 @@ struct Executor::Impl {
   void finish_staged_on_device(StepId s, const Range& r, const unsigned char* src);
   void start_collective(StepId s, const Range& r);
   void finish_collective(StepId s);
+
+  // ---- executor_ipc.cpp ----
+  bool setup_ipc(std::string& err);
+  void close_ipc();
+  // The MPI calls of point-to-point transfers on device memory, as descriptors (peer and tag as
+  // MPI takes them on comm; peer_world: the receiver's world rank).
+  int ipc_isend(StepId s, const Range& r, uint32_t peer_world, int peer, int mpi_tag, MPI_Comm comm, MPI_Request* q);
+  int ipc_irecv(StepId s, unsigned char* dst, int peer, int mpi_tag, MPI_Comm comm, MPI_Request* q);
+  int ipc_imrecv(StepId s, unsigned char* dst, MPI_Message* msg, MPI_Request* q);
+  bool ipc_pull(StepId s);
+  bool ipc_send_acks();
 
   // ---- executor_lanes.cpp ----
   bool local_after(int m);

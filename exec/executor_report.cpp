@@ -70,6 +70,11 @@ std::string Executor::Impl::stall_report(double waited) const {
         ++shown;
         break;
       }
+  if (!ipc_acks.empty() || ipc_acks_out > 0) {  // (IPC: a sender waits for these)
+    out += "\n  " + std::to_string(ipc_acks.size()) + " copies from peers' memory not done on the device, " + std::to_string(ipc_acks_out) +
+           " acknowledgements not delivered";
+    ++shown;
+  }
   if (shown == 0)
     for (StepId s = 0; s < g.size(); ++s)
       if (!(st[s] & kIssued)) {

@@ -25,7 +25,7 @@ bool Executor::Impl::setup(std::string& err) {
   int bad = local ? 0 : 1, any = 0;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, world);
   if (any) return false;
-  if (!build_communicators(err)) return false;
+  if (!build_communicators(err) || !setup_ipc(err)) return false;
   coll_prev.assign(g.size(), kNoStep);
   coll_next.assign(g.size(), kNoStep);
   std::map<MPI_Comm, StepId> last;

@@ -65,7 +65,8 @@ bool Executor::Impl::receive_matched(StepId s, MPI_Message& msg) {
   bool straight = (st[s] & kIssued) && !(g.flags(s) & kFlagReduce);
   direct[s] = straight;
   MPI_Request q;
-  if (!check_rc(MPI_Imrecv(straight ? mpi_ptr(r) : mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, &msg, &q), "MPI_Imrecv", s))
+  unsigned char* dst = straight ? mpi_ptr(r) : mpi_stage(s);
+  if (!check_rc(ipc ? ipc_imrecv(s, dst, &msg, &q) : MPI_Imrecv(dst, count_of(bytes(r), error), MPI_BYTE, &msg, &q), "MPI_Imrecv", s))
     return false;
   int done = 0;
   if (!check_rc(MPI_Test(&q, &done, MPI_STATUS_IGNORE), "MPI_Test", s)) return false;
@@ -91,7 +92,9 @@ bool Executor::Impl::deps_soon(StepId s, int depth) const {
     bool local_work = k == StepKind::Copy || k == StepKind::Reduce || k == StepKind::Compute;
     bool incoming = k == StepKind::Recv && !g.local(d) && (x & kTaken);
     bool outgoing = k == StepKind::Send && !g.local(d) && (x & kIssued);
-    if (outgoing) continue;
+    // (Under IPC a send completes only once its receiver copied the message, which may be held
+    // itself: not soon.)
+    if (outgoing && !ipc) continue;
     if (!(local_work || incoming) || !deps_soon(d, depth - 1)) return false;
   }
   return true;

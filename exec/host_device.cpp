@@ -1,5 +1,10 @@
 #include "exec/host_device.hpp"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -8,7 +13,87 @@
 
 namespace sg::exec {
 
+namespace {
+
+// What ipc_export writes: this process, the memfd's descriptor in it and the mapped length.
+struct HostIpcHandle {
+  uint64_t magic = 0x5347495043ull;  // "SGIPC": not a handle of another device
+  int64_t pid = 0;
+  int64_t fd = -1;
+  uint64_t len = 0;
+};
+static_assert(sizeof(HostIpcHandle) <= DeviceOps::kIpcHandleBytes);
+
+}  // namespace
+
+HostDeviceOps::~HostDeviceOps() {
+  for (auto& [p, m] : maps_) {
+    munmap(const_cast<unsigned char*>(p), m.len);
+    if (m.fd >= 0) close(m.fd);
+  }
+}
+
 unsigned char* HostDeviceOps::allocate(size_t bytes, std::string& err) {
+  if (!shared_) return allocate_private(bytes, err);
+  // A memfd mapped shared: page-aligned and zeroed, and another process can map the same pages.
+  size_t n = bytes ? bytes : 1;
+  int fd = memfd_create("stepgraph-device", MFD_CLOEXEC);
+  if (fd < 0) return err = std::string("memfd_create: ") + std::strerror(errno), nullptr;
+  if (ftruncate(fd, static_cast<off_t>(n)) != 0) {
+    err = std::string("ftruncate of shared memory (") + std::to_string(n) + " bytes): " + std::strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    err = std::string("mmap of shared memory (") + std::to_string(n) + " bytes): " + std::strerror(errno);
+    close(fd);
+    return nullptr;
+  }
+  auto* q = static_cast<unsigned char*>(p);
+  maps_[q] = Mapping{fd, n};
+  return q;
+}
+
+bool HostDeviceOps::ipc_export(const unsigned char* base, unsigned char* handle, std::string& err) {
+  auto it = maps_.find(base);
+  if (it == maps_.end() || it->second.fd < 0) return err = "memory not allocated shared by this stand-in device", false;
+  HostIpcHandle h;
+  h.pid = getpid();
+  h.fd = it->second.fd;
+  h.len = it->second.len;
+  std::memset(handle, 0, kIpcHandleBytes);
+  std::memcpy(handle, &h, sizeof h);
+  return true;
+}
+
+unsigned char* HostDeviceOps::ipc_open(const unsigned char* handle, size_t bytes, std::string& err) {
+  HostIpcHandle h;
+  std::memcpy(&h, handle, sizeof h);
+  if (h.magic != HostIpcHandle{}.magic) return err = "not a handle of the stand-in device", nullptr;
+  if (h.len < bytes)
+    return err = "a shared allocation of " + std::to_string(h.len) + " bytes, " + std::to_string(bytes) + " expected", nullptr;
+  std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
+  int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return err = "open " + path + ": " + std::strerror(errno), nullptr;
+  void* p = mmap(nullptr, h.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
+  close(fd);
+  if (p == MAP_FAILED) return err = "mmap " + path + ": " + std::strerror(e), nullptr;
+  auto* q = static_cast<unsigned char*>(p);
+  maps_[q] = Mapping{-1, h.len};
+  return q;
+}
+
+void HostDeviceOps::ipc_close(unsigned char* p, size_t bytes) {
+  (void)bytes;
+  auto it = maps_.find(p);
+  if (it == maps_.end() || it->second.fd >= 0) return;
+  munmap(p, it->second.len);
+  maps_.erase(it);
+}
+
+unsigned char* HostDeviceOps::allocate_private(size_t bytes, std::string& err) {
   // 64-byte aligned and zeroed, as cudaMalloc + cudaMemset would give.
   size_t n = (bytes + 63) / 64 * 64;
   auto* p = static_cast<unsigned char*>(std::aligned_alloc(64, n ? n : 64));
@@ -20,7 +105,13 @@ unsigned char* HostDeviceOps::allocate(size_t bytes, std::string& err) {
   return p;
 }
 
-void HostDeviceOps::release(unsigned char* p) { std::free(p); }
+void HostDeviceOps::release(unsigned char* p) {
+  auto it = maps_.find(p);
+  if (it == maps_.end()) return std::free(p);
+  munmap(p, it->second.len);
+  if (it->second.fd >= 0) close(it->second.fd);
+  maps_.erase(it);
+}
 
 bool HostDeviceOps::to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string& err) {
   return defer([=](std::string&) { return std::memcpy(host, dev, bytes), true; }, err);

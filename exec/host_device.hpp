@@ -8,10 +8,15 @@
 // in an order drawn at random among the lanes that may go (a lane stops at a wait for a mark not
 // yet reached). A missing wait between the lanes, or MPI touching memory before a mark was
 // polled, then shows as wrong numbers in --check, as it would on a GPU.
+//
+// Shared (set_shared), its memory is what CUDA IPC gives a GPU's: each allocation a memfd mapped
+// MAP_SHARED, exported as (pid, fd, length) and opened by another process of the node through
+// /proc/<pid>/fd/<fd>, so the IPC transport's protocol runs and is checked without a GPU.
 #pragma once
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <vector>
 
 #include "core/device/device_ops.hpp"
@@ -25,11 +30,17 @@ class HostDeviceOps final : public DeviceOps {
     lazy_ = true;
     rng_ = seed * 0x9E3779B97F4A7C15ull + 1;
   }
+  // Device memory other processes of the node can open (ipc_export / ipc_open).
+  void set_shared() { shared_ = true; }
+  ~HostDeviceOps() override;
   std::string name() const override { return "host memory standing in for a device"; }
   unsigned char* allocate(size_t bytes, std::string& err) override;
   void release(unsigned char* p) override;
-  unsigned char* allocate_host(size_t bytes, std::string& err) override { return allocate(bytes, err); }
+  unsigned char* allocate_host(size_t bytes, std::string& err) override { return allocate_private(bytes, err); }
   void release_host(unsigned char* p) override { release(p); }
+  bool ipc_export(const unsigned char* base, unsigned char* handle, std::string& err) override;
+  unsigned char* ipc_open(const unsigned char* handle, size_t bytes, std::string& err) override;
+  void ipc_close(unsigned char* p, size_t bytes) override;
   bool to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string& err) override;
   bool to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) override;
   bool copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) override;
@@ -60,6 +71,13 @@ class HostDeviceOps final : public DeviceOps {
     rng_ ^= rng_ << 13, rng_ ^= rng_ >> 7, rng_ ^= rng_ << 17;  // xorshift64
     return rng_;
   }
+  unsigned char* allocate_private(size_t bytes, std::string& err);
+  struct Mapping {
+    int fd = -1;     // the memfd (own allocations; kept open so that peers can open it), else -1
+    size_t len = 0;  // the mapped length
+  };
+  bool shared_ = false;
+  std::map<const unsigned char*, Mapping> maps_;  // own shared allocations and opened peer memory
   bool lazy_ = false;
   int lane_ = -1;
   std::deque<Item> q_[2];

@@ -42,18 +42,37 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
   int me = 0, size = 1;
   MPI_Comm_rank(world, &me);
   MPI_Comm_size(world, &size);
-  (void)size;  // (NCCL only)
   Transport::Held& h = *out.held_;
   if (o.device == "cpu" && o.transport != "auto") return refuse("--transport " + o.transport + " needs --device cuda (or host-staged)");
   if (o.device == "cpu" && o.device_sync) return refuse("--device-sync needs --device cuda (or host-staged)");
   if (o.transport == "nccl" && o.device_sync)
     return refuse("--device-sync does not apply to --transport nccl, whose transfers are ordered on the device's streams");
+  // IPC reaches the ranks of one node: the node's size against the world's.
+  int node_size = size;
+  if (o.transport == "ipc") {
+    MPI_Comm node;
+    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    int fewest = 0;
+    MPI_Allreduce(&node_size, &fewest, 1, MPI_INT, MPI_MIN, world);
+    if (fewest < size)
+      return refuse("--transport ipc: the " + std::to_string(size) + " ranks are not all on one node (" + std::to_string(fewest) +
+                    " share the smallest), and device memory is mapped only within a node (use --transport staged, or cuda-aware with a "
+                    "CUDA-aware MPI)");
+  }
+  const std::string pairs = std::to_string(size * (size - 1)) + " ordered pairs";
   if (o.device == "host-staged") {
     out.device = &h.host_device;
-    out.direct = o.transport == "cuda-aware";
-    out.name = out.direct ? "cuda-aware" : "staged";
-    out.why = out.direct ? "--transport cuda-aware: point-to-point on the stand-in device memory itself, collectives staged"
-                         : "staged through host mirrors";
+    out.direct = o.transport == "cuda-aware" || o.transport == "ipc";
+    out.ipc = o.transport == "ipc";
+    out.name = out.ipc ? "ipc" : out.direct ? "cuda-aware" : "staged";
+    out.why = out.ipc ? "every pair of the " + std::to_string(size) + " ranks (" + pairs +
+                            ", one node) copies from the other's stand-in device memory, mapped shared (CUDA IPC's protocol); "
+                            "collectives staged"
+              : out.direct ? "--transport cuda-aware: point-to-point on the stand-in device memory itself, collectives staged"
+                           : "staged through host mirrors";
+    if (out.ipc) h.host_device.set_shared();
     // The stand-in device defers its lanes like a GPU, in an order drawn per rank (and per
     // STEPGRAPH_LANE_SEED), so that a missing wait between lanes, or MPI touching memory before
     // the host saw the mark it needs, shows in --check.
@@ -125,7 +144,12 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
     bool aware = mpi_cuda_aware(why_not);
     int mine_aware = aware ? 1 : 0, all_aware = 0;
     MPI_Allreduce(&mine_aware, &all_aware, 1, MPI_INT, MPI_MIN, world);
-    if (h.stream_comm) {
+    if (o.transport == "ipc") {
+      out.direct = out.ipc = true;
+      out.name = "ipc";
+      out.why = "CUDA IPC: every pair of the " + std::to_string(size) + " ranks (" + pairs + ", one node" +
+                (local_size > dp.count ? ", ranks sharing devices" : "") + ") copies device to device; collectives staged";
+    } else if (h.stream_comm) {
       out.name = "nccl";
       out.why = h.stream_comm->name() + ", one GPU per rank; transfers in groups issued in one global order";
     } else if (all_aware && o.transport != "staged") {

@@ -19,7 +19,7 @@ namespace sg::exec {
 
 struct TransportRequest {
   std::string device = "cpu";      // cpu, cuda or host-staged
-  std::string transport = "auto";  // with a device: auto, staged, cuda-aware or nccl
+  std::string transport = "auto";  // with a device: auto, staged, cuda-aware, ipc or nccl
   bool device_sync = false;        // with a device: every device call waits (no streams)
 };
 
@@ -40,8 +40,9 @@ class Transport {
   Transport& operator=(const Transport&) = delete;
 
   DeviceOps* device = nullptr;  // null: buffers in host memory
-  bool direct = false;          // MPI reads and writes device memory itself (CUDA-aware)
-  std::string name = "host";    // host, staged, cuda-aware or nccl
+  bool direct = false;          // MPI reads and writes device memory itself (CUDA-aware), or IPC does
+  bool ipc = false;             // point-to-point through the peers' device memory (every rank on one node)
+  std::string name = "host";    // host, staged, cuda-aware, ipc or nccl
   std::string why;              // how it was chosen, for the table's header
   std::string device_note;      // the device in words
   // The stream-ordered transport (--transport nccl), or null.

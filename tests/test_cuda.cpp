@@ -303,6 +303,24 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
   }
 }
 
+TEST_CASE("exec --transport ipc: ranks sharing the GPU copy from each other's buffers (CUDA IPC), the staged transport's results",
+          "[cuda][exec]") {
+  if (!sgtest::have_mpiexec() || cuda::probe_devices().count == 0) {
+    WARN("no CUDA device: --transport ipc is checked on the stand-in device only (test_exec)");
+    return;
+  }
+  for (const char* args : {"ring_allreduce --set size=1MiB", "recursive_doubling_allreduce --set size=96KiB --dtype bf16",
+                           "pairwise_alltoall --set size=48KiB", "zigzag_ring_attention_bwd --set seq=4096 --set heads=8 --set dim=64"})
+    for (const char* sync : {"", " --device-sync"}) {
+      sgtest::Ran r = sgtest::run_command(sgtest::mpiexec(120) + " -n 4 '" + std::string(STEPGRAPH_BIN) + "' exec " + args +
+                                          " --device cuda --transport ipc --check --iters 2 --warmup 1 --json" + sync + " 2>&1");
+      INFO(args << sync << ":\n" << r.out);
+      REQUIRE(r.rc == 0);
+      CHECK(r.out.find("\"wrong\": 0") != std::string::npos);
+      CHECK(r.out.find("\"transport\": \"ipc\"") != std::string::npos);
+    }
+}
+
 TEST_CASE("exec --transport nccl: NCCL on a GPU per rank gives the staged transport's results; ranks sharing a GPU are refused",
           "[cuda][exec][nccl]") {
   if (!sgtest::have_mpiexec()) return;

@@ -387,9 +387,10 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
     if (name.rfind("tp_", 0) == 0 || name == "hierarchical_allreduce" || name == "dp_grid_allreduce") sets += " --set mp=2";
     if (name == "dp_bucketed_step" || name.rfind("tp_", 0) == 0) sets += " --set flops=1M";
     // Staged (MPI on host mirrors) at N = 4, MPI on the "device" memory itself (what CUDA-aware
-    // MPI does) at N = 3, and NCCL's rules (transfers matched by issue order, in groups issued in
-    // the stream order, core/graph/stream_order.hpp) kept by MPI at N = 4.
-    for (const char* transport : {"staged", "cuda-aware", "nccl"}) {
+    // MPI does) at N = 3, NCCL's rules (transfers matched by issue order, in groups issued in
+    // the stream order, core/graph/stream_order.hpp) kept by MPI at N = 4, and IPC (each rank
+    // copies from the sender's mapped memory, exec/executor_ipc.cpp) at N = 4.
+    for (const char* transport : {"staged", "cuda-aware", "nccl", "ipc"}) {
       int n = std::string(transport) == "cuda-aware" ? 3 : 4;
       Ran r = exec(
           n, name + " " + sets + " --device host-staged --transport " + transport + " --check --iters 2 --warmup 1 --timeout 20 --json",
@@ -444,6 +445,15 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
   // On-block point-to-point and a reducing receive go through the same staging.
   CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --device host-staged --check --iters 2").rc == 0);
   CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --device host-staged --transport cuda-aware --check --iters 2").rc == 0);
+  CHECK(exec(2, kSrc + "/tests/verify_cases/recv_first.sched:fixed --device host-staged --transport ipc --check --iters 2").rc == 0);
+  // IPC: the header says how every pair moves its bytes; without a device it is refused.
+  Ran ipc = exec(3, "ring_allreduce --set size=3KiB --device host-staged --transport ipc --check --iters 1", true);
+  CHECK(ipc.rc == 0);
+  CHECK(ipc.out.find("transport: ipc (every pair of the 3 ranks (6 ordered pairs, one node) copies from the other's stand-in device "
+                     "memory, mapped shared") != std::string::npos);
+  Ran no_dev = exec(2, "ring_allreduce --transport ipc --iters 1", true);
+  CHECK(no_dev.rc == 2);
+  CHECK(no_dev.out.find("--transport ipc needs --device cuda (or host-staged)") != std::string::npos);
 }
 
 TEST_CASE("MSCCL XML runs with real data: msccl-tools' files give the collective's numbers and MPI's, the broken one is caught",

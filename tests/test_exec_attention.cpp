@@ -235,14 +235,14 @@ TEST_CASE("attention layouts exec cannot fill are refused at their source line, 
   CHECK(b.out.find("not elem = 3", first + 1) == std::string::npos);
 }
 
-TEST_CASE("attention in device mode: tiles and merges through the DeviceOps, both transports, the same accuracy",
+TEST_CASE("attention in device mode: tiles and merges through the DeviceOps, every dataflow transport, the same accuracy",
           "[exec][mpi][attention]") {
   if (!have_mpiexec()) return;
   // --device host-staged: the GPU path's attention (device tiles, device merges of reducing
   // receives, MPI's merge operator on staged collectives) with host memory as the device.
   for (const char* name :
        {"ring_attention", "ringx1_attention", "zigzag_ring_attention_bwd", "ulysses_ring_attention_bwd", "ringx3_attention_bwd"})
-    for (const char* transport : {"staged", "cuda-aware"})
+    for (const char* transport : {"staged", "cuda-aware", "ipc"})
       for (const char* elem : {"4", "2"}) {
         Ran r = exec(4, std::string(name) + " --set seq=480 --set heads=12 --set dim=16 --set elem=" + elem +
                             " --device host-staged --transport " + transport + " --check --iters 1 --warmup 0 --json");
@@ -262,7 +262,7 @@ TEST_CASE("device calls on two streams: every interleaving drawn, and synchronou
   // STEPGRAPH_LANE_SEED: a missing wait between the lanes (a tile before the kv block it reads
   // has come up) or MPI sending a range before its copy down ran shows as wrong numbers here.
   for (const char* name : {"zigzag_ring_attention", "ring_attention_bwd"})
-    for (const char* transport : {"staged", "cuda-aware"})
+    for (const char* transport : {"staged", "cuda-aware", "ipc"})
       for (const char* seed : {"2", "3", "sync"}) {
         bool sync = std::string(seed) == "sync";
         Ran r = sgtest::run_command("STEPGRAPH_LANE_SEED=" + std::string(sync ? "1" : seed) + " " + kMpi + " -n 4 '" + kBin + "' exec " +

@@ -64,6 +64,24 @@ class DeviceOps {
     err = name() + " has no attention kernels";
     return false;
   }
+  // ---- memory another process on the node maps (CUDA IPC): the IPC transport ----
+  // An allocation of allocate() exported as a handle of kIpcHandleBytes bytes that another
+  // process of this node opens (cudaIpcGetMemHandle / cudaIpcOpenMemHandle); copy() then reads
+  // from the opened pointer. Default: the device has no such thing.
+  static constexpr size_t kIpcHandleBytes = 64;
+  virtual bool ipc_export(const unsigned char* base, unsigned char* handle, std::string& err) {
+    (void)base, (void)handle;
+    err = name() + " cannot share its memory with other processes";
+    return false;
+  }
+  // `bytes`: the allocation's size, as its owner gave it.
+  virtual unsigned char* ipc_open(const unsigned char* handle, size_t bytes, std::string& err) {
+    (void)handle, (void)bytes;
+    err = name() + " cannot open another process's memory";
+    return nullptr;
+  }
+  virtual void ipc_close(unsigned char* p, size_t bytes) { (void)p, (void)bytes; }
+
   // ---- lanes: two in-order streams per process, 0 for local work and 1 for transfers ----
   // select_lane(k): later calls go to lane k's stream and return at once; select_lane(-1): back
   // to synchronous calls, after waiting for both lanes (at most timeout_s; false with err naming

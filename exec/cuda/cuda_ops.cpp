@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 
 #include "exec/cuda/attention.cuh"
@@ -46,6 +47,29 @@ unsigned char* CudaOps::allocate(size_t bytes, std::string& err) {
 }
 
 void CudaOps::release(unsigned char* p) { cudaFree(p); }
+
+bool CudaOps::ipc_export(const unsigned char* base, unsigned char* handle, std::string& err) {
+  cudaIpcMemHandle_t h;
+  static_assert(sizeof h <= kIpcHandleBytes);
+  if (!ok(cudaIpcGetMemHandle(&h, const_cast<unsigned char*>(base)), "cudaIpcGetMemHandle", err)) return false;
+  std::memset(handle, 0, kIpcHandleBytes);
+  std::memcpy(handle, &h, sizeof h);
+  return true;
+}
+
+unsigned char* CudaOps::ipc_open(const unsigned char* handle, size_t bytes, std::string& err) {
+  (void)bytes;  // (the handle names the whole allocation)
+  cudaIpcMemHandle_t h;
+  std::memcpy(&h, handle, sizeof h);
+  void* p = nullptr;
+  if (!ok(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess), "cudaIpcOpenMemHandle", err)) return nullptr;
+  return static_cast<unsigned char*>(p);
+}
+
+void CudaOps::ipc_close(unsigned char* p, size_t bytes) {
+  (void)bytes;
+  cudaIpcCloseMemHandle(p);
+}
 
 unsigned char* CudaOps::allocate_host(size_t bytes, std::string& err) {
   void* p = nullptr;

@@ -33,6 +33,11 @@ class CudaOps final : public DeviceOps {
   bool copy_2d(unsigned char* dst, size_t dpitch, const unsigned char* src, size_t spitch, size_t width, size_t rows,
                std::string& err) override;
   bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) override;
+  // CUDA IPC: a cudaMalloc'd buffer's handle; a peer's opened with lazy peer access (ranks
+  // sharing this device, or on another device of the node that it can reach).
+  bool ipc_export(const unsigned char* base, unsigned char* handle, std::string& err) override;
+  unsigned char* ipc_open(const unsigned char* handle, size_t bytes, std::string& err) override;
+  void ipc_close(unsigned char* p, size_t bytes) override;
   bool attention_tile(const AttentionTile& t, std::string& err) override;  // exec/cuda/attention.cu
   bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) override;
   bool select_lane(int k, double timeout_s, std::string& err) override;
