@@ -289,11 +289,12 @@ TEST_CASE("exec --device cuda: refused with the runtime's reason without a devic
       REQUIRE(r.rc == 0);
       CHECK(r.out.find("\"wrong\": 0") != std::string::npos);
     }
-  // cuDNN's fused forward tile (STEPGRAPH_ATTN=cudnn, bf16 inputs), both masks, and in
-  // Megatron's layouts (relaid around it), checked against full attention.
+  // cuDNN's fused tiles (STEPGRAPH_ATTN=cudnn, bf16 inputs), forward and backward, both masks,
+  // and in Megatron's layouts (relaid around it), checked against full attention and its gradients.
   for (const std::string& args :
        {std::string("ring_attention --set causal=1"), std::string("ring_attention --set causal=0"), std::string("zigzag_ring_attention"),
-        std::string(STEPGRAPH_SOURCE_DIR) + "/bench/megatron_layout_attention.sched"}) {
+        std::string(STEPGRAPH_SOURCE_DIR) + "/bench/megatron_layout_attention.sched", std::string("ring_attention_bwd --set causal=1"),
+        std::string("ring_attention_bwd --set causal=0"), std::string("zigzag_ring_attention_bwd")}) {
     sgtest::Ran r =
         sgtest::run_command("STEPGRAPH_ATTN=cudnn " + sgtest::mpiexec(120) + " -n 4 '" + std::string(STEPGRAPH_BIN) + "' exec " + args +
                             " --set seq=4096 --set heads=8 --set dim=128 --device cuda --check --iters 2 --warmup 1 --json 2>&1");

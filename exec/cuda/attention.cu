@@ -227,7 +227,58 @@ __global__ void widen_bundle(const unsigned char* __restrict__ in, float* __rest
   }
 }
 
+// The backward's bf16 bundle unpacked for cuDNN's backward graph, one warp per row: q and dO as
+// [rows][dim] bf16, the lse as [rows] fp32, and an O' with dO·O' = D (O' = D·dO/|dO|², zero
+// where dO is): cuDNN's graph computes D = rowsum(dO ∘ O) itself and takes no D, and the bundle
+// keeps D, not O. O' in bf16 puts D within 2⁻⁸·|D| of the bundle's D (each product's rounding
+// is relative, and their magnitudes sum to |D|), what computing D from a bf16 O gives.
+__global__ void unpack_bundle_lowp(const unsigned char* __restrict__ in, __nv_bfloat16* __restrict__ q, __nv_bfloat16* __restrict__ dout,
+                                   __nv_bfloat16* __restrict__ o, float* __restrict__ lse, size_t rows, uint32_t dim) {
+  const size_t row = (blockIdx.x * size_t{blockDim.x} + threadIdx.x) / 32;
+  const unsigned lane = threadIdx.x % 32;
+  if (row >= rows) return;  // (the whole warp: one row each)
+  const unsigned char* r = in + row * (4 * size_t{dim} + 8);
+  const auto* h = reinterpret_cast<const __nv_bfloat16*>(r);
+  float ss = 0;
+  for (uint32_t i = lane; i < dim; i += 32) {
+    const float g = __bfloat162float(h[dim + i]);
+    ss += g * g;
+    q[row * dim + i] = h[i];
+    dout[row * dim + i] = h[dim + i];
+  }
+  for (int off = 16; off > 0; off >>= 1) ss += __shfl_xor_sync(kFull, ss, off);
+  const float* f = reinterpret_cast<const float*>(r + 4 * size_t{dim});
+  const float c = ss > 0.f ? f[1] / ss : 0.f;
+  for (uint32_t i = lane; i < dim; i += 32) o[row * dim + i] = __float2bfloat16(c * __bfloat162float(h[dim + i]));
+  if (lane == 0) lse[row] = f[0];
+}
+
+// acc[i] += part[i], the part in bf16 or fp16: a cuDNN tile's gradients into the fp32 accumulators.
+template <class T>
+__global__ void add_lowp(float* __restrict__ acc, const T* __restrict__ part, size_t n) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
+    acc[i] += static_cast<float>(part[i]);
+}
+
 }  // namespace
+
+int launch_unpack_bundle_lowp(const void* bundle, void* q, void* dout, void* o, float* lse, size_t rows, uint32_t dim, void* stream) {
+  if (rows == 0) return 0;
+  if (dim == 0 || dim > kAttnMaxDim) return static_cast<int>(cudaErrorInvalidValue);
+  unpack_bundle_lowp<<<static_cast<unsigned>((rows + 7) / 8), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const unsigned char*>(bundle), static_cast<__nv_bfloat16*>(q), static_cast<__nv_bfloat16*>(dout),
+      static_cast<__nv_bfloat16*>(o), lse, rows, dim);
+  return static_cast<int>(cudaGetLastError());
+}
+
+int launch_add_lowp(float* acc, const void* part, bool fp16, size_t n, void* stream) {
+  if (n == 0) return 0;
+  const auto grid = static_cast<unsigned>(std::min<size_t>((n + 255) / 256, 65535));
+  auto st = static_cast<cudaStream_t>(stream);
+  if (fp16) add_lowp<__half><<<grid, 256, 0, st>>>(acc, static_cast<const __half*>(part), n);
+  else add_lowp<__nv_bfloat16><<<grid, 256, 0, st>>>(acc, static_cast<const __nv_bfloat16*>(part), n);
+  return static_cast<int>(cudaGetLastError());
+}
 
 int launch_attn_fwd(const void* q, const void* kv, float* o_lse, bool bf16, uint32_t planes, uint32_t rows_q, uint32_t rows_k, uint32_t dim,
                     bool causal, float scale, int64_t offset, void* stream) {

@@ -31,6 +31,12 @@ int launch_attn_merge_lowp(float* acc, const void* o_t, bool fp16, const float* 
 int launch_attn_bwd(const float* bundle, const void* kv, bool kv_bf16, float* dq, float* dkv, uint32_t planes, uint32_t rows_q,
                     uint32_t rows_k, uint32_t dim, bool causal, float scale, int64_t offset, void* stream);
 
+// For cuDNN's backward: the bf16 bundle's rows unpacked into q, dO and O' ([rows][dim] bf16, O'
+// chosen so that dO·O' = the bundle's D) and the lse ([rows] fp32).
+int launch_unpack_bundle_lowp(const void* bundle, void* q, void* dout, void* o, float* lse, size_t rows, uint32_t dim, void* stream);
+// acc[i] += part[i] over n elements, part in bf16 (fp16 when fp16).
+int launch_add_lowp(float* acc, const void* part, bool fp16, size_t n, void* stream);
+
 // The backward's bf16 bundle (per row: q, dO as bf16, then lse, D as fp32: 4·dim + 8 bytes)
 // widened to the fp32 bundle (2·dim + 2 floats per row).
 int launch_widen_bundle(const void* in, float* out, size_t rows, uint32_t dim, void* stream);

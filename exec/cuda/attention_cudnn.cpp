@@ -1,15 +1,18 @@
-// The forward attention tile through cuDNN's fused flash attention (the kernel PyTorch's SDPA
-// reaches on Hopper), built with the cuDNN 9 graph (backend) API directly: the header-only
-// frontend is not packaged here, so this file writes the graph the frontend's
-// scaled_dot_product_flash_attention node builds (cudnn-frontend v1.0,
-// node/scaled_dot_product_flash_attention.h and node/softmax.h):
+// Attention tiles through cuDNN's fused flash attention (the kernels PyTorch's SDPA reaches on
+// Hopper), built with the cuDNN 9 graph (backend) API directly: the header-only frontend is not
+// packaged here, so this file writes the graphs the frontend's SDPA nodes build
+// (cudnn-frontend v1.0-v1.1, node/scaled_dot_product_flash_attention.h and node/softmax.h).
+// Forward:
 //   S = Q·Kᵀ (fp32) → × scale → [causal: row ≥ col ? S : −inf] → M = max_row S → E = exp(S − M)
 //   → Z = Σ_row E → Stats = M + log Z (fp32, the tile's lse) → P = E / Z (bf16/fp16) → O_t = P·V.
-// One plan per shape (planes, rows, dim, type, mask), cached; libcudnn is dlopen-ed at first use
-// so that nothing without a GPU ever loads it. The tile's O_t and Stats are then merged into the
-// O|lse accumulator (launch_attn_merge_lowp, attention.cu). Opt-in with STEPGRAPH_ATTN=cudnn
-// until a GPU has measured it (bench/gpu_run.sh); bf16 inputs only (cuDNN's fused attention
-// takes fp16/bf16): fp32 inputs keep the reference tile, and the backward does too for now.
+// Backward (SDPABackwardNode):
+//   D = Σ_row dO ∘ O; S as above, masked; P = exp(S − Stats); dV = Pᵀ·dO; dP = dO·Vᵀ;
+//   dS = P ∘ (dP − D) × scale; dK = dSᵀ·Q; dQ = dS·K (through an fp32 dQ accumulator in F16x16
+//   order, zeroed before each run, when the dP workspace would pass 256 MiB, as the frontend does).
+// One plan per shape (planes, rows, dim, type, mask, direction), cached; libcudnn is dlopen-ed at
+// first use so that nothing without a GPU ever loads it. Opt-in with STEPGRAPH_ATTN=cudnn until
+// a GPU has measured it (bench/gpu_run.sh); bf16 or fp16 inputs (cuDNN's fused attention takes
+// nothing else): exec's fp32 inputs keep the reference tiles.
 #include "exec/cuda/attention_cudnn.hpp"
 
 #include <cudnn_graph.h>
@@ -114,7 +117,8 @@ class Builder {
 
   // A tensor: dims and strides (elements), type, uid; virtual ones live only inside the graph.
   cudnnBackendDescriptor_t tensor(int64_t uid, cudnnDataType_t type, std::vector<int64_t> dims, std::vector<int64_t> strides,
-                                  bool is_virtual = false, bool by_value = false) {
+                                  bool is_virtual = false, bool by_value = false,
+                                  cudnnBackendTensorReordering_t reorder = CUDNN_TENSOR_REORDERING_NONE) {
     cudnnBackendDescriptor_t d = make(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
     const int64_t align = 16;
     set(d, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &type, "tensor type");
@@ -124,6 +128,8 @@ class Builder {
     set(d, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align, "tensor alignment");
     set(d, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual, "tensor virtual");
     if (by_value) set(d, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value, "tensor by value");
+    if (reorder != CUDNN_TENSOR_REORDERING_NONE)
+      set(d, CUDNN_ATTR_TENSOR_REORDERING_MODE, CUDNN_TYPE_TENSOR_REORDERING_MODE, 1, &reorder, "tensor reordering");
     finalize(d, "tensor finalize");
     return d;
   }
@@ -177,6 +183,15 @@ class Builder {
     ops.push_back(op);
   }
 
+  // y: x's elements under y's dims and strides (a transposed view).
+  void reshape(cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t y) {
+    cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+    set(op, CUDNN_ATTR_OPERATION_RESHAPE_XDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x, "reshape x");
+    set(op, CUDNN_ATTR_OPERATION_RESHAPE_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y, "reshape y");
+    finalize(op, "reshape op finalize");
+    ops.push_back(op);
+  }
+
   std::vector<cudnnBackendDescriptor_t> ops;
 
  private:
@@ -184,43 +199,41 @@ class Builder {
   int64_t next_uid_ = 100;
 };
 
-enum Uid : int64_t { kQ = 1, kK = 2, kV = 3, kScale = 4, kNegInf = 5, kO = 6, kStats = 7 };
-
-}  // namespace
-
-struct CudnnAttention::Plan {
-  cudnnBackendDescriptor_t plan = nullptr;
-  int64_t workspace = 0;
-  ~Plan() {
-    if (plan) api().drop(plan);
-  }
+enum Uid : int64_t {
+  kQ = 1,
+  kK = 2,
+  kV = 3,
+  kScale = 4,
+  kNegInf = 5,
+  kO = 6,
+  kStats = 7,
+  kDO = 8,
+  kDQ = 9,
+  kDK = 10,
+  kDV = 11,
+  kOne = 12,
+  kDQAccum = 13
 };
 
-CudnnAttention::CudnnAttention() = default;
+using Desc = cudnnBackendDescriptor_t;
 
-CudnnAttention::~CudnnAttention() {
-  plans_.clear();
-  if (workspace_) cudaFree(workspace_);
-  if (handle_) api().destroy(static_cast<cudnnHandle_t>(handle_));
+// The causal mask of the diagonal tile: key col visible to query row iff row >= col (int32 indices,
+// a boolean select of −inf, as the frontend writes it).
+Desc causal_mask(Builder& g, Desc s, const std::vector<int64_t>& sdim, const std::vector<int64_t>& sstr) {
+  auto row = g.scratch(CUDNN_DATA_INT32, sdim, sstr), col = g.scratch(CUDNN_DATA_INT32, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, row, nullptr, CUDNN_DATA_INT32, 2);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, col, nullptr, CUDNN_DATA_INT32, 3);
+  auto keep = g.scratch(CUDNN_DATA_BOOLEAN, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_CMP_GE, row, col, keep, nullptr, CUDNN_DATA_BOOLEAN);
+  auto neg_inf = g.tensor(kNegInf, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  auto masked = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, s, neg_inf, masked, keep);
+  return masked;
 }
 
-const std::string& CudnnAttention::unavailable() { return api().why; }
-
-// The plan for one shape: the graph above over q [b, h, s, d] (b = planes, h = 1: every plane
-// is its own batch entry), K read transposed out of the kv item, V after it.
-bool CudnnAttention::plan_for(const Shape& s, Plan*& out, std::string& err) {
-  auto key = std::make_tuple(s.planes, s.rows_q, s.rows_k, s.dim, s.fp16, s.causal);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return out = it->second.get(), true;
-  if (!handle_) {
-    cudnnHandle_t h = nullptr;
-    cudnnStatus_t st = api().create(&h);
-    if (st != CUDNN_STATUS_SUCCESS) return err = std::string("cudnnCreate: ") + api().error_string(st), false;
-    handle_ = h;
-  }
-  const int64_t b = s.planes, sq = s.rows_q, sk = s.rows_k, d = s.dim;
-  const cudnnDataType_t io = s.fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
-  Builder g;
+// The forward graph over q [b, 1, s, d] (b = planes: every plane is its own batch entry), K read
+// transposed out of the kv item, V after it.
+void forward_graph(Builder& g, int64_t b, int64_t sq, int64_t sk, int64_t d, cudnnDataType_t io, bool causal) {
   auto q = g.tensor(kQ, io, {b, 1, sq, d}, {sq * d, sq * d, d, 1});
   auto kt = g.tensor(kK, io, {b, 1, d, sk}, {sk * d, sk * d, 1, d});  // K transposed: Q·Kᵀ
   auto v = g.tensor(kV, io, {b, 1, sk, d}, {sk * d, sk * d, d, 1});
@@ -232,18 +245,7 @@ bool CudnnAttention::plan_for(const Shape& s, Plan*& out, std::string& err) {
   g.matmul(q, kt, s0);
   auto s1 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
   g.pointwise(CUDNN_POINTWISE_MUL, s0, scale, s1);
-  auto last = s1;
-  if (s.causal) {  // key col visible to query row iff row >= col (the diagonal tile of a causal ring)
-    auto row = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr), col = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
-    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, last, nullptr, row, nullptr, CUDNN_DATA_FLOAT, 2);
-    g.pointwise(CUDNN_POINTWISE_GEN_INDEX, last, nullptr, col, nullptr, CUDNN_DATA_FLOAT, 3);
-    auto keep = g.scratch(CUDNN_DATA_BOOLEAN, sdim, sstr);
-    g.pointwise(CUDNN_POINTWISE_CMP_GE, row, col, keep, nullptr, CUDNN_DATA_BOOLEAN);
-    auto neg_inf = g.tensor(kNegInf, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
-    auto masked = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
-    g.pointwise(CUDNN_POINTWISE_BINARY_SELECT, last, neg_inf, masked, keep);
-    last = masked;
-  }
+  auto last = causal ? causal_mask(g, s1, sdim, sstr) : s1;
   auto m = g.scratch(CUDNN_DATA_FLOAT, rdim, rstr);
   g.reduction(CUDNN_REDUCE_TENSOR_MAX, last, m);
   auto centred = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
@@ -258,6 +260,121 @@ bool CudnnAttention::plan_for(const Shape& s, Plan*& out, std::string& err) {
   auto p = g.scratch(io, sdim, sstr);  // bmm2's A in the input type, as the backend requires
   g.pointwise(CUDNN_POINTWISE_DIV, e, z, p);
   g.matmul(p, v, o);
+}
+
+// Whether the backward's dP goes through cuDNN's workspace: the frontend's rule (cuDNN 9, the dP
+// workspace of b·h·⌈sq⌉₆₄·⌈sk⌉₆₄·2 bytes within 256 MiB); otherwise dQ goes through an fp32
+// accumulator the caller zeroes.
+bool dp_in_workspace(int64_t b, int64_t sq, int64_t sk) {
+  const int64_t need = b * ((sq + 63) / 64 * 64) * ((sk + 63) / 64 * 64) * 2;
+  return need <= int64_t{256} << 20;
+}
+
+// The backward graph, as SDPABackwardNode expands it (MHA, no bias, dropout or padding).
+void backward_graph(Builder& g, int64_t b, int64_t sq, int64_t sk, int64_t d, cudnnDataType_t io, bool causal) {
+  const std::vector<int64_t> qdim{b, 1, sq, d}, qstr{sq * d, sq * d, d, 1}, kdim{b, 1, sk, d}, kstr{sk * d, sk * d, d, 1};
+  const std::vector<int64_t> tdim{b, 1, d, sk}, tstr{sk * d, sk * d, 1, d};  // K and V transposed
+  const std::vector<int64_t> sdim{b, 1, sq, sk}, sstr{sq * sk, sq * sk, sk, 1}, rdim{b, 1, sq, 1}, rstr{sq, sq, 1, 1};
+  const std::vector<int64_t> ptdim{b, 1, sk, sq}, ptstr{sq * sk, sq * sk, 1, sk};  // the scores transposed
+  auto q = g.tensor(kQ, io, qdim, qstr);
+  auto kt = g.tensor(kK, io, tdim, tstr);
+  auto vt = g.tensor(kV, io, tdim, tstr);
+  auto o = g.tensor(kO, io, qdim, qstr);
+  auto dout = g.tensor(kDO, io, qdim, qstr);
+  auto stats = g.tensor(kStats, CUDNN_DATA_FLOAT, rdim, rstr);
+  auto scale = g.tensor(kScale, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  auto one = g.tensor(kOne, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  auto dq = g.tensor(kDQ, io, qdim, qstr);
+  auto dk = g.tensor(kDK, io, kdim, kstr);
+  auto dv = g.tensor(kDV, io, kdim, kstr);
+  // D = Σ_row dO ∘ O (× 1: the dropout scale's place)
+  auto dod = g.scratch(CUDNN_DATA_FLOAT, qdim, qstr);
+  g.pointwise(CUDNN_POINTWISE_MUL, dout, o, dod);
+  auto dsum = g.scratch(CUDNN_DATA_FLOAT, rdim, rstr);
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, dod, dsum);
+  auto dd = g.scratch(CUDNN_DATA_FLOAT, rdim, rstr);
+  g.pointwise(CUDNN_POINTWISE_MUL, dsum, one, dd);
+  // P = exp(scale·Q·Kᵀ − Stats), masked
+  auto s0 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.matmul(q, kt, s0);
+  auto s1 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_MUL, s0, scale, s1);
+  auto last = causal ? causal_mask(g, s1, sdim, sstr) : s1;
+  auto centred = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_SUB, last, stats, centred);
+  auto p = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_EXP, centred, nullptr, p);
+  // dV = Pᵀ·dO
+  auto pt = g.scratch(io, ptdim, ptstr);
+  g.reshape(p, pt);
+  g.matmul(pt, dout, dv);
+  // dS = P ∘ (dO·Vᵀ − D) × scale
+  auto dp = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.matmul(dout, vt, dp);
+  auto dp1 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_MUL, dp, one, dp1);
+  auto dp2 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_SUB, dp1, dd, dp2);
+  auto dp3 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_MUL, dp2, p, dp3);
+  auto ds = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_MUL, dp3, scale, ds);
+  // dK = dSᵀ·Q
+  auto dst = g.scratch(io, ptdim, ptstr);
+  g.reshape(ds, dst);
+  g.matmul(dst, q, dk);
+  // dQ = dS·K, K read back from its transposed view
+  auto k = g.scratch(CUDNN_DATA_FLOAT, kdim, kstr);
+  g.reshape(kt, k);
+  if (dp_in_workspace(b, sq, sk)) {
+    g.matmul(ds, k, dq);
+  } else {
+    auto acc = g.tensor(kDQAccum, CUDNN_DATA_FLOAT, qdim, qstr, false, false, CUDNN_TENSOR_REORDERING_F16x16);
+    g.matmul(ds, k, acc);
+    g.pointwise(CUDNN_POINTWISE_IDENTITY, acc, nullptr, dq);
+  }
+}
+
+}  // namespace
+
+struct CudnnAttention::Plan {
+  cudnnBackendDescriptor_t plan = nullptr;
+  int64_t workspace = 0;
+  bool causal = false;
+  bool dq_accum = false;  // the backward's dQ goes through the fp32 accumulator
+  ~Plan() {
+    if (plan) api().drop(plan);
+  }
+};
+
+CudnnAttention::CudnnAttention() = default;
+
+CudnnAttention::~CudnnAttention() {
+  plans_.clear();
+  if (workspace_) cudaFree(workspace_);
+  if (dq_accum_) cudaFree(dq_accum_);
+  if (handle_) api().destroy(static_cast<cudnnHandle_t>(handle_));
+}
+
+const std::string& CudnnAttention::unavailable() { return api().why; }
+
+// The plan for one shape and direction: the graph above, then the first engine configuration of
+// the heuristics (mode A) that finalises.
+bool CudnnAttention::plan_for(const Shape& s, bool bwd, Plan*& out, std::string& err) {
+  auto key = std::make_tuple(s.planes, s.rows_q, s.rows_k, s.dim, s.fp16, s.causal, bwd);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return out = it->second.get(), true;
+  if (!handle_) {
+    cudnnHandle_t h = nullptr;
+    cudnnStatus_t st = api().create(&h);
+    if (st != CUDNN_STATUS_SUCCESS) return err = std::string("cudnnCreate: ") + api().error_string(st), false;
+    handle_ = h;
+  }
+  const int64_t b = s.planes, sq = s.rows_q, sk = s.rows_k, d = s.dim;
+  const cudnnDataType_t io = s.fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+  Builder g;
+  if (bwd) backward_graph(g, b, sq, sk, d, io, s.causal);
+  else forward_graph(g, b, sq, sk, d, io, s.causal);
 
   cudnnBackendDescriptor_t graph = g.make(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR);
   void* h = handle_;
@@ -278,7 +395,7 @@ bool CudnnAttention::plan_for(const Shape& s, Plan*& out, std::string& err) {
   if (!g.error.empty() ||
       !g.check(api().get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxConfigs, &n, cfgs.data()),
                "heuristics results"))
-    return err = "cuDNN attention graph: " + g.error, false;
+    return err = std::string("cuDNN attention ") + (bwd ? "backward" : "forward") + " graph: " + g.error, false;
   std::string tried;
   for (int64_t i = 0; i < n; ++i) {
     cudnnBackendDescriptor_t plan = nullptr;
@@ -294,37 +411,38 @@ bool CudnnAttention::plan_for(const Shape& s, Plan*& out, std::string& err) {
     }
     auto made = std::make_unique<Plan>();
     made->plan = plan;
+    made->causal = s.causal;
+    made->dq_accum = bwd && !dp_in_workspace(b, sq, sk);
     int64_t got = 0;
     api().get(plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1, &got, &made->workspace);
     out = made.get();
     plans_[key] = std::move(made);
     return true;
   }
-  err = "cuDNN offers no engine for this attention tile (" + std::to_string(n) + " configurations" +
-        (tried.empty() ? std::string(")") : ": " + tried + ")");
+  err = std::string("cuDNN offers no engine for this attention ") + (bwd ? "backward" : "forward") + " tile (" + std::to_string(n) +
+        " configurations" + (tried.empty() ? std::string(")") : ": " + tried + ")");
   return false;
 }
 
-bool CudnnAttention::forward(const Shape& s, const void* q, const void* kv, void* o_t, float* stats, void* stream, std::string& err) {
-  if (!api().why.empty()) return err = api().why, false;
-  Plan* p = nullptr;
-  if (!plan_for(s, p, err)) return false;
+bool CudnnAttention::grow(void*& p, size_t& have, size_t need, const char* what, std::string& err) {
+  if (need <= have) return true;
+  if (p) cudaFree(p);
+  p = nullptr;
+  have = 0;
+  if (cudaMalloc(&p, need) != cudaSuccess)
+    return err = std::string("cudaMalloc of ") + what + " (" + std::to_string(need) + " bytes)", false;
+  have = need;
+  return true;
+}
+
+// Executes plan p with the tensors `uids` at `ptrs` (the scale, and the mask's −inf where the
+// graph has a mask, added here) and the workspace.
+bool CudnnAttention::run(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* stream, std::string& err) {
   cudnnStatus_t st = api().set_stream(static_cast<cudnnHandle_t>(handle_), static_cast<cudaStream_t>(stream));
   if (st != CUDNN_STATUS_SUCCESS) return err = std::string("cudnnSetStream: ") + api().error_string(st), false;
-  if (static_cast<size_t>(p->workspace) > workspace_bytes_) {
-    if (workspace_) cudaFree(workspace_);
-    workspace_ = nullptr;
-    workspace_bytes_ = 0;
-    if (cudaMalloc(&workspace_, static_cast<size_t>(p->workspace)) != cudaSuccess)
-      return err = "cudaMalloc of cuDNN's workspace (" + std::to_string(p->workspace) + " bytes)", false;
-    workspace_bytes_ = static_cast<size_t>(p->workspace);
-  }
-  const size_t elem = 2, half = size_t{s.planes} * s.rows_k * s.dim * elem;
-  float scale = s.scale, neg_inf = -std::numeric_limits<float>::infinity();
-  std::vector<void*> ptrs = {
-      const_cast<void*>(q), const_cast<void*>(kv), static_cast<unsigned char*>(const_cast<void*>(kv)) + half, &scale, o_t, stats};
-  std::vector<int64_t> uids = {kQ, kK, kV, kScale, kO, kStats};
-  if (s.causal) ptrs.push_back(&neg_inf), uids.push_back(kNegInf);  // only the causal graph has the mask's −inf
+  if (!grow(workspace_, workspace_bytes_, static_cast<size_t>(p.workspace), "cuDNN's workspace", err)) return false;
+  float neg_inf = -std::numeric_limits<float>::infinity();
+  if (p.causal) ptrs.push_back(&neg_inf), uids.push_back(kNegInf);  // only a masked graph has the mask's −inf
   const auto count = static_cast<int64_t>(uids.size());
   Builder g;
   cudnnBackendDescriptor_t pack = g.make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
@@ -332,9 +450,50 @@ bool CudnnAttention::forward(const Shape& s, const void* q, const void* kv, void
   g.set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, count, ptrs.data(), "variant pack pointers");
   g.set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace_, "variant pack workspace");
   g.finalize(pack, "variant pack");
-  if (g.error.empty()) g.check(api().execute(static_cast<cudnnHandle_t>(handle_), p->plan, pack), "cudnnBackendExecute");
+  if (g.error.empty()) g.check(api().execute(static_cast<cudnnHandle_t>(handle_), p.plan, pack), "cudnnBackendExecute");
   if (!g.error.empty()) return err = "cuDNN attention tile: " + g.error, false;
   return true;
+}
+
+bool CudnnAttention::forward(const Shape& s, const void* q, const void* kv, void* o_t, float* stats, void* stream, std::string& err) {
+  if (!api().why.empty()) return err = api().why, false;
+  Plan* p = nullptr;
+  if (!plan_for(s, false, p, err)) return false;
+  const size_t half = size_t{s.planes} * s.rows_k * s.dim * 2;
+  float scale = s.scale;
+  auto* k = const_cast<void*>(kv);
+  return run(*p, {kQ, kK, kV, kScale, kO, kStats}, {const_cast<void*>(q), k, static_cast<unsigned char*>(k) + half, &scale, o_t, stats},
+             stream, err);
+}
+
+bool CudnnAttention::backward(const Shape& s, const void* q, const void* kv, const void* o, const void* dout, const float* stats, void* dq,
+                              void* dk, void* dv, void* stream, std::string& err) {
+  if (!api().why.empty()) return err = api().why, false;
+  Plan* p = nullptr;
+  if (!plan_for(s, true, p, err)) return false;
+  const size_t half = size_t{s.planes} * s.rows_k * s.dim * 2;
+  float scale = s.scale, one = 1.f;
+  auto* k = const_cast<void*>(kv);
+  std::vector<int64_t> uids = {kQ, kK, kV, kO, kDO, kStats, kScale, kOne, kDQ, kDK, kDV};
+  std::vector<void*> ptrs = {const_cast<void*>(q),
+                             k,
+                             static_cast<unsigned char*>(k) + half,
+                             const_cast<void*>(o),
+                             const_cast<void*>(dout),
+                             const_cast<float*>(stats),
+                             &scale,
+                             &one,
+                             dq,
+                             dk,
+                             dv};
+  if (p->dq_accum) {  // zeroed before every run, as the frontend's workspace modification does
+    const size_t bytes = size_t{s.planes} * s.rows_q * s.dim * 4;
+    if (!grow(dq_accum_, dq_accum_bytes_, bytes, "cuDNN's dQ accumulator", err)) return false;
+    if (cudaMemsetAsync(dq_accum_, 0, bytes, static_cast<cudaStream_t>(stream)) != cudaSuccess)
+      return err = "cudaMemsetAsync of cuDNN's dQ accumulator", false;
+    uids.push_back(kDQAccum), ptrs.push_back(dq_accum_);
+  }
+  return run(*p, std::move(uids), std::move(ptrs), stream, err);
 }
 
 }  // namespace sg::cuda

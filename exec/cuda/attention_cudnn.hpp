@@ -1,7 +1,9 @@
-// cuDNN's fused flash-attention forward as one tile (exec/cuda/attention_cudnn.cpp): a plan per
-// shape, cached; libcudnn loaded at first use. The tile writes its normalised output O_t in the
-// input type and its row statistics (the lse) in fp32; the caller merges them into its O|lse
-// accumulator. Host code: it only enqueues on the stream it is given.
+// cuDNN's fused flash attention as one tile (exec/cuda/attention_cudnn.cpp), forward and
+// backward: a plan per shape and direction, cached; libcudnn loaded at first use. The forward
+// writes its normalised output O_t in the input type and its row statistics (the lse) in fp32,
+// which the caller merges into its O|lse accumulator; the backward writes the tile's dQ, dK, dV,
+// which the caller adds into its fp32 accumulators. Host code: it only enqueues on the stream
+// it is given.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 namespace sg::cuda {
 
@@ -30,14 +33,23 @@ class CudnnAttention {
   // q [planes][rows_q][dim] and kv (K then V, each [planes][rows_k][dim]) in the input type;
   // writes o_t [planes][rows_q][dim] (input type) and stats [planes][rows_q] (fp32), on `stream`.
   bool forward(const Shape& s, const void* q, const void* kv, void* o_t, float* stats, void* stream, std::string& err);
+  // The tile's gradients from the forward's statistics: q, o, dout [planes][rows_q][dim] and kv as
+  // above in the input type, stats [planes][rows_q] fp32 (the lse); writes dq [planes][rows_q][dim]
+  // and dk, dv [planes][rows_k][dim] in the input type (not accumulated), on `stream`.
+  bool backward(const Shape& s, const void* q, const void* kv, const void* o, const void* dout, const float* stats, void* dq, void* dk,
+                void* dv, void* stream, std::string& err);
 
  private:
   struct Plan;
-  bool plan_for(const Shape& s, Plan*& out, std::string& err);
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, bool, bool>, std::unique_ptr<Plan>> plans_;
+  bool plan_for(const Shape& s, bool bwd, Plan*& out, std::string& err);
+  bool run(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* stream, std::string& err);
+  bool grow(void*& p, size_t& have, size_t need, const char* what, std::string& err);
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, bool, bool, bool>, std::unique_ptr<Plan>> plans_;
   void* handle_ = nullptr;  // cudnnHandle_t
   void* workspace_ = nullptr;
   size_t workspace_bytes_ = 0;
+  void* dq_accum_ = nullptr;  // the backward's fp32 dQ accumulator, when its plan has one
+  size_t dq_accum_bytes_ = 0;
 };
 
 }  // namespace sg::cuda

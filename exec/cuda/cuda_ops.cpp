@@ -132,6 +132,25 @@ bool CudaOps::attention_tile(const AttentionTile& t, std::string& err) {
     rc = launch_attn_merge_lowp(reinterpret_cast<float*>(t.out0), cudnn_out_, false, lse, rows, t.dim, st);
     return ok(static_cast<cudaError_t>(rc), "the merge of cuDNN's attention tile", err) && settle(err);
   }
+  if (t.backward && cudnn_ && t.bf16) {
+    // The bundle unpacked (q, dO and an O' carrying D, the lse), cuDNN's backward into the tile's
+    // own dQ, dK, dV (bf16), and those added into the fp32 accumulators.
+    if (!cudnn_attn_) cudnn_attn_ = std::make_unique<CudnnAttention>();
+    const size_t rows = size_t{planes} * t.rows_q, nq = rows * t.dim, nk = size_t{planes} * t.rows_k * t.dim;
+    auto up = [](size_t n) { return (n + 255) / 256 * 256; };
+    const size_t at_do = up(nq * 2), at_o = at_do + up(nq * 2), at_lse = at_o + up(nq * 2), at_dq = at_lse + up(rows * 4);
+    const size_t at_dk = at_dq + up(nq * 2), at_dv = at_dk + nk * 2, total = at_dv + nk * 2;
+    if (!grow(cudnn_out_, cudnn_out_bytes_, total, err)) return false;
+    unsigned char* w = cudnn_out_;
+    auto* lse = reinterpret_cast<float*>(w + at_lse);
+    rc = launch_unpack_bundle_lowp(t.q, w, w + at_do, w + at_o, lse, rows, t.dim, st);
+    if (!ok(static_cast<cudaError_t>(rc), "unpacking the bundle for cuDNN's attention backward", err)) return false;
+    CudnnAttention::Shape s{planes, t.rows_q, t.rows_k, t.dim, false, t.causal, t.scale};
+    if (!cudnn_attn_->backward(s, w, t.kv, w + at_o, w + at_do, lse, w + at_dq, w + at_dk, w + at_dv, st, err)) return false;
+    rc = launch_add_lowp(reinterpret_cast<float*>(t.out0), w + at_dq, false, nq, st);
+    if (rc == 0) rc = launch_add_lowp(reinterpret_cast<float*>(t.out1), w + at_dk, false, 2 * nk, st);
+    return ok(static_cast<cudaError_t>(rc), "adding cuDNN's attention gradients", err) && settle(err);
+  }
   if (!t.backward && gemm_) {
     if (!cublas_ && !attn_gemm_handle(&cublas_, err)) return false;
     const uint32_t slab = attn_gemm_slab(planes, t.rows_q, t.rows_k, t.dim, t.bf16);
