@@ -149,7 +149,8 @@ int cmd_exec(const ExecOpts& o) {
       if (swept) sets.emplace_back(sweep_param, std::to_string(values.front()));
       uint64_t limit = default_memory_limit();
       if (!o.max_memory.empty()) parse_size(o.max_memory, limit);  // (a bad value is refused with the point)
-      pc = precheck(o.target, static_cast<uint32_t>(size), sets, limit);
+      // Under IPC a send completes when its message was received: checked as rendezvous.
+      pc = precheck(o.target, static_cast<uint32_t>(size), sets, limit, tr.ipc);
       defect = pc.state == Precheck::State::Defect ? 1 : 0;
     }
     MPI_Bcast(&defect, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -186,6 +187,7 @@ int cmd_exec(const ExecOpts& o) {
     req.device = tr.device;
     req.direct = tr.direct;
     req.ipc = tr.ipc;
+    req.node_of = tr.node_of;
     req.stream = tr.stream();
     req.print_warnings = v == values.front();
     req.value = v;

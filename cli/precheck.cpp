@@ -54,8 +54,8 @@ Precheck Precheck::from_json(const nlohmann::json& j) {
   return p;
 }
 
-Precheck precheck(const std::string& target, uint32_t n, const std::vector<std::pair<std::string, std::string>>& sets,
-                  uint64_t max_memory) {
+Precheck precheck(const std::string& target, uint32_t n, const std::vector<std::pair<std::string, std::string>>& sets, uint64_t max_memory,
+                  bool rendezvous) {
   Precheck pc;
   Session s;
   Target t = open_target(s, target);
@@ -88,7 +88,7 @@ Precheck precheck(const std::string& target, uint32_t n, const std::vector<std::
     }
     verify::VerifyOptions vo;
     vo.engine = verify::Engine::Explicit;
-    vo.modes = {g.connection_slots ? SendMode::Bounded : SendMode::Eager};
+    vo.modes = {g.connection_slots ? SendMode::Bounded : rendezvous ? SendMode::Rendezvous : SendMode::Eager};
     vo.deadline = t0 + std::chrono::milliseconds(static_cast<int64_t>(kPrecheckSeconds * 1000));
     verify::VerifyReport rep = verify::verify_graph(g, vo);
     verify::Verdict w = rep.worst();

@@ -36,6 +36,9 @@ struct Precheck {
 inline constexpr uint64_t kPrecheckMaxSteps = 200000;
 inline constexpr double kPrecheckSeconds = 3.0;
 
-Precheck precheck(const std::string& target, uint32_t n, const std::vector<std::pair<std::string, std::string>>& sets, uint64_t max_memory);
+// `rendezvous`: sends complete only once received (exec --transport ipc), so the check uses those
+// semantics instead of eager sends.
+Precheck precheck(const std::string& target, uint32_t n, const std::vector<std::pair<std::string, std::string>>& sets, uint64_t max_memory,
+                  bool rendezvous = false);
 
 }  // namespace sg::cli

@@ -154,6 +154,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   eo.device = device;
   eo.device_direct = req.direct;
   eo.ipc = req.ipc;
+  eo.node_of = req.node_of;
   eo.lanes = device && !stream && !req.device_sync;
   eo.stream = stream;
   eo.order = stream ? &order : nullptr;

@@ -31,7 +31,8 @@ struct PointRequest {
   // MPI on device memory itself, the stream-ordered transport or null.
   DeviceOps* device = nullptr;
   bool direct = false;
-  bool ipc = false;  // with direct: point-to-point through the peers' mapped device memory
+  bool ipc = false;          // point-to-point between ranks of one node through their mapped device memory
+  std::vector<int> node_of;  // with ipc: per world rank, its node
   StreamComm* stream = nullptr;
   bool print_warnings = false;  // rank 0 prints the build's warnings (the first point only)
   uint64_t value = 0;           // the swept parameter's value (for the row)

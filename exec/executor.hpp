@@ -51,14 +51,17 @@ struct ExecOptions {
   // copied to the host before MPI reads it and back to the device after MPI wrote it. nullptr:
   // buffers in host memory.
   DeviceOps* device = nullptr;
-  // With a device: MPI reads and writes device memory itself (CUDA-aware MPI), nothing staged.
+  // With a device: MPI reads and writes device memory itself (CUDA-aware MPI), nothing staged
+  // (with ipc: between ranks of different nodes).
   bool device_direct = false;
-  // With device_direct: point-to-point between ranks goes through each other's device memory
-  // (every rank on one node; CUDA IPC on a GPU, shared memory on the stand-in device): each rank
-  // maps the others' buffers once in setup; a send posts a descriptor (buffer, offset, bytes), the
-  // receiver copies from the sender's buffer on its transfer lane and acknowledges once the copy
-  // is done, which completes the send (executor_ipc.cpp). Collectives stay staged.
+  // With a device: point-to-point between ranks of one node (node_of: per world rank, its node)
+  // goes through each other's device memory (CUDA IPC on a GPU, shared memory on the stand-in):
+  // each rank maps its node's buffers once in setup; a send posts a descriptor (buffer, offset,
+  // bytes), the receiver copies from the sender's buffer on its transfer lane and acknowledges
+  // once the copy is done, which completes the send (executor_ipc.cpp). Pairs between nodes:
+  // device_direct, or staged. Collectives stay staged.
   bool ipc = false;
+  std::vector<int> node_of;
   // With a device: its calls are asynchronous, on two lanes (streams): local work on lane 0, the
   // copies around MPI on lane 1, ordered by marks (events) on the device; MPI touches memory only
   // once the host has seen the marks it needs. So compute overlaps transfers and the host keeps

@@ -38,6 +38,8 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   error.clear();
   direct.assign(n, 0);
   taken.assign(srcs.size(), 0);
+  ipc_acks.clear();  // (left over only by a run that failed)
+  ipc_acks_out = 0;
   flow_lanes = lanes = dev && o.lanes;
   if (flow_lanes) {
     cur_lane = -1;
@@ -58,14 +60,14 @@ RunResult Executor::Impl::run(bool compute, bool values) {
     MPI_Request q = persistent.empty() ? MPI_REQUEST_NULL : persistent[s];
     int rc;
     if (!probe) {  // more than 64 sources: every receive into staging
-      rc = ipc ? ipc_irecv(s, mpi_stage(s), static_cast<int>(g.peer(s)), tag[s], choreo, &q)
-               : MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+      rc = via_ipc(s) ? ipc_irecv(s, mpi_stage(s), static_cast<int>(g.peer(s)), tag[s], choreo, &q)
+                      : MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
     } else {  // a receive that depends on nothing: straight into its destination, or its staging slot to reduce
       bool reduces = g.flags(s) & kFlagReduce;
       direct[s] = !reduces;
-      unsigned char* dst = reduces ? mpi_stage(s) : mpi_ptr(r);
+      unsigned char* dst = reduces ? mpi_stage(s) : mpi_ptr(s, r);
       rc = q != MPI_REQUEST_NULL ? MPI_Start(&q)
-           : ipc                 ? ipc_irecv(s, dst, static_cast<int>(g.peer(s)), tag[s], choreo, &q)
+           : via_ipc(s)          ? ipc_irecv(s, dst, static_cast<int>(g.peer(s)), tag[s], choreo, &q)
                                  : MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
     }
     if (!check_rc(rc, "MPI_Irecv", s)) break;
@@ -201,8 +203,8 @@ void Executor::Impl::issue(StepId s) {
         q = persistent.empty() ? MPI_REQUEST_NULL : persistent[s];
         int to = static_cast<int>(g.peer(s));
         rc = q != MPI_REQUEST_NULL ? MPI_Start(&q)
-             : ipc                 ? ipc_isend(s, r, g.peer(s), to, tag[s], choreo, &q)
-                                   : MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, to, tag[s], choreo, &q);
+             : via_ipc(s)          ? ipc_isend(s, r, g.peer(s), to, tag[s], choreo, &q)
+                                   : MPI_Isend(mpi_ptr(s, r), count_of(bytes(r), error), MPI_BYTE, to, tag[s], choreo, &q);
       } else {
         MPI_Comm c;
         int peer = 0;
@@ -211,13 +213,14 @@ void Executor::Impl::issue(StepId s) {
           return;
         }
         if (g.connection_slots) {  // buffered: the message leaves a copy, and the send is done
-          if (dev_direct) {
+          if (direct_p2p(s)) {
             error = "buffered sends (FIFO connections: MSCCL) copy their message on the host; " + describe(s) +
-                    " is in device memory under the " + std::string(ipc ? "ipc" : "cuda-aware") + " transport (use --transport staged)";
+                    " is in device memory under the " + std::string(via_ipc(s) ? "ipc" : "cuda-aware") +
+                    " transport (use --transport staged)";
             return;
           }
           if (sent_copy.size() < g.size()) sent_copy.resize(g.size());
-          sent_copy[s].assign(mpi_ptr(r), mpi_ptr(r) + bytes(r));
+          sent_copy[s].assign(mpi_ptr(s, r), mpi_ptr(s, r) + bytes(r));
           rc = MPI_Isend(sent_copy[s].data(), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
           if (!check_rc(rc, "MPI_Isend", s)) return;
           track(q, s, Req::BufferedSend);
@@ -225,8 +228,8 @@ void Executor::Impl::issue(StepId s) {
           complete(s);
           return;
         }
-        rc = ipc ? ipc_isend(s, r, g.p2p_info(s).peer, peer, g.p2p_info(s).tag, c, &q)
-                 : MPI_Isend(mpi_ptr(r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
+        rc = via_ipc(s) ? ipc_isend(s, r, g.p2p_info(s).peer, peer, g.p2p_info(s).tag, c, &q)
+                        : MPI_Isend(mpi_ptr(s, r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
       }
       if (!check_rc(rc, "MPI_Isend", s)) return;
       if (g.nonblocking(s)) satisfy(s);
@@ -254,11 +257,11 @@ void Executor::Impl::issue(StepId s) {
         error = "no communicator for " + describe(s);
         return;
       }
-      unsigned char* dst = (g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(r);
+      unsigned char* dst = (g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(s, r);
       int32_t t = g.p2p_info(s).tag;
       MPI_Request q;
       int mt = t == kAnyTag ? MPI_ANY_TAG : t;
-      if (!check_rc(ipc ? ipc_irecv(s, dst, peer, mt, c, &q) : MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, mt, c, &q),
+      if (!check_rc(via_ipc(s) ? ipc_irecv(s, dst, peer, mt, c, &q) : MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, mt, c, &q),
                     "MPI_Irecv", s))
         return;
       track(q, s, Req::LocalRecv);
@@ -339,13 +342,15 @@ void Executor::Impl::on_request_done(StepId s, Req kind) {
     return;
   }
   // IPC: what came is a descriptor; its bytes are copied (on lane 1) first.
-  if (ipc && (kind == Req::ChoreoData || kind == Req::LocalRecv) && !ipc_pull(s)) return;
+  if ((kind == Req::ChoreoData || kind == Req::LocalRecv) && via_ipc(s) && !ipc_pull(s)) return;
   if (flow_lanes && !to_lane(1)) return;  // what MPI wrote goes up on lane 1
   switch (kind) {
     case Req::ChoreoData:
       st[s] |= kArrived;
-      if (direct[s]) up(g.range(s)), complete(s);  // device mode: from the host mirror it landed in
-      else if (st[s] & kIssued) finish_choreo_recv(s);
+      if (direct[s]) {  // device mode: from the host mirror it landed in, unless it came straight to the device
+        if (!direct_p2p(s)) up(g.range(s), true);
+        complete(s);
+      } else if (st[s] & kIssued) finish_choreo_recv(s);
       break;
     case Req::Send: complete(s); break;
     case Req::BufferedSend:
@@ -355,7 +360,7 @@ void Executor::Impl::on_request_done(StepId s, Req kind) {
     case Req::LocalRecv: {
       Range r = g.range(s);
       if (dev && (g.flags(s) & kFlagReduce)) finish_staged_on_device(s, r, staging.p + stage_off[s]);
-      else if (dev) up(r);  // (nothing to do when MPI wrote the device buffer itself)
+      else if (dev && !direct_p2p(s)) up(r, true);  // (nothing to do when MPI or IPC wrote the device buffer itself)
       else if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), ptr(r), staging.p + stage_off[s], UINT64_MAX);
       complete(s);
       break;

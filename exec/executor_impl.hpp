@@ -198,6 +198,7 @@ struct Executor::Impl {
     int tag;
   };
   bool ipc = false;
+  std::vector<uint8_t> ipc_step;                      // per step: a send or receive whose peer is on this node (moved by IPC)
   std::vector<std::vector<unsigned char*>> ipc_base;  // per world rank, per buffer: its memory opened here (empty: this rank)
   std::vector<std::vector<uint64_t>> ipc_size;        // per world rank, per buffer: its bytes
   std::vector<IpcDesc> ipc_in, ipc_out;               // per step: the descriptor received / sent
@@ -205,6 +206,7 @@ struct Executor::Impl {
   std::vector<uint32_t> ipc_seq;                      // per world rank: acknowledgements asked of it
   std::deque<IpcAck> ipc_acks;                        // pulls enqueued, acknowledged once their mark is reached
   uint64_t ipc_acks_out = 0;                          // acknowledgements sent, not complete
+  int ipc_tags = 32767;                               // acknowledgement tags cycle modulo this
   MPI_Comm ipc_comm = MPI_COMM_NULL;
   std::string dev_error;  // the first device failure, kept across runs (fill_inputs and check report it)
 
@@ -225,9 +227,13 @@ struct Executor::Impl {
   }
   // ---- device mode: the staged transport (every call synchronous) ----
   unsigned char* dptr(const Range& r) const { return dbufs[r.buf] + uint64_t{r.lo} * g.buffers[r.buf].chunk_bytes; }
-  // What MPI reads and writes for range r, and a step's staging slot as MPI sees it.
-  unsigned char* mpi_ptr(const Range& r) const { return dev_direct ? dptr(r) : ptr(r); }
-  unsigned char* mpi_stage(StepId s) const { return (dev_direct ? dstage : staging.p) + stage_off[s]; }
+  // Whether send or receive s moves its bytes without the host: by IPC (its peer on this node),
+  // or through MPI on device memory (CUDA-aware).
+  bool via_ipc(StepId s) const { return !ipc_step.empty() && ipc_step[s]; }
+  bool direct_p2p(StepId s) const { return dev_direct || via_ipc(s); }
+  // What MPI (or IPC) reads and writes for transfer s's range r, and s's staging slot as it sees it.
+  unsigned char* mpi_ptr(StepId s, const Range& r) const { return direct_p2p(s) ? dptr(r) : ptr(r); }
+  unsigned char* mpi_stage(StepId s) const { return (direct_p2p(s) ? dstage : staging.p) + stage_off[s]; }
   // Records a device failure. The message is built only then: these calls sit on every step.
   bool dev_ok(bool ok, const char* what, const Range* r, const std::string& why) {
     if (ok) return true;
@@ -254,10 +260,10 @@ struct Executor::Impl {
     if (!dev) return false;
     switch (g.kind(s)) {
       case StepKind::Send:
-        return !dev_direct;  // MPI sends from the host mirror
+        return !direct_p2p(s);  // MPI sends from the host mirror
       // Staged: an on-block message may be shorter than its range; the mirror first holds the
       // device's bytes, so copying the whole range back up leaves the rest as it was.
-      case StepKind::Recv: return g.local(s) && !(g.flags(s) & kFlagReduce) && !dev_direct;
+      case StepKind::Recv: return g.local(s) && !(g.flags(s) & kFlagReduce) && !direct_p2p(s);
       // Open MPI's CUDA support covers point-to-point and blocking collectives, not the
       // nonblocking ones this loop starts (their reductions run host operators), so collectives
       // always work on the host mirror.

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dsl/diagnostics.hpp"
 #include "exec/executor_impl.hpp"
 
 namespace sg::exec {
@@ -27,18 +28,46 @@ constexpr int kAckTags = 32767;  // MPI promises tags up to at least this
 
 }  // namespace
 
-// Collective over the world: every rank exports its buffers, gathers the others' handles and opens
-// them; every rank fails together.
+// Collective over the world: which transfers go by IPC (their peer on this node); every rank
+// exports its buffers, gathers the others' handles and opens those of its node; every rank fails
+// together.
 bool Executor::Impl::setup_ipc(std::string& err) {
   ipc = o.ipc && dev;
   if (!ipc) return true;
   int n = 0;
   MPI_Comm_size(world, &n);
+  auto same_node = [&](uint32_t p) {
+    return o.node_of.empty() || (p < o.node_of.size() && me < o.node_of.size() && o.node_of[p] == o.node_of[me]);
+  };
+  bool one_node = true;
+  for (int p = 0; p < n; ++p) one_node = one_node && same_node(static_cast<uint32_t>(p));
+  ipc_step.assign(g.size(), 0);
+  bool fine = true;
+  for (StepId s = 0; s < g.size() && fine; ++s) {
+    if (g.kind(s) != StepKind::Send && g.kind(s) != StepKind::Recv) continue;
+    uint32_t peer = g.local(s) ? g.p2p_info(s).peer : g.peer(s);
+    if (peer == kAnyRank) {
+      // A receive from any source cannot tell a descriptor from data before it matches: only
+      // where every rank is on this node.
+      if (!one_node) {  // refused at its line, rendered (a diagnostic ends with its newline)
+        Diagnostic d;
+        d.loc = g.loc(s);
+        d.message =
+            "--transport ipc: this receive from any source cannot tell a message that comes by IPC from one that comes by "
+            "MPI, and the ranks span several nodes (use --transport staged or cuda-aware)";
+        err = d.loc.valid() ? render_diagnostic(d, sources) : d.message;
+        fine = false;
+      }
+      ipc_step[s] = 1;
+      continue;
+    }
+    ipc_step[s] = same_node(peer) ? 1 : 0;
+  }
   const size_t nb = dbufs.size(), hb = DeviceOps::kIpcHandleBytes;
   std::vector<unsigned char> mine(nb * hb, 0), all(static_cast<size_t>(n) * nb * hb);
   std::vector<uint64_t> sizes(nb), all_sizes(static_cast<size_t>(n) * nb);
   std::string why;
-  bool ok = true;
+  bool ok = fine;
   for (size_t b = 0; b < nb && ok; ++b) {
     sizes[b] = uint64_t{g.buffers[b].chunks} * g.buffers[b].chunk_bytes;
     ok = dev->ipc_export(dbufs[b], mine.data() + b * hb, why);
@@ -53,7 +82,11 @@ bool Executor::Impl::setup_ipc(std::string& err) {
   for (size_t p = 0; p < static_cast<size_t>(n); ++p) {
     ipc_size[p].assign(all_sizes.begin() + static_cast<std::ptrdiff_t>(p * nb),
                        all_sizes.begin() + static_cast<std::ptrdiff_t>((p + 1) * nb));
-    if (p == me || !ok) continue;
+    if (p == me) {  // a message to itself: read from its own buffers
+      ipc_base[p] = dbufs;
+      continue;
+    }
+    if (!ok || !same_node(static_cast<uint32_t>(p))) continue;
     ipc_base[p].assign(nb, nullptr);
     for (size_t b = 0; b < nb && ok; ++b) {
       ipc_base[p][b] = dev->ipc_open(all.data() + (p * nb + b) * hb, ipc_size[p][b], why);
@@ -69,6 +102,12 @@ bool Executor::Impl::setup_ipc(std::string& err) {
     MPI_Comm_dup(world, &ipc_comm);
     MPI_Comm_set_errhandler(ipc_comm, MPI_ERRORS_RETURN);
     owned_comms.push_back(ipc_comm);
+    // Acknowledgement tags cycle through every tag MPI allows: a tag comes back only after that
+    // many more sends to one peer, far more than can be in flight at once.
+    int* ub = nullptr;
+    int flag = 0;
+    MPI_Comm_get_attr(ipc_comm, MPI_TAG_UB, &ub, &flag);
+    ipc_tags = flag && ub && *ub > kAckTags ? *ub : kAckTags;
   }
   ipc_in.assign(g.size(), IpcDesc{});
   ipc_out.assign(g.size(), IpcDesc{});
@@ -82,7 +121,7 @@ bool Executor::Impl::setup_ipc(std::string& err) {
 void Executor::Impl::close_ipc() {
   if (ipc_base.empty()) return;
   for (size_t p = 0; p < ipc_base.size(); ++p)
-    for (size_t b = 0; b < ipc_base[p].size(); ++b)
+    for (size_t b = 0; b < ipc_base[p].size() && p != me; ++b)
       if (ipc_base[p][b]) dev->ipc_close(ipc_base[p][b], ipc_size[p][b]);
   ipc_base.clear();
   MPI_Barrier(world);
@@ -97,12 +136,17 @@ int Executor::Impl::ipc_isend(StepId s, const Range& r, uint32_t peer_world, int
   d.buf = r.buf;
   d.off = uint64_t{r.lo} * g.buffers[r.buf].chunk_bytes;
   d.bytes = bytes(r);
-  d.ack = static_cast<int32_t>(ipc_seq[peer_world]++ % kAckTags);
+  d.ack = static_cast<int32_t>(ipc_seq[peer_world]++ % ipc_tags);
   int rc = MPI_Irecv(nullptr, 0, MPI_BYTE, static_cast<int>(peer_world), d.ack, ipc_comm, q);
   if (rc != MPI_SUCCESS) return rc;
   MPI_Request dq;
   rc = MPI_Isend(&d, sizeof d, MPI_BYTE, peer, mpi_tag, comm, &dq);
-  if (rc == MPI_SUCCESS) MPI_Request_free(&dq);
+  if (rc == MPI_SUCCESS) {
+    MPI_Request_free(&dq);
+  } else {  // no acknowledgement will come
+    MPI_Cancel(q);
+    MPI_Request_free(q);
+  }
   return rc;
 }
 
@@ -123,7 +167,7 @@ bool Executor::Impl::ipc_pull(StepId s) {
   const IpcDesc& d = ipc_in[s];
   const uint64_t room = bytes(g.range(s));
   std::string bad;
-  if (d.src >= ipc_base.size() || d.src == me || d.buf >= ipc_base[d.src].size()) bad = "a descriptor from no peer this rank mapped";
+  if (d.src >= ipc_base.size() || d.buf >= ipc_base[d.src].size()) bad = "a descriptor from no peer this rank mapped";
   else if (d.off > ipc_size[d.src][d.buf] || d.bytes > ipc_size[d.src][d.buf] - d.off) bad = "a descriptor past the sender's buffer";
   else if (d.bytes > room)
     bad =

@@ -67,8 +67,8 @@ bool Executor::Impl::setup(std::string& err) {
       std::string why;
       int count = count_of(bytes(r), why);
       if (count < 0) continue;  // (refused when the step starts)
-      int rc = send ? MPI_Send_init(mpi_ptr(r), count, MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &persistent[s])
-                    : MPI_Recv_init((g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(r), count, MPI_BYTE, static_cast<int>(g.peer(s)),
+      int rc = send ? MPI_Send_init(mpi_ptr(s, r), count, MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &persistent[s])
+                    : MPI_Recv_init((g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(s, r), count, MPI_BYTE, static_cast<int>(g.peer(s)),
                                     tag[s], choreo, &persistent[s]);
       if (rc != MPI_SUCCESS) persistent[s] = MPI_REQUEST_NULL;  // the plain call then, which reports the error
     }

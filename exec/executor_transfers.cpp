@@ -65,8 +65,9 @@ bool Executor::Impl::receive_matched(StepId s, MPI_Message& msg) {
   bool straight = (st[s] & kIssued) && !(g.flags(s) & kFlagReduce);
   direct[s] = straight;
   MPI_Request q;
-  unsigned char* dst = straight ? mpi_ptr(r) : mpi_stage(s);
-  if (!check_rc(ipc ? ipc_imrecv(s, dst, &msg, &q) : MPI_Imrecv(dst, count_of(bytes(r), error), MPI_BYTE, &msg, &q), "MPI_Imrecv", s))
+  unsigned char* dst = straight ? mpi_ptr(s, r) : mpi_stage(s);
+  if (!check_rc(via_ipc(s) ? ipc_imrecv(s, dst, &msg, &q) : MPI_Imrecv(dst, count_of(bytes(r), error), MPI_BYTE, &msg, &q), "MPI_Imrecv",
+                s))
     return false;
   int done = 0;
   if (!check_rc(MPI_Test(&q, &done, MPI_STATUS_IGNORE), "MPI_Test", s)) return false;
@@ -114,7 +115,7 @@ void Executor::Impl::finish_choreo_recv(StepId s) {
 // the device staging slot and is reduced from there by the device.
 void Executor::Impl::finish_staged_on_device(StepId s, const Range& r, const unsigned char* src) {
   std::string why;
-  if (dev_direct) {  // the message is in the device staging slot already
+  if (direct_p2p(s)) {  // the message is in the device staging slot already
     unsigned char* d = dstage + stage_off[s];
     if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), dptr(r), d, UINT64_MAX);
     else dev_ok(dev->copy(dptr(r), d, bytes(r), why), "a device copy of a received message", &r, why);

@@ -47,29 +47,39 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
   if (o.device == "cpu" && o.device_sync) return refuse("--device-sync needs --device cuda (or host-staged)");
   if (o.transport == "nccl" && o.device_sync)
     return refuse("--device-sync does not apply to --transport nccl, whose transfers are ordered on the device's streams");
-  // IPC reaches the ranks of one node: the node's size against the world's.
-  int node_size = size;
+  // IPC reaches the ranks of one node: every rank's node, named by its lowest world rank.
+  // STEPGRAPH_NODE_SIZE=k makes nodes of k consecutive ranks instead (testing the pairs between
+  // nodes on one machine).
+  std::string pairs;
+  int cross = 0;
   if (o.transport == "ipc") {
-    MPI_Comm node;
-    MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &node_size);
-    MPI_Comm_free(&node);
-    int fewest = 0;
-    MPI_Allreduce(&node_size, &fewest, 1, MPI_INT, MPI_MIN, world);
-    if (fewest < size)
-      return refuse("--transport ipc: the " + std::to_string(size) + " ranks are not all on one node (" + std::to_string(fewest) +
-                    " share the smallest), and device memory is mapped only within a node (use --transport staged, or cuda-aware with a "
-                    "CUDA-aware MPI)");
+    int my_node = me;
+    const char* k = std::getenv("STEPGRAPH_NODE_SIZE");
+    if (k && std::atoi(k) > 0) {
+      my_node = me / std::atoi(k) * std::atoi(k);
+    } else {
+      MPI_Comm node;
+      MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);
+      MPI_Allreduce(&me, &my_node, 1, MPI_INT, MPI_MIN, node);
+      MPI_Comm_free(&node);
+    }
+    out.node_of.assign(static_cast<size_t>(size), 0);
+    MPI_Allgather(&my_node, 1, MPI_INT, out.node_of.data(), 1, MPI_INT, world);
+    int same = 0, nodes = 0;
+    for (int a = 0; a < size; ++a) {
+      nodes += out.node_of[static_cast<size_t>(a)] == a;
+      for (int b = 0; b < size; ++b)
+        if (a != b) (out.node_of[static_cast<size_t>(a)] == out.node_of[static_cast<size_t>(b)] ? same : cross) += 1;
+    }
+    pairs = std::to_string(same) + " ordered pairs within " + (nodes == 1 ? "one node" : "each of " + std::to_string(nodes) + " nodes");
   }
-  const std::string pairs = std::to_string(size * (size - 1)) + " ordered pairs";
   if (o.device == "host-staged") {
     out.device = &h.host_device;
-    out.direct = o.transport == "cuda-aware" || o.transport == "ipc";
+    out.direct = o.transport == "cuda-aware";
     out.ipc = o.transport == "ipc";
     out.name = out.ipc ? "ipc" : out.direct ? "cuda-aware" : "staged";
-    out.why = out.ipc ? "every pair of the " + std::to_string(size) + " ranks (" + pairs +
-                            ", one node) copies from the other's stand-in device memory, mapped shared (CUDA IPC's protocol); "
-                            "collectives staged"
+    out.why = out.ipc ? pairs + " copy from each other's stand-in device memory, mapped shared (CUDA IPC's protocol)" +
+                            (cross ? "; " + std::to_string(cross) + " pairs between nodes staged" : std::string()) + "; collectives staged"
               : out.direct ? "--transport cuda-aware: point-to-point on the stand-in device memory itself, collectives staged"
                            : "staged through host mirrors";
     if (out.ipc) h.host_device.set_shared();
@@ -145,10 +155,16 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
     int mine_aware = aware ? 1 : 0, all_aware = 0;
     MPI_Allreduce(&mine_aware, &all_aware, 1, MPI_INT, MPI_MIN, world);
     if (o.transport == "ipc") {
-      out.direct = out.ipc = true;
+      // Pairs on one node: CUDA IPC; between nodes MPI on device memory where it is CUDA-aware,
+      // else staged through the host.
+      out.ipc = true;
+      out.direct = cross > 0 && all_aware;
       out.name = "ipc";
-      out.why = "CUDA IPC: every pair of the " + std::to_string(size) + " ranks (" + pairs + ", one node" +
-                (local_size > dp.count ? ", ranks sharing devices" : "") + ") copies device to device; collectives staged";
+      out.why = "CUDA IPC: " + pairs + (local_size > dp.count ? " (ranks sharing devices)" : "") + " copy device to device" +
+                (cross ? "; " + std::to_string(cross) + " pairs between nodes " +
+                             (out.direct ? std::string("through CUDA-aware MPI") : "staged (" + why_not + ")")
+                       : std::string()) +
+                "; collectives staged";
     } else if (h.stream_comm) {
       out.name = "nccl";
       out.why = h.stream_comm->name() + ", one GPU per rank; transfers in groups issued in one global order";

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/device/device_ops.hpp"
 #include "core/device/stream_comm.hpp"
@@ -41,7 +42,8 @@ class Transport {
 
   DeviceOps* device = nullptr;  // null: buffers in host memory
   bool direct = false;          // MPI reads and writes device memory itself (CUDA-aware), or IPC does
-  bool ipc = false;             // point-to-point through the peers' device memory (every rank on one node)
+  bool ipc = false;             // point-to-point through the peers' device memory, between ranks of one node
+  std::vector<int> node_of;     // with ipc: per world rank, its node (the node's lowest world rank)
   std::string name = "host";    // host, staged, cuda-aware, ipc or nccl
   std::string why;              // how it was chosen, for the table's header
   std::string device_note;      // the device in words

@@ -449,8 +449,28 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
   // IPC: the header says how every pair moves its bytes; without a device it is refused.
   Ran ipc = exec(3, "ring_allreduce --set size=3KiB --device host-staged --transport ipc --check --iters 1", true);
   CHECK(ipc.rc == 0);
-  CHECK(ipc.out.find("transport: ipc (every pair of the 3 ranks (6 ordered pairs, one node) copies from the other's stand-in device "
-                     "memory, mapped shared") != std::string::npos);
+  CHECK(ipc.out.find("transport: ipc (6 ordered pairs within one node copy from each other's stand-in device memory, mapped shared "
+                     "(CUDA IPC's protocol); collectives staged)") != std::string::npos);
+  // Two nodes of two ranks (STEPGRAPH_NODE_SIZE=2): pairs within a node by IPC, between nodes
+  // staged, in one run; the header counts both; a receive from any source is refused at its line.
+  for (const char* args :
+       {"ring_allreduce --set size=1MiB", "pairwise_alltoall --set size=48KiB", "hierarchical_allreduce --set mp=2 --set size=48KiB",
+        "recursive_doubling_allreduce --set size=96KiB --dtype bf16"}) {
+    Ran two = sh("STEPGRAPH_NODE_SIZE=2 " + kMpi + " -n 4 '" + kBin + "' exec " + args +
+                     " --device host-staged --transport ipc --check --compare native --iters 2 --warmup 1",
+                 true);
+    INFO(args << ":\n" << two.out);
+    CHECK(two.rc == 0);
+    CHECK(two.out.find("transport: ipc (4 ordered pairs within each of 2 nodes copy from each other's stand-in device memory, mapped "
+                       "shared (CUDA IPC's protocol); 8 pairs between nodes staged") != std::string::npos);
+    CHECK(two.out.find("MPI's own collective on the same inputs gives the same elements") != std::string::npos);
+  }
+  Ran any = sh("STEPGRAPH_NODE_SIZE=2 " + kMpi + " -n 4 '" + kBin + "' exec " + kSrc +
+                   "/tests/verify_cases/wildcard_sum.sched:fixed --device host-staged --transport ipc --iters 1",
+               true);
+  CHECK(any.rc == 2);
+  CHECK(any.out.find("wildcard_sum.sched:10:28: error: --transport ipc: this receive from any source cannot tell") != std::string::npos);
+  CHECK(exec(4, kSrc + "/tests/verify_cases/wildcard_sum.sched:fixed --device host-staged --transport ipc --check --iters 2").rc == 0);
   Ran no_dev = exec(2, "ring_allreduce --transport ipc --iters 1", true);
   CHECK(no_dev.rc == 2);
   CHECK(no_dev.out.find("--transport ipc needs --device cuda (or host-staged)") != std::string::npos);

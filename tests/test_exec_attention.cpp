@@ -275,6 +275,17 @@ TEST_CASE("device calls on two streams: every interleaving drawn, and synchronou
         CHECK(j["device_calls"] == (sync ? "sync" : "streams"));
         CHECK(j["max_abs_err"].get<double>() < 1e-5);
       }
+  // IPC within two nodes of two ranks, staged between them (STEPGRAPH_NODE_SIZE=2).
+  for (const char* name : {"zigzag_ring_attention", "zigzag_ring_attention_bwd"}) {
+    Ran r = sgtest::run_command("STEPGRAPH_NODE_SIZE=2 " + kMpi + " -n 4 '" + kBin + "' exec " + name + " " + kSmall +
+                                " --device host-staged --transport ipc --check --iters 2 --warmup 0 --json 2>&1");
+    INFO(name << " ipc, two nodes:\n" << r.out);
+    REQUIRE(r.rc == 0);
+    nlohmann::json j = row_of(r);
+    CHECK(j["wrong"] == 0);
+    CHECK(j["transport"] == "ipc");
+    CHECK(j["max_abs_err"].get<double>() < 1e-5);
+  }
   // Synchronous calls are a choice for the staged and CUDA-aware transports only.
   CHECK(exec(2, "ring_allreduce --device-sync --iters 1").rc == 2);
   Ran r = exec(2, "ring_allreduce --device host-staged --transport nccl --device-sync --iters 1");

@@ -172,7 +172,9 @@ class Builder {
   void matmul(cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t b, cudnnBackendDescriptor_t c) {
     cudnnBackendDescriptor_t mm = make(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
     cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    double padding = 0;  // (the frontend's matmul node always sets it)
     set(mm, CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &prec, "matmul precision");
+    set(mm, CUDNN_ATTR_MATMUL_PADDING_VALUE, CUDNN_TYPE_DOUBLE, 1, &padding, "matmul padding");
     finalize(mm, "matmul finalize");
     cudnnBackendDescriptor_t op = make(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
     set(op, CUDNN_ATTR_OPERATION_MATMUL_ADESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &a, "matmul a");
@@ -217,12 +219,13 @@ enum Uid : int64_t {
 
 using Desc = cudnnBackendDescriptor_t;
 
-// The causal mask of the diagonal tile: key col visible to query row iff row >= col (int32 indices,
-// a boolean select of −inf, as the frontend writes it).
-Desc causal_mask(Builder& g, Desc s, const std::vector<int64_t>& sdim, const std::vector<int64_t>& sstr) {
-  auto row = g.scratch(CUDNN_DATA_INT32, sdim, sstr), col = g.scratch(CUDNN_DATA_INT32, sdim, sstr);
-  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, row, nullptr, CUDNN_DATA_INT32, 2);
-  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, col, nullptr, CUDNN_DATA_INT32, 3);
+// The causal mask of the diagonal tile: key col visible to query row iff row >= col, a boolean
+// select of the lowest float, as the frontend writes it: its forward node generates the indices
+// in fp32, its backward node in int32.
+Desc causal_mask(Builder& g, Desc s, const std::vector<int64_t>& sdim, const std::vector<int64_t>& sstr, cudnnDataType_t index) {
+  auto row = g.scratch(index, sdim, sstr), col = g.scratch(index, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, row, nullptr, index, 2);
+  g.pointwise(CUDNN_POINTWISE_GEN_INDEX, s, nullptr, col, nullptr, index, 3);
   auto keep = g.scratch(CUDNN_DATA_BOOLEAN, sdim, sstr);
   g.pointwise(CUDNN_POINTWISE_CMP_GE, row, col, keep, nullptr, CUDNN_DATA_BOOLEAN);
   auto neg_inf = g.tensor(kNegInf, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
@@ -245,7 +248,7 @@ void forward_graph(Builder& g, int64_t b, int64_t sq, int64_t sk, int64_t d, cud
   g.matmul(q, kt, s0);
   auto s1 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
   g.pointwise(CUDNN_POINTWISE_MUL, s0, scale, s1);
-  auto last = causal ? causal_mask(g, s1, sdim, sstr) : s1;
+  auto last = causal ? causal_mask(g, s1, sdim, sstr, CUDNN_DATA_FLOAT) : s1;
   auto m = g.scratch(CUDNN_DATA_FLOAT, rdim, rstr);
   g.reduction(CUDNN_REDUCE_TENSOR_MAX, last, m);
   auto centred = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
@@ -299,7 +302,7 @@ void backward_graph(Builder& g, int64_t b, int64_t sq, int64_t sk, int64_t d, cu
   g.matmul(q, kt, s0);
   auto s1 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
   g.pointwise(CUDNN_POINTWISE_MUL, s0, scale, s1);
-  auto last = causal ? causal_mask(g, s1, sdim, sstr) : s1;
+  auto last = causal ? causal_mask(g, s1, sdim, sstr, CUDNN_DATA_INT32) : s1;
   auto centred = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
   g.pointwise(CUDNN_POINTWISE_SUB, last, stats, centred);
   auto p = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
@@ -441,8 +444,9 @@ bool CudnnAttention::run(Plan& p, std::vector<int64_t> uids, std::vector<void*> 
   cudnnStatus_t st = api().set_stream(static_cast<cudnnHandle_t>(handle_), static_cast<cudaStream_t>(stream));
   if (st != CUDNN_STATUS_SUCCESS) return err = std::string("cudnnSetStream: ") + api().error_string(st), false;
   if (!grow(workspace_, workspace_bytes_, static_cast<size_t>(p.workspace), "cuDNN's workspace", err)) return false;
-  float neg_inf = -std::numeric_limits<float>::infinity();
-  if (p.causal) ptrs.push_back(&neg_inf), uids.push_back(kNegInf);  // only a masked graph has the mask's −inf
+  // (The frontend's "−inf": the lowest float, so that a row never sees exp(−inf − −inf).)
+  float neg_inf = std::numeric_limits<float>::lowest();
+  if (p.causal) ptrs.push_back(&neg_inf), uids.push_back(kNegInf);  // only a masked graph has the mask's value
   const auto count = static_cast<int64_t>(uids.size());
   Builder g;
   cudnnBackendDescriptor_t pack = g.make(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR);
