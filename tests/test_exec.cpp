@@ -471,6 +471,14 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
   CHECK(any.rc == 2);
   CHECK(any.out.find("wildcard_sum.sched:10:28: error: --transport ipc: this receive from any source cannot tell") != std::string::npos);
   CHECK(exec(4, kSrc + "/tests/verify_cases/wildcard_sum.sched:fixed --device host-staged --transport ipc --check --iters 2").rc == 0);
+  // A rank's message to itself reads its own buffers (a review found it refused).
+  const std::string self = temp_path("exec_ipc_self.sched");
+  {
+    std::ofstream f(self);
+    f << "schedule selfsend(size = 1KiB) {\n  buffer a[N] bytes size / N;\n  buffer b[N] bytes size / N;\n  init a contrib;\n"
+         "  on r in 0 .. N {\n    isend a[r] to r as h;\n    recv b[r] from r;\n    wait h;\n  }\n}\n";
+  }
+  CHECK(exec(2, self + " --device host-staged --transport ipc --iters 2").rc == 0);
   Ran no_dev = exec(2, "ring_allreduce --transport ipc --iters 1", true);
   CHECK(no_dev.rc == 2);
   CHECK(no_dev.out.find("--transport ipc needs --device cuda (or host-staged)") != std::string::npos);
