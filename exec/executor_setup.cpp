@@ -245,7 +245,12 @@ std::string Executor::Impl::plan() const {
   }
   if (on_block) out += "; " + std::to_string(on_block) + " on-block sends and receives posted when reached";
   if (persist) out += "; " + std::to_string(persist) + (persist == 1 ? " persistent request" : " persistent requests");
-  else if (dev) out += "; no persistent requests (device memory: buffers move through staging)";
+  else if (dev)
+    out += std::string("; no persistent requests (device memory: ") +
+           (ipc          ? "messages within a node go as IPC descriptors"
+            : dev_direct ? "MPI works on the device buffers"
+                         : "buffers move through staging") +
+           ")";
   else if (o.stream) out += "; no persistent requests (the stream-ordered transport)";
   else if (g.connection_slots) out += "; no persistent requests (buffered sends copy each message)";
   return out;
