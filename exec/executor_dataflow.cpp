@@ -121,9 +121,14 @@ RunResult Executor::Impl::run(bool compute, bool values) {
     stats.resize(reqs.size());
     int rc = reqs.empty() ? MPI_SUCCESS : MPI_Testsome(static_cast<int>(reqs.size()), reqs.data(), &outcount, idx.data(), stats.data());
     if (rc != MPI_SUCCESS) {
-      for (int k = 0; k < static_cast<int>(reqs.size()) && error.empty(); ++k)
-        if (stats[static_cast<size_t>(k)].MPI_ERROR != MPI_SUCCESS && stats[static_cast<size_t>(k)].MPI_ERROR != MPI_ERR_PENDING)
-          check_rc(stats[static_cast<size_t>(k)].MPI_ERROR, "an MPI operation", req_step[static_cast<size_t>(k)]);
+      // MPI_ERR_IN_STATUS: the statuses are those of the outcount requests that completed, in
+      // idx's order (not the requests' own order).
+      if (rc == MPI_ERR_IN_STATUS && outcount != MPI_UNDEFINED)
+        for (int i = 0; i < outcount && error.empty(); ++i) {
+          const MPI_Status& status = stats[static_cast<size_t>(i)];
+          if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING)
+            check_rc(status.MPI_ERROR, "an MPI operation", req_step[static_cast<size_t>(idx[static_cast<size_t>(i)])]);
+        }
       if (error.empty()) check_rc(rc, "MPI_Testsome", kNoStep);
       break;
     }
