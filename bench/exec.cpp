@@ -66,6 +66,25 @@ std::string mpiexec(int procs, int limit_s) {
          std::to_string(limit_s) + " mpiexec -n " + std::to_string(procs) + " ";
 }
 
+// Our time and MPI's per size, by column (a schedule, a transport).
+using Table = std::map<uint64_t, std::map<std::string, Point>>;
+
+// Runs one `exec … --sweep … --compare native --check --json` command and files its rows in
+// `table` under `column`; a wrong element sets status. False when the command failed.
+bool sweep_rows(const std::string& cmd, const std::string& column, Table& table, int& status) {
+  std::string out;
+  if (!run(cmd, out)) return false;
+  for (const auto& row : nlohmann::json::parse(out)) {
+    Point p;
+    p.time_us = row["time_us"];
+    if (!row["native_time_us"].is_null()) p.native_us = row["native_time_us"];
+    p.wrong = row["wrong"].is_null() ? 0 : row["wrong"].get<long>();
+    if (p.wrong) status = 1;
+    table[row["size_bytes"].get<uint64_t>()][column] = p;
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace {
@@ -88,23 +107,13 @@ int library_table(bool quick, int procs, int iters) {
   std::vector<std::string> wins;
   double ring16 = -1;
   for (const auto* family : {&allreduce, &allgather}) {
-    std::map<uint64_t, std::map<std::string, Point>> table;
+    Table table;
     for (const std::string& name : *family) {
-      std::string out;
       std::string cmd = mpi + " exec " + name + " --sweep size=" + sweep + " --compare native --check --iters " + std::to_string(iters) +
                         " --warmup 3 --json 2>/dev/null";
-      if (!run(cmd, out)) {
+      if (!sweep_rows(cmd, name, table, status)) {
         std::printf("  %s: failed (%s)\n", name.c_str(), cmd.c_str());
         status = 1;
-        continue;
-      }
-      for (const auto& row : nlohmann::json::parse(out)) {
-        Point p;
-        p.time_us = row["time_us"];
-        if (!row["native_time_us"].is_null()) p.native_us = row["native_time_us"];
-        p.wrong = row["wrong"].is_null() ? 0 : row["wrong"].get<long>();
-        if (p.wrong) status = 1;
-        table[row["size_bytes"].get<uint64_t>()][name] = p;
       }
     }
     std::printf("%s: speed against MPI_%s (our time in us in brackets)\n\n%10s", family == &allreduce ? "all-reduce" : "all-gather",
@@ -266,25 +275,15 @@ int transport_table(bool quick, int procs, int iters) {
   std::printf("bench/exec --transports: ring_allreduce through each transport on the stand-in device, %d processes, %d iterations\n", procs,
               iters);
   std::printf("speed = MPI_Allreduce's time (same processes, same run) / ours; every point checked\n\n%10s", "size");
-  std::map<uint64_t, std::map<std::string, Point>> table;
+  Table table;
   int status = 0;
   for (const auto& [label, flags] : modes) {
     std::printf(" %18s", label.c_str());
-    std::string out;
     std::string cmd = mpi + " exec ring_allreduce " + flags + " --sweep size=" + sweep + " --compare native --check --iters " +
                       std::to_string(iters) + " --warmup 3 --json 2>/dev/null";
-    if (!run(cmd, out)) {
+    if (!sweep_rows(cmd, label, table, status)) {
       std::printf("\n  %s: failed (%s)\n", label.c_str(), cmd.c_str());
       status = 1;
-      continue;
-    }
-    for (const auto& row : nlohmann::json::parse(out)) {
-      Point p;
-      p.time_us = row["time_us"];
-      if (!row["native_time_us"].is_null()) p.native_us = row["native_time_us"];
-      p.wrong = row["wrong"].is_null() ? 0 : row["wrong"].get<long>();
-      if (p.wrong) status = 1;
-      table[row["size_bytes"].get<uint64_t>()][label] = p;
     }
   }
   std::printf("\n");

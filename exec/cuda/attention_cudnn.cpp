@@ -234,6 +234,16 @@ Desc causal_mask(Builder& g, Desc s, const std::vector<int64_t>& sdim, const std
   return masked;
 }
 
+// S = scale·Q·Kᵀ in fp32, masked on the diagonal tile: where both graphs start.
+Desc scaled_scores(Builder& g, Desc q, Desc kt, Desc scale, bool causal, const std::vector<int64_t>& sdim, const std::vector<int64_t>& sstr,
+                   cudnnDataType_t index) {
+  auto s0 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.matmul(q, kt, s0);
+  auto s1 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
+  g.pointwise(CUDNN_POINTWISE_MUL, s0, scale, s1);
+  return causal ? causal_mask(g, s1, sdim, sstr, index) : s1;
+}
+
 // The forward graph over q [b, 1, s, d] (b = planes: every plane is its own batch entry), K read
 // transposed out of the kv item, V after it.
 void forward_graph(Builder& g, int64_t b, int64_t sq, int64_t sk, int64_t d, cudnnDataType_t io, bool causal) {
@@ -244,11 +254,7 @@ void forward_graph(Builder& g, int64_t b, int64_t sq, int64_t sk, int64_t d, cud
   auto o = g.tensor(kO, io, {b, 1, sq, d}, {sq * d, sq * d, d, 1});
   auto stats = g.tensor(kStats, CUDNN_DATA_FLOAT, {b, 1, sq, 1}, {sq, sq, 1, 1});
   const std::vector<int64_t> sdim{b, 1, sq, sk}, sstr{sq * sk, sq * sk, sk, 1}, rdim{b, 1, sq, 1}, rstr{sq, sq, 1, 1};
-  auto s0 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
-  g.matmul(q, kt, s0);
-  auto s1 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
-  g.pointwise(CUDNN_POINTWISE_MUL, s0, scale, s1);
-  auto last = causal ? causal_mask(g, s1, sdim, sstr, CUDNN_DATA_FLOAT) : s1;
+  auto last = scaled_scores(g, q, kt, scale, causal, sdim, sstr, CUDNN_DATA_FLOAT);
   auto m = g.scratch(CUDNN_DATA_FLOAT, rdim, rstr);
   g.reduction(CUDNN_REDUCE_TENSOR_MAX, last, m);
   auto centred = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
@@ -298,11 +304,7 @@ void backward_graph(Builder& g, int64_t b, int64_t sq, int64_t sk, int64_t d, cu
   auto dd = g.scratch(CUDNN_DATA_FLOAT, rdim, rstr);
   g.pointwise(CUDNN_POINTWISE_MUL, dsum, one, dd);
   // P = exp(scale·Q·Kᵀ − Stats), masked
-  auto s0 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
-  g.matmul(q, kt, s0);
-  auto s1 = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
-  g.pointwise(CUDNN_POINTWISE_MUL, s0, scale, s1);
-  auto last = causal ? causal_mask(g, s1, sdim, sstr, CUDNN_DATA_INT32) : s1;
+  auto last = scaled_scores(g, q, kt, scale, causal, sdim, sstr, CUDNN_DATA_INT32);
   auto centred = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
   g.pointwise(CUDNN_POINTWISE_SUB, last, stats, centred);
   auto p = g.scratch(CUDNN_DATA_FLOAT, sdim, sstr);
