@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")"
 
 PKGS=(cmake g++ make pkg-config libsimgrid-dev libz3-dev libcli11-dev catch2 libopenmpi-dev openmpi-bin
-      nlohmann-json3-dev gnuplot-nox)
+      nlohmann-json3-dev gnuplot-nox
+      python3-dev pybind11-dev python3-torch)  # `import stepgraph` and stepgraph.torch (CPU, gloo)
 # `run.sh test` also builds the executor against MPICH and runs its tests under Hydra. Open MPI
 # stays the default MPI (Debian's alternatives rank it 50, MPICH 40).
 # It also fuzzes the two front ends (the language, MSCCL XML) and the platform parser for a minute

@@ -16,8 +16,8 @@
 #ifdef STEPGRAPH_HAVE_MPI
 #include <mpi.h>
 
+#include "api/precheck.hpp"
 #include "cli/exec_table.hpp"
-#include "cli/precheck.hpp"
 #include "core/base/sizes.hpp"
 #include "core/pipeline.hpp"
 #include "exec/exec_point.hpp"
@@ -139,7 +139,7 @@ int cmd_exec(const ExecOpts& o) {
 
   // The check before the run (cli/precheck.hpp), on rank 0 at the first point's parameters: a
   // schedule with a defect is not run as if it were sound (exit 1); --allow-defects runs it.
-  Precheck pc;
+  api::Precheck pc;
   {
     int defect = 0;
     if (me == 0) {
@@ -150,8 +150,8 @@ int cmd_exec(const ExecOpts& o) {
       uint64_t limit = default_memory_limit();
       if (!o.max_memory.empty()) parse_size(o.max_memory, limit);  // (a bad value is refused with the point)
       // Under IPC a send completes when its message was received: checked as rendezvous.
-      pc = precheck(o.target, static_cast<uint32_t>(size), sets, limit, tr.ipc);
-      defect = pc.state == Precheck::State::Defect ? 1 : 0;
+      pc = api::precheck(o.target, static_cast<uint32_t>(size), sets, limit, tr.ipc);
+      defect = pc.state == api::Precheck::State::Defect ? 1 : 0;
     }
     MPI_Bcast(&defect, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (defect && !o.allow_defects) {

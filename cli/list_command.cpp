@@ -3,27 +3,20 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "api/api.hpp"
 #include "cli/commands.hpp"
-#include "core/dsl/library.hpp"
-#include "core/dsl/session.hpp"
 
 namespace sg::cli {
 
 int cmd_list(bool json) {
-  nlohmann::json arr = nlohmann::json::array();
-  size_t width = 0;
-  for (const auto& e : library()) width = std::max(width, e.name.size());
-  for (const auto& e : library()) {
-    Session s;
-    const Program* p = s.load_library(e.name);
-    std::string desc = p ? one_line_description(p->header, e.name) : "";
-    if (json) {
-      arr.push_back({{"name", e.name}, {"path", e.path}, {"description", desc}});
-    } else {
-      std::cout << e.name << std::string(width + 2 - e.name.size(), ' ') << desc << "\n";
-    }
+  std::vector<api::LibraryEntry> entries = api::list();
+  if (json) {
+    std::cout << api::to_json(entries).dump(2) << "\n";
+    return 0;
   }
-  if (json) std::cout << arr.dump(2) << "\n";
+  size_t width = 0;
+  for (const auto& e : entries) width = std::max(width, e.name.size());
+  for (const auto& e : entries) std::cout << e.name << std::string(width + 2 - e.name.size(), ' ') << e.description << "\n";
   return 0;
 }
 

@@ -20,10 +20,29 @@ int fail(const std::string& msg) {
   return 2;
 }
 
-nlohmann::json params_json(const StepGraph& g) {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& [k, v] : g.params) j[k] = v;
-  return j;
+bool parse_set(const std::string& kv, std::pair<std::string, std::string>& out, std::string& err) {
+  auto eq = kv.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return err = "--set needs NAME=VALUE, got '" + kv + "'", false;
+  out = {kv.substr(0, eq), kv.substr(eq + 1)};
+  return true;
+}
+
+int target_request(const Common& c, api::TargetRequest& r) {
+  r.target = c.target;
+  std::string err;
+  for (const auto& kv : c.sets) {
+    std::pair<std::string, std::string> p;
+    if (!parse_set(kv, p, err)) return fail(err);
+    r.params.push_back(p);
+  }
+  if (!c.max_memory.empty()) {
+    uint64_t limit = 0;
+    if (!parse_size(c.max_memory, limit)) return fail("bad --max-memory '" + c.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
+    r.max_memory = limit;
+  }
+  if (!c.ranks.empty() && !parse_rank_list(c.ranks, r.ranks, err)) return fail("bad -n '" + c.ranks + "': " + err);
+  r.dump_after = c.dump_after;
+  return 0;
 }
 
 std::string repeated_set(const std::vector<std::string>& sets) {
@@ -53,49 +72,25 @@ int report_internal_error(const InternalError& e) {
 }
 
 int prepare(const Common& c, Prepared& p, bool many) {
-  std::string err = repeated_set(c.sets);
-  if (!err.empty()) return fail(err);
-  for (const auto& kv : c.sets) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return fail("--set needs NAME=VALUE, got '" + kv + "'");
-    p.opts.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (c.max_memory.empty()) {
-    p.opts.max_memory = default_memory_limit();
-  } else if (!parse_size(c.max_memory, p.opts.max_memory)) {
-    return fail("bad --max-memory '" + c.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
-  }
-  auto points = dump_point_names();
-  for (const auto& d : c.dump_after) {
-    if (d != "all" && std::find(points.begin(), points.end(), d) == points.end()) {
-      std::string names;
-      for (const auto& x : points) names += (names.empty() ? "" : ", ") + x;
-      return fail("unknown pass '" + d + "' for --dump-after (passes: " + names + ", all)");
-    }
-  }
+  api::TargetRequest r;
+  if (std::string err = repeated_set(c.sets); !err.empty()) return fail(err);
+  if (int rc = target_request(c, r)) return rc;
   DumpRequest parse_dump{c.dump_after, [](const std::string& point, const std::string& text) {
                            std::cout << "=== after " << point << " ===\n" << text;
                          }};
-  p.t = open_target(p.s, c.target, &parse_dump);
-  if (p.s.diags.has_errors() || !p.t.opened()) {
-    p.s.diags.print(std::cerr, p.s.sources);
+  try {
+    api::open(r, p, true, &parse_dump);
+  } catch (const api::BadInput& e) {
+    if (e.rendered().empty()) return fail(e.what());
+    std::cerr << e.rendered();
     return 2;
   }
-  // -n may be left out only where the target is written for one rank count.
-  if (c.ranks.empty()) {
-    if (p.t.fixed_ranks == 0) return fail("--ranks (-n) is required");
-    p.ns = {p.t.fixed_ranks};
-    return 0;
-  }
-  if (!parse_rank_list(c.ranks, p.ns, err)) return fail("bad -n '" + c.ranks + "': " + err);
   if (!many && p.ns.size() != 1) return fail("this command takes one rank count (-n N), got '" + c.ranks + "'");
   return 0;
 }
 
 BuildOptions build_options(const Common& c, const Prepared& p, uint32_t n, std::ostream& out, bool label_n) {
-  BuildOptions bo;
-  bo.elab = p.opts;
-  bo.elab.nranks = n;
+  BuildOptions bo = api::build_options(p, n);
   bo.dump.after = c.dump_after;
   if (!c.dump_after.empty())
     bo.dump.sink = [&out, n, label_n](const std::string& point, const std::string& text) {

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/api.hpp"
 #include "cli/commands.hpp"
 #include "core/dsl/diagnostics.hpp"
 #include "core/dsl/session.hpp"
@@ -17,18 +18,19 @@
 
 namespace sg::cli {
 
-struct Prepared {
-  Session s;
-  Target t;
-  std::vector<uint32_t> ns;
-  ElabOptions opts;
-};
+// An opened target and its rank counts (api/api.hpp).
+using Prepared = api::Opened;
 
 // Prints "stepgraph: error: MSG" on stderr; returns 2 (bad input).
 int fail(const std::string& msg);
 
-// The parameter values a graph was built with, as a JSON object ({"size": 67108864, "mp": 4}).
-nlohmann::json params_json(const StepGraph& g);
+using api::params_json;
+
+// "NAME=VALUE" into the pair; false (with the message) for anything else.
+bool parse_set(const std::string& kv, std::pair<std::string, std::string>& out, std::string& err);
+
+// The shared flags as a typed request (api/api.hpp). Returns 0, or 2 after saying what is wrong.
+int target_request(const Common& c, api::TargetRequest& r);
 
 // The first --set NAME=VALUE whose NAME (TARGET:NAME in sim) an earlier one already gave:
 // "--set size given twice ('1MiB', then '2MiB'): give each parameter once"; empty when none.

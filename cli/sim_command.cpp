@@ -18,7 +18,7 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "cli/precheck.hpp"
+#include "api/api.hpp"
 #include "cli/shared.hpp"
 #include "core/base/format.hpp"
 #include "core/base/input_file.hpp"
@@ -60,13 +60,7 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
   }
   // A platform file from `stepgraph calibrate` carries the measured reduction speed as a
   // `# gamma=…` line: used unless --gamma says otherwise (sim and exec --predict alike).
-  std::string gamma = o.gamma;
-  if (std::string text, err; gamma.empty() && !o.platform.empty() && o.platform[0] == '@' &&
-                             read_input_file(o.platform.substr(1), text, err)) {  // (unread: the platform's error says why)
-    std::istringstream f(text);
-    for (std::string line; std::getline(f, line);)
-      if (auto at = line.find("# gamma="); at != std::string::npos) gamma = line.substr(at + 8);
-  }
+  std::string gamma = o.gamma.empty() ? sim::calibrated_gamma(o.platform) : o.gamma;
   std::string why;
   if (!gamma.empty() && (!parse_seconds(gamma, so.runtime.gamma, why) || so.runtime.gamma > kMaxOptionPerByte))
     return fail("bad --gamma '" + gamma + "' (seconds per reduced byte up to 1s, e.g. 0.1ns)");
@@ -265,26 +259,8 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
       spec.trace_file.append(ext);
     }
   }
-  // The check before the run (cli/precheck.hpp), once per target, N and parameters.
-  static std::map<std::string, Precheck> checked;
-  std::string key = spec.target + "\n" + std::to_string(spec.n);
-  for (const auto& [k, v] : spec.sets) key += "\n" + k + "=" + v;
-  auto it = checked.find(key);
-  if (it == checked.end()) it = checked.emplace(key, precheck(spec.target, spec.n, spec.sets, spec.max_memory)).first;
-  const Precheck& pc = it->second;
-  PointResult r;
-  if (pc.state == Precheck::State::Defect && !o.allow_defects) {
-    // Not timed as if it were sound: refused with the verdict (exit 1: a defect was found).
-    r.schedule = plan.names[pt.target];
-    r.n = pt.n;
-    r.status = 1;
-    r.error = "refused: " + pc.line() + " (--allow-defects simulates it anyway)";
-    r.diag = pc.detail;
-  } else {
-    r = sim::run_point(spec);
-  }
-  r.check = pc.json();
-  r.check_line = pc.line();
+  // The check before the run (api/precheck.hpp), once per target, N and parameters.
+  PointResult r = api::sim_point(spec, o.allow_defects, plan.names[pt.target]);
   r.param = pt.has_value ? plan.param : "";
   r.param_value = pt.value;
   return r;

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api/api.hpp"
 #include "cli/commands.hpp"
 #include "cli/shared.hpp"
 #include "core/base/sizes.hpp"
@@ -25,20 +26,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double rounded(double s) { return std::round(s * 1000) / 1000; }
-
 std::string secs(double s) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3f s", s);
   return buf;
-}
-
-nlohmann::json engine_json(const verify::EngineResult& e, bool timing, bool shared) {
-  nlohmann::json j = {{"verdict", verify::verdict_name(e.verdict)}};
-  if (timing) j["seconds"] = shared ? 0.0 : rounded(e.seconds);
-  if (!e.note.empty()) j["note"] = e.note;
-  if (e.executions) j["executions"] = e.executions;
-  return j;
 }
 
 // "rendezvous and eager: ok" or "rendezvous: ok, eager: deadlock".
@@ -140,15 +131,13 @@ int cmd_verify(const VerifyOpts& o) {
   Session& s = p.s;
   const Target& t = p.t;
   const std::vector<uint32_t>& ns = p.ns;
-  verify::VerifyOptions vo;
-  if (o.semantics == "rendezvous") vo.modes = {SendMode::Rendezvous};
-  else if (o.semantics == "eager") vo.modes = {SendMode::Eager};
-  else if (o.semantics == "bounded") vo.modes = {SendMode::Bounded};
-  vo.engine = o.engine == "explicit" ? verify::Engine::Explicit
-              : o.engine == "z3"     ? verify::Engine::Z3
-              : o.engine == "both"   ? verify::Engine::Both
-                                     : verify::Engine::Auto;
-  vo.explicit_opts.max_executions = o.max_executions;
+  api::VerifyRequest req;
+  req.semantics = api::semantics_named(o.semantics).value_or(api::Semantics::Auto);
+  req.engine = api::engine_named(o.engine).value_or(verify::Engine::Auto);
+  req.slots = o.slots;
+  req.max_executions = o.max_executions;
+  req.timing = o.timing;
+  verify::VerifyOptions vo = api::verify_options(req);
   vo.deadline = deadline;
   {
     std::lock_guard<std::mutex> l(prog.mu);
@@ -182,80 +171,39 @@ int cmd_verify(const VerifyOpts& o) {
   for (; next < ns.size(); ++next) {
     uint32_t n = ns[next];
     if (Clock::now() >= vo.deadline) break;
-    auto t_n = Clock::now();
     {
       std::lock_guard<std::mutex> l(prog.mu);
       prog.decided.clear();
     }
     set_phase(n, "elaborating");
-    s.diags.clear();
     std::ostringstream dumped;
-    BuildOptions bo = build_options(o.c, p, n, dumped, true);
-    bo.elab.lifecycle_as_findings = true;
-    if (vo.engine != verify::Engine::Z3) count_interpreter(bo.elab);  // the explicit engine runs it
-    std::unique_ptr<StepGraph> g = build(s, t, bo).graph;
-    bool built = g != nullptr;
+    api::VerifyPoint vp = api::verify_point(
+        p, build_options(o.c, p, n, dumped, true), req, vo, [&] { set_phase(n, "verifying"); },
+        [&](const verify::VerifyReport& r) {
+          std::lock_guard<std::mutex> l(prog.mu);
+          const verify::ModeResult& m = r.modes.back();
+          prog.decided += (prog.decided.empty() ? "" : ", ") + std::string(verify::mode_name(m.mode)) + ": " +
+                          (m.timed_out ? "undecided" : verify::verdict_name(m.verdict)) + " (" + m.decided_by + ")";
+        });
     std::string dumps = dumped.str();
-    if (built) {
-      // The program's own send semantics when it has them (MSCCL: its connections' slots).
-      if (o.slots) g->connection_slots = o.slots;
-      if (o.semantics == "auto")
-        vo.modes =
-            g->connection_slots ? std::vector<SendMode>{SendMode::Bounded} : std::vector<SendMode>{SendMode::Rendezvous, SendMode::Eager};
-      if (std::find(vo.modes.begin(), vo.modes.end(), SendMode::Bounded) != vo.modes.end() && !g->connection_slots) g->connection_slots = 1;
-    }
-    // The explicit engine runs the interpreter: refuse what it could not hold.
-    if (built && vo.engine != verify::Engine::Z3) built = interpreter_fits(*g, t, bo.elab, s.diags);
     std::string head = "verify " + t.name() + " N = " + std::to_string(n) + ": ";
-    if (!built) {
-      rc = std::max(rc, 2);
-      // A `require` that refuses this N: the schedule does not apply, the input is not wrong.
-      const Diagnostic* why = s.diags.unsupported_since(0);
-      if (o.json) {
-        nlohmann::json obj = {{"schedule", t.name()}, {"ranks", n}, {"verdicts", nlohmann::json::array()}};
-        if (why) obj["unsupported"] = unsupported_reason(*why);
-        else obj["error"] = s.diags.render(s.sources);
-        emit_json(obj);
-      } else if (why) {
-        if (!o.quiet) emit(dumps + head + "unsupported (" + unsupported_reason(*why) + ")\n", s.diags.render(s.sources));
+    rc = std::max(rc, vp.status);
+    if (!vp.built) {
+      if (o.json) emit_json(vp.json);
+      else if (!vp.unsupported.empty()) {
+        if (!o.quiet) emit(dumps + head + "unsupported (" + vp.unsupported + ")\n", vp.diagnostics);
       } else {
-        emit(dumps + head + "bad input\n", s.diags.render(s.sources));
+        emit(dumps + head + "bad input\n", vp.diagnostics);
       }
       continue;
     }
     warnings.add(s.diags, n);
     if (!dumps.empty()) emit(dumps, "");
-    set_phase(n, "verifying");
-    verify::VerifyReport rep = verify::verify_graph(*g, vo, [&](const verify::VerifyReport& r) {
-      std::lock_guard<std::mutex> l(prog.mu);
-      const verify::ModeResult& m = r.modes.back();
-      prog.decided += (prog.decided.empty() ? "" : ", ") + std::string(verify::mode_name(m.mode)) + ": " +
-                      (m.timed_out ? "undecided" : verify::verdict_name(m.verdict)) + " (" + m.decided_by + ")";
-    });
-    double total = std::chrono::duration<double>(Clock::now() - t_n).count();
+    const verify::VerifyReport& rep = vp.report;
     verify::Verdict worst = rep.worst();
-    if (rep.disagreement() || worst == verify::Verdict::Unknown) rc = std::max(rc, 3);
-    else if (worst != verify::Verdict::Ok) rc = std::max(rc, 1);
-    const verify::Counterexample* cx = rep.counterexample();
+    double total = vp.total_s;
     if (o.json) {
-      nlohmann::json v = nlohmann::json::array();
-      for (const auto& m : rep.modes) {
-        nlohmann::json e = {
-            {"semantics", verify::mode_name(m.mode)}, {"verdict", verify::verdict_name(m.verdict)}, {"decided_by", m.decided_by}};
-        nlohmann::json engines = nlohmann::json::object();
-        if (m.ran_explicit) engines["explicit"] = engine_json(m.explicit_result, o.timing, m.shared);
-        if (m.ran_z3) engines["z3"] = engine_json(m.z3_result, o.timing, m.shared);
-        e["engines"] = engines;
-        if (m.disagree) e["disagree"] = true;
-        if (m.timed_out) e["timed_out"] = true;
-        v.push_back(e);
-      }
-      nlohmann::json obj = {{"schedule", rep.schedule}, {"ranks", n}, {"steps", rep.steps}, {"params", params_json(*g)}, {"verdicts", v}};
-      obj["counterexample"] = cx ? nlohmann::json::parse(verify::render_json(*cx, s.sources)) : nlohmann::json(nullptr);
-      if (!rep.note.empty()) obj["note"] = rep.note;
-      if (o.timing)
-        obj["time"] = {{"explicit_s", rounded(rep.explicit_seconds())}, {"z3_s", rounded(rep.z3_seconds())}, {"total_s", rounded(total)}};
-      emit_json(obj);
+      emit_json(vp.json);
       if (rep.timed_out()) {
         ++next;
         break;
@@ -265,7 +213,7 @@ int cmd_verify(const VerifyOpts& o) {
     if (o.quiet && worst == verify::Verdict::Ok && !rep.disagreement()) continue;
     std::string label = rep.disagreement() ? "engines disagree" : rep.timed_out() ? "undecided (time limit)" : verify::verdict_name(worst);
     std::string line = head + label + "  (" + verdicts_text(rep) + "; " + deciders_text(rep) + with_commas(rep.steps) + " steps";
-    if (std::string pv = parameter_values(*g); !pv.empty()) line += "; " + pv;
+    if (!vp.params_text.empty()) line += "; " + vp.params_text;
     if (o.timing) {
       std::string engines;
       if (rep.explicit_seconds() > 0 || std::any_of(rep.modes.begin(), rep.modes.end(), [](auto& m) { return m.ran_explicit; }))
@@ -287,7 +235,7 @@ int cmd_verify(const VerifyOpts& o) {
                     "\n";
     }
     if (!rep.note.empty()) line += "  note: " + rep.note + "\n";
-    if (cx) line += verify::render_text(*cx, s.sources);
+    line += vp.counterexample_text;
     emit(line, "");
     if (rep.timed_out()) {
       ++next;

@@ -213,6 +213,15 @@ std::string platform_diagnostic(Session& s, const std::string& spec, const std::
   return render_diagnostic(d, s.sources);
 }
 
+std::string calibrated_gamma(const std::string& platform) {
+  std::string text, err, gamma;
+  if (platform.empty() || platform[0] != '@' || !read_input_file(platform.substr(1), text, err)) return "";
+  std::istringstream f(text);
+  for (std::string line; std::getline(f, line);)
+    if (auto at = line.find("# gamma="); at != std::string::npos) gamma = line.substr(at + 8);
+  return gamma;
+}
+
 PointResult run_point(const PointSpec& p) {
   PointResult r;
   r.n = p.n;

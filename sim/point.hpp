@@ -67,6 +67,11 @@ PointResult run_point(const PointSpec& p);
 // "--platform") or into the file it names; "" where it points nowhere in particular.
 std::string platform_diagnostic(Session& s, const std::string& spec, const std::string& msg, const PlatformErrorAt& at);
 
+// The reduction speed a platform file from `stepgraph calibrate` carries as its `# gamma=TIME`
+// line ("0.12ns"), as written; "" for a spec that is not "@FILE", a file without one, or one that
+// cannot be read (the platform's own error says why).
+std::string calibrated_gamma(const std::string& platform);
+
 // The public JSON of a point (`sim --json`).
 void to_json(nlohmann::json& j, const PointResult& r);
 // Everything, for the trip between processes, and back.

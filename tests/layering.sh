@@ -31,8 +31,10 @@ allowed_for() {
     exec/cuda/*) echo "core/ exec/cuda/" ;;
     exec/transport.*) echo "core/ exec/" ;;  # the one file of exec/ that opens exec/cuda
     exec/*) echo "core/ exec/" ;;
-    bench/*) echo "core/ sim/ verify/ exec/ bench/" ;;
-    cli/*) echo "core/ sim/ verify/ exec/ cli/" ;;
+    api/*) echo "core/ sim/ verify/ api/" ;;
+    python/*) echo "core/ sim/ verify/ api/" ;;
+    bench/*) echo "core/ sim/ verify/ exec/ api/ bench/" ;;
+    cli/*) echo "core/ sim/ verify/ exec/ api/ cli/" ;;
     *) echo "" ;;
   esac
 }
@@ -53,8 +55,8 @@ while IFS= read -r f; do
       bad=1
     fi
   done < <(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" | sed -E 's/^([0-9]+):[^"]*"([^"]*)".*/\1:\2/' |
-           grep -E ':(core|sim|verify|exec|cli|bench|tests)/')
-done < <(find core sim verify exec cli bench -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' \) | sort)
+           grep -E ':(core|sim|verify|exec|api|python|cli|bench|tests)/')
+done < <(find core sim verify exec api python cli bench -type f \( -name '*.cpp' -o -name '*.hpp' -o -name '*.cu' -o -name '*.cuh' \) | sort)
 
 # Link targets: a backend library links core (and its own dependencies), never another backend
 # or the command line.
@@ -63,10 +65,11 @@ if [ -n "$links" ]; then
     target=${l%%:*}
     libs=${l#*: }
     case "$target" in
-      stepgraph_core) forbidden="stepgraph_sim stepgraph_verify stepgraph_exec stepgraph_transport stepgraph_cuda stepgraph_launch" ;;
-      stepgraph_sim) forbidden="stepgraph_verify stepgraph_exec stepgraph_transport stepgraph_cuda" ;;
-      stepgraph_verify) forbidden="stepgraph_sim stepgraph_exec stepgraph_transport stepgraph_cuda" ;;
-      stepgraph_exec) forbidden="stepgraph_sim stepgraph_verify stepgraph_cuda stepgraph_transport" ;;
+      stepgraph_core) forbidden="stepgraph_sim stepgraph_verify stepgraph_exec stepgraph_transport stepgraph_cuda stepgraph_launch stepgraph_api" ;;
+      stepgraph_sim) forbidden="stepgraph_verify stepgraph_exec stepgraph_transport stepgraph_cuda stepgraph_api" ;;
+      stepgraph_verify) forbidden="stepgraph_sim stepgraph_exec stepgraph_transport stepgraph_cuda stepgraph_api" ;;
+      stepgraph_api) forbidden="stepgraph_exec stepgraph_transport stepgraph_cuda stepgraph_launch" ;;
+      stepgraph_exec) forbidden="stepgraph_sim stepgraph_verify stepgraph_cuda stepgraph_transport stepgraph_api" ;;
       stepgraph_cuda) forbidden="stepgraph_sim stepgraph_verify stepgraph_exec stepgraph_transport" ;;
       stepgraph_transport) forbidden="stepgraph_sim stepgraph_verify" ;;
       stepgraph_launch | stepgraph_attn_kernels) forbidden="stepgraph_core stepgraph_sim stepgraph_verify stepgraph_exec stepgraph_cuda" ;;

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-namespace sg::cli {
+namespace sg::api {
 
 struct Precheck {
   enum class State : uint8_t { Ok, Defect, NotChecked };
@@ -41,4 +41,4 @@ inline constexpr double kPrecheckSeconds = 3.0;
 Precheck precheck(const std::string& target, uint32_t n, const std::vector<std::pair<std::string, std::string>>& sets, uint64_t max_memory,
                   bool rendezvous = false);
 
-}  // namespace sg::cli
+}  // namespace sg::api

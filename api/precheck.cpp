@@ -1,4 +1,4 @@
-// sim's and exec's check before they run (cli/precheck.hpp): build the schedule at an N that fits
+// sim's and exec's check before they run (api/precheck.hpp): build the schedule at an N that fits
 // the budget, verify it with the explicit engine, and say what was found.
 //
 // Semantics: an MSCCL file (a program with FIFO connections) under its bounded connections, as
@@ -6,7 +6,7 @@
 // for their receives (rendezvous) is a defect `verify` reports, but sim simulates that protocol
 // itself (and shows the deadlock) and exec's watchdog reports such a hang with each rank's step:
 // refusing it here would refuse every program that relies on MPI's buffering of small messages.
-#include "cli/precheck.hpp"
+#include "api/precheck.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include "core/pipeline.hpp"
 #include "verify/verify.hpp"
 
-namespace sg::cli {
+namespace sg::api {
 
 std::string Precheck::line() const {
   switch (state) {
@@ -119,4 +119,4 @@ Precheck precheck(const std::string& target, uint32_t n, const std::vector<std::
   return pc;
 }
 
-}  // namespace sg::cli
+}  // namespace sg::api
