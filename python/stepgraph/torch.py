@@ -12,7 +12,9 @@ torch.distributed collectives on subgroups. Before anything runs, the schedule i
 N (the check `sim` and `exec` run, cached per schedule, N and parameters): a schedule with a
 defect raises stepgraph.DefectError with the verdict and the source line, and nothing is sent.
 
-Not yet: attention tiles (compute steps) and receives from any rank; they raise
+attention(name, q, k, v, causal=...) runs a ring-attention schedule's forward on this rank's
+shards (layout(name, seq=...) gives each rank's rows). Not yet: the backward tiles, head-parallel
+(Ulysses) items, RingX's lse_max kernel and receives from any rank; they raise
 NotImplementedError naming the step's line (docs/python.md).
 """
 
@@ -26,7 +28,7 @@ import torch.distributed as dist
 
 import stepgraph as _sg
 
-__all__ = ["init_process_group", "launcher_env", "run", "allreduce", "RunStats"]
+__all__ = ["init_process_group", "launcher_env", "run", "allreduce", "attention", "layout", "RunStats"]
 
 _DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16, "i32": torch.int32,
            "i64": torch.int64}
@@ -174,7 +176,10 @@ def _where(s) -> str:
     return f"{s.file}:{s.line}:{s.col}"
 
 
-def _apply(dst: torch.Tensor, src: torch.Tensor, op: Optional[str]):
+def _apply(dst: torch.Tensor, src: torch.Tensor, op: Optional[str], merge_dim: int = 0):
+    if op and merge_dim:
+        _merge_rows(dst.view(-1, merge_dim + 1), src.view(-1, merge_dim + 1))
+        return
     if not op:
         dst.copy_(src)
     elif op == "sum":
@@ -190,12 +195,16 @@ def _apply(dst: torch.Tensor, src: torch.Tensor, op: Optional[str]):
 
 
 def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor], group=None, *, timeout_s: float = 60,
-        **params) -> RunStats:
+        kernels: Optional[Dict[str, Any]] = None, **params) -> RunStats:
     """Runs this rank's steps of a schedule on `buffers` (name -> tensor; buffers not given are
     allocated as zeros of the graph's size and dtype). The graph is built for the group's size with
     `params` (e.g. size=...), or given as a stepgraph.Graph; either way it is checked first.
     A user buffer must hold at least the graph's bytes (chunk sizes are in the tensor's own
-    element size). Raises TimeoutError naming what each waiting step waits on."""
+    element size). Attention tiles (`compute attn`) run on the kernels' layout (docs/exec.md,
+    "Attention"): q [batch, heads, rows, dim], kv [2, batch, heads, rows, dim], O rows of dim + 1
+    fp32 (the normalised output, then its log-sum-exp), merged with the online-softmax rule.
+    Other compute steps call kernels[NAME](step, reads, writes) with the chunks as flat tensors.
+    Raises TimeoutError naming what each waiting step waits on."""
     if not dist.is_initialized():
         raise RuntimeError("stepgraph.torch.run: call stepgraph.torch.init_process_group() first")
     me_world = dist.get_rank()
@@ -219,6 +228,8 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
 
     # Buffers: the user's, flat; the rest allocated.
     device = next((t.device for t in buffers.values()), torch.device("cpu"))
+    merging = _merge_set(g)
+    dim = int(g.params.get("dim", 0))
     flat: Dict[str, _Flat] = {}
     for name, b in g.buffers.items():
         if name in buffers:
@@ -236,18 +247,30 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
             # type where it has the same one in the graph: sizes came from the user's bytes.
             dt = _DTYPES.get(b.dtype, torch.float32)
             for un, ut in buffers.items():
-                if un in g.buffers and g.buffers[un].dtype == b.dtype:
+                if un in g.buffers and g.buffers[un].dtype == b.dtype and un not in merging:
                     dt = ut.dtype
                     break
+            if name in merging:  # attention partials: O|lse rows in fp32, empty (o = 0, lse = -inf)
+                dt = torch.float32
             es = torch.empty((), dtype=dt).element_size()
-            flat[name] = _Flat(torch.zeros(b.chunks * b.chunk_bytes // es, dtype=dt, device=device), b.chunk_bytes // es)
+            t = torch.zeros(b.chunks * b.chunk_bytes // es, dtype=dt, device=device)
+            if name in merging:
+                if not dim or t.numel() % (dim + 1):
+                    raise _sg.StepgraphError(f"buffer {name}: attention rows need the parameter dim (rows of dim + 1 floats)")
+                t.view(-1, dim + 1)[:, dim] = float("-inf")
+            flat[name] = _Flat(t, b.chunk_bytes // es)
 
     comm = group
     steps = g.steps_of(me)
     # Refuse what this runner does not do yet, before anything moves.
+    kernels = kernels or {}
     for s in steps:
-        if s.kind == "compute":
-            raise NotImplementedError(f"{_where(s)}: compute steps ({s.raw.get('kernel')}) do not run under stepgraph.torch yet")
+        if s.kind == "compute" and s.raw.get("kernel") != "attn" and s.raw.get("kernel") not in kernels:
+            raise NotImplementedError(f"{_where(s)}: compute {s.raw.get('kernel')}: stepgraph.torch runs attn tiles, and other kernels "
+                                      f"given as run(..., kernels={{'{s.raw.get('kernel')}': fn}})")
+        if s.kind == "collective" and s.buffer in merging and s.raw.get("collective") in ("allreduce", "reduce", "reduce_scatter"):
+            raise NotImplementedError(f"{_where(s)}: a reducing collective on attention partials ({s.buffer}) does not run under "
+                                      "stepgraph.torch yet")
         if s.kind in ("send", "recv") and (s.peer == "any" or s.match is None):
             raise NotImplementedError(f"{_where(s)}: a {s.kind} without a matched peer (any source) does not run under stepgraph.torch yet")
     coll_groups = {}
@@ -298,11 +321,18 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
                 if not op.finished():
                     rest.append(s)
                     continue
-                _apply(flat[s.buffer].chunks(s.lo, s.count), op.staging, s.reduce)
+                _apply(flat[s.buffer].chunks(s.lo, s.count), op.staging, s.reduce, dim if s.buffer in merging else 0)
             elif s.kind in ("copy", "reduce"):
                 src = s.raw["source"]
                 _apply(flat[s.buffer].chunks(s.lo, s.count), flat[src["buffer"]].chunks(src["lo"], src["count"]),
-                       s.raw.get("op", "sum") if s.kind == "reduce" else None)
+                       s.raw.get("op", "sum") if s.kind == "reduce" else None, dim if s.buffer in merging else 0)
+            elif s.kind == "compute":
+                reads = [flat[r["buffer"]].chunks(r["lo"], r["count"]) for r in s.raw.get("reads", [])]
+                writes = [flat[w["buffer"]].chunks(w["lo"], w["count"]) for w in s.raw.get("writes", [])]
+                if s.raw.get("kernel") == "attn":
+                    _attn_tile(s, reads, writes, g, dim)
+                else:
+                    kernels[s.raw["kernel"]](s, reads, writes)
             elif s.kind == "collective":
                 _collective(s, flat, torch_groups[s.raw["group"]], coll_groups[s.raw["group"]], members, me_world)
             elif s.kind == "wait":
@@ -326,6 +356,81 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
     stats.steps = len(steps)
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+def _merge_set(g: "_sg.Graph") -> set:
+    """The buffers that hold attention partials (O|lse rows): every buffer a forward tile writes,
+    the expect's O, and every buffer joined to those by a copy, a reduce, a message or a
+    collective's `into` (docs/exec.md, "Merging")."""
+    out = set()
+    for e in g.json.get("expect", []):
+        if e["kind"] == "attention":
+            out.add(e["buffers"][-1]["buffer"])
+    for s in g.steps:
+        if s.kind == "compute" and s.raw.get("kernel") == "attn":
+            out.update(w["buffer"] for w in s.raw.get("writes", []))
+    edges = []
+    for s in g.steps:
+        if s.kind in ("copy", "reduce"):
+            edges.append((s.buffer, s.raw["source"]["buffer"]))
+        elif s.kind == "send" and s.match is not None:
+            edges.append((s.buffer, g.steps[s.match].buffer))
+        elif s.kind == "collective" and s.raw.get("into"):
+            edges.append((s.buffer, s.raw["into"]["buffer"]))
+    changed = True
+    while changed:
+        changed = False
+        for a, b in edges:
+            if (a in out) != (b in out):
+                out.update((a, b))
+                changed = True
+    return out
+
+
+def _merge_rows(dst: torch.Tensor, src: torch.Tensor):
+    """dst ⊕= src on O|lse rows (dim + 1 floats): the online-softmax merge of two partial outputs
+    of the same query rows. An empty row (lse = -inf) leaves the other as it is."""
+    d = dst.shape[-1] - 1
+    l1, l2 = dst[:, d], src[:, d]
+    lse = torch.logaddexp(l1, l2)
+    safe = torch.where(torch.isinf(lse), torch.zeros_like(lse), lse)
+    w1 = torch.exp(l1 - safe).unsqueeze(1)
+    w2 = torch.exp(l2 - safe).unsqueeze(1)
+    out = dst[:, :d] * w1 + src[:, :d] * w2
+    dst[:, :d] = torch.where(torch.isinf(lse).unsqueeze(1), dst[:, :d], out)
+    dst[:, d] = lse
+
+
+def _tile_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool):
+    """One tile: (out, lse) of softmax(q·kᵀ/√dim)·v over [batch, heads, rows, dim], in fp32;
+    causal is the diagonal tile (key u visible to query t iff u <= t). Matmul and logsumexp:
+    torch 1.13 (Debian's) has no attention kernel that returns the lse."""
+    q32, k32, v32 = q.float(), k.float(), v.float()
+    s = torch.matmul(q32, k32.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
+    if causal:
+        rows, keys = s.shape[-2], s.shape[-1]
+        mask = torch.ones(rows, keys, dtype=torch.bool, device=s.device).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+    lse = torch.logsumexp(s, dim=-1)
+    p = torch.exp(s - lse.unsqueeze(-1))
+    return torch.matmul(p, v32), lse
+
+
+def _attn_tile(s, reads: List[torch.Tensor], writes: List[torch.Tensor], g: "_sg.Graph", dim: int):
+    p = g.params
+    batch, heads = int(p.get("batch", 1)), int(p.get("heads", 1))
+    o_rows = writes[0].view(-1, dim + 1)
+    ops = [r for r, spec in zip(reads, s.raw["reads"]) if spec != s.raw["writes"][0]]
+    rows = o_rows.shape[0] // (batch * heads)
+    q = ops[0].view(batch, heads, rows, dim)
+    if len(ops) == 2:  # packed kv: K then V
+        kv = ops[1].view(2, batch, heads, -1, dim)
+        k, v = kv[0], kv[1]
+    else:
+        k, v = ops[1].view(batch, heads, -1, dim), ops[2].view(batch, heads, -1, dim)
+    out, lse = _tile_attention(q, k, v, s.raw.get("mask") == "causal")
+    tile = torch.cat([out, lse.unsqueeze(-1)], dim=-1).reshape(-1, dim + 1)
+    _merge_rows(o_rows, tile)
 
 
 def _stuck(me: int, pending, done, timeout_s: float) -> str:
@@ -413,3 +518,87 @@ def allreduce(name: str, tensor: torch.Tensor, group=None, **params) -> RunStats
     if flat.data_ptr() != tensor.data_ptr():
         tensor.copy_(flat.view_as(tensor))
     return stats
+
+
+def _attention_graph(name: str, n: int, params: Dict[str, Any]):
+    g = _graph_for(name, n, params)
+    ex = [e for e in g.json.get("expect", []) if e["kind"] == "attention"]
+    if not ex:
+        raise _sg.StepgraphError(f"{name}: not an attention schedule (no `expect attention`)")
+    return g, ex[0]
+
+
+def _items_of(g, buf: str, n: int) -> List[List[int]]:
+    """Each rank's items of `buf`, in the order the schedule's `init … on` lists them."""
+    out: List[List[int]] = [[] for _ in range(n)]
+    for i in g.json.get("init", []):
+        ch = i["chunks"]
+        if ch["buffer"] != buf:
+            continue
+        if i["kind"] == "on":
+            out[i["rank"]].extend(range(ch["lo"], ch["lo"] + ch["count"]))
+        elif i["kind"] == "owned":  # a group's members own equal blocks, in member order
+            gr = g.json["groups"][i["group"]]
+            per = ch["count"] // gr["count"]
+            for k in range(gr["count"]):
+                out[gr["start"] + k * gr["stride"]].extend(range(ch["lo"] + k * per, ch["lo"] + (k + 1) * per))
+    return out
+
+
+def layout(name: str, seq: int, n: Optional[int] = None, **params) -> List[List[Tuple[int, int]]]:
+    """Each rank's query rows under an attention schedule: for rank r, the [start, stop) row
+    ranges it holds, in the order its shard concatenates them (zigzag_ring_attention at N = 2,
+    seq = 8: [[(0, 2), (6, 8)], [(2, 4), (4, 6)]]). Shard q, k and v by these rows; attention()
+    returns the output in the same order."""
+    n = n or (dist.get_world_size() if dist.is_initialized() else 1)
+    g, ex = _attention_graph(name, n, dict(params, seq=seq))
+    q = ex["buffers"][0]
+    items = q["count"]
+    blk = seq // items
+    return [[(x * blk, (x + 1) * blk) for x in xs] for xs in _items_of(g, q["buffer"], n)]
+
+
+def attention(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True, group=None,
+              return_lse: bool = False, **params):
+    """Ring attention with the schedule `name` (ring_attention, zigzag_ring_attention,
+    stripe_ring_attention, te_p2p_attention, allgather_attention, …) on this rank's shards, given
+    as torch's attention takes them: (batch, heads, rows, dim), rows in the order layout() lists
+    them. Returns the output in the same form (and the lse, [batch, heads, rows], with
+    return_lse). The schedule is checked for this N first."""
+    n = dist.get_world_size(group)
+    if q.dim() != 4 or k.shape != q.shape or v.shape != q.shape:
+        raise _sg.StepgraphError("attention: q, k and v are (batch, heads, rows, dim) tensors of one shape")
+    batch, heads, rows, dim = q.shape
+    es = q.element_size()
+    p = dict(params, seq=rows * n, heads=heads, dim=dim, batch=batch, causal=1 if causal else 0, elem=es)
+    g, ex = _attention_graph(name, n, p)
+    names = [b["buffer"] for b in ex["buffers"]]
+    if len(names) != 3:
+        raise NotImplementedError(f"{name}: attention() takes packed KV schedules (K and V apart: use run())")
+    qn, kvn, on = names
+    me = dist.get_rank(group) if group is not None else dist.get_rank()
+    mine = _items_of(g, qn, n)[me]
+    kv_mine = _items_of(g, kvn, n)[me]
+    if sorted(mine) != sorted(kv_mine):
+        raise NotImplementedError(f"{name}: q and kv items on different ranks; use run()")
+    items = ex["buffers"][0]["count"]
+    blk = rows * n // items
+    if blk * len(mine) != rows:
+        raise _sg.StepgraphError(f"{name}: this rank holds {len(mine)} blocks of {blk} rows, the shards have {rows} rows")
+    qb = torch.zeros(items * batch * heads * blk * dim, dtype=q.dtype, device=q.device)
+    kvb = torch.zeros(items * 2 * batch * heads * blk * dim, dtype=q.dtype, device=q.device)
+    ob = torch.zeros(items * batch * heads * blk * (dim + 1), dtype=torch.float32, device=q.device)
+    ob.view(-1, dim + 1)[:, dim] = float("-inf")
+    qv = qb.view(items, batch, heads, blk, dim)
+    kvv = kvb.view(items, 2, batch, heads, blk, dim)
+    for j, x in enumerate(mine):
+        sl = slice(j * blk, (j + 1) * blk)
+        qv[x].copy_(q[:, :, sl])
+        kvv[x, 0].copy_(k[:, :, sl])
+        kvv[x, 1].copy_(v[:, :, sl])
+    run(g, {qn: qb, kvn: kvb, on: ob}, group=group)
+    ov = ob.view(items, batch, heads, blk, dim + 1)
+    out = torch.cat([ov[x, ..., :dim] for x in mine], dim=2).to(q.dtype)
+    if return_lse:
+        return out, torch.cat([ov[x, ..., dim] for x in mine], dim=2)
+    return out
