@@ -28,7 +28,7 @@ import torch.distributed as dist
 
 import stepgraph as _sg
 
-__all__ = ["init_process_group", "launcher_env", "run", "allreduce", "attention", "layout", "RunStats"]
+__all__ = ["init_process_group", "launcher_env", "run", "allreduce", "attention", "attention_backward", "layout", "RunStats"]
 
 _DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16, "i32": torch.int32,
            "i64": torch.int64}
@@ -245,11 +245,14 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
         else:
             # A buffer of the schedule's own (a staging or scratch buffer) holds the user's element
             # type where it has the same one in the graph: sizes came from the user's bytes.
+            # Bytes move between buffers unchanged: a user buffer of the same chunk size (a double
+            # buffer beside its KV, a gradient partial beside dKV) gives the element type, else the
+            # first user buffer of the same graph type.
             dt = _DTYPES.get(b.dtype, torch.float32)
-            for un, ut in buffers.items():
-                if un in g.buffers and g.buffers[un].dtype == b.dtype and un not in merging:
-                    dt = ut.dtype
-                    break
+            same = [ut for un, ut in buffers.items() if un in g.buffers and g.buffers[un].chunk_bytes == b.chunk_bytes]
+            like = [ut for un, ut in buffers.items() if un in g.buffers and g.buffers[un].dtype == b.dtype and un not in merging]
+            if same or like:
+                dt = (same or like)[0].dtype
             if name in merging:  # attention partials: O|lse rows in fp32, empty (o = 0, lse = -inf)
                 dt = torch.float32
             es = torch.empty((), dtype=dt).element_size()
@@ -265,7 +268,7 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
     # Refuse what this runner does not do yet, before anything moves.
     kernels = kernels or {}
     for s in steps:
-        if s.kind == "compute" and s.raw.get("kernel") != "attn" and s.raw.get("kernel") not in kernels:
+        if s.kind == "compute" and s.raw.get("kernel") not in ("attn", "attn_bwd") and s.raw.get("kernel") not in kernels:
             raise NotImplementedError(f"{_where(s)}: compute {s.raw.get('kernel')}: stepgraph.torch runs attn tiles, and other kernels "
                                       f"given as run(..., kernels={{'{s.raw.get('kernel')}': fn}})")
         if s.kind == "collective" and s.buffer in merging and s.raw.get("collective") in ("allreduce", "reduce", "reduce_scatter"):
@@ -331,6 +334,8 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
                 writes = [flat[w["buffer"]].chunks(w["lo"], w["count"]) for w in s.raw.get("writes", [])]
                 if s.raw.get("kernel") == "attn":
                     _attn_tile(s, reads, writes, g, dim)
+                elif s.raw.get("kernel") == "attn_bwd":
+                    _attn_bwd_tile(s, reads, writes, g, dim)
                 else:
                     kernels[s.raw["kernel"]](s, reads, writes)
             elif s.kind == "collective":
@@ -431,6 +436,38 @@ def _attn_tile(s, reads: List[torch.Tensor], writes: List[torch.Tensor], g: "_sg
     out, lse = _tile_attention(q, k, v, s.raw.get("mask") == "causal")
     tile = torch.cat([out, lse.unsqueeze(-1)], dim=-1).reshape(-1, dim + 1)
     _merge_rows(o_rows, tile)
+
+
+def _attn_bwd_tile(s, reads: List[torch.Tensor], writes: List[torch.Tensor], g: "_sg.Graph", dim: int):
+    """FlashAttention-2's backward tile on a q bundle (rows of q, dO, lse, D = rowsum(dO ∘ O), fp32):
+    P = exp(S − lse), dV += Pᵀ·dO, dS = P ∘ (dO·Vᵀ − D), dQ += dS·K·scale, dK += dSᵀ·Q·scale."""
+    p = g.params
+    batch, heads = int(p.get("batch", 1)), int(p.get("heads", 1))
+    if int(p.get("elem", 4)) != 4 or reads[0].dtype != torch.float32:
+        raise NotImplementedError(f"{_where(s)}: the backward tile takes fp32 bundles (elem = 4) under stepgraph.torch")
+    wspecs = s.raw["writes"]
+    ops = [r for r, spec in zip(reads, s.raw["reads"]) if spec not in wspecs]
+    bundle = ops[0].view(batch, heads, -1, 2 * dim + 2)
+    q, do, lse, dd = bundle[..., :dim], bundle[..., dim:2 * dim], bundle[..., 2 * dim], bundle[..., 2 * dim + 1]
+    if len(ops) == 2:
+        kv = ops[1].view(2, batch, heads, -1, dim)
+        k, v = kv[0].float(), kv[1].float()
+        dkv = writes[1].view(2, batch, heads, -1, dim)
+        dk, dv = dkv[0], dkv[1]
+    else:
+        k, v = ops[1].view(batch, heads, -1, dim).float(), ops[2].view(batch, heads, -1, dim).float()
+        dk, dv = writes[1].view(batch, heads, -1, dim), writes[2].view(batch, heads, -1, dim)
+    dq = writes[0].view(batch, heads, -1, dim)
+    scale = dim ** -0.5
+    sc = torch.matmul(q, k.transpose(-1, -2)) * scale
+    if s.raw.get("mask") == "causal":
+        mask = torch.ones(sc.shape[-2], sc.shape[-1], dtype=torch.bool, device=sc.device).tril()
+        sc = sc.masked_fill(~mask, float("-inf"))
+    pr = torch.exp(sc - lse.unsqueeze(-1))
+    dv.add_(torch.matmul(pr.transpose(-1, -2), do))
+    ds = pr * (torch.matmul(do, v.transpose(-1, -2)) - dd.unsqueeze(-1))
+    dq.add_(torch.matmul(ds, k) * scale)
+    dk.add_(torch.matmul(ds.transpose(-1, -2), q) * scale)
 
 
 def _stuck(me: int, pending, done, timeout_s: float) -> str:
@@ -602,3 +639,43 @@ def attention(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, caus
     if return_lse:
         return out, torch.cat([ov[x, ..., dim] for x in mine], dim=2)
     return out
+
+
+def attention_backward(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
+                       dout: torch.Tensor, causal: bool = True, group=None, **params):
+    """The backward of attention() with the schedule `name` (ring_attention_bwd,
+    zigzag_ring_attention_bwd, …): this rank's shards of q, k, v, the forward's output and lse
+    (attention(..., return_lse=True)) and the output's gradient, in layout() order. Returns
+    (dq, dk, dv) in the same form, fp32 inputs (the q bundle of q, dO, lse and D in fp32)."""
+    n = dist.get_world_size(group)
+    batch, heads, rows, dim = q.shape
+    if q.dtype != torch.float32:
+        raise NotImplementedError("attention_backward: fp32 inputs (the bf16 bundle is not read yet)")
+    p = dict(params, seq=rows * n, heads=heads, dim=dim, batch=batch, causal=1 if causal else 0, elem=4)
+    g = _graph_for(name, n, p)
+    ex = [e for e in g.json.get("expect", []) if e["kind"] == "attention_backward"]
+    if not ex or len(ex[0]["buffers"]) != 4:
+        raise _sg.StepgraphError(f"{name}: not a packed-KV attention backward schedule (expect attention_backward(Q, KV, dQ, dKV, …))")
+    qn, kvn, dqn, dkvn = [b["buffer"] for b in ex[0]["buffers"]]
+    me = dist.get_rank(group) if group is not None else dist.get_rank()
+    mine = _items_of(g, qn, n)[me]
+    items = ex[0]["buffers"][0]["count"]
+    blk = rows * n // items
+    if blk * len(mine) != rows or sorted(mine) != sorted(_items_of(g, kvn, n)[me]):
+        raise NotImplementedError(f"{name}: this rank's q and kv items do not match its shard; use run()")
+    qb = torch.zeros(items, batch, heads, blk, 2 * dim + 2)
+    kvb = torch.zeros(items, 2, batch, heads, blk, dim)
+    dqb = torch.zeros(items, batch, heads, blk, dim)
+    dkvb = torch.zeros(items, 2, batch, heads, blk, dim)
+    dd = (dout.float() * out.float()).sum(-1)  # D = rowsum(dO ∘ O)
+    for j, x in enumerate(mine):
+        sl = slice(j * blk, (j + 1) * blk)
+        qb[x, ..., :dim] = q[:, :, sl]
+        qb[x, ..., dim:2 * dim] = dout[:, :, sl]
+        qb[x, ..., 2 * dim] = lse[:, :, sl]
+        qb[x, ..., 2 * dim + 1] = dd[:, :, sl]
+        kvb[x, 0] = k[:, :, sl]
+        kvb[x, 1] = v[:, :, sl]
+    run(g, {qn: qb.view(-1), kvn: kvb.view(-1), dqn: dqb.view(-1), dkvn: dkvb.view(-1)}, group=group)
+    cat = lambda t: torch.cat([t[x] for x in mine], dim=2)  # noqa: E731
+    return cat(dqb), torch.cat([dkvb[x, 0] for x in mine], dim=2), torch.cat([dkvb[x, 1] for x in mine], dim=2)
