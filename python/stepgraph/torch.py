@@ -90,6 +90,7 @@ class RunStats:
 _checked: Dict[Any, dict] = {}
 _graphs: Dict[Any, "_sg.Graph"] = {}
 _groups: Dict[Tuple[int, ...], Any] = {}
+_staging: Dict[int, Dict[int, torch.Tensor]] = {}  # id(graph) -> receive step -> its staging tensor
 
 
 def _check_first(req: dict) -> str:
@@ -141,10 +142,48 @@ class _Flat:
 _CV = threading.Condition()  # operations in flight wake the runner through it
 
 
+class _Waiters:
+    """Threads that wait on point-to-point works. Gloo's send and receive works say they are
+    complete only once wait() has returned, so someone must block in wait() (it releases the GIL)
+    for each operation in flight. Threads are kept and reused: starting one costs about a
+    millisecond on a loaded machine, more than a small message. A new one starts only when every
+    kept thread is blocked, so an operation never waits behind another."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.jobs: List[Any] = []
+        self.have_job = threading.Condition(self.lock)
+        self.idle = 0  # threads waiting for a job
+        self.waking = 0  # of those, told to take one and not yet awake
+
+    def submit(self, op: "_Op"):
+        with self.lock:
+            self.jobs.append(op)
+            if self.idle - self.waking > 0:
+                self.waking += 1
+                self.have_job.notify()
+                return
+        threading.Thread(target=self._loop, daemon=True).start()
+
+    def _loop(self):
+        while True:
+            with self.lock:
+                while not self.jobs:
+                    self.idle += 1
+                    self.have_job.wait()
+                    self.idle -= 1
+                    if self.waking > 0:
+                        self.waking -= 1
+                op = self.jobs.pop(0)
+            op._wait()
+
+
+_WAITERS = _Waiters()
+
+
 class _Op:
-    """A point-to-point operation in flight. Gloo's send and receive works say they are complete
-    only once wait() has returned, so a thread per operation waits (wait() releases the GIL) and
-    wakes the runner through `cv`."""
+    """A point-to-point operation in flight; a waiter thread marks it done and wakes the runner
+    through `cv`."""
 
     finished_count = 0  # operations finished, over all runs (under cv)
 
@@ -154,7 +193,7 @@ class _Op:
         self.done = False
         self.error: Optional[BaseException] = None
         self.cv = cv
-        threading.Thread(target=self._wait, daemon=True).start()
+        _WAITERS.submit(self)
 
     def _wait(self):
         try:
@@ -228,7 +267,10 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
 
     # Buffers: the user's, flat; the rest allocated.
     device = next((t.device for t in buffers.values()), torch.device("cpu"))
-    merging = _merge_set(g)
+    if not hasattr(g, "_merging"):  # what a graph implies, once per graph
+        g._merging = _merge_set(g)
+        g._collective_groups = sorted({s.raw["group"] for s in g.steps if s.kind == "collective"})
+    merging = g._merging
     dim = int(g.params.get("dim", 0))
     flat: Dict[str, _Flat] = {}
     for name, b in g.buffers.items():
@@ -280,8 +322,7 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
     for gi, gr in enumerate(g.json.get("groups", [])):
         ranks = tuple(members[gr["start"] + k * gr["stride"]] for k in range(gr["count"]))
         coll_groups[gi] = ranks
-    uses = sorted({s.raw["group"] for s in g.steps if s.kind == "collective"})
-    torch_groups = {gi: _group(coll_groups[gi], group) for gi in uses}
+    torch_groups = {gi: _group(coll_groups[gi], group) for gi in g._collective_groups}
 
     done = set()
     cv = _CV
@@ -289,10 +330,13 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
     # Receives are posted at once into staging (the language's choreographic receive) and applied
     # once the steps before them on this rank are done; sends start when their dependencies are
     # done and are done when torch says the message went.
+    stage = _staging.setdefault(id(g), {})  # kept per graph: fresh pages cost more than the copy
     for s in steps:
         if s.kind == "recv":
             dst = flat[s.buffer].chunks(s.lo, s.count)
-            staging = torch.empty_like(dst)
+            staging = stage.get(s.id)
+            if staging is None or staging.dtype != dst.dtype or staging.device != dst.device or staging.numel() != dst.numel():
+                staging = stage[s.id] = torch.empty_like(dst)
             started[s.id] = _Op(dist.irecv(staging, src=members[s.peer], group=comm, tag=s.match), cv, staging)
     pending = list(steps)
     deadline = time.monotonic() + timeout_s
