@@ -15,6 +15,8 @@
 
 namespace sg::cli {
 
+int tour_python(int rc, const std::string& mpi, const std::string& tmp);
+
 int tour_exec(int rc) {
   namespace fs = std::filesystem;
   std::string tmp = fs::temp_directory_path().string();
@@ -174,6 +176,56 @@ int tour_exec(int rc) {
       " --device host-staged --transport nccl --iters 1; echo \"   exit code $?\" ) 2>&1 "
       "| grep -v -e '^---' -e '^$' -e 'Primary job' -e 'non-zero exit' -e 'mpiexec detected' -e 'the job to be' -e 'Process name' "
       "-e 'Exit code:'");
+  return tour_python(rc, mpi, tmp);
+}
+
+// Step 19: the same library from Python, and a schedule run on torch tensors (python/).
+int tour_python(int rc, const std::string& mpi, const std::string& tmp) {
+  namespace fs = std::filesystem;
+  fs::path pkg = fs::read_symlink("/proc/self/exe").parent_path() / "python";
+  if (!fs::exists(pkg / "stepgraph" / "__init__.py")) {
+    std::cout << "\n19. Python: skipped (built without Debian's pybind11-dev: no " << pkg.string() << ")\n";
+    return rc;
+  }
+  std::string script = tmp + "/stepgraph_demo_torch.py";
+  if (std::string err; !write_output_file(
+          script,
+          "import sys\n"
+          "import stepgraph\n"
+          "try:\n    import torch, torch.distributed as dist, stepgraph.torch as sgt\n"
+          "except ImportError:\n    print('    (no torch for this Python: apt-get install python3-torch)'); sys.exit(0)\n"
+          "sgt.init_process_group()\n"
+          "r, n = dist.get_rank(), dist.get_world_size()\n"
+          "v = stepgraph.verify('ring_allreduce', n=n)\n"
+          "g = stepgraph.compile('ring_allreduce', n=n, set={'size': '1MiB'})\n"
+          "x = torch.randint(-9, 9, (250000,)).float(); ref = x.clone(); dist.all_reduce(ref)\n"
+          "st = sgt.allreduce('ring_allreduce', x)\n"
+          "S, D = 256, 32; torch.manual_seed(0); q, k, v_ = (torch.randn(1, 4, S, D) for _ in range(3))\n"
+          "idx = torch.cat([torch.arange(a, b) for a, b in sgt.layout('zigzag_ring_attention', seq=S)[r]])\n"
+          "out = sgt.attention('zigzag_ring_attention', q[:, :, idx], k[:, :, idx], v_[:, :, idx], causal=True)\n"
+          "s = (q @ k.transpose(-1, -2) / D ** 0.5).masked_fill(~torch.ones(S, S, dtype=torch.bool).tril(), float('-inf'))\n"
+          "err = (out - (torch.softmax(s, -1) @ v_)[:, :, idx]).abs().max().item()\n"
+          "if r == 0:\n"
+          "    print('    stepgraph.verify: ' + v['verdicts'][0]['verdict'] + ', ' + str(v['steps']) + ' steps (the dict `verify --json` "
+          "prints)')\n"
+          "    s0 = g.steps_of(0)[0]\n"
+          "    print(f'    stepgraph.compile: {g}; rank 0 first: {s0.kind} {s0.bytes} B to rank {s0.peer} at {s0.file}:{s0.line}')\n"
+          "    print(f'    sgt.allreduce: equal to dist.all_reduce: {torch.equal(x, ref)}; {st.check}')\n"
+          "    print(f'    sgt.attention (zigzag, causal, seq {S}): max |error| vs full attention {err:.1e}')\n"
+          "try:\n"
+          "    stepgraph.compile('ring_allreduce', n=n, set={'size': '1MiB', 'sise': '2'})\n"
+          "except stepgraph.StepgraphError as e:\n"
+          "    if r == 0: print('    bad input raises StepgraphError: ' + e.diagnostics[0]['message'])\n",
+          err))
+    return std::max(rc, fail(err));
+  std::cout << "\n19. Python: `import stepgraph` calls the same library (results equal `--json`), and `stepgraph.torch` runs a\n"
+               "    checked schedule on torch tensors inside a torch.distributed job (gloo here; docs/python.md):\n"
+               "    `PYTHONPATH="
+            << pkg.string() << " mpiexec -n 4 python3 script.py`\n\n";
+  std::cout.flush();
+  std::string cmd = "PYTHONPATH='" + pkg.string() + "' " + mpi + "-n 4 /usr/bin/python3 '" + script + "'";
+  int st = std::system(cmd.c_str());
+  if (st != 0) std::cout << "   (exit status " << st << ")\n";
   return rc;
 }
 

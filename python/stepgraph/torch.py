@@ -187,13 +187,20 @@ class _Op:
 
     finished_count = 0  # operations finished, over all runs (under cv)
 
-    def __init__(self, work, cv: threading.Condition, staging=None):
+    def __init__(self, work, cv: threading.Condition, staging=None, waiter: bool = True):
         self.work = work
         self.staging = staging
         self.done = False
         self.error: Optional[BaseException] = None
         self.cv = cv
-        _WAITERS.submit(self)
+        if waiter:
+            _WAITERS.submit(self)
+
+    def wait_here(self):
+        """For a send: every receive of the run is posted when it starts, on every rank, so a
+        send completes without anything more from this rank, and the runner may block on it."""
+        self.work.wait()
+        self.done = True
 
     def _wait(self):
         try:
@@ -353,7 +360,7 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
             if s.kind == "send":
                 if s.id not in started:
                     src = flat[s.buffer].chunks(s.lo, s.count)
-                    started[s.id] = _Op(dist.isend(src, dst=members[s.peer], group=comm, tag=s.id), cv)
+                    started[s.id] = _Op(dist.isend(src, dst=members[s.peer], group=comm, tag=s.id), cv, waiter=False)
                     stats.messages += 1
                     stats.bytes_sent += src.numel() * src.element_size()
                     progress = True
@@ -396,6 +403,11 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
         if progress:
             deadline = time.monotonic() + timeout_s
         elif pending:
+            # A send in flight: block on it (safe, see _Op.wait_here) rather than wake a thread.
+            send = next((started[x.id] for x in pending if x.kind == "send" and x.id in started and not started[x.id].done), None)
+            if send is not None:
+                send.wait_here()
+                continue
             if time.monotonic() > deadline:
                 raise TimeoutError(_stuck(me, pending, done, timeout_s))
             with cv:  # until another operation finishes
