@@ -26,15 +26,8 @@ int cmd_calibrate(const CalibrateOpts& o) {
   std::string err;
   if (!parse_geometric(o.sizes, true, sizes, err)) return fail("bad --sizes '" + o.sizes + "': " + err);
   if (exec::LauncherCheck job = exec::check_launcher(-1); !job.ok) return exec::report_refusal(job);
-  MPI_Init(nullptr, nullptr);
   int me = 0, n = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  if (exec::LauncherCheck after = exec::check_launcher(n); !after.ok) {
-    exec::report_refusal(after);
-    MPI_Finalize();
-    return 2;
-  }
+  if (exec::join_mpi_job(me, n, false) != 0) return 2;
   exec::Calibration c;
   bool ok = exec::calibrate(MPI_COMM_WORLD, sizes, o.iters, c, err);
   int rc = 0;

@@ -11,14 +11,15 @@
 
 #include "cli/commands.hpp"
 #include "cli/shared.hpp"
-#include "cli/sim_command.hpp"
 
 #ifdef STEPGRAPH_HAVE_MPI
 #include <mpi.h>
 
+#include "api/api.hpp"
 #include "api/precheck.hpp"
 #include "cli/exec_table.hpp"
 #include "core/base/sizes.hpp"
+#include "core/base/units.hpp"
 #include "core/pipeline.hpp"
 #include "exec/exec_point.hpp"
 #include "exec/launcher.hpp"
@@ -35,30 +36,28 @@ int cmd_exec(const ExecOpts&) { return fail("this stepgraph was built without MP
 
 namespace {
 
-// --predict: the same schedule, all ranks, through the analytic engine on the given platform.
-// Returns the predicted time, or -1 with the reason.
-double predict(const ExecOpts& o, int size, const std::vector<std::string>& sets, std::string& why) {
-  SimOpts so;
-  so.targets = {o.target};
-  so.ranks = std::to_string(size);
-  so.sets = sets;
-  so.max_memory = o.max_memory;
-  so.platform = o.predict;
-  so.model = "analytic";
-  so.quiet = true;
-  PointPlan plan;
-  std::ostringstream sink;
-  std::streambuf* saved_err = std::cerr.rdbuf(sink.rdbuf());
-  double t = -1;
-  if (plan_points(so, plan) == 0 && sim_options(so, plan.sim) == 0 && !plan.points.empty()) {
-    PointResult pr = run_point(so, plan, 0);
-    if (pr.error.empty() && pr.completed) t = pr.time_s;
-    else why = pr.error.empty() ? "the simulation did not complete" : pr.error;
-  } else {
-    why = sink.str();
+// --predict: the same schedule, all ranks, through the analytic engine on the given platform
+// (api::simulate, with the check before the run). Returns the predicted time, or -1 with the reason.
+double predict(const ExecOpts& o, int size, const api::Params& params, uint64_t max_memory, std::string& why) {
+  api::SimRequest r;
+  r.target.target = o.target;
+  r.target.ranks = {static_cast<uint32_t>(size)};
+  r.target.params = params;
+  r.target.max_memory = max_memory;
+  r.platform = o.predict;
+  r.options.model = sim::Model::Analytic;
+  // A platform file from `stepgraph calibrate` carries the measured reduction speed.
+  if (std::string gamma = sim::calibrated_gamma(o.predict), bad; !gamma.empty() && !parse_seconds(gamma, r.options.runtime.gamma, bad))
+    return why = "bad '# gamma=" + gamma + "' in " + o.predict + ": " + bad, -1;
+  try {
+    api::SimResult res = api::simulate(r);
+    const sim::PointResult& pr = res.points.at(0);
+    if (pr.error.empty() && pr.completed) return pr.time_s;
+    why = pr.error.empty() ? "the simulation did not complete" : pr.error;
+  } catch (const api::BadInput& e) {
+    why = e.rendered().empty() ? e.what() : e.rendered();
   }
-  std::cerr.rdbuf(saved_err);
-  return t;
+  return -1;
 }
 
 }  // namespace
@@ -78,17 +77,8 @@ int cmd_exec(const ExecOpts& o) {
     std::cerr << exec::job_pointer(job.rank, job.world_size, 0, 2, "bad --native-algo");
     return 2;
   }
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided);
   int me = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &me);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (exec::LauncherCheck after = exec::check_launcher(size); !after.ok) {  // and after: the launcher's world is MPI's
-    exec::report_refusal(after);
-    MPI_Finalize();
-    return 2;
-  }
-  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (exec::join_mpi_job(me, size) != 0) return 2;
   // Where the buffers live and how bytes move (host memory and MPI, or a device and its transport).
   exec::Transport tr;
   // Every exit finalizes through here: the transport's communicators are freed while MPI is up.
@@ -117,6 +107,15 @@ int cmd_exec(const ExecOpts& o) {
     return refuse("-n " + o.ranks + " but the job has " + std::to_string(size) + " process" + (size == 1 ? "" : "es") +
                   " (run `mpiexec -n " + o.ranks + " stepgraph exec …`, or leave -n out)");
   if (std::string twice = repeated_set(o.sets); !twice.empty()) return refuse(twice);
+  api::Params params;
+  for (const std::string& kv : o.sets) {
+    std::pair<std::string, std::string> p;
+    if (!parse_set(kv, p, err)) return refuse(err);
+    params.push_back(p);
+  }
+  uint64_t max_memory = default_memory_limit();
+  if (!o.max_memory.empty() && !parse_size(o.max_memory, max_memory))
+    return refuse("bad --max-memory '" + o.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
   DType dtype = DType::F32;
   bool dtype_forced = !o.dtype.empty();
   if (dtype_forced && !parse_dtype(o.dtype, dtype)) return refuse("bad --dtype '" + o.dtype + "'");
@@ -130,27 +129,22 @@ int cmd_exec(const ExecOpts& o) {
       return refuse("--sweep needs NAME=RANGE, e.g. size=1KiB..64MiB or seq=1024,2048, got '" + o.sweep + "'");
     sweep_param = o.sweep.substr(0, eq);
     if (!parse_geometric(o.sweep.substr(eq + 1), true, values, err)) return refuse("bad --sweep '" + o.sweep + "': " + err);
-    for (const std::string& kv : o.sets)
-      if (kv.rfind(sweep_param + "=", 0) == 0)
-        return refuse("--set " + kv + " and --sweep " + o.sweep + " both give " + sweep_param + ": keep one");
+    for (const auto& [k, v] : params)
+      if (k == sweep_param) return refuse("--set " + k + "=" + v + " and --sweep " + o.sweep + " both give " + sweep_param + ": keep one");
   }
   bool swept = !values.empty();
   if (!swept) values.push_back(0);  // one point at the schedule's own values (or --set)
 
-  // The check before the run (cli/precheck.hpp), on rank 0 at the first point's parameters: a
+  // The check before the run (api/precheck.hpp), on rank 0 at the first point's parameters: a
   // schedule with a defect is not run as if it were sound (exit 1); --allow-defects runs it.
   api::Precheck pc;
   {
     int defect = 0;
     if (me == 0) {
-      std::vector<std::pair<std::string, std::string> > sets;
-      for (const std::string& kv : o.sets)
-        if (auto eq = kv.find('='); eq != std::string::npos && eq > 0) sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+      api::Params sets = params;
       if (swept) sets.emplace_back(sweep_param, std::to_string(values.front()));
-      uint64_t limit = default_memory_limit();
-      if (!o.max_memory.empty()) parse_size(o.max_memory, limit);  // (a bad value is refused with the point)
       // Under IPC a send completes when its message was received: checked as rendezvous.
-      pc = api::precheck(o.target, static_cast<uint32_t>(size), sets, limit, tr.ipc);
+      pc = api::precheck(o.target, static_cast<uint32_t>(size), sets, max_memory, tr.ipc);
       defect = pc.state == api::Precheck::State::Defect ? 1 : 0;
     }
     MPI_Bcast(&defect, 1, MPI_INT, 0, MPI_COMM_WORLD);
@@ -173,9 +167,9 @@ int cmd_exec(const ExecOpts& o) {
   for (uint64_t v : values) {
     exec::PointRequest req;
     req.target = o.target;
-    req.sets = o.sets;
-    if (swept) req.sets.push_back(sweep_param + "=" + std::to_string(v));
-    req.max_memory = o.max_memory;
+    req.params = params;
+    if (swept) req.params.emplace_back(sweep_param, std::to_string(v));
+    req.max_memory = max_memory;
     req.dtype_forced = dtype_forced;
     req.dtype = dtype;
     req.iters = o.iters;
@@ -197,7 +191,7 @@ int cmd_exec(const ExecOpts& o) {
       finalize();
       return 2;
     }
-    if (!o.predict.empty() && me == 0) row.predicted_s = predict(o, size, req.sets, row.predict_error);
+    if (!o.predict.empty() && me == 0) row.predicted_s = predict(o, size, req.params, max_memory, row.predict_error);
     // Two counts, kept apart: our wrong elements (the #wrong column and the trailer) and where
     // MPI's own collective differs from ours (its own line); either exits 1.
     total_wrong += row.wrong;

@@ -74,24 +74,11 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   StreamOrder order;
   std::unique_ptr<StepGraph> g;
   int rc = 0;
-  auto bad = [&](const std::string& msg) {
-    diag << "stepgraph: error: " << msg << "\n";
-    rc = 2;
-  };
   BuildOptions bo;
   bo.elab.nranks = static_cast<uint32_t>(size);
   bo.elab.only_rank = me;
-  for (const auto& kv : req.sets) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) {
-      bad("--set needs NAME=VALUE, got '" + kv + "'");
-      break;
-    }
-    bo.elab.sets.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  if (rc == 0 && req.max_memory.empty()) bo.elab.max_memory = default_memory_limit();
-  else if (rc == 0 && !parse_size(req.max_memory, bo.elab.max_memory))
-    bad("bad --max-memory '" + req.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
+  bo.elab.sets = req.params;
+  bo.elab.max_memory = req.max_memory;
   Target t;
   if (rc == 0) {
     t = open_target(ses, req.target);

@@ -19,10 +19,10 @@
 namespace sg::exec {
 
 struct PointRequest {
-  std::string target;             // FILE, FILE:SCHEDULE or a library name
-  std::vector<std::string> sets;  // NAME=VALUE, the swept value among them
-  std::string max_memory;         // "" = 80% of available memory
-  bool dtype_forced = false;      // --dtype: every buffer's element type
+  std::string target;                                       // FILE, FILE:SCHEDULE or a library name
+  std::vector<std::pair<std::string, std::string>> params;  // (NAME, VALUE), the swept value among them
+  uint64_t max_memory = 0;                                  // the bound on an instance's estimate (0: none)
+  bool dtype_forced = false;                                // --dtype: every buffer's element type
   DType dtype = DType::F32;
   int iters = 20, warmup = 5;
   double timeout_s = 60;

@@ -103,4 +103,18 @@ int report_refusal(const LauncherCheck& c, const std::string& prefix) {
   return 2;
 }
 
+int join_mpi_job(int& rank, int& size, bool errors_return) {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SINGLE, &provided);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (LauncherCheck after = check_launcher(size); !after.ok) {  // the launcher's world must be MPI's
+    report_refusal(after);
+    MPI_Finalize();
+    return 2;
+  }
+  if (errors_return) MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  return 0;
+}
+
 }  // namespace sg::exec

@@ -38,4 +38,10 @@ LauncherCheck check_launcher(int mpi_size);
 // Returns 2.
 int report_refusal(const LauncherCheck& check, const std::string& prefix = "stepgraph: error: ");
 
+// Joins the launcher's MPI job (MPI_Init_thread, MPI_THREAD_SINGLE), for a command that already
+// ran check_launcher(-1): the world's rank and size, the launcher checked again against the world
+// size, and with `errors_return` MPI_ERRORS_RETURN on MPI_COMM_WORLD (every failure a return code
+// the command reports, never MPI's abort; calibrate keeps MPI's default, fatal errors). Returns 0; or 2 after report_refusal, with MPI finalized again.
+int join_mpi_job(int& rank, int& size, bool errors_return = true);
+
 }  // namespace sg::exec

@@ -462,10 +462,7 @@ def _merge_rows(dst: torch.Tensor, src: torch.Tensor):
     dst[:, d] = lse
 
 
-def _tile_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool):
-    """One tile: (out, lse) of softmax(q·kᵀ/√dim)·v over [batch, heads, rows, dim], in fp32;
-    causal is the diagonal tile (key u visible to query t iff u <= t). Matmul and logsumexp:
-    torch 1.13 (Debian's) has no attention kernel that returns the lse."""
+def _matmul_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool):
     q32, k32, v32 = q.float(), k.float(), v.float()
     s = torch.matmul(q32, k32.transpose(-1, -2)) * (q.shape[-1] ** -0.5)
     if causal:
@@ -475,6 +472,71 @@ def _tile_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     lse = torch.logsumexp(s, dim=-1)
     p = torch.exp(s - lse.unsqueeze(-1))
     return torch.matmul(p, v32), lse
+
+
+def _fused_candidates(device_type: str):
+    """PyTorch's attention kernels that return the lse, where this version has them (torch >= 2.0
+    on CUDA: flash for fp16/bf16, memory-efficient for fp32 too; >= 2.3 on CPU: flash)."""
+    aten = torch.ops.aten
+    out = []
+    if device_type == "cuda":
+        if hasattr(aten, "_scaled_dot_product_flash_attention"):
+            out.append(("flash", lambda q, k, v, c: aten._scaled_dot_product_flash_attention(q, k, v, 0.0, c)[:2]))
+        if hasattr(aten, "_scaled_dot_product_efficient_attention"):
+            out.append(("efficient", lambda q, k, v, c: aten._scaled_dot_product_efficient_attention(q, k, v, None, True, 0.0, c)[:2]))
+    elif device_type == "cpu" and hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu"):
+        out.append(("flash_cpu", lambda q, k, v, c: aten._scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, c)[:2]))
+    return out
+
+
+_TILE_KERNEL: Dict[Any, Any] = {}  # (device type, dtype, dim) -> (name, fn): the kernel tiles run with
+
+
+def _tile_kernel(q: torch.Tensor):
+    """The first fused kernel that agrees with matmul + logsumexp on a small problem of this
+    device, type and head dim (both masks, output and lse), else matmul + logsumexp. Checked once:
+    an internal op whose signature or lse layout changed between versions is left out, not trusted."""
+    key = (q.device.type, q.dtype, q.shape[-1])
+    if key in _TILE_KERNEL:
+        return _TILE_KERNEL[key]
+    chosen = ("matmul", None)
+    gen = torch.Generator(device="cpu").manual_seed(11)
+    t = [torch.rand(1, 2, 64, q.shape[-1], generator=gen).to(q.device, q.dtype) * 2 - 1 for _ in range(3)]
+    tol = 1e-4 if q.dtype == torch.float32 else 3e-2
+    for name, fn in _fused_candidates(q.device.type):
+        try:
+            ok = True
+            for causal in (False, True):
+                out, lse = fn(*t, causal)
+                ref_out, ref_lse = _matmul_attention(*t, causal)
+                lse = lse[..., :64].float()
+                ok = ok and out.shape == ref_out.shape and lse.shape == ref_lse.shape and \
+                    (out.float() - ref_out).abs().max().item() <= tol and (lse - ref_lse).abs().max().item() <= tol
+            if ok:
+                chosen = (name, fn)
+                break
+        except Exception:  # noqa: BLE001 (an op this version does not take so: not used)
+            continue
+    _TILE_KERNEL[key] = chosen
+    return chosen
+
+
+def tile_kernel_name(q: torch.Tensor) -> str:
+    """Which kernel attention tiles of q's device, type and head dim run with: flash, efficient,
+    flash_cpu (PyTorch's) or matmul (matmul + logsumexp)."""
+    return _tile_kernel(q)[0]
+
+
+def _tile_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool):
+    """One tile: (out, lse) of softmax(q·kᵀ/√dim)·v over [batch, heads, rows, dim], in fp32;
+    causal is the diagonal tile (key u visible to query t iff u <= t). PyTorch's fused kernel with
+    the lse where this version has one that checks out (_tile_kernel), else matmul + logsumexp
+    (Debian's torch 1.13 has no such kernel)."""
+    name, fn = _tile_kernel(q)
+    if fn is not None:
+        out, lse = fn(q, k, v, causal)
+        return out.float(), lse[..., :q.shape[-2]].float()
+    return _matmul_attention(q, k, v, causal)
 
 
 def _attn_tile(s, reads: List[torch.Tensor], writes: List[torch.Tensor], g: "_sg.Graph", dim: int):
