@@ -539,9 +539,19 @@ def _tile_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: b
     return _matmul_attention(q, k, v, causal)
 
 
+def _item_heads(g: "_sg.Graph") -> int:
+    """Heads in one attention item: all of them, or heads / H for head-parallel items (`heads H`
+    in the expect: item x is sequence block x / H of head group x % H)."""
+    h = getattr(g, "_item_heads", None)
+    if h is None:
+        groups = max([int(e.get("heads", 1)) for e in g.json.get("expect", []) if e["kind"].startswith("attention")] or [1])
+        h = g._item_heads = int(g.params.get("heads", 1)) // groups
+    return h
+
+
 def _attn_tile(s, reads: List[torch.Tensor], writes: List[torch.Tensor], g: "_sg.Graph", dim: int):
     p = g.params
-    batch, heads = int(p.get("batch", 1)), int(p.get("heads", 1))
+    batch, heads = int(p.get("batch", 1)), _item_heads(g)
     o_rows = writes[0].view(-1, dim + 1)
     ops = [r for r, spec in zip(reads, s.raw["reads"]) if spec != s.raw["writes"][0]]
     rows = o_rows.shape[0] // (batch * heads)
@@ -560,7 +570,7 @@ def _attn_bwd_tile(s, reads: List[torch.Tensor], writes: List[torch.Tensor], g: 
     """FlashAttention-2's backward tile on a q bundle (rows of q, dO, lse, D = rowsum(dO ∘ O), fp32):
     P = exp(S − lse), dV += Pᵀ·dO, dS = P ∘ (dO·Vᵀ − D), dQ += dS·K·scale, dK += dSᵀ·Q·scale."""
     p = g.params
-    batch, heads = int(p.get("batch", 1)), int(p.get("heads", 1))
+    batch, heads = int(p.get("batch", 1)), _item_heads(g)
     if int(p.get("elem", 4)) != 4 or reads[0].dtype != torch.float32:
         raise NotImplementedError(f"{_where(s)}: the backward tile takes fp32 bundles (elem = 4) under stepgraph.torch")
     wspecs = s.raw["writes"]
@@ -675,11 +685,13 @@ def allreduce(name: str, tensor: torch.Tensor, group=None, **params) -> RunStats
     return stats
 
 
-def _attention_graph(name: str, n: int, params: Dict[str, Any]):
+def _attention_graph(name: str, n: int, params: Dict[str, Any], kind: str = "attention"):
     g = _graph_for(name, n, params)
-    ex = [e for e in g.json.get("expect", []) if e["kind"] == "attention"]
+    ex = [e for e in g.json.get("expect", []) if e["kind"] == kind]
     if not ex:
-        raise _sg.StepgraphError(f"{name}: not an attention schedule (no `expect attention`)")
+        raise _sg.StepgraphError(f"{name}: not an {kind.replace('_', ' ')} schedule (no `expect {kind}`)")
+    if ex[0].get("split_kv"):
+        raise NotImplementedError(f"{name}: K and V apart; the conveniences take packed KV (run() takes either)")
     return g, ex[0]
 
 
@@ -700,63 +712,88 @@ def _items_of(g, buf: str, n: int) -> List[List[int]]:
     return out
 
 
+class _Shard:
+    """One rank's part of an attention schedule's items: the sequence blocks it holds (in the
+    order its shard concatenates them), and for each item its block's place in the shard and its
+    head group. Head-parallel items (`heads H`): item x is block x / H of head group x % H; the
+    rank must hold every head group of its blocks (a shard is all heads of its rows)."""
+
+    def __init__(self, name: str, g, ex: dict, n: int, me: int):
+        self.groups = int(ex.get("heads", 1))
+        self.items = ex["buffers"][0]["count"]
+        mine = _items_of(g, ex["buffers"][0]["buffer"], n)[me]
+        if sorted(mine) != sorted(_items_of(g, ex["buffers"][1]["buffer"], n)[me]):
+            raise NotImplementedError(f"{name}: this rank's q and kv items differ; use run()")
+        self.blocks: List[int] = []
+        for x in mine:
+            if x // self.groups not in self.blocks:
+                self.blocks.append(x // self.groups)
+        self.mine = mine
+        if sorted(mine) != sorted(b * self.groups + h for b in self.blocks for h in range(self.groups)):
+            raise NotImplementedError(f"{name}: this rank holds only some head groups of its blocks; use run()")
+
+    def place(self, x: int, blk: int, hp: int):
+        """(rows, heads) slices of the shard that item x holds."""
+        j = self.blocks.index(x // self.groups)
+        h = x % self.groups
+        return slice(j * blk, (j + 1) * blk), slice(h * hp, (h + 1) * hp)
+
+
 def layout(name: str, seq: int, n: Optional[int] = None, **params) -> List[List[Tuple[int, int]]]:
     """Each rank's query rows under an attention schedule: for rank r, the [start, stop) row
     ranges it holds, in the order its shard concatenates them (zigzag_ring_attention at N = 2,
-    seq = 8: [[(0, 2), (6, 8)], [(2, 4), (4, 6)]]). Shard q, k and v by these rows; attention()
-    returns the output in the same order."""
+    seq = 8: [[(0, 2), (6, 8)], [(2, 4), (4, 6)]]). Shard q, k and v by these rows (all heads);
+    attention() returns the output in the same order."""
     n = n or (dist.get_world_size() if dist.is_initialized() else 1)
     g, ex = _attention_graph(name, n, dict(params, seq=seq))
-    q = ex["buffers"][0]
-    items = q["count"]
-    blk = seq // items
-    return [[(x * blk, (x + 1) * blk) for x in xs] for xs in _items_of(g, q["buffer"], n)]
+    out = []
+    for r in range(n):
+        sh = _Shard(name, g, ex, n, r)
+        blk = seq // (sh.items // sh.groups)
+        out.append([(b * blk, (b + 1) * blk) for b in sh.blocks])
+    return out
 
 
 def attention(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True, group=None,
               return_lse: bool = False, **params):
-    """Ring attention with the schedule `name` (ring_attention, zigzag_ring_attention,
-    stripe_ring_attention, te_p2p_attention, allgather_attention, …) on this rank's shards, given
-    as torch's attention takes them: (batch, heads, rows, dim), rows in the order layout() lists
-    them. Returns the output in the same form (and the lse, [batch, heads, rows], with
-    return_lse). The schedule is checked for this N first."""
+    """Context-parallel attention with the schedule `name` (ring_attention, zigzag_ring_attention,
+    stripe_ring_attention, te_p2p_attention, allgather_attention, ulysses_attention, …) on this
+    rank's shards, given as torch's attention takes them: (batch, heads, rows, dim), rows in the
+    order layout() lists them. Returns the output in the same form (and the lse, [batch, heads,
+    rows], with return_lse). The schedule is checked for this N first."""
     n = dist.get_world_size(group)
     if q.dim() != 4 or k.shape != q.shape or v.shape != q.shape:
         raise _sg.StepgraphError("attention: q, k and v are (batch, heads, rows, dim) tensors of one shape")
     batch, heads, rows, dim = q.shape
-    es = q.element_size()
-    p = dict(params, seq=rows * n, heads=heads, dim=dim, batch=batch, causal=1 if causal else 0, elem=es)
-    g, ex = _attention_graph(name, n, p)
-    names = [b["buffer"] for b in ex["buffers"]]
-    if len(names) != 3:
-        raise NotImplementedError(f"{name}: attention() takes packed KV schedules (K and V apart: use run())")
-    qn, kvn, on = names
     me = dist.get_rank(group) if group is not None else dist.get_rank()
-    mine = _items_of(g, qn, n)[me]
-    kv_mine = _items_of(g, kvn, n)[me]
-    if sorted(mine) != sorted(kv_mine):
-        raise NotImplementedError(f"{name}: q and kv items on different ranks; use run()")
-    items = ex["buffers"][0]["count"]
-    blk = rows * n // items
-    if blk * len(mine) != rows:
-        raise _sg.StepgraphError(f"{name}: this rank holds {len(mine)} blocks of {blk} rows, the shards have {rows} rows")
-    qb = torch.zeros(items * batch * heads * blk * dim, dtype=q.dtype, device=q.device)
-    kvb = torch.zeros(items * 2 * batch * heads * blk * dim, dtype=q.dtype, device=q.device)
-    ob = torch.zeros(items * batch * heads * blk * (dim + 1), dtype=torch.float32, device=q.device)
-    ob.view(-1, dim + 1)[:, dim] = float("-inf")
-    qv = qb.view(items, batch, heads, blk, dim)
-    kvv = kvb.view(items, 2, batch, heads, blk, dim)
-    for j, x in enumerate(mine):
-        sl = slice(j * blk, (j + 1) * blk)
-        qv[x].copy_(q[:, :, sl])
-        kvv[x, 0].copy_(k[:, :, sl])
-        kvv[x, 1].copy_(v[:, :, sl])
-    run(g, {qn: qb, kvn: kvb, on: ob}, group=group)
-    ov = ob.view(items, batch, heads, blk, dim + 1)
-    out = torch.cat([ov[x, ..., :dim] for x in mine], dim=2).to(q.dtype)
-    if return_lse:
-        return out, torch.cat([ov[x, ..., dim] for x in mine], dim=2)
-    return out
+    # The sequence: this rank's rows times the number of blocks over the rows it holds.
+    p = dict(params, heads=heads, dim=dim, batch=batch, causal=1 if causal else 0, elem=q.element_size())
+    g, ex = _attention_graph(name, n, dict(p, seq=rows * n))
+    sh = _Shard(name, g, ex, n, me)
+    nblocks = sh.items // sh.groups
+    seq = rows * nblocks // len(sh.blocks)
+    if seq != rows * n:
+        g, ex = _attention_graph(name, n, dict(p, seq=seq))
+        sh = _Shard(name, g, ex, n, me)
+    blk, hp = seq // nblocks, heads // sh.groups
+    qn, kvn, on = [b["buffer"] for b in ex["buffers"]]
+    qv = torch.zeros(sh.items, batch, hp, blk, dim, dtype=q.dtype, device=q.device)
+    kvv = torch.zeros(sh.items, 2, batch, hp, blk, dim, dtype=q.dtype, device=q.device)
+    ov = torch.zeros(sh.items, batch, hp, blk, dim + 1, dtype=torch.float32, device=q.device)
+    ov[..., dim] = float("-inf")
+    for x in sh.mine:
+        rs, hs = sh.place(x, blk, hp)
+        qv[x].copy_(q[:, hs, rs])
+        kvv[x, 0].copy_(k[:, hs, rs])
+        kvv[x, 1].copy_(v[:, hs, rs])
+    run(g, {qn: qv.view(-1), kvn: kvv.view(-1), on: ov.view(-1)}, group=group)
+    out = torch.empty(batch, heads, rows, dim, dtype=q.dtype, device=q.device)
+    lse = torch.empty(batch, heads, rows, dtype=torch.float32, device=q.device)
+    for x in sh.mine:
+        rs, hs = sh.place(x, blk, hp)
+        out[:, hs, rs] = ov[x, ..., :dim].to(q.dtype)
+        lse[:, hs, rs] = ov[x, ..., dim]
+    return (out, lse) if return_lse else out
 
 
 def attention_backward(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
@@ -764,36 +801,40 @@ def attention_backward(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     """The backward of attention() with the schedule `name` (ring_attention_bwd,
     zigzag_ring_attention_bwd, …): this rank's shards of q, k, v, the forward's output and lse
     (attention(..., return_lse=True)) and the output's gradient, in layout() order. Returns
-    (dq, dk, dv) in the same form, fp32 inputs (the q bundle of q, dO, lse and D in fp32)."""
+    (dq, dk, dv) in the same form; fp32 inputs (the q bundle of q, dO, lse and D in fp32)."""
     n = dist.get_world_size(group)
     batch, heads, rows, dim = q.shape
     if q.dtype != torch.float32:
         raise NotImplementedError("attention_backward: fp32 inputs (the bf16 bundle is not read yet)")
-    p = dict(params, seq=rows * n, heads=heads, dim=dim, batch=batch, causal=1 if causal else 0, elem=4)
-    g = _graph_for(name, n, p)
-    ex = [e for e in g.json.get("expect", []) if e["kind"] == "attention_backward"]
-    if not ex or len(ex[0]["buffers"]) != 4:
-        raise _sg.StepgraphError(f"{name}: not a packed-KV attention backward schedule (expect attention_backward(Q, KV, dQ, dKV, …))")
-    qn, kvn, dqn, dkvn = [b["buffer"] for b in ex[0]["buffers"]]
     me = dist.get_rank(group) if group is not None else dist.get_rank()
-    mine = _items_of(g, qn, n)[me]
-    items = ex[0]["buffers"][0]["count"]
-    blk = rows * n // items
-    if blk * len(mine) != rows or sorted(mine) != sorted(_items_of(g, kvn, n)[me]):
-        raise NotImplementedError(f"{name}: this rank's q and kv items do not match its shard; use run()")
-    qb = torch.zeros(items, batch, heads, blk, 2 * dim + 2)
-    kvb = torch.zeros(items, 2, batch, heads, blk, dim)
-    dqb = torch.zeros(items, batch, heads, blk, dim)
-    dkvb = torch.zeros(items, 2, batch, heads, blk, dim)
+    p = dict(params, heads=heads, dim=dim, batch=batch, causal=1 if causal else 0, elem=4)
+    g, ex = _attention_graph(name, n, dict(p, seq=rows * n), "attention_backward")
+    sh = _Shard(name, g, ex, n, me)
+    nblocks = sh.items // sh.groups
+    seq = rows * nblocks // len(sh.blocks)
+    if seq != rows * n:
+        g, ex = _attention_graph(name, n, dict(p, seq=seq), "attention_backward")
+        sh = _Shard(name, g, ex, n, me)
+    blk, hp = seq // nblocks, heads // sh.groups
+    qn, kvn, dqn, dkvn = [b["buffer"] for b in ex["buffers"]]
+    qb = torch.zeros(sh.items, batch, hp, blk, 2 * dim + 2)
+    kvb = torch.zeros(sh.items, 2, batch, hp, blk, dim)
+    dqb = torch.zeros(sh.items, batch, hp, blk, dim)
+    dkvb = torch.zeros(sh.items, 2, batch, hp, blk, dim)
     dd = (dout.float() * out.float()).sum(-1)  # D = rowsum(dO ∘ O)
-    for j, x in enumerate(mine):
-        sl = slice(j * blk, (j + 1) * blk)
-        qb[x, ..., :dim] = q[:, :, sl]
-        qb[x, ..., dim:2 * dim] = dout[:, :, sl]
-        qb[x, ..., 2 * dim] = lse[:, :, sl]
-        qb[x, ..., 2 * dim + 1] = dd[:, :, sl]
-        kvb[x, 0] = k[:, :, sl]
-        kvb[x, 1] = v[:, :, sl]
+    for x in sh.mine:
+        rs, hs = sh.place(x, blk, hp)
+        qb[x, ..., :dim] = q[:, hs, rs]
+        qb[x, ..., dim:2 * dim] = dout[:, hs, rs]
+        qb[x, ..., 2 * dim] = lse[:, hs, rs]
+        qb[x, ..., 2 * dim + 1] = dd[:, hs, rs]
+        kvb[x, 0] = k[:, hs, rs]
+        kvb[x, 1] = v[:, hs, rs]
     run(g, {qn: qb.view(-1), kvn: kvb.view(-1), dqn: dqb.view(-1), dkvn: dkvb.view(-1)}, group=group)
-    cat = lambda t: torch.cat([t[x] for x in mine], dim=2)  # noqa: E731
-    return cat(dqb), torch.cat([dkvb[x, 0] for x in mine], dim=2), torch.cat([dkvb[x, 1] for x in mine], dim=2)
+    dq, dk, dv = (torch.empty(batch, heads, rows, dim) for _ in range(3))
+    for x in sh.mine:
+        rs, hs = sh.place(x, blk, hp)
+        dq[:, hs, rs] = dqb[x]
+        dk[:, hs, rs] = dkvb[x, 0]
+        dv[:, hs, rs] = dkvb[x, 1]
+    return dq, dk, dv
