@@ -52,7 +52,7 @@ void write_json(std::ostream& os, const StepGraph& g, const SourceManager& sm) {
     for (size_t b = 0; b < x.bufs.size(); ++b) os << (b ? "," : "") << range_json(g, x.bufs[b]);
     os << "],\"root\":" << x.root << ",\"group\":" << x.group << ",\"mask\":\"" << mask_name(x.mask) << "\"";
     if (x.heads != 1) os << ",\"heads\":" << x.heads;  // head-parallel items: block x / heads, head group x % heads
-    if (x.split_kv) {  // K and V apart: buffers are Q, K, O (dQ, dK); V (dV) here
+    if (x.split_kv) {                                  // K and V apart: buffers are Q, K, O (dQ, dK); V (dV) here
       os << ",\"split_kv\":true,\"v\":" << range_json(g, x.v);
       if (x.kind == ExpectKind::AttentionBackward) os << ",\"dv\":" << range_json(g, x.dv);
     }
