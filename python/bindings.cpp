@@ -16,6 +16,7 @@
 #include "core/base/sizes.hpp"
 #include "core/base/units.hpp"
 #include "core/graph/algorithm_choice.hpp"
+#include "core/graph/stream_order.hpp"
 
 namespace py = pybind11;
 using namespace sg;
@@ -120,6 +121,30 @@ std::pair<std::string, int> sim_json(const std::string& target, const std::vecto
   return {res.json().dump(), res.status};
 }
 
+// Every rank's stream order (core/graph/stream_order.hpp): the one global order of transfer
+// groups NCCL needs. {"groups": [G per rank], "level": [[per step of rank r, in its order]],
+// "key": [[…]]}. Throws BadInput (with the located reason) where the schedule cannot be issued so.
+std::string stream_order_json(const std::string& target, const std::vector<uint32_t>& ranks, const api::Params& params,
+                              std::optional<uint64_t> max_memory) {
+  api::CompileRequest r;
+  r.target = target_request(target, ranks, params, max_memory);
+  py::gil_scoped_release unlocked;
+  api::Compiled c = api::compile(r);
+  const StepGraph& g = c.graph();
+  nlohmann::json out = {{"groups", nlohmann::json::array()}, {"level", nlohmann::json::array()}, {"key", nlohmann::json::array()}};
+  for (uint32_t rank = 0; rank < g.nranks; ++rank) {
+    StreamOrder so;
+    Diagnostics& d = c.opened->s.diags;
+    if (!stream_order(g, rank, so, d))
+      throw api::BadInput("the schedule cannot be issued in one global order (NCCL's)", d.render(c.opened->s.sources),
+                          api::diagnostics_json(d, c.opened->s.sources));
+    out["groups"].push_back(so.groups);
+    out["level"].push_back(so.level);
+    out["key"].push_back(so.key);
+  }
+  return out.dump();
+}
+
 // The check before a run (api/precheck.hpp) that stepgraph.torch asks before it runs a schedule:
 // {"state", "n", "semantics", "verdict", "summary", "why_not", "line", "detail"}.
 std::string precheck_json(const std::string& target, uint32_t n, const api::Params& params, std::optional<uint64_t> max_memory,
@@ -158,6 +183,7 @@ PYBIND11_MODULE(_stepgraph, m) {
   });
   m.def("list_json", &list_json);
   m.def("size_bytes", &size_bytes);
+  m.def("stream_order_json", &stream_order_json, py::arg("target"), py::arg("ranks"), py::arg("params"), py::arg("max_memory"));
   m.def("precheck_json", &precheck_json, py::arg("target"), py::arg("n"), py::arg("params"), py::arg("max_memory"), py::arg("rendezvous"));
   m.def("sim_json", &sim_json, py::arg("target"), py::arg("ranks"), py::arg("params"), py::arg("max_memory"), py::arg("platform"),
         py::arg("model"), py::arg("algo"), py::arg("allow_defects"));

@@ -21,7 +21,7 @@ from . import _stepgraph
 __version__ = _stepgraph.version
 
 __all__ = ["StepgraphError", "DefectError", "Graph", "Step", "Buffer", "list", "compile", "check", "verify", "analyze", "sim",
-           "precheck"]
+           "precheck", "stream_order"]
 
 
 class StepgraphError(ValueError):
@@ -178,6 +178,13 @@ def compile(target: str, n: Optional[int] = None, set: Optional[Dict[str, Any]] 
     g.request = {"target": target, "n": g.ranks, "set": dict(set or {}), "max_memory": max_memory, "expand": expand or bool(algo),
                  "algo": algo or ""}
     return g
+
+
+def stream_order(target: str, n: int, set: Optional[Dict[str, Any]] = None, *, max_memory=None) -> dict:
+    """Every rank's stream order (`stepgraph compile --format stream`, as data): {"groups": [G per
+    rank], "level": [per rank, per step in the rank's order: its group (transfers, collectives)
+    or level (local work)], "key": [the order within a group]}. The one global order NCCL needs."""
+    return _json.loads(_call(_stepgraph.stream_order_json, target, [int(n)], _params(set), _memory(max_memory)))
 
 
 def precheck(target: str, n: int, set: Optional[Dict[str, Any]] = None, *, max_memory=None, rendezvous: bool = False) -> dict:

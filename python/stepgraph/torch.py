@@ -241,7 +241,7 @@ def _apply(dst: torch.Tensor, src: torch.Tensor, op: Optional[str], merge_dim: i
 
 
 def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor], group=None, *, timeout_s: float = 60,
-        kernels: Optional[Dict[str, Any]] = None, **params) -> RunStats:
+        kernels: Optional[Dict[str, Any]] = None, ordered: Optional[bool] = None, **params) -> RunStats:
     """Runs this rank's steps of a schedule on `buffers` (name -> tensor; buffers not given are
     allocated as zeros of the graph's size and dtype). The graph is built for the group's size with
     `params` (e.g. size=...), or given as a stepgraph.Graph; either way it is checked first.
@@ -250,7 +250,12 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
     "Attention"): q [batch, heads, rows, dim], kv [2, batch, heads, rows, dim], O rows of dim + 1
     fp32 (the normalised output, then its log-sum-exp), merged with the online-softmax rule.
     Other compute steps call kernels[NAME](step, reads, writes) with the chunks as flat tensors.
-    Raises TimeoutError naming what each waiting step waits on."""
+    Raises TimeoutError naming what each waiting step waits on.
+
+    ordered: issue transfers in the schedule's one global order of groups (the stream order that
+    exec --transport nccl uses: NCCL matches a pair's transfers by issue order and has no
+    buffered send), each group as one batch_isend_irecv, local work between groups. The default
+    under NCCL; gloo runs dataflow order (ordered=True runs the NCCL order on gloo, as a test)."""
     if not dist.is_initialized():
         raise RuntimeError("stepgraph.torch.run: call stepgraph.torch.init_process_group() first")
     me_world = dist.get_rank()
@@ -331,6 +336,31 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
         coll_groups[gi] = ranks
     torch_groups = {gi: _group(coll_groups[gi], group) for gi in g._collective_groups}
 
+    def local(s) -> None:  # a copy, reduction, compute or wait step, its dependencies done
+        if s.kind in ("copy", "reduce"):
+            src = s.raw["source"]
+            _apply(flat[s.buffer].chunks(s.lo, s.count), flat[src["buffer"]].chunks(src["lo"], src["count"]),
+                   s.raw.get("op", "sum") if s.kind == "reduce" else None, dim if s.buffer in merging else 0)
+        elif s.kind == "compute":
+            reads = [flat[r["buffer"]].chunks(r["lo"], r["count"]) for r in s.raw.get("reads", [])]
+            writes = [flat[w["buffer"]].chunks(w["lo"], w["count"]) for w in s.raw.get("writes", [])]
+            if s.raw.get("kernel") == "attn":
+                _attn_tile(s, reads, writes, g, dim)
+            elif s.raw.get("kernel") == "attn_bwd":
+                _attn_bwd_tile(s, reads, writes, g, dim)
+            else:
+                kernels[s.raw["kernel"]](s, reads, writes)
+        elif s.kind != "wait":
+            raise NotImplementedError(f"{_where(s)}: {s.kind} steps do not run under stepgraph.torch yet")
+
+    if ordered is None:
+        ordered = dist.get_backend(group) == "nccl"
+    if ordered:
+        _run_ordered(g, req, me, steps, flat, members, comm, merging, dim, local, torch_groups, coll_groups, me_world, stats)
+        stats.steps = len(steps)
+        stats.seconds = time.perf_counter() - t0
+        return stats
+
     done = set()
     cv = _CV
     started: Dict[int, _Op] = {}
@@ -376,27 +406,13 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
                     rest.append(s)
                     continue
                 _apply(flat[s.buffer].chunks(s.lo, s.count), op.staging, s.reduce, dim if s.buffer in merging else 0)
-            elif s.kind in ("copy", "reduce"):
-                src = s.raw["source"]
-                _apply(flat[s.buffer].chunks(s.lo, s.count), flat[src["buffer"]].chunks(src["lo"], src["count"]),
-                       s.raw.get("op", "sum") if s.kind == "reduce" else None, dim if s.buffer in merging else 0)
-            elif s.kind == "compute":
-                reads = [flat[r["buffer"]].chunks(r["lo"], r["count"]) for r in s.raw.get("reads", [])]
-                writes = [flat[w["buffer"]].chunks(w["lo"], w["count"]) for w in s.raw.get("writes", [])]
-                if s.raw.get("kernel") == "attn":
-                    _attn_tile(s, reads, writes, g, dim)
-                elif s.raw.get("kernel") == "attn_bwd":
-                    _attn_bwd_tile(s, reads, writes, g, dim)
-                else:
-                    kernels[s.raw["kernel"]](s, reads, writes)
             elif s.kind == "collective":
                 _collective(s, flat, torch_groups[s.raw["group"]], coll_groups[s.raw["group"]], members, me_world)
-            elif s.kind == "wait":
-                if any(h not in done for h in s.raw.get("handles", [])):
-                    rest.append(s)
-                    continue
+            elif s.kind == "wait" and any(h not in done for h in s.raw.get("handles", [])):
+                rest.append(s)
+                continue
             else:
-                raise NotImplementedError(f"{_where(s)}: {s.kind} steps do not run under stepgraph.torch yet")
+                local(s)
             done.add(s.id)
             progress = True
         pending = rest
@@ -417,6 +433,53 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
     stats.steps = len(steps)
     stats.seconds = time.perf_counter() - t0
     return stats
+
+
+_orders: Dict[Any, dict] = {}
+
+
+def _run_ordered(g, req, me, steps, flat, members, comm, merging, dim, local, torch_groups, coll_groups, me_world, stats):
+    """The stream order (core/graph/stream_order.hpp): for L = 0, 1, …, G: group L's transfers,
+    in their key order, as one batch (receives into staging, applied after), its collectives in
+    key order, then the local work of level L in program order. One global order on every rank:
+    the earliest unfinished group has every member issued, so it cannot deadlock."""
+    key = (req["target"], req["n"], tuple(sorted((k, str(v)) for k, v in req["set"].items())))
+    so = _orders.get(key)
+    if so is None:
+        so = _orders[key] = _sg.stream_order(req["target"], req["n"], req["set"], max_memory=req.get("max_memory"))
+    level, order, groups = so["level"][me], so["key"][me], so["groups"][me]
+    if len(level) != len(steps):
+        raise _sg.StepgraphError(f"the stream order has {len(level)} steps for rank {me}, the graph {len(steps)}")
+    transfers: Dict[int, List[Any]] = {}
+    work: Dict[int, List[Any]] = {}
+    for k, s in enumerate(steps):
+        if s.kind in ("send", "recv", "collective"):
+            transfers.setdefault(level[k], []).append((order[k], k, s))
+        else:
+            work.setdefault(level[k], []).append(s)
+    for lv in range(groups + 1):
+        items = sorted(transfers.get(lv, []), key=lambda x: (x[0], x[1]))
+        ops, applies = [], []
+        for _, _, s in items:
+            chunk = flat[s.buffer].chunks(s.lo, s.count)
+            if s.kind == "send":
+                ops.append(dist.P2POp(dist.isend, chunk, members[s.peer], comm, s.id))
+                stats.messages += 1
+                stats.bytes_sent += chunk.numel() * chunk.element_size()
+            elif s.kind == "recv":
+                staging = torch.empty_like(chunk)
+                ops.append(dist.P2POp(dist.irecv, staging, members[s.peer], comm, s.match))
+                applies.append((s, chunk, staging))
+        if ops:
+            for w in dist.batch_isend_irecv(ops):
+                w.wait()
+        for s, chunk, staging in applies:
+            _apply(chunk, staging, s.reduce, dim if s.buffer in merging else 0)
+        for _, _, s in items:
+            if s.kind == "collective":
+                _collective(s, flat, torch_groups[s.raw["group"]], coll_groups[s.raw["group"]], members, me_world)
+        for s in work.get(lv, []):
+            local(s)
 
 
 def _merge_set(g: "_sg.Graph") -> set:
@@ -652,7 +715,7 @@ def _collective(s, flat: Dict[str, _Flat], tg, members: Tuple[int, ...], outer: 
         raise NotImplementedError(f"{_where(s)}: collective {kind}")
 
 
-def allreduce(name: str, tensor: torch.Tensor, group=None, **params) -> RunStats:
+def allreduce(name: str, tensor: torch.Tensor, group=None, ordered: Optional[bool] = None, **params) -> RunStats:
     """All-reduces `tensor` in place (sum) with the library schedule `name` (ring_allreduce,
     recursive_doubling_allreduce, ...), as dist.all_reduce would. The schedule's size is the
     tensor's bytes, rounded up to what its chunks divide (the padding is zeros)."""
@@ -677,7 +740,7 @@ def allreduce(name: str, tensor: torch.Tensor, group=None, **params) -> RunStats
     else:
         work = torch.zeros(need // es, dtype=tensor.dtype, device=tensor.device)
         work[:numel].copy_(flat)
-    stats = run(g, {data.name: work}, group=group)
+    stats = run(g, {data.name: work}, group=group, ordered=ordered)
     if work is not flat:
         flat.copy_(work[:numel])
     if flat.data_ptr() != tensor.data_ptr():
@@ -755,7 +818,7 @@ def layout(name: str, seq: int, n: Optional[int] = None, **params) -> List[List[
 
 
 def attention(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = True, group=None,
-              return_lse: bool = False, **params):
+              return_lse: bool = False, ordered: Optional[bool] = None, **params):
     """Context-parallel attention with the schedule `name` (ring_attention, zigzag_ring_attention,
     stripe_ring_attention, te_p2p_attention, allgather_attention, ulysses_attention, …) on this
     rank's shards, given as torch's attention takes them: (batch, heads, rows, dim), rows in the
@@ -786,7 +849,7 @@ def attention(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, caus
         qv[x].copy_(q[:, hs, rs])
         kvv[x, 0].copy_(k[:, hs, rs])
         kvv[x, 1].copy_(v[:, hs, rs])
-    run(g, {qn: qv.view(-1), kvn: kvv.view(-1), on: ov.view(-1)}, group=group)
+    run(g, {qn: qv.view(-1), kvn: kvv.view(-1), on: ov.view(-1)}, group=group, ordered=ordered)
     out = torch.empty(batch, heads, rows, dim, dtype=q.dtype, device=q.device)
     lse = torch.empty(batch, heads, rows, dtype=torch.float32, device=q.device)
     for x in sh.mine:
@@ -797,7 +860,7 @@ def attention(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, caus
 
 
 def attention_backward(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, out: torch.Tensor, lse: torch.Tensor,
-                       dout: torch.Tensor, causal: bool = True, group=None, **params):
+                       dout: torch.Tensor, causal: bool = True, group=None, ordered: Optional[bool] = None, **params):
     """The backward of attention() with the schedule `name` (ring_attention_bwd,
     zigzag_ring_attention_bwd, …): this rank's shards of q, k, v, the forward's output and lse
     (attention(..., return_lse=True)) and the output's gradient, in layout() order. Returns
@@ -830,7 +893,7 @@ def attention_backward(name: str, q: torch.Tensor, k: torch.Tensor, v: torch.Ten
         qb[x, ..., 2 * dim + 1] = dd[:, hs, rs]
         kvb[x, 0] = k[:, hs, rs]
         kvb[x, 1] = v[:, hs, rs]
-    run(g, {qn: qb.view(-1), kvn: kvb.view(-1), dqn: dqb.view(-1), dkvn: dkvb.view(-1)}, group=group)
+    run(g, {qn: qb.view(-1), kvn: kvb.view(-1), dqn: dqb.view(-1), dkvn: dkvb.view(-1)}, group=group, ordered=ordered)
     dq, dk, dv = (torch.empty(batch, heads, rows, dim) for _ in range(3))
     for x in sh.mine:
         rs, hs = sh.place(x, blk, hp)

@@ -92,6 +92,12 @@ for name in names:
         stats = sgt.allreduce(name, x)
         expect(torch.equal(x, ref), f"{name} numel={numel} {dtype}: differs from dist.all_reduce by {(x - ref).abs().max()}")
         expect(stats.check.startswith("checked: ok"), f"{name}: {stats.check}")
+    # NCCL's issue order (the stream order, one batch per group), run on gloo.
+    x = torch.randint(-50, 50, (1000,)).float()
+    ref = x.clone()
+    dist.all_reduce(ref)
+    sgt.allreduce(name, x, ordered=True)
+    expect(torch.equal(x, ref), f"{name} in the stream order: differs from dist.all_reduce")
 if rank == 0:
     print(f"{launcher}, N = {n}: {len(names)} library all-reduces equal dist.all_reduce: {', '.join(names)}", flush=True)
 
@@ -131,6 +137,8 @@ for name in attn_names:
         out, lse = sgt.attention(name, q[:, :, idx], k[:, :, idx], v[:, :, idx], causal=causal, return_lse=True)
         err = (out - ref.detach()[:, :, idx]).abs().max().item()
         expect(err < 1e-5, f"{name} causal={causal}: output differs from full attention by {err:.2e}")
+        out2 = sgt.attention(name, q[:, :, idx], k[:, :, idx], v[:, :, idx], causal=causal, ordered=True)
+        expect((out2 - out).abs().max().item() < 1e-6, f"{name} causal={causal}: the stream order gives another output")
         dq, dk, dv = sgt.attention_backward(name + "_bwd", q[:, :, idx], k[:, :, idx], v[:, :, idx], out, lse, dout_full[:, :, idx],
                                             causal=causal)
         gerr = max((dq - qq.grad[:, :, idx]).abs().max().item(), (dk - kk.grad[:, :, idx]).abs().max().item(),
