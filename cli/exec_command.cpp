@@ -113,9 +113,8 @@ int cmd_exec(const ExecOpts& o) {
     if (!parse_set(kv, p, err)) return refuse(err);
     params.push_back(p);
   }
-  uint64_t max_memory = default_memory_limit();
-  if (!o.max_memory.empty() && !parse_size(o.max_memory, max_memory))
-    return refuse("bad --max-memory '" + o.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
+  uint64_t max_memory = 0;
+  if (!parse_memory_limit(o.max_memory, max_memory, err)) return refuse(err);
   DType dtype = DType::F32;
   bool dtype_forced = !o.dtype.empty();
   if (dtype_forced && !parse_dtype(o.dtype, dtype)) return refuse("bad --dtype '" + o.dtype + "'");

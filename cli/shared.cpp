@@ -27,6 +27,12 @@ bool parse_set(const std::string& kv, std::pair<std::string, std::string>& out, 
   return true;
 }
 
+bool parse_memory_limit(const std::string& text, uint64_t& out, std::string& err) {
+  if (text.empty()) return out = default_memory_limit(), true;
+  if (parse_size(text, out)) return true;
+  return err = "bad --max-memory '" + text + "' (use e.g. 3GiB, 512MiB, 1000000)", false;
+}
+
 int target_request(const Common& c, api::TargetRequest& r) {
   r.target = c.target;
   std::string err;
@@ -37,7 +43,7 @@ int target_request(const Common& c, api::TargetRequest& r) {
   }
   if (!c.max_memory.empty()) {
     uint64_t limit = 0;
-    if (!parse_size(c.max_memory, limit)) return fail("bad --max-memory '" + c.max_memory + "' (use e.g. 3GiB, 512MiB, 1000000)");
+    if (!parse_memory_limit(c.max_memory, limit, err)) return fail(err);
     r.max_memory = limit;
   }
   if (!c.ranks.empty() && !parse_rank_list(c.ranks, r.ranks, err)) return fail("bad -n '" + c.ranks + "': " + err);

@@ -29,6 +29,10 @@ using api::params_json;
 // "NAME=VALUE" into the pair; false (with the message) for anything else.
 bool parse_set(const std::string& kv, std::pair<std::string, std::string>& out, std::string& err);
 
+// --max-memory SIZE: the bound on an instance's estimate; "" is default_memory_limit(). False with
+// the message ("bad --max-memory 'x' (use e.g. 3GiB, 512MiB, 1000000)"). The one parser of it.
+bool parse_memory_limit(const std::string& text, uint64_t& out, std::string& err);
+
 // The shared flags as a typed request (api/api.hpp). Returns 0, or 2 after saying what is wrong.
 int target_request(const Common& c, api::TargetRequest& r);
 

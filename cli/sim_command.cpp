@@ -166,8 +166,7 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
     plan.param = o.sweep.substr(0, eq);
     if (!parse_geometric(o.sweep.substr(eq + 1), true, values, err)) return fail("bad --sweep '" + o.sweep + "': " + err);
   }
-  if (o.max_memory.empty()) plan.max_memory = default_memory_limit();
-  else if (!parse_size(o.max_memory, plan.max_memory)) return fail("bad --max-memory '" + o.max_memory + "'");
+  if (!parse_memory_limit(o.max_memory, plan.max_memory, err)) return fail(err);
   // Every target must resolve before anything runs.
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<Target> opened;

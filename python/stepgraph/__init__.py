@@ -158,6 +158,12 @@ class Graph:
             by_rank.setdefault(st.rank, []).append(st)
         self._by_rank = by_rank
 
+    def digest(self) -> int:
+        """A fingerprint of the graph as it stands (its JSON and its steps): stepgraph.torch runs a
+        graph only as stepgraph.compile built it, since that is what was checked."""
+        steps = tuple((s.id, s.rank, s.kind, s.buffer, s.lo, s.count, s.peer, s.match, s.reduce, tuple(s.deps)) for s in self.steps)
+        return hash((_json.dumps(self.json, sort_keys=True), steps))
+
     def steps_of(self, rank: int) -> List[Step]:
         """Rank `rank`'s steps, in program order."""
         return self._by_rank.get(rank, [])
@@ -174,6 +180,7 @@ def compile(target: str, n: Optional[int] = None, set: Optional[Dict[str, Any]] 
         raise StepgraphError("compile takes one rank count")
     text, warnings = _call(_stepgraph.compile_json, target, ranks, _params(set), _memory(max_memory), expand, algo or "", rank)
     g = Graph(_json.loads(text), warnings)
+    g.built_digest = g.digest()
     # What it was built from: stepgraph.torch checks that before it runs the graph.
     g.request = {"target": target, "n": g.ranks, "set": dict(set or {}), "max_memory": max_memory, "expand": expand or bool(algo),
                  "algo": algo or ""}

@@ -273,6 +273,9 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
     req = getattr(g, "request", None)
     if req is None:
         raise _sg.StepgraphError("run needs a graph from stepgraph.compile (one it can check)")
+    if isinstance(graph_or_name, _sg.Graph) and g.digest() != getattr(g, "built_digest", None):
+        raise _sg.StepgraphError("this graph was changed after stepgraph.compile built it, and only what was built can be checked "
+                                 "before it runs: write the change in the schedule and compile that")
     stats = RunStats()
     stats.check = _check_first(req)
     t0 = time.perf_counter()

@@ -183,6 +183,15 @@ if n % 2 == 0:
     if rank == 0:
         print(f"DP x TP step (dp = {dp}, tp = {mp}): tp_forward + dp_grid_allreduce equal the hand-written step", flush=True)
 
+# A graph changed after it was built is not what was checked: refused.
+g2 = stepgraph.compile("ring_allreduce", n=n, set={"size": 4 * n * 16})
+g2.steps_of(rank)[0].peer = rank  # (a user's "transformation")
+try:
+    sgt.run(g2, {"data": torch.zeros(n * 16)})
+    expect(False, "a changed graph ran")
+except stepgraph.StepgraphError as e:
+    expect("changed after stepgraph.compile" in str(e), str(e))
+
 # A defect: refused before anything is sent, with the verdict and the source line.
 path = os.path.join(tempfile.gettempdir(), f"stepgraph_broken_{os.getppid()}_{rank}.sched")
 with open(path, "w") as f:
