@@ -325,10 +325,10 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
     # Refuse what this runner does not do yet, before anything moves.
     kernels = kernels or {}
     for s in steps:
-        if s.kind == "compute" and s.raw.get("kernel") not in ("attn", "attn_bwd") and s.raw.get("kernel") not in kernels:
+        if s.kind == "compute" and s.raw.get("kernel") not in ("attn", "attn_bwd", "lse_max") and s.raw.get("kernel") not in kernels:
             raise NotImplementedError(f"{_where(s)}: compute {s.raw.get('kernel')}: stepgraph.torch runs attn tiles, and other kernels "
                                       f"given as run(..., kernels={{'{s.raw.get('kernel')}': fn}})")
-        if s.kind == "collective" and s.buffer in merging and s.raw.get("collective") in ("allreduce", "reduce", "reduce_scatter"):
+        if s.kind == "collective" and s.buffer in merging and s.raw.get("collective") == "reduce_scatter":
             raise NotImplementedError(f"{_where(s)}: a reducing collective on attention partials ({s.buffer}) does not run under "
                                       "stepgraph.torch yet")
         if s.kind in ("send", "recv") and (s.peer == "any" or s.match is None):
@@ -351,6 +351,10 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
                 _attn_tile(s, reads, writes, g, dim)
             elif s.raw.get("kernel") == "attn_bwd":
                 _attn_bwd_tile(s, reads, writes, g, dim)
+            elif s.raw.get("kernel") == "lse_max" and s.raw["kernel"] not in kernels:
+                # RingX's: the partial's per-row lse (-inf where no tile wrote it), for the all-reduce
+                # (op max) that rescales partials against the global maximum.
+                writes[0].copy_(reads[0].view(-1, dim + 1)[:, dim].reshape(writes[0].shape))
             else:
                 kernels[s.raw["kernel"]](s, reads, writes)
         elif s.kind != "wait":
@@ -410,7 +414,8 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
                     continue
                 _apply(flat[s.buffer].chunks(s.lo, s.count), op.staging, s.reduce, dim if s.buffer in merging else 0)
             elif s.kind == "collective":
-                _collective(s, flat, torch_groups[s.raw["group"]], coll_groups[s.raw["group"]], members, me_world)
+                _collective(s, flat, torch_groups[s.raw["group"]], coll_groups[s.raw["group"]], members, me_world,
+                            dim if s.buffer in merging else 0)
             elif s.kind == "wait" and any(h not in done for h in s.raw.get("handles", [])):
                 rest.append(s)
                 continue
@@ -480,7 +485,8 @@ def _run_ordered(g, req, me, steps, flat, members, comm, merging, dim, local, to
             _apply(chunk, staging, s.reduce, dim if s.buffer in merging else 0)
         for _, _, s in items:
             if s.kind == "collective":
-                _collective(s, flat, torch_groups[s.raw["group"]], coll_groups[s.raw["group"]], members, me_world)
+                _collective(s, flat, torch_groups[s.raw["group"]], coll_groups[s.raw["group"]], members, me_world,
+                            dim if s.buffer in merging else 0)
         for s in work.get(lv, []):
             local(s)
 
@@ -675,7 +681,7 @@ def _stuck(me: int, pending, done, timeout_s: float) -> str:
     return "\n".join(lines)
 
 
-def _collective(s, flat: Dict[str, _Flat], tg, members: Tuple[int, ...], outer: Tuple[int, ...], me_world: int):
+def _collective(s, flat: Dict[str, _Flat], tg, members: Tuple[int, ...], outer: Tuple[int, ...], me_world: int, merge_dim: int = 0):
     """A collective step on its chunks (docs/language.md's semantics: a slice of g*k chunks over a
     group of g members, member k owns block k)."""
     kind = s.raw["collective"]
@@ -683,7 +689,17 @@ def _collective(s, flat: Dict[str, _Flat], tg, members: Tuple[int, ...], outer: 
     x = flat[s.buffer].chunks(s.lo, s.count) if s.buffer else None
     gsize = len(members)
     k = members.index(me_world)
-    if kind == "allreduce":
+    if merge_dim and kind in ("allreduce", "reduce"):
+        # Attention partials merge (online softmax), they do not add: every member's rows are
+        # gathered and folded in member order, the same on every rank (MPI's merging operator).
+        parts = [torch.empty_like(x) for _ in range(gsize)]
+        dist.all_gather(parts, x.contiguous(), group=tg)
+        if kind == "allreduce" or outer[s.raw["root"]] == me_world:
+            acc = parts[0].clone().view(-1, merge_dim + 1)
+            for p in parts[1:]:
+                _merge_rows(acc, p.view(-1, merge_dim + 1))
+            x.copy_(acc.view(-1))
+    elif kind == "allreduce":
         dist.all_reduce(x, op=op, group=tg)
     elif kind == "bcast":
         dist.broadcast(x, src=outer[s.raw["root"]], group=tg)

@@ -122,10 +122,19 @@ def full_attention(q, k, v, causal):
     return torch.softmax(s, -1) @ v
 
 
-attn_names = ["ring_attention", "zigzag_ring_attention", "stripe_ring_attention", "te_p2p_attention", "allgather_attention",
-              "ulysses_attention", "ulysses_ring_attention"]
-if H % n:
-    attn_names = [a for a in attn_names if not a.startswith("ulysses")]
+# Every library schedule whose postcondition is attention, with its backward beside it.
+library = {e["name"] for e in stepgraph.list()}
+attn_names = []
+for name in sorted(library):
+    if name + "_bwd" not in library:
+        continue
+    try:
+        ex = stepgraph.compile(name, n=n, set={"seq": S, "heads": H, "dim": D}).json["expect"]
+    except stepgraph.StepgraphError:
+        continue  # not at this N
+    if any(e["kind"] == "attention" for e in ex):
+        attn_names.append(name)
+expect(len(attn_names) >= 11, f"attention schedules found: {attn_names}")
 worst = 0.0
 for name in attn_names:
     for causal in (True, False):
@@ -146,7 +155,8 @@ for name in attn_names:
         expect(gerr < 1e-4, f"{name}_bwd causal={causal}: gradients differ from autograd's by {gerr:.2e}")
         worst = max(worst, err, gerr)
 if rank == 0:
-    print(f"attention: {len(attn_names)} schedules x 2 masks, forward and backward, within {worst:.1e} of full attention", flush=True)
+    print(f"attention: {len(attn_names)} schedules x 2 masks, forward and backward, within {worst:.1e} of full attention: "
+          f"{', '.join(attn_names)}", flush=True)
 
 # A DP x TP step (N = 4: mp = 2 tensor-parallel pairs, dp = 2): tp_forward all-gathers the
 # activation shards in each mp group and runs the GEMM (a kernel given by the caller), then
