@@ -12,10 +12,12 @@ torch.distributed collectives on subgroups. Before anything runs, the schedule i
 N (the check `sim` and `exec` run, cached per schedule, N and parameters): a schedule with a
 defect raises stepgraph.DefectError with the verdict and the source line, and nothing is sent.
 
-attention(name, q, k, v, causal=...) runs a ring-attention schedule's forward on this rank's
-shards (layout(name, seq=...) gives each rank's rows). Not yet: the backward tiles, head-parallel
-(Ulysses) items, RingX's lse_max kernel and receives from any rank; they raise
-NotImplementedError naming the step's line (docs/python.md).
+attention(name, q, k, v, causal=...) and attention_backward(...) run a context-parallel
+attention schedule (ring, zigzag, stripe, p2p, all-gather, Ulysses, RingX) on this rank's shards
+(layout(name, seq=...) gives each rank's rows). Under NCCL transfers go in the schedule's one
+global order (the stream order). Not yet: receives from any rank, a reduce-scatter of attention
+partials, bf16 backward bundles; they raise NotImplementedError naming the step's line
+(docs/python.md).
 """
 
 import os
