@@ -141,6 +141,7 @@ class _Flat:
         return self.flat[lo * self.ce:(lo + count) * self.ce]
 
 
+_ALLTOALL_TAG = 1 << 30  # above every step id: a message's tag is its sending step's id
 _CV = threading.Condition()  # operations in flight wake the runner through it
 
 
@@ -728,8 +729,8 @@ def _collective(s, flat: Dict[str, _Flat], tg, members: Tuple[int, ...], outer: 
             if j == k:
                 outs[j].copy_(ins[j])
                 continue
-            reqs.append(dist.isend(ins[j], dst=members[j], group=tg, tag=1 << 20))
-            reqs.append(dist.irecv(outs[j], src=members[j], group=tg, tag=1 << 20))
+            reqs.append(dist.isend(ins[j], dst=members[j], group=tg, tag=_ALLTOALL_TAG))
+            reqs.append(dist.irecv(outs[j], src=members[j], group=tg, tag=_ALLTOALL_TAG))
         for r in reqs:
             r.wait()
     else:
