@@ -61,11 +61,12 @@ def _ranks(n) -> List[int]:
         return []
     if isinstance(n, bool):
         raise TypeError("n is a rank count or a list of them")
-    if isinstance(n, int):
-        return [n]
-    out = [int(x) for x in n]
+    out = [n] if isinstance(n, int) else [int(x) for x in n]
     if not out:
         raise StepgraphError("n: an empty list of rank counts")
+    for x in out:
+        if not 1 <= x < 1 << 31:
+            raise StepgraphError(f"n: {x} is not a rank count (at least 1)")
     return out
 
 

@@ -146,6 +146,10 @@ class Defects(unittest.TestCase):
             stepgraph.verify("ring_allreduce", n=4, semantics="sometimes")
         with self.assertRaises(stepgraph.StepgraphError):
             stepgraph.compile("ring_allreduce", n=4, rank=9)
+        with self.assertRaises(stepgraph.StepgraphError):
+            stepgraph.check("ring_allreduce", n=[4, 0])
+        with self.assertRaises(stepgraph.StepgraphError):
+            stepgraph.verify("ring_allreduce", n=-2)
 
 
 if __name__ == "__main__":
