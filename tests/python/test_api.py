@@ -32,24 +32,8 @@ def drop_wall(x):
     return {k: v for k, v in x.items() if k != "wall_s"}
 
 
-BROKEN = """\
-# A ring all-reduce whose all-gather circulates the wrong chunk: every rank ends with wrong sums.
-schedule broken_ring(size = 1MiB) {
-  buffer data[N] bytes size / N;
-  init data contrib;
-  expect allreduce(data);
-  for s in 0 .. N-1 {
-    for r in 0 .. N {
-      send data[(r - s) % N] from r to (r + 1) % N reduce;
-    }
-  }
-  for s in 0 .. N-1 {
-    for r in 0 .. N {
-      send data[(r - s) % N] from r to (r + 1) % N;
-    }
-  }
-}
-"""
+# A ring all-reduce whose all-gather circulates the wrong chunk (shared with torch_bridge.py).
+BROKEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broken_ring.sched")
 
 
 class SameAsCommandLine(unittest.TestCase):
@@ -106,8 +90,8 @@ class SameAsCommandLine(unittest.TestCase):
 class Defects(unittest.TestCase):
     def setUp(self):
         fd, self.path = tempfile.mkstemp(suffix=".sched")
-        with os.fdopen(fd, "w") as f:
-            f.write(BROKEN)
+        with os.fdopen(fd, "w") as f, open(BROKEN) as src:
+            f.write(src.read())
 
     def tearDown(self):
         os.unlink(self.path)

@@ -37,24 +37,7 @@ except ImportError:
 import stepgraph  # noqa: E402
 import stepgraph.torch as sgt  # noqa: E402
 
-BROKEN = """\
-# A ring all-reduce whose all-gather circulates the wrong chunk.
-schedule broken_ring(size = 1MiB) {
-  buffer data[N] bytes size / N;
-  init data contrib;
-  expect allreduce(data);
-  for s in 0 .. N-1 {
-    for r in 0 .. N {
-      send data[(r - s) % N] from r to (r + 1) % N reduce;
-    }
-  }
-  for s in 0 .. N-1 {
-    for r in 0 .. N {
-      send data[(r - s) % N] from r to (r + 1) % N;
-    }
-  }
-}
-"""
+BROKEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broken_ring.sched")  # shared with test_api.py
 
 failures = []
 
@@ -204,8 +187,8 @@ except stepgraph.StepgraphError as e:
 
 # A defect: refused before anything is sent, with the verdict and the source line.
 path = os.path.join(tempfile.gettempdir(), f"stepgraph_broken_{os.getppid()}_{rank}.sched")
-with open(path, "w") as f:
-    f.write(BROKEN)
+with open(path, "w") as f, open(BROKEN) as src:
+    f.write(src.read())
 x = torch.ones(1024)
 try:
     sgt.run(path, {"data": x}, size=4096)
