@@ -232,9 +232,13 @@ AnalyzeResult analyze(const AnalyzeRequest& r);
 
 // ---- sim --------------------------------------------------------------------------------------
 
+// A --platform value read once (a spec, "@FILE" or an XML file; "" = the default platform, said
+// so in the result). Throws BadInput with the place in the string or file.
+sim::PlatformChoice read_platform(const std::string& given);
+
 struct SimRequest {
   TargetRequest target;
-  std::string platform;  // a platform spec or "@FILE" ("" = the default platform, said so in the result)
+  sim::PlatformChoice platform;  // api::read_platform (not read: the default platform)
   sim::SimOptions options;
   AlgoChoice algo;             // the collectives' algorithms (empty: Open MPI's choice, NCCL's on GPU nodes)
   bool allow_defects = false;  // simulate a schedule the check before the run finds a defect in

@@ -53,6 +53,17 @@ nlohmann::json SimResult::json() const {
   return all.size() == 1 ? all[0] : all;
 }
 
+sim::PlatformChoice read_platform(const std::string& given) {
+  if (given.empty()) return sim::default_platform();
+  sim::PlatformChoice c;
+  std::string err;
+  sim::PlatformErrorAt at;
+  if (sim::read_platform(given, c, err, &at)) return c;
+  Session s;
+  std::string rendered = sim::platform_diagnostic(s, given, err, at);
+  throw BadInput("bad --platform '" + given + "': " + err, rendered, diagnostics_json(s.diags, s.sources));
+}
+
 SimResult simulate(const SimRequest& r) {
   Opened o;  // opened here too: a target that does not open is bad input before anything runs
   open(r.target, o, true);

@@ -44,12 +44,12 @@ double predict(const ExecOpts& o, int size, const api::Params& params, uint64_t 
   r.target.ranks = {static_cast<uint32_t>(size)};
   r.target.params = params;
   r.target.max_memory = max_memory;
-  r.platform = o.predict;
   r.options.model = sim::Model::Analytic;
-  // A platform file from `stepgraph calibrate` carries the measured reduction speed.
-  if (std::string gamma = sim::calibrated_gamma(o.predict), bad; !gamma.empty() && !parse_seconds(gamma, r.options.runtime.gamma, bad))
-    return why = "bad '# gamma=" + gamma + "' in " + o.predict + ": " + bad, -1;
   try {
+    r.platform = api::read_platform(o.predict);
+    // A platform file from `stepgraph calibrate` carries the measured reduction speed.
+    if (std::string gamma = r.platform.gamma, bad; !gamma.empty() && !parse_seconds(gamma, r.options.runtime.gamma, bad))
+      return why = "bad '# gamma=" + gamma + "' in " + o.predict + ": " + bad, -1;
     api::SimResult res = api::simulate(r);
     const sim::PointResult& pr = res.points.at(0);
     if (pr.error.empty() && pr.completed) return pr.time_s;
@@ -75,6 +75,8 @@ int cmd_exec(const ExecOpts& o) {
       return 2;
     }
     std::cerr << exec::job_pointer(job.rank, job.world_size, 0, 2, "bad --native-algo");
+    std::cerr.flush();
+    exec::wait_for_speaker(job.world_size);
     return 2;
   }
   int me = 0, size = 1;

@@ -311,6 +311,8 @@ static int run_command(int argc, char** argv) {
       sg::exec::let_others_speak(job.world_size);
     } else {
       std::cerr << sg::exec::job_pointer(job.rank, job.world_size, 0, 2, "a bad command line");
+      std::cerr.flush();
+      sg::exec::wait_for_speaker(job.world_size);
     }
     return 2;
   }

@@ -77,6 +77,12 @@ int report_internal_error(const InternalError& e) {
   return kInternalErrorExit;
 }
 
+int fail(const api::BadInput& e) {
+  if (e.rendered().empty()) return fail(e.what());
+  std::cerr << e.rendered();
+  return 2;
+}
+
 int prepare(const Common& c, Prepared& p, bool many) {
   api::TargetRequest r;
   if (std::string err = repeated_set(c.sets); !err.empty()) return fail(err);
@@ -87,9 +93,7 @@ int prepare(const Common& c, Prepared& p, bool many) {
   try {
     api::open(r, p, true, &parse_dump);
   } catch (const api::BadInput& e) {
-    if (e.rendered().empty()) return fail(e.what());
-    std::cerr << e.rendered();
-    return 2;
+    return fail(e);
   }
   if (!many && p.ns.size() != 1) return fail("this command takes one rank count (-n N), got '" + c.ranks + "'");
   return 0;

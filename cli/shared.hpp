@@ -23,6 +23,8 @@ using Prepared = api::Opened;
 
 // Prints "stepgraph: error: MSG" on stderr; returns 2 (bad input).
 int fail(const std::string& msg);
+// Bad input found by the library: its located diagnostics (or its message), exit code 2.
+int fail(const api::BadInput& e);
 
 using api::params_json;
 

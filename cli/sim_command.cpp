@@ -40,7 +40,7 @@ constexpr double kMaxOptionPerByte = 1;     // --gamma, --loggp O, G: seconds pe
 
 }  // namespace
 
-int sim_options(const SimOpts& o, sim::SimOptions& so) {
+int sim_options(const SimOpts& o, const sim::PlatformChoice& platform, sim::SimOptions& so) {
   if (o.model == "simgrid") so.model = sim::Model::SimGrid;
   else if (o.model == "analytic") so.model = sim::Model::Analytic;
   else return fail("--model is simgrid or analytic, got '" + o.model + "'");
@@ -60,7 +60,7 @@ int sim_options(const SimOpts& o, sim::SimOptions& so) {
   }
   // A platform file from `stepgraph calibrate` carries the measured reduction speed as a
   // `# gamma=…` line: used unless --gamma says otherwise (sim and exec --predict alike).
-  std::string gamma = o.gamma.empty() ? sim::calibrated_gamma(o.platform) : o.gamma;
+  std::string gamma = o.gamma.empty() ? platform.gamma : o.gamma;
   std::string why;
   if (!gamma.empty() && (!parse_seconds(gamma, so.runtime.gamma, why) || so.runtime.gamma > kMaxOptionPerByte))
     return fail("bad --gamma '" + gamma + "' (seconds per reduced byte up to 1s, e.g. 0.1ns)");
@@ -229,6 +229,12 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
       else
         for (uint64_t v : values) plan.points.push_back({t, static_cast<uint32_t>(n), v, true});
     }
+  // The platform, read once for every point (sized for each N when it runs).
+  try {
+    plan.platform = api::read_platform(o.platform);
+  } catch (const api::BadInput& e) {
+    return fail(e);
+  }
   return 0;
 }
 
@@ -241,7 +247,7 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
   if (pt.has_value && plan.sweeps[pt.target]) spec.sets.emplace_back(plan.param, std::to_string(pt.value));
   spec.max_memory = plan.max_memory;
   spec.algo = plan.algo;
-  spec.platform = o.platform;
+  spec.platform = plan.platform;
   spec.options = plan.sim;
   spec.quiet = o.quiet;
   if (!o.trace.empty()) {
@@ -267,7 +273,7 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
 
 int plan_sim(const SimOpts& o, PointPlan& plan) {
   if (int rc = plan_points(o, plan)) return rc;
-  if (int rc = sim_options(o, plan.sim)) return rc;
+  if (int rc = sim_options(o, plan.platform, plan.sim)) return rc;
   return parse_algo(o, plan);
 }
 

@@ -31,7 +31,8 @@ struct PointPlan {
   uint64_t max_memory = 0;
   std::vector<Point> points;
   sim::SimOptions sim;
-  AlgoChoice algo;  // --algo: collective steps' algorithms (empty: Open MPI's choice)
+  AlgoChoice algo;               // --algo: collective steps' algorithms (empty: Open MPI's choice)
+  sim::PlatformChoice platform;  // --platform, read once (api::read_platform)
 };
 
 // One point's outcome (sim/point.hpp).
@@ -42,7 +43,8 @@ int plan_points(const SimOpts& o, PointPlan& plan);
 // where NCCL would refuse them), into plan.algo.
 int parse_algo(const SimOpts& o, PointPlan& plan);
 // --model, --protocol, --eager-limit, --gamma, --loggp, --map, --top into SimOptions.
-int sim_options(const SimOpts& o, sim::SimOptions& so);
+// `platform` gives the reduction speed a calibrated platform file carries (unless --gamma).
+int sim_options(const SimOpts& o, const sim::PlatformChoice& platform, sim::SimOptions& so);
 // The three above in order, as sim runs them: the points, the options, the algorithm choice;
 // the first non-zero exit code.
 int plan_sim(const SimOpts& o, PointPlan& plan);

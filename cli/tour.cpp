@@ -386,7 +386,7 @@ schedule hier_misrouted(mp = 4) {
       so.model = model;
       so.platform = "fat-tree:leaves=4,per_leaf=4,oversub=4,bw=100Gbps,lat=1us,model=ideal";
       PointPlan plan;
-      if (plan_points(so, plan) || sim_options(so, plan.sim)) return 2;
+      if (plan_points(so, plan) || sim_options(so, plan.platform, plan.sim)) return 2;
       PointResult r = run_point(so, plan, 0);
       t[k++] = r.time_s;
       std::cout << "   " << model << ": " << (r.error.empty() ? std::to_string(r.time_s * 1e3) + " ms" : r.error) << "\n";
@@ -410,7 +410,7 @@ schedule hier_misrouted(mp = 4) {
       so.model = model;
       so.platform = "nodes:count=2,gpus=8";
       PointPlan plan;
-      if (plan_points(so, plan) || sim_options(so, plan.sim)) return 2;
+      if (plan_points(so, plan) || sim_options(so, plan.platform, plan.sim)) return 2;
       PointResult r = run_point(so, plan, 0);
       if (!r.error.empty()) {
         std::cout << "   " << model << ": " << r.error << "\n";

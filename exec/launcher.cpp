@@ -716,4 +716,8 @@ void let_others_speak(int64_t world_size) {
   if (world_size > 1) std::this_thread::sleep_for(std::chrono::milliseconds(250));
 }
 
+void wait_for_speaker(int64_t world_size) {
+  if (world_size > 1) std::this_thread::sleep_for(std::chrono::seconds(3));
+}
+
 }  // namespace sg::exec

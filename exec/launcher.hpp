@@ -89,5 +89,10 @@ std::string job_pointer(int64_t rank, int64_t world_size, int64_t speaker, int e
 // mpiexec), which could cut off their one-line pointers. The speaker waits a moment (a quarter
 // of a second, only when the job has several processes) so that they get out first.
 void let_others_speak(int64_t world_size);
+// The other side of it, for a rank that only points to the speaker: the launcher kills the job at
+// the first non-zero exit, so a pointer that exits at once can take the speaker down before it has
+// printed (rank 0 started seconds late on a loaded machine and its message was lost). It waits up
+// to 3 s (only when the job has several processes); the speaker's own exit ends the job sooner.
+void wait_for_speaker(int64_t world_size);
 
 }  // namespace sg::exec

@@ -100,6 +100,7 @@ int report_refusal(const LauncherCheck& c, const std::string& prefix) {
   std::fwrite(text.data(), 1, text.size(), stderr);
   std::fflush(stderr);
   if (c.speaks()) let_others_speak(c.world_size);
+  else wait_for_speaker(c.world_size);
   return 2;
 }
 

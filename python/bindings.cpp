@@ -106,11 +106,11 @@ std::pair<std::string, int> sim_json(const std::string& target, const std::vecto
                                      const std::string& algo, bool allow_defects) {
   api::SimRequest r;
   r.target = target_request(target, ranks, params, max_memory);
-  r.platform = platform;
+  r.platform = api::read_platform(platform);
   if (model == "simgrid") r.options.model = sim::Model::SimGrid;
   else if (model == "analytic") r.options.model = sim::Model::Analytic;
   else throw api::BadInput("model is simgrid or analytic, got '" + model + "'");
-  if (std::string gamma = sim::calibrated_gamma(platform); !gamma.empty()) {
+  if (const std::string& gamma = r.platform.gamma; !gamma.empty()) {
     std::string why;
     if (!parse_seconds(gamma, r.options.runtime.gamma, why)) throw api::BadInput("bad gamma '" + gamma + "' in " + platform + ": " + why);
   }

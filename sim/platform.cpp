@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -110,69 +112,58 @@ SpecFileText join_spec_file(const std::string& file) {
 
 }  // namespace
 
-bool parse_platform(const std::string& spec_in, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at_out) {
-  Platform p;
-  p.ranks = nranks;
-  err.clear();
-  PlatformErrorAt at;
-  auto refuse = [&]() {
-    if (at_out) *at_out = at;
-    return false;
-  };
+namespace detail {
+
+// What read_platform found: the kind and its items, or a kind written whole (XML), read completely
+// (nothing in it depends on the rank count). An @FILE's places map back into the file.
+struct ReadSpec {
+  const Kind* kind = nullptr;
+  std::string kname;  // the name a kind's errors start with (a preset's, as written)
+  Spec items;         // KIND[:ITEMS]: the items, with their places
+  std::optional<Platform> whole;
+  std::string file;                               // the @FILE the spec came from ("" if none)
+  std::vector<std::pair<size_t, size_t>> starts;  // its lines: (offset in the joined text, in the file)
+  // A place in the joined text of an @FILE is the same place in the file.
+  void map(PlatformErrorAt& at) const {
+    if (file.empty() || !at.file.empty() || at.length == 0) return;
+    auto it = std::upper_bound(starts.begin(), starts.end(), std::make_pair(at.offset, SIZE_MAX));
+    if (it == starts.begin()) {
+      at.length = 0;
+      return;
+    }
+    --it;
+    at.file = file;
+    at.offset = it->second + (at.offset - it->first);
+  }
+};
+
+}  // namespace detail
+
+namespace {
+
+// The spec text itself (an @FILE's joined lines, or the string as given) into `r`.
+bool read_text(const std::string& spec_in, detail::ReadSpec& r, std::string& err, PlatformErrorAt& at) {
   std::string spec = trim(spec_in);
   const size_t lead = spec.empty() ? 0 : spec_in.find(spec[0]);  // where `spec` starts in spec_in
-  // @FILE: the spec string is in a file (what `stepgraph calibrate` writes); '#' starts a comment.
-  if (!spec.empty() && spec[0] == '@') {
-    const std::string path = spec.substr(1);
-    std::string file;
-    if (!read_input_file(path, file, err)) {
-      err = "platform file: " + err;
-      return refuse();
-    }
-    SpecFileText j = join_spec_file(file);
-    if (j.text.empty()) {
-      err = "platform file '" + path + "' holds no platform spec";
-      return refuse();
-    }
-    // A file naming a file (itself, say) would be read without end.
-    if (j.text[0] == '@') {
-      err = "platform file '" + path + "' names another (" + j.text.substr(0, j.text.find(',')) + "): it must hold the spec itself";
-      return refuse();
-    }
-    PlatformErrorAt inner;
-    if (parse_platform(j.text, nranks, out, err, &inner)) return true;
-    at = inner;
-    if (at.file.empty() && at.length > 0) {  // a place in the joined text: the same place in the file
-      auto it = std::upper_bound(j.starts.begin(), j.starts.end(), std::make_pair(at.offset, SIZE_MAX));
-      if (it != j.starts.begin()) {
-        --it;
-        at.file = path;
-        at.offset = it->second + (at.offset - it->first);
-      } else {
-        at.length = 0;
-      }
-    }
-    return refuse();
-  }
   if (spec.empty()) {
     err = "empty platform spec (e.g. ";
     err += default_platform_spec();
     err += ')';
-    return refuse();
+    return false;
   }
-
   // A kind written other than KIND[:ITEMS] (an XML file's path) says so itself.
   for (const detail::Kind& k : detail::kinds()) {
     if (!k.parse_whole) continue;
+    Platform p;
     p.kind = k.kind;
     std::optional<bool> ok = k.parse_whole(spec, lead, p, err, at);
     if (!ok) continue;
-    if (!*ok) return refuse();
+    if (!*ok) return false;
     detail::set_model_constants(p);
-    out = std::move(p);
+    r.kind = &k;
+    r.whole = std::move(p);
     return true;
   }
-
   size_t colon = spec.find(':');
   std::string kind = trim(spec.substr(0, colon));
   std::string body = colon == std::string::npos ? std::string() : spec.substr(colon + 1);
@@ -193,21 +184,107 @@ bool parse_platform(const std::string& spec_in, uint32_t nranks, Platform& out, 
     err += ')';
     at.offset = lead;
     at.length = std::max<size_t>(kind.size(), 1);
-    return refuse();
+    return false;
   }
-  p.kind = found->kind;
-  detail::Spec s;
+  r.kind = found;
   // A preset is named as written (its numbers come from the name: sim/platform/presets.hpp).
-  std::string kname = detail::find_preset(kl) ? kl : std::string(kind_name(p.kind));
-  bool ok = detail::split_items(body, s, kname, err, lead + colon + 1) && found->parse(kname, s, p, err);
-  if (!ok) {
+  r.kname = detail::find_preset(kl) ? kl : std::string(kind_name(found->kind));
+  if (!detail::split_items(body, r.items, r.kname, err, lead + colon + 1)) {
+    at.offset = r.items.err_offset;
+    at.length = r.items.err_length;
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool read_platform(const std::string& spec_in, PlatformChoice& out, std::string& err, PlatformErrorAt* at_out) {
+  auto r = std::make_shared<detail::ReadSpec>();
+  PlatformChoice c;
+  c.given = spec_in;
+  c.spec = spec_in;
+  err.clear();
+  PlatformErrorAt at;
+  auto refuse = [&]() {
+    r->map(at);
+    if (at_out) *at_out = at;
+    return false;
+  };
+  std::string spec = trim(spec_in);
+  // @FILE: the spec string is in a file (what `stepgraph calibrate` writes); '#' starts a comment.
+  if (!spec.empty() && spec[0] == '@') {
+    const std::string path = spec.substr(1);
+    std::string file;
+    if (!read_input_file(path, file, err)) {
+      err = "platform file: " + err;
+      return refuse();
+    }
+    SpecFileText j = join_spec_file(file);
+    if (j.text.empty()) {
+      err = "platform file '" + path + "' holds no platform spec";
+      return refuse();
+    }
+    // A file naming a file (itself, say) would be read without end.
+    if (j.text[0] == '@') {
+      err = "platform file '" + path + "' names another (" + j.text.substr(0, j.text.find(',')) + "): it must hold the spec itself";
+      return refuse();
+    }
+    for (size_t pos = 0; pos < file.size();) {  // the measured reduction speed, `# gamma=TIME`
+      size_t nl = std::min(file.find('\n', pos), file.size());
+      if (auto g = file.find("# gamma=", pos); g != std::string::npos && g < nl) c.gamma = trim(file.substr(g + 8, nl - g - 8));
+      pos = nl + 1;
+    }
+    r->file = path;
+    r->starts = std::move(j.starts);
+    spec = j.text;
+  } else {
+    spec = spec_in;
+  }
+  if (!read_text(spec, *r, err, at)) return refuse();
+  c.read = std::move(r);
+  out = std::move(c);
+  return true;
+}
+
+PlatformChoice default_platform() {
+  PlatformChoice c;
+  std::string err;
+  if (!read_platform(default_platform_spec(), c, err)) throw std::logic_error("the default platform does not read: " + err);
+  c.given.clear();
+  c.defaulted = true;
+  return c;
+}
+
+bool size_platform(const PlatformChoice& c, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at_out) {
+  err.clear();
+  if (!c.read) throw std::logic_error("size_platform: the platform '" + c.spec + "' was not read (read_platform)");
+  const detail::ReadSpec& r = *c.read;
+  if (r.whole) {
+    out = *r.whole;
+    out.ranks = nranks;
+    return true;
+  }
+  Platform p;
+  p.ranks = nranks;
+  p.kind = r.kind->kind;
+  detail::Spec s = r.items;  // a kind's parser marks what it used and where an error points
+  if (!r.kind->parse(r.kname, s, p, err)) {
+    PlatformErrorAt at;
     at.offset = s.err_offset;
     at.length = s.err_length;
-    return refuse();
+    r.map(at);
+    if (at_out) *at_out = at;
+    return false;
   }
   detail::set_model_constants(p);
   out = std::move(p);
   return true;
+}
+
+bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at) {
+  PlatformChoice c;
+  return read_platform(spec, c, err, at) && size_platform(c, nranks, out, err, at);
 }
 
 }  // namespace sg::sim

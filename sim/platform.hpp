@@ -143,7 +143,35 @@ struct PlatformErrorAt {
   size_t offset = 0, length = 0;  // length 0: nowhere in particular
 };
 
-// Parses a spec string or a path to a SimGrid .xml platform file. `nranks` is how many hosts the
+namespace detail {
+struct ReadSpec;  // a spec read, before it is sized (sim/platform.cpp)
+}
+
+// A platform as the user chose it, read once (read_platform): an @FILE read and its `# gamma=`
+// line kept, the kind found, the items split (syntax errors located), an XML file read and its
+// numbers checked. What a kind builds (sizes, links, routes) depends on the rank count, so
+// size_platform makes a Platform of it for each N. Requests carry this (api::SimRequest,
+// sim::PointSpec): the spec is parsed once, not once per point.
+struct PlatformChoice {
+  std::string given;                             // as given ("" = the default platform)
+  std::string spec;                              // the spec read: given, or default_platform_spec()
+  std::string gamma;                             // an @FILE's `# gamma=TIME` line as written (`stepgraph calibrate`), "" if none
+  bool defaulted = false;                        // nothing was given: the result says the default was used
+  std::shared_ptr<const detail::ReadSpec> read;  // null until read_platform
+  bool is_read() const { return read != nullptr; }
+};
+
+// Reads a spec string, "@FILE" or a path to a SimGrid .xml file into `out`. False with the message
+// and, where `at` is given, the place it is about (in the string or in the file).
+bool read_platform(const std::string& spec, PlatformChoice& out, std::string& err, PlatformErrorAt* at = nullptr);
+// The built-in default, read (it cannot fail).
+PlatformChoice default_platform();
+// The platform `c` describes for a run of `nranks` (a generator sizes itself from it where the spec
+// leaves a size out). False with the message (a number out of range, too few hosts for nranks)
+// and where it points.
+bool size_platform(const PlatformChoice& c, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at = nullptr);
+
+// read_platform then size_platform. Parses a spec string or a path to a SimGrid .xml platform file. `nranks` is how many hosts the
 // run needs (a generator sizes itself from it where the spec leaves a size out: `star` gets
 // nranks hosts; `nodes` without count= gets ceil(nranks / gpus) nodes). Returns false with a
 // message (bad key, bad unit, a number out of range, too few hosts for nranks, a file that cannot

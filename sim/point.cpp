@@ -192,6 +192,12 @@ void collective_breakdown(const ExpandReport& rep, const std::vector<double>& wa
   }
 }
 
+// The built-in platform, read once for every point that names none.
+const PlatformChoice& default_choice() {
+  static const PlatformChoice c = default_platform();
+  return c;
+}
+
 }  // namespace
 
 // A platform error that points somewhere, as a file:line:col diagnostic with the line and a caret:
@@ -202,24 +208,13 @@ std::string platform_diagnostic(Session& s, const std::string& spec, const std::
   std::string text = spec, err;
   if (!at.file.empty() && !read_input_file(at.file, text, err)) return {};
   if (at.offset > text.size()) return {};
-  Diagnostic d;
-  d.loc.file = s.sources.add(at.file.empty() ? "--platform" : at.file, text);
+  Loc loc;
+  loc.file = s.sources.add(at.file.empty() ? "--platform" : at.file, text);
   size_t line_start = text.rfind('\n', at.offset == 0 ? 0 : at.offset - 1);
   line_start = line_start == std::string::npos || at.offset == 0 ? 0 : line_start + 1;
-  d.loc.line = static_cast<uint32_t>(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
-  d.loc.col = static_cast<uint32_t>(at.offset - line_start + 1);
-  d.length = static_cast<uint32_t>(at.length);
-  d.message = msg;
-  return render_diagnostic(d, s.sources);
-}
-
-std::string calibrated_gamma(const std::string& platform) {
-  std::string text, err, gamma;
-  if (platform.empty() || platform[0] != '@' || !read_input_file(platform.substr(1), text, err)) return "";
-  std::istringstream f(text);
-  for (std::string line; std::getline(f, line);)
-    if (auto at = line.find("# gamma="); at != std::string::npos) gamma = line.substr(at + 8);
-  return gamma;
+  loc.line = static_cast<uint32_t>(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
+  loc.col = static_cast<uint32_t>(at.offset - line_start + 1);
+  return render_diagnostic(s.diags.error(loc, msg, static_cast<uint32_t>(at.length)), s.sources);
 }
 
 PointResult run_point(const PointSpec& p) {
@@ -237,24 +232,24 @@ PointResult run_point(const PointSpec& p) {
   bo.keep_as_written = true;  // what the schedule says (its postconditions) is read off the graph as written
   bo.algo = p.algo;
   // The platform first: on GPU nodes the collectives expand as NCCL's would.
+  const PlatformChoice& choice = p.platform.is_read() ? p.platform : default_choice();
   Platform platform;
   std::string perr;
-  std::string spec = p.platform.empty() ? default_platform_spec() : p.platform;
   PlatformErrorAt at;
-  if (!parse_platform(spec, p.n, platform, perr, &at)) {
+  if (!size_platform(choice, p.n, platform, perr, &at)) {
     r.status = 2;
-    r.diag = platform_diagnostic(s, spec, perr, at);
-    r.error = "bad --platform '" + spec + "': " + perr;  // (for JSON, tables and exec --predict; diag says where)
+    r.diag = platform_diagnostic(s, choice.spec, perr, at);
+    r.error = "bad --platform '" + choice.spec + "': " + perr;  // (for JSON, tables and exec --predict; diag says where)
     return r;
   }
 #ifdef STEPGRAPH_HAVE_SIMGRID
   if (platform.kind == PlatformKind::Xml && !resolve_xml_platform(platform, perr)) {
     r.status = 2;
-    r.error = "bad --platform '" + spec + "': " + perr;
+    r.error = "bad --platform '" + choice.spec + "': " + perr;
     return r;
   }
 #endif
-  if (p.platform.empty()) platform.spec += " (the default; --platform to choose)";
+  if (choice.defaulted) platform.spec += " (the default; --platform to choose)";
   r.network_model = model_name(platform.model);
   // GPUs in nodes: the collectives expand as NCCL's (unless --algo says openmpi), with the node size.
   if (platform.kind == PlatformKind::Nodes) apply_gpu_platform(bo.algo, platform.nodes.hw);

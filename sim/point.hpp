@@ -20,8 +20,8 @@ struct PointSpec {
   uint32_t n = 0;
   std::vector<std::pair<std::string, std::string>> sets;  // --set and the swept value, unparsed
   uint64_t max_memory = 0;
-  AlgoChoice algo;       // --algo (empty: Open MPI's choice)
-  std::string platform;  // a spec or an XML file; "" = the default platform (said so in the result)
+  AlgoChoice algo;          // --algo (empty: Open MPI's choice)
+  PlatformChoice platform;  // read (sim::read_platform); not read: the default platform (said so in the result)
   SimOptions options;
   std::string trace_file;  // "" = no trace
   bool quiet = false;      // an unsupported point keeps its diagnostics out of `diag`
@@ -64,13 +64,9 @@ PointResult run_point(const PointSpec& p);
 
 // A platform error that points somewhere (parse_platform's `at`), rendered as a file:line:col
 // diagnostic with the line and a caret: into the --platform string itself (shown as the file
-// "--platform") or into the file it names; "" where it points nowhere in particular.
+// "--platform") or into the file it names; "" where it points nowhere in particular. The
+// diagnostic is added to s.diags too (as data, for api::BadInput).
 std::string platform_diagnostic(Session& s, const std::string& spec, const std::string& msg, const PlatformErrorAt& at);
-
-// The reduction speed a platform file from `stepgraph calibrate` carries as its `# gamma=TIME`
-// line ("0.12ns"), as written; "" for a spec that is not "@FILE", a file without one, or one that
-// cannot be read (the platform's own error says why).
-std::string calibrated_gamma(const std::string& platform);
 
 // The public JSON of a point (`sim --json`).
 void to_json(nlohmann::json& j, const PointResult& r);

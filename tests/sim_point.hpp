@@ -10,13 +10,23 @@
 
 namespace sgtest {
 
+// A platform spec read as the CLI reads --platform ("" = the default platform).
+inline sg::sim::PlatformChoice platform(const std::string& spec) {
+  sg::sim::PlatformChoice c;
+  if (spec.empty()) return c;
+  std::string err;
+  INFO("platform " << spec);
+  REQUIRE(sg::sim::read_platform(spec, c, err));
+  return c;
+}
+
 inline sg::sim::PointResult sim_point(const std::string& target, uint32_t n, std::vector<std::pair<std::string, std::string>> sets = {},
                                       const std::string& platform = "", sg::sim::Model m = sg::sim::Model::Analytic, uint32_t window = 0) {
   sg::sim::PointSpec p;
   p.target = target;
   p.n = n;
   p.sets = std::move(sets);
-  p.platform = platform;
+  p.platform = sgtest::platform(platform);
   p.options.model = m;
   p.options.runtime.window = window;
   sg::sim::PointResult r = sg::sim::run_point(p);

@@ -69,9 +69,9 @@ TEST_CASE("the calibration keys act on NCCL's launch, latencies and bandwidth, a
   own.target = "ring_allreduce";
   own.n = 8;
   own.sets = {{"size", "1MiB"}};
-  own.platform = "dgx-h100:nodes=1";
+  own.platform = sgtest::platform("dgx-h100:nodes=1");
   PointResult r1 = run_point(own);
-  own.platform = "dgx-h100:nodes=1,nccl_launch=50us,nccl_lat=3,nccl_bw=0.2";
+  own.platform = sgtest::platform("dgx-h100:nodes=1,nccl_launch=50us,nccl_lat=3,nccl_bw=0.2");
   PointResult r2 = run_point(own);
   REQUIRE(r1.error.empty());
   CHECK(r2.time_s == Approx(r1.time_s));

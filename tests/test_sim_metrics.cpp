@@ -361,7 +361,7 @@ TEST_CASE("NCCL's costs in simulated time: its base and hop latencies, its bus b
   named.target = wrapper;
   named.n = 8;
   named.sets = {{"size", "256MiB"}};
-  named.platform = "dgx-h100:nodes=1";
+  named.platform = sgtest::platform("dgx-h100:nodes=1");
   named.options.model = Model::Analytic;
   std::string err;
   REQUIRE(parse_algo_choice("allreduce=nccl_ring", named.algo, err));

@@ -134,6 +134,13 @@ class Defects(unittest.TestCase):
             stepgraph.check("ring_allreduce", n=[4, 0])
         with self.assertRaises(stepgraph.StepgraphError):
             stepgraph.verify("ring_allreduce", n=-2)
+        # A platform that does not read: the place in the --platform string, before any point runs.
+        with self.assertRaises(stepgraph.StepgraphError) as cm:
+            stepgraph.sim("ring_allreduce", n=[4, 8], platform="ring:bw=1Gbps")
+        d = cm.exception.diagnostics[0]
+        self.assertEqual((d["file"], d["line"], d["col"]), ("--platform", 1, 1))
+        self.assertIn("unknown platform 'ring'", d["message"])
+        self.assertIn("^~~~", cm.exception.rendered)
 
 
 if __name__ == "__main__":
