@@ -12,6 +12,7 @@
 // A program started after it in the same slot may not be able to call MPI_Init again (Hydra's
 // PMI_FD is one connection per slot): there, `--no-mpi`.
 #include "cli/env_command.hpp"
+#include "cli/huge_pages.hpp"
 #ifdef STEPGRAPH_HAVE_CUDA
 #include "exec/cuda/device.hpp"
 #endif
@@ -119,6 +120,7 @@ int cmd_env(const EnvOpts& o) {
     info.notes.push_back("built without MPI: what the environment leaves unknown stays unknown");
 #endif
   }
+  info.notes.push_back(huge_pages_state());
   if (o.json) {
     std::cout << exec::launch_json(info);
   } else if (o.export_) {

@@ -9,6 +9,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/env_command.hpp"
+#include "cli/huge_pages.hpp"
 #include "core/base/errors.hpp"
 #include "core/pipeline.hpp"
 #include "exec/launcher.hpp"
@@ -336,4 +337,7 @@ static int run_command(int argc, char** argv) {
 }
 
 // Output that never reached standard output (a full disk, /dev/full) is an error too (exit 2).
-int main(int argc, char** argv) { return sg::cli::check_standard_output(run_command(argc, argv)); }
+int main(int argc, char** argv) {
+  sg::cli::restart_with_huge_pages(argv);  // once, before anything is allocated
+  return sg::cli::check_standard_output(run_command(argc, argv));
+}

@@ -652,6 +652,16 @@ TEST_CASE("stepgraph env in a clean environment says single", "[launcher][cli]")
   CHECK(e.rc == 0);
   CHECK(e.out == "0 1 0 1 127.0.0.1 29500\n");
   CHECK(sh("'" + kBin + "' env --json --export >/dev/null 2>&1").rc == 2);
+  // The CLI restarts itself once with glibc's huge-page tunable (cli/huge_pages.cpp), where the
+  // kernel and the C library allow it; STEPGRAPH_HUGE_PAGES=0 keeps it off.
+  std::string thp;
+  std::ifstream thp_file("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::getline(thp_file, thp);
+  if (!thp.empty() && thp.find("[never]") == std::string::npos) {
+    CHECK(t.out.find("huge pages: on (glibc.malloc.hugetlb=1") != std::string::npos);
+    Ran off = sh("env -i PATH=/usr/bin:/bin STEPGRAPH_HUGE_PAGES=0 '" + kBin + "' env 2>&1");
+    CHECK(off.out.find("huge pages: off (STEPGRAPH_HUGE_PAGES=0)") != std::string::npos);
+  }
   // Launcher variables copied by hand (several nodes, so much is unknown): no MPI_Init, exit 0.
   Ran copied =
       sh("env -i PATH=/usr/bin:/bin OMPI_COMM_WORLD_RANK=1 OMPI_COMM_WORLD_SIZE=4 OMPI_COMM_WORLD_LOCAL_RANK=1 "
