@@ -372,6 +372,20 @@ schedule hier_misrouted(mp = 4) {
     sim("\n8. a data-parallel training step with its compute: how much of the gradient all-reduce hides\n"
         "   behind the backward pass (`sim dp_bucketed_step -n 8 --set buckets=4 --model analytic`)\n\n",
         so);
+    // The whole step in 4D parallelism (schedules/train_step.sched), a small slice of its
+    // Llama-3-405B defaults: 4 stages of 2 layers, tensor parallelism over each node's GPUs.
+    SimOpts ts;
+    ts.targets = {"train_step"};
+    ts.ranks = "32";
+    ts.sets = {"tp=4", "pp=4", "layers=8", "buckets=2", "microbatches=4", "seq=4096"};
+    ts.model = "analytic";
+    ts.platform = "dgx-h100:nodes=8,gpus=4";
+    ts.top = 3;
+    sim("\n   A whole training step in 4D parallelism (`train_step`: 1F1B pipeline, tensor-parallel reduce-scatter\n"
+        "   and all-gather per block, bucketed data-parallel all-reduce): tp 4, pp 4, dp 2 on 8 H100 nodes of 4 GPUs\n"
+        "   (`sim train_step -n 32 --set tp=4 --set pp=4 --set layers=8 --set buckets=2 --set microbatches=4\n"
+        "   --set seq=4096 --platform dgx-h100:nodes=8,gpus=4 --model analytic`)\n\n",
+        ts);
   }
   {
     std::cout << "\n9. contention: an all-to-all of 16 MiB per rank on a fat tree whose leaves have one uplink for\n"

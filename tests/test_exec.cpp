@@ -23,6 +23,12 @@
 
 namespace {
 
+// train_step (schedules/train_step.sched) at a shape that runs in milliseconds: tp = pp = 2, so
+// N = 4 is one data-parallel replica and N = 8 two.
+const std::string kSmallTrainStep =
+    "--set tp=2 --set pp=2 --set layers=2 --set microbatches=2 --set buckets=1 --set seq=32 --set hidden=32 --set ffn=64 "
+    "--set heads=4 --set kv_heads=2 --set vocab=64";
+
 using sgtest::Ran;
 
 Ran sh(const std::string& cmd, bool with_stderr = false) { return sgtest::run_command(cmd + (with_stderr ? " 2>&1" : " 2>/dev/null")); }
@@ -70,6 +76,7 @@ TEST_CASE("every library schedule runs under mpiexec, gives exactly the postcond
       std::string sets = "--set size=48KiB";
       if (name.rfind("tp_", 0) == 0 || name == "hierarchical_allreduce" || name == "dp_grid_allreduce") sets += " --set mp=2";
       if (name == "dp_bucketed_step" || name.rfind("tp_", 0) == 0) sets += " --set flops=1M";
+      if (name == "train_step") sets = kSmallTrainStep;  // no size: a model's shape, tp = pp = 2
       Ran r = exec(n, name + " " + sets + " --check --iters 1 --warmup 0 --timeout 20 --json", true);
       if (r.rc == 2 && r.out.find("unsupported") != std::string::npos) continue;  // its require refuses this N
       INFO(name << " at N = " << n << ":\n" << r.out);
@@ -386,6 +393,7 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
     std::string sets = "--set size=48KiB";
     if (name.rfind("tp_", 0) == 0 || name == "hierarchical_allreduce" || name == "dp_grid_allreduce") sets += " --set mp=2";
     if (name == "dp_bucketed_step" || name.rfind("tp_", 0) == 0) sets += " --set flops=1M";
+    if (name == "train_step") sets = kSmallTrainStep;
     // Staged (MPI on host mirrors) at N = 4, MPI on the "device" memory itself (what CUDA-aware
     // MPI does) at N = 3, NCCL's rules (transfers matched by issue order, in groups issued in
     // the stream order, core/graph/stream_order.hpp) kept by MPI at N = 4, and IPC (each rank

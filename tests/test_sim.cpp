@@ -156,6 +156,38 @@ TEST_CASE("the training step hides part of its all-reduce behind the backward pa
   }
 }
 
+TEST_CASE("train_step's 1F1B pipeline takes (M + pp - 1)·3·F·L: the bubble and the passes", "[sim][train_step]") {
+  // One rank a stage (tp = cp = dp = 1) and no vocabulary: every stage does the same work, F a
+  // layer's forward (the header's formula), 2F its backward, and on a star this fast the
+  // activations' transfers take picoseconds. 1F1B's makespan is then (M + pp - 1)(f + b) with
+  // f = F·L, b = 2·F·L (Narayanan et al., SC 2021): M passes and pp - 1 slots of bubble.
+  const double T = 64, h = 64, ffn = 128, kvd = 64 / 8 * 2;
+  const double F = 2 * T * h * (h + 2 * kvd) + 2 * T * T * h + 2 * T * h * h + 6 * T * h * ffn;
+  const std::string fast = "star:bw=1000TBps,lat=0us,speed=1Tf,model=ideal";
+  for (uint32_t pp : {2u, 4u}) {
+    for (int M : {1, 3, 8}) {
+      const int L = 2;
+      auto b = build("train_step", pp,
+                     {{"tp", "1"},
+                      {"pp", std::to_string(pp)},
+                      {"layers", std::to_string(L * static_cast<int>(pp))},
+                      {"microbatches", std::to_string(M)},
+                      {"buckets", "1"},
+                      {"seq", "64"},
+                      {"hidden", "64"},
+                      {"ffn", "128"},
+                      {"heads", "8"},
+                      {"kv_heads", "2"},
+                      {"vocab", "0"}});
+      for (Model m : kModels) {
+        INFO(model_name(m) << " pp=" << pp << " M=" << M);
+        double want = (M + pp - 1) * 3 * F * L / 1e12;
+        CHECK(rel(run(*b->g, m, fast).time_s, want) < 1e-6);
+      }
+    }
+  }
+}
+
 TEST_CASE("a simulated deadlock ends with the ranks, steps and lines that wait, never a hang", "[sim][deadlock]") {
   Session s;
   Target t = s.resolve((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "ring_shift.sched").string() + ":bad");

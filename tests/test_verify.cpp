@@ -3,6 +3,8 @@
 // explicit and the Z3 engines on the library and on random graphs, and the lifecycle checks.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -190,6 +192,60 @@ TEST_CASE("every library schedule verifies ok for N = 2..32 under both semantics
       for (const auto& m : rep.modes) CHECK(m.verdict == Verdict::Ok);
     }
   }
+}
+
+TEST_CASE("train_step verifies at small shapes; a backward receive on the forward's tag is unmatched at its line",
+          "[verify][library][train_step]") {
+  // The library's 4D training step (schedules/train_step.sched) at shapes small enough to verify:
+  // tp, pp and cp of 2 (and cp of 3 with tp = 1), dp of 1 and 2, with and without sequence
+  // parallelism. Then the same file with one token changed: the backward pass's receive from the
+  // next stage on tag 0 (the forward's) instead of 1, which nothing can match.
+  const std::vector<std::pair<std::string, std::string>> small = {{"microbatches", "3"}, {"seq", "48"},     {"hidden", "48"}, {"ffn", "96"},
+                                                                  {"heads", "6"},        {"kv_heads", "2"}, {"vocab", "100"}};
+  struct Shape {
+    uint32_t n;
+    std::vector<std::pair<std::string, std::string>> sets;
+  };
+  const Shape shapes[] = {{8, {{"tp", "2"}, {"pp", "2"}, {"layers", "4"}, {"buckets", "2"}}},
+                          {8, {{"tp", "2"}, {"pp", "2"}, {"cp", "2"}, {"layers", "4"}, {"buckets", "2"}}},
+                          {16, {{"tp", "2"}, {"pp", "2"}, {"cp", "2"}, {"sp", "0"}, {"layers", "2"}, {"buckets", "1"}}},
+                          {12, {{"tp", "1"}, {"pp", "4"}, {"cp", "3"}, {"layers", "4"}, {"buckets", "1"}}}};
+  for (const Shape& sh : shapes) {
+    auto sets = small;
+    sets.insert(sets.end(), sh.sets.begin(), sh.sets.end());
+    Session s;
+    Target t = s.resolve("train_step");
+    auto g = build_for_verify(s, t, sh.n, sets);
+    INFO("N=" << sh.n << "\n" << s.diags.render(s.sources));
+    REQUIRE(g);
+    VerifyReport rep = verify_graph(*g, both_engines());
+    for (const auto& m : rep.modes) CHECK(m.verdict == Verdict::Ok);
+    CHECK_FALSE(rep.disagreement());
+  }
+  std::ifstream in(fs::path(STEPGRAPH_SOURCE_DIR) / "schedules" / "train_step.sched");
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string src = text.str();
+  const std::string good = "recv dx[m] from r + S tag 1;";
+  size_t at = src.find(good);
+  REQUIRE(at != std::string::npos);
+  const uint32_t line = static_cast<uint32_t>(1 + std::count(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(at), '\n'));
+  src.replace(at, good.size(), "recv dx[m] from r + S tag 0;");
+  fs::path bad = fs::temp_directory_path() / ("stepgraph_train_step_bad." + std::to_string(::getpid()) + ".sched");
+  std::ofstream(bad) << src;
+  Session s;
+  Target t = s.resolve(bad.string());
+  auto sets = small;
+  sets.insert(sets.end(), shapes[0].sets.begin(), shapes[0].sets.end());
+  auto g = build_for_verify(s, t, 8, sets);
+  REQUIRE(g);
+  VerifyReport rep = verify_graph(*g, both_engines());
+  for (const auto& m : rep.modes) {
+    CHECK(m.verdict == Verdict::Unmatched);
+    REQUIRE_FALSE(m.explicit_result.cx.steps.empty());
+    CHECK(m.explicit_result.cx.steps.front().loc.line == line);
+  }
+  fs::remove(bad);
 }
 
 TEST_CASE("rings on one tag verify ok with z3 in both encodings (the false wrong-result of issue 6)", "[verify][z3][ring]") {
