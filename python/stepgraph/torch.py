@@ -386,6 +386,16 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
     done = set()
     cv = _CV
     started: Dict[int, _Op] = {}
+    # Collectives on one set of members run in this rank's program order, as the language matches
+    # them (the k-th on a group is one instance) and as gloo needs (a group's collectives pair up
+    # by their order of issue). Issued as each became ready, two collectives of one group could
+    # run in different orders on two members: gloo then paired the wrong ones (a message of 2,048
+    # bytes met a receive of 1,024, and the process aborted).
+    coll_order: Dict[Any, List[int]] = {}
+    for s in steps:
+        if s.kind == "collective":
+            coll_order.setdefault(coll_groups[s.raw["group"]], []).append(s.id)
+    coll_next = {k: 0 for k in coll_order}
     # Receives are posted at once into staging (the language's choreographic receive) and applied
     # once the steps before them on this rank are done; sends start when their dependencies are
     # done and are done when torch says the message went.
@@ -429,8 +439,12 @@ def run(graph_or_name: Union[str, "_sg.Graph"], buffers: Dict[str, torch.Tensor]
                     continue
                 _apply(flat[s.buffer].chunks(s.lo, s.count), op.staging, s.reduce, dim if s.buffer in merging else 0)
             elif s.kind == "collective":
-                _collective(s, flat, torch_groups[s.raw["group"]], coll_groups[s.raw["group"]], members, me_world,
-                            dim if s.buffer in merging else 0)
+                key = coll_groups[s.raw["group"]]
+                if coll_order[key][coll_next[key]] != s.id:  # an earlier one on these members first
+                    rest.append(s)
+                    continue
+                _collective(s, flat, torch_groups[s.raw["group"]], key, members, me_world, dim if s.buffer in merging else 0)
+                coll_next[key] += 1
             elif s.kind == "wait" and any(h not in done for h in s.raw.get("handles", [])):
                 rest.append(s)
                 continue

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 BUILD = os.path.abspath(sys.argv[1])
 sys.path.insert(0, os.path.join(BUILD, "python"))
@@ -38,6 +39,7 @@ import stepgraph  # noqa: E402
 import stepgraph.torch as sgt  # noqa: E402
 
 BROKEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "broken_ring.sched")  # shared with test_api.py
+LATE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "late_collective.sched")
 
 failures = []
 
@@ -175,6 +177,20 @@ if n % 2 == 0:
     expect(torch.allclose(grad, grad_ref), "dp_grid_allreduce differs from the dp groups' all_reduce by hand")
     if rank == 0:
         print(f"DP x TP step (dp = {dp}, tp = {mp}): tp_forward + dp_grid_allreduce equal the hand-written step", flush=True)
+
+# Two all-reduces on one group, the first held up on rank 0 (late_collective.sched): every rank
+# runs them in program order, whatever became ready first.
+if n >= 2:
+    a = torch.arange(256, dtype=torch.float32) + rank
+    b = torch.arange(512, dtype=torch.float32) * (rank + 1)
+    a_ref, b_ref = a.clone(), b.clone()
+    dist.all_reduce(a_ref)
+    dist.all_reduce(b_ref)
+    late = {"slow": lambda s, reads, writes: time.sleep(0.5), "use": lambda s, reads, writes: None}
+    sgt.run(LATE, {"a": a, "b": b, "tok": torch.zeros(1)}, kernels=late, ordered=False)
+    expect(torch.equal(a, a_ref) and torch.equal(b, b_ref), "late_collective: the all-reduces differ from dist.all_reduce")
+    if rank == 0:
+        print("two all-reduces on one group, the first held up on one rank: in program order on every rank", flush=True)
 
 # A graph changed after it was built is not what was checked: refused.
 g2 = stepgraph.compile("ring_allreduce", n=n, set={"size": 4 * n * 16})
