@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "cli/exec_table.hpp"
-#include "core/interp/bus_bandwidth.hpp"
 #include "exec/row_json.hpp"
 
 namespace sg::cli {
@@ -28,14 +27,6 @@ const char* dtype_word(DType t) {
     case DType::BF16: return "bfloat16";
     default: return dtype_name(t);
   }
-}
-
-}  // namespace
-
-namespace {
-
-double factor_of(const PointRow& r, int size, std::string& name) {
-  return bus_factor(r.kind, static_cast<uint32_t>(r.group_ranks > 0 ? r.group_ranks : size), name);
 }
 
 }  // namespace
@@ -85,7 +76,7 @@ void ExecPrinter::text_header(const PointRow& first) {
   bool own_column = shaped_ ? (sp == "seq" || sp == "heads" || sp == "dim" || sp == "batch") : sp == "size";
   lead_ = !sp.empty() && !own_column;
   std::string factor_name;
-  factor_of(first, x_.size, factor_name);
+  exec::row_bus_factor(first, x_.size, factor_name);
   std::string group = first.group_ranks > 0 && first.group_ranks != x_.size
                           ? " (N = " + std::to_string(first.group_ranks) + ", the postcondition's group)"
                           : std::string();
@@ -131,7 +122,7 @@ void ExecPrinter::text_row(const PointRow& r) {
     std::printf("# from here: attention %s\n", words_.c_str());
   }
   std::string factor_name;
-  double factor = factor_of(r, x_.size, factor_name);
+  double factor = exec::row_bus_factor(r, x_.size, factor_name);
   std::string wrong_s = r.checked ? std::to_string(r.wrong) : "-";
   if (lead_) std::printf("  %10llu", static_cast<unsigned long long>(r.value));
   if (shaped_) {

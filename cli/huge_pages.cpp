@@ -51,12 +51,12 @@ void restart_with_huge_pages(char** argv) {
   if (off && std::strcmp(off, "0") == 0) return;
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   std::string t = tunables ? tunables : "";
-  // Set already (by this restart or by the user, who then decides): nothing to do.
+  // Set already (by this restart or by the user, who then decides): nothing to do. So the
+  // restart happens once: the restarted process finds the tunable in its environment.
   if (t.find("glibc.malloc.hugetlb") != std::string::npos) return;
-  if (std::getenv("STEPGRAPH_RESTARTED")) return;  // once, whatever happens
   if (!glibc_has_hugetlb_tunable() || !thp_possible()) return;
   t = t.empty() ? "glibc.malloc.hugetlb=1" : t + ":glibc.malloc.hugetlb=1";
-  if (setenv("GLIBC_TUNABLES", t.c_str(), 1) != 0 || setenv("STEPGRAPH_RESTARTED", "1", 1) != 0) return;
+  if (setenv("GLIBC_TUNABLES", t.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
   // Not restarted (no /proc, say): run as we are, without the tunable in the environment.
   if (tunables) setenv("GLIBC_TUNABLES", tunables, 1);

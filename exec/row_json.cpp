@@ -5,9 +5,13 @@
 
 namespace sg::exec {
 
+double row_bus_factor(const PointRow& r, int size, std::string& name) {
+  return bus_factor(r.kind, static_cast<uint32_t>(r.group_ranks > 0 ? r.group_ranks : size), name);
+}
+
 nlohmann::json row_json(const RowContext& x, const PointRow& r) {
   std::string factor_name;
-  double factor = bus_factor(r.kind, static_cast<uint32_t>(r.group_ranks > 0 ? r.group_ranks : x.size), factor_name);
+  double factor = row_bus_factor(r, x.size, factor_name);
   nlohmann::json j = {{"schedule", r.schedule},
                       {"ranks", x.size},
                       {"size_bytes", r.size},

@@ -22,4 +22,8 @@ struct RowContext {
 
 nlohmann::json row_json(const RowContext& x, const PointRow& r);
 
+// The row's bus bandwidth factor (nccl-tests' convention for its postcondition, over its group's
+// ranks, or the job's `size`), and its name in `name`: the JSON's busbw and the table's.
+double row_bus_factor(const PointRow& r, int size, std::string& name);
+
 }  // namespace sg::exec

@@ -90,6 +90,7 @@ namespace {
 struct SpecFileText {
   std::string text;
   std::vector<std::pair<size_t, size_t>> starts;  // (offset in text, offset in the file)
+  std::string gamma;                              // the last `# gamma=TIME` comment: the measured reduction speed (`stepgraph calibrate`)
 };
 
 SpecFileText join_spec_file(const std::string& file) {
@@ -99,6 +100,7 @@ SpecFileText join_spec_file(const std::string& file) {
     size_t nl = file.find('\n', pos);
     size_t end = nl == std::string::npos ? file.size() : nl;
     std::string raw = file.substr(pos, end - pos);
+    if (size_t g = raw.find("# gamma="); g != std::string::npos) j.gamma = trim(raw.substr(g + 8));
     std::string line = trim(raw.substr(0, raw.find('#')));
     if (!line.empty()) {
       if (!j.text.empty()) j.text += ',';
@@ -211,10 +213,10 @@ bool read_platform(const std::string& spec_in, PlatformChoice& out, std::string&
     if (at_out) *at_out = at;
     return false;
   };
-  std::string spec = trim(spec_in);
+  std::string spec = spec_in;  // the text read_text reads: the string as given, or an @FILE's lines
   // @FILE: the spec string is in a file (what `stepgraph calibrate` writes); '#' starts a comment.
-  if (!spec.empty() && spec[0] == '@') {
-    const std::string path = spec.substr(1);
+  if (std::string t = trim(spec_in); !t.empty() && t[0] == '@') {
+    const std::string path = t.substr(1);
     std::string file;
     if (!read_input_file(path, file, err)) {
       err = "platform file: " + err;
@@ -230,16 +232,10 @@ bool read_platform(const std::string& spec_in, PlatformChoice& out, std::string&
       err = "platform file '" + path + "' names another (" + j.text.substr(0, j.text.find(',')) + "): it must hold the spec itself";
       return refuse();
     }
-    for (size_t pos = 0; pos < file.size();) {  // the measured reduction speed, `# gamma=TIME`
-      size_t nl = std::min(file.find('\n', pos), file.size());
-      if (auto g = file.find("# gamma=", pos); g != std::string::npos && g < nl) c.gamma = trim(file.substr(g + 8, nl - g - 8));
-      pos = nl + 1;
-    }
+    c.gamma = j.gamma;
     r->file = path;
     r->starts = std::move(j.starts);
     spec = j.text;
-  } else {
-    spec = spec_in;
   }
   if (!read_text(spec, *r, err, at)) return refuse();
   c.read = std::move(r);
@@ -252,7 +248,6 @@ PlatformChoice default_platform() {
   std::string err;
   if (!read_platform(default_platform_spec(), c, err)) throw std::logic_error("the default platform does not read: " + err);
   c.given.clear();
-  c.defaulted = true;
   return c;
 }
 

@@ -156,9 +156,9 @@ struct PlatformChoice {
   std::string given;                             // as given ("" = the default platform)
   std::string spec;                              // the spec read: given, or default_platform_spec()
   std::string gamma;                             // an @FILE's `# gamma=TIME` line as written (`stepgraph calibrate`), "" if none
-  bool defaulted = false;                        // nothing was given: the result says the default was used
   std::shared_ptr<const detail::ReadSpec> read;  // null until read_platform
   bool is_read() const { return read != nullptr; }
+  bool defaulted() const { return given.empty(); }  // nothing was given: the result says the default was used
 };
 
 // Reads a spec string, "@FILE" or a path to a SimGrid .xml file into `out`. False with the message

@@ -249,7 +249,7 @@ PointResult run_point(const PointSpec& p) {
     return r;
   }
 #endif
-  if (choice.defaulted) platform.spec += " (the default; --platform to choose)";
+  if (choice.defaulted()) platform.spec += " (the default; --platform to choose)";
   r.network_model = model_name(platform.model);
   // GPUs in nodes: the collectives expand as NCCL's (unless --algo says openmpi), with the node size.
   if (platform.kind == PlatformKind::Nodes) apply_gpu_platform(bo.algo, platform.nodes.hw);

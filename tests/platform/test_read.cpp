@@ -17,7 +17,7 @@ TEST_CASE("a spec read once sizes for every N as parsing it there would", "[plat
     INFO(spec);
     REQUIRE(read_platform(spec, c, err));
     CHECK(c.given == spec);
-    CHECK_FALSE(c.defaulted);
+    CHECK_FALSE(c.defaulted());
     for (uint32_t n : {1u, 3u, 8u, 17u, 64u}) {
       INFO("N = " << n);
       Platform sized, parsed;
@@ -82,7 +82,7 @@ TEST_CASE("an @FILE is read once: its gamma line kept, errors pointing into the 
 
 TEST_CASE("the default platform reads and says it is the default", "[platform][read]") {
   PlatformChoice c = default_platform();
-  CHECK(c.defaulted);
+  CHECK(c.defaulted());
   CHECK(c.given.empty());
   CHECK(c.spec == default_platform_spec());
   Platform p;
