@@ -12,7 +12,8 @@
 //     free again once its bytes have left, as NCCL's sender goes on to the next slot while the
 //     receiver is still polling for this one (NCCL_STEPS slots a connection, device.h). (SimGrid
 //     puts a message's latency before its bytes; its engine frees the slot when the bytes would
-//     have left at the message's rate, which is the same where nothing else shares the links.)
+//     have left at the message's rate, which is the same where nothing else shares the links;
+//     where something does, when the put ends: later by at most the route's latency.)
 #pragma once
 #include <cstdint>
 

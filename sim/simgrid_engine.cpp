@@ -7,12 +7,13 @@
 // (the runtime never makes one rank's event start another rank's work, see Timer). Messages go
 // through mailboxes, as in a hand-written S4U program:
 // - eager data (choreographic transfers, eager MPI sends) through one mailbox per (source,
-//   destination) pair whose permanent receiver is the destination's actor, so the data flows
+//   destination, stream) whose permanent receiver is the destination's actor, so the data flows
 //   the moment it is put, whether or not a get is posted; the destination keeps gets posted on
-//   the pairs it expects data from, and learns of an arrival when its get completes. (A get takes
-//   the pair's puts in the order they were made: were a later message on a pair to finish before
-//   an earlier one, its arrival would be seen when the earlier one's is. Up to kWindow gets per
-//   pair are kept posted to make that rarer.)
+//   the mailboxes it expects data from, and learns of an arrival when its get completes. (A get
+//   takes a mailbox's puts in the order they were made: were a later message to finish before an
+//   earlier one of the same mailbox, its arrival would be seen when the earlier one's is. The
+//   stream keeps that to messages of one kind: plain ones, or one protocol's: NCCL's channels are
+//   connections of their own, so a collective's chunks never land behind a plain send.)
 // - rendezvous MPI sends through one mailbox per (source, tag, communicator, destination) lane,
 //   not permanent: SimGrid starts the transfer when the receive's get meets the send's put, which
 //   is MPI's rendezvous, and the k-th put of a lane meets its k-th get, the match of the graph.
@@ -72,7 +73,7 @@ struct Worker {
   std::vector<sg4::ActivityPtr> acts;
   std::vector<Pending> pending;
   std::vector<Incoming> incoming;
-  std::unordered_map<uint32_t, sg4::Mailbox*> outgoing;  // destination -> pair mailbox
+  std::unordered_map<uint64_t, sg4::Mailbox*> outgoing;  // (stream, destination) -> pair mailbox
   std::vector<void**> free_slots;                        // payload slots for gets, reused
   uint32_t window = kWindow;
 };
@@ -83,41 +84,42 @@ struct Worker {
 struct Request {
   What what;
   StepId step;
-  uint32_t src, dst;  // ranks
-  double amount;      // bytes, flops, or a Delay's seconds
-  double cap = 0;     // puts: bytes/s at most (a protocol's channel share, sim/call_cost.hpp); 0 none
-  double slot_s = 0;  // eager puts with a protocol's costs: their bytes have left after this long (SlotDelay)
+  uint32_t src, dst;     // ranks
+  double amount;         // bytes, flops, or a Delay's seconds
+  double cap = 0;        // puts: bytes/s at most (a protocol's channel share, sim/call_cost.hpp); 0 none
+  double slot_s = 0;     // eager puts with a protocol's costs: their bytes have left after this long (SlotDelay)
+  double slot_tail = 0;  // ... unless the links were shared: then more than these bytes are still to go then
 };
 
 class SimGridTimer : public Timer {
  public:
   SimGridTimer(const StepGraph& g, const Platform& p, const SimOptions& o, const RuntimeOptions& ro, std::vector<sg4::Host*>& hosts)
-      : g_(g), p_(p), o_(o), ro_(ro), hosts_(hosts), workers_(g.nranks), pair_index_(g.nranks) {}
+      : g_(g), p_(p), o_(o), ro_(ro), hosts_(hosts), workers_(g.nranks) {}
 
-  // Counts the eager messages of every (source, destination) pair: the destination keeps gets
-  // posted on exactly those mailboxes, for exactly that many messages.
+  // Counts the eager messages of every (source, destination, stream) triple: the destination
+  // keeps gets posted on exactly those mailboxes, for exactly that many messages.
   void plan_mailboxes() {
-    // Counted in a hash map keyed by the pair, the last pair remembered (a rank's sends mostly
-    // go to one peer): a std::map here cost 0.07 s of the 8 s at N = 1,024.
-    std::unordered_map<uint64_t, uint64_t> counts;
+    // Counted in hash maps keyed by the pair, one per stream, the last pair remembered (a rank's
+    // sends mostly go to one peer): a std::map here cost 0.07 s of the 8 s at N = 1,024.
+    std::vector<std::unordered_map<uint64_t, uint64_t>> counts(g_.call_costs.size() + 1);
     uint64_t last_key = ~uint64_t{0};
+    uint32_t last_stream = 0;
     uint64_t* last = nullptr;
     for (StepId s = 0; s < g_.size(); ++s) {
       if (g_.kind(s) != StepKind::Send || rendezvous(s)) continue;
       uint64_t key = (uint64_t{g_.rank(s)} << 32) | g_.peer(s);
-      if (key != last_key) last = &counts[key], last_key = key;
+      uint32_t st = stream(s);
+      if (key != last_key || st != last_stream) last = &counts[st][key], last_key = key, last_stream = st;
       ++*last;
     }
-    std::vector<std::pair<uint64_t, uint64_t>> sorted(counts.begin(), counts.end());
-    std::sort(sorted.begin(), sorted.end());  // sources in order, as before
-    for (const auto& [key, c] : sorted) {
-      auto src = static_cast<uint32_t>(key >> 32), dst = static_cast<uint32_t>(key);
-      Worker& w = workers_[dst];
-      pair_index_[dst][src] = static_cast<uint32_t>(w.incoming.size());
-      w.incoming.push_back({sg4::Mailbox::by_name(pair_name(src, dst)), c, 0});
+    for (uint32_t st = 0; st < counts.size(); ++st) {
+      std::vector<std::pair<uint64_t, uint64_t>> sorted(counts[st].begin(), counts[st].end());
+      std::sort(sorted.begin(), sorted.end());  // sources in order, as before
+      for (const auto& [key, c] : sorted) {
+        auto src = static_cast<uint32_t>(key >> 32), dst = static_cast<uint32_t>(key);
+        workers_[dst].incoming.push_back({sg4::Mailbox::by_name(pair_name(src, dst, st)), c, 0});
+      }
     }
-    for (Worker& w : workers_)
-      if (w.incoming.size() > 8) w.window = 1;  // many sources (an all-to-all): keep wait sets short
   }
 
   void transfer(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool rendezvous, bool held) override {
@@ -133,7 +135,11 @@ class SimGridTimer : public Timer {
       if (mc.after > 0) hop_[send] = mc.after;  // the receiver takes it that long after the put ends (HopDelay)
       // Its FIFO slot frees when its bytes have left (call_cost.hpp), not when SimGrid, which puts
       // the route's latency first, ends the put: a timer of the bytes at the message's rate.
-      if (!rendezvous) q.slot_s = static_cast<double>(bytes) / (mc.cap > 0 ? std::min(mc.cap, ro.rate) : ro.rate);
+      if (!rendezvous) {
+        double rate = mc.cap > 0 ? std::min(mc.cap, ro.rate) : ro.rate;
+        q.slot_s = static_cast<double>(bytes) / rate;
+        q.slot_tail = rate * ro.lat;  // SimGrid's latency came first: a lone put has lat's bytes to go then
+      }
     }
     if (delay > 0) {  // the put waits first (Delay), then goes as asked
       delayed_[send] = q;
@@ -164,7 +170,10 @@ class SimGridTimer : public Timer {
       if ((++events_ & 0x3fff) == 0 && o_.progress) o_.progress(static_cast<double>(rt.completed()) / std::max<size_t>(1, g_.size()));
       double now = sg4::Engine::get_clock();
       switch (p.what) {
-        case What::EagerPut: rt.sent(p.step, now); break;  // its data has left (the send itself completed when it was made)
+        case What::EagerPut:  // its data has left (the send itself completed when it was made)
+          slot_puts_.erase(p.step);
+          rt.sent(p.step, now);
+          break;
         case What::RendezvousPut: rt.sent(p.step, now); break;
         case What::PairGet: {
           --me.incoming[p.pair].posted;
@@ -180,7 +189,18 @@ class SimGridTimer : public Timer {
           break;
         }
         case What::HopDelay: rt.arrived(p.step, now); break;
-        case What::SlotDelay: rt.sent(p.step, now); break;
+        case What::SlotDelay: {
+          // The bytes would have left by now at the message's own rate. Where they have (a lone
+          // put has only its latency's worth to go, SimGrid putting latency first), the slot is
+          // free now; where the links were shared, it frees when the put ends (later than the
+          // analytic engine's bytes-first model by at most the route's latency).
+          auto it = slot_puts_.find(p.step);
+          if (it != slot_puts_.end()) {
+            if (it->second.put->get_remaining() <= it->second.tail * (1 + 1e-6) + 1) rt.sent(p.step, now);
+            slot_puts_.erase(it);
+          }
+          break;
+        }
         case What::LaneGet: {
           auto hop = hop_.find(p.step);
           if (hop == hop_.end()) {
@@ -214,12 +234,23 @@ class SimGridTimer : public Timer {
     if (!g_.local(s) || g_.match(s) == kNoStep) return false;
     return by_rendezvous(ro_, g_.range_bytes(g_.range(s)));
   }
-  static std::string pair_name(uint32_t src, uint32_t dst) {
+  static std::string pair_name(uint32_t src, uint32_t dst, uint32_t stream) {
     std::string n = "e";
     n += std::to_string(src);
     n += '>';
     n += std::to_string(dst);
+    if (stream > 0) {
+      n += '#';
+      n += std::to_string(stream);
+    }
     return n;
+  }
+  // The eager stream of a send: 0 for plain messages, 1 + its call cost's index for a protocol's
+  // (NCCL's connections are not MPI's, so neither waits behind the other's messages).
+  uint32_t stream(StepId s) const {
+    bool entry = false;
+    const CallCost* c = g_.call_cost(s, entry);
+    return c ? static_cast<uint32_t>(c - g_.call_costs.data()) + 1 : 0;
   }
   sg4::Mailbox* lane_box(StepId send) const {
     const P2PInfo& p = g_.p2p_info(send);
@@ -268,16 +299,21 @@ class SimGridTimer : public Timer {
         case What::RendezvousPut: {
           sg4::Mailbox* box = nullptr;
           if (q.what == What::EagerPut) {
-            sg4::Mailbox*& b = me.outgoing[q.dst];
-            if (!b) b = sg4::Mailbox::by_name(pair_name(q.src, q.dst));
+            uint32_t st = stream(q.step);
+            sg4::Mailbox*& b = me.outgoing[(uint64_t{st} << 32) | q.dst];
+            if (!b) b = sg4::Mailbox::by_name(pair_name(q.src, q.dst, st));
             box = b;
           } else {
             box = lane_box(q.step);
           }
-          if (q.cap > 0) me.acts.push_back(box->put_init(payload_of(q.step), static_cast<uint64_t>(q.amount))->set_rate(q.cap)->start());
-          else me.acts.push_back(box->put_async(payload_of(q.step), static_cast<uint64_t>(q.amount)));
+          sg4::CommPtr put = q.cap > 0 ? box->put_init(payload_of(q.step), static_cast<uint64_t>(q.amount))->set_rate(q.cap)->start()
+                                       : box->put_async(payload_of(q.step), static_cast<uint64_t>(q.amount));
+          me.acts.push_back(put);
           me.pending.push_back({q.what, q.step, 0, nullptr});
-          if (q.slot_s > 0) wait_on(me, hosts_[host(q.src)], q.slot_s, What::SlotDelay, q.step);
+          if (q.slot_s > 0) {
+            slot_puts_[q.step] = SlotWatch{put, q.slot_tail};
+            wait_on(me, hosts_[host(q.src)], q.slot_s, What::SlotDelay, q.step);
+          }
           break;
         }
         case What::LaneGet: {
@@ -342,10 +378,14 @@ class SimGridTimer : public Timer {
   const RuntimeOptions& ro_;
   std::vector<sg4::Host*>& hosts_;
   std::vector<Worker> workers_;
-  std::vector<std::map<uint32_t, uint32_t>> pair_index_;  // per destination: source -> incoming index
   std::vector<Request> requests_, launching_;
   std::unordered_map<StepId, Request> delayed_;  // puts waiting out their message latency
   std::unordered_map<StepId, double> hop_;       // puts whose protocol hop latency follows their bytes
+  struct SlotWatch {
+    sg4::CommPtr put;
+    double tail;  // Request::slot_tail
+  };
+  std::unordered_map<StepId, SlotWatch> slot_puts_;  // eager puts holding a FIFO slot (SlotDelay pending)
   std::unordered_map<uint64_t, Route> route_lat_;
   uint64_t events_ = 0;
 };
