@@ -147,6 +147,15 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
                   << " of its messages' time is on the critical path, " << human_time(off) << " ("
                   << fmt("%.0f", r.comm_s > 0 ? 100 * off / r.comm_s : 0) << "%) is hidden\n";
       }
+      // The step time on that rank, in parts that add up to it (where it computes at all: a
+      // collective's time is all communication).
+      if (r.compute_s > 0 && r.time_s > 0) {
+        auto part = [&](double x) { return human_time(x) + " (" + fmt("%.0f", 100 * x / r.time_s) + "%)"; };
+        std::cout << "  step time on rank " << r.slowest_rank << ": compute " << part(r.compute_s) << ", exposed communication "
+                  << part(r.exposed_total_s) << ", idle " << part(r.idle_s)
+                  << " (waiting with nothing of its own moving: other ranks' work, a pipeline's bubble)\n";
+        if (!r.breakdown_text.empty()) std::cout << "  exposed communication, by statement:\n" << r.breakdown_text;
+      }
       std::cout << "  critical path, by statement:\n" << r.text;
       if (!r.links_json.empty()) {
         std::cout << "  busiest links:";

@@ -55,6 +55,9 @@ void to_json(nlohmann::json& j, const PointResult& r) {
                     {"comm_while_computing_s", r.overlap_s},
                     {"comm_on_critical_path_s", r.exposed_s},
                     {"comm_off_critical_path_s", std::max(0.0, r.comm_s - r.exposed_s)}};
+    j["breakdown"] = {{"rank", r.slowest_rank},   {"time_s", r.time_s},
+                      {"compute_s", r.compute_s}, {"exposed_comm_s", r.exposed_total_s},
+                      {"idle_s", r.idle_s},       {"exposed_by_statement", r.breakdown_json}};
     j["critical_path"] = {{"local_s", r.cp_local_s}, {"comm_s", r.cp_comm_s}, {"sync_s", r.cp_sync_s}, {"statements", r.critical_json}};
     j["links"] = r.links_json;
   }
@@ -74,8 +77,10 @@ nlohmann::json point_to_json(const PointResult& r) {
   j["_slowest_s"] = r.slowest_s;
   j["_unsupported"] = r.unsupported;
   j["_trace"] = r.trace_file;
-  j["_raw"] = {r.time_s,    r.algbw,     r.busbw,     r.compute_s,   r.comm_s, r.overlap_s, r.cp_local_s,
-               r.cp_comm_s, r.cp_sync_s, r.exposed_s, r.model_flops, r.tflops, r.mfu};
+  j["_raw"] = {r.time_s,    r.algbw,     r.busbw,       r.compute_s, r.comm_s, r.overlap_s, r.cp_local_s,     r.cp_comm_s,
+               r.cp_sync_s, r.exposed_s, r.model_flops, r.tflops,    r.mfu,    r.idle_s,    r.exposed_total_s};
+  j["_breakdown"] = r.breakdown_json;
+  j["_breakdown_text"] = r.breakdown_text;
   j["_world"] = r.world;
   j["_size"] = r.size_bytes;
   j["_slowest"] = r.slowest_rank;
@@ -118,13 +123,15 @@ PointResult point_from_json(const nlohmann::json& j) {
   r.unsupported = j.at("_unsupported");
   r.trace_file = j.at("_trace");
   const nlohmann::json& raw = j.at("_raw");
-  double* fields[] = {&r.time_s,    &r.algbw,     &r.busbw,     &r.compute_s,   &r.comm_s, &r.overlap_s, &r.cp_local_s,
-                      &r.cp_comm_s, &r.cp_sync_s, &r.exposed_s, &r.model_flops, &r.tflops, &r.mfu};
+  double* fields[] = {&r.time_s,    &r.algbw,     &r.busbw,       &r.compute_s, &r.comm_s, &r.overlap_s, &r.cp_local_s,     &r.cp_comm_s,
+                      &r.cp_sync_s, &r.exposed_s, &r.model_flops, &r.tflops,    &r.mfu,    &r.idle_s,    &r.exposed_total_s};
   for (size_t k = 0; k < std::size(fields); ++k) *fields[k] = raw.at(k);
   r.world = j.at("_world");
   r.size_bytes = j.at("_size");
   r.slowest_rank = j.at("_slowest");
   r.critical_json = j.at("_critical");
+  r.breakdown_json = j.at("_breakdown");
+  r.breakdown_text = j.at("_breakdown_text");
   r.links_json = j.at("_links");
   r.expansions = j.at("_expansions").get<std::vector<std::string>>();
   return r;
@@ -359,6 +366,8 @@ PointResult run_point(const PointSpec& p) {
   r.cp_comm_s = res.cp_comm_s;
   r.cp_sync_s = res.cp_sync_s;
   r.exposed_s = res.exposed_s;
+  r.exposed_total_s = res.exposed_total_s;
+  r.idle_s = res.idle_s;
   // nccl-tests' size and bandwidths: for one collective over every rank only.
   ExpectKind kind = ExpectKind::Nothing;
   const StepGraph& written = b.as_written ? *b.as_written : *g;  // (the expansion adds its algorithms' postconditions)
@@ -379,23 +388,35 @@ PointResult run_point(const PointSpec& p) {
     r.error = res.error;
     return r;
   }
-  // Critical path and links, rendered here: the source lines are this process's.
+  // Critical path, exposed communication and links, rendered here: the source lines are this
+  // process's.
+  auto where = [&](Loc loc) {
+    return loc.valid() ? s.sources.file(loc.file).name() + ":" + std::to_string(loc.line) + ":" + std::to_string(loc.col)
+                       : std::string("?");
+  };
+  auto source_line = [&](std::ostringstream& out, Loc loc) {
+    if (!loc.valid()) return;
+    std::string line(s.sources.file(loc.file).line(loc.line));
+    line.erase(0, line.find_first_not_of(" \t"));
+    if (line.size() > 90) line = line.substr(0, 87) + "...";
+    out << "        " << line << "\n";
+  };
   std::ostringstream text;
   r.critical_json = nlohmann::json::array();
   for (const auto& c : res.critical) {
-    std::string where =
-        c.loc.valid() ? s.sources.file(c.loc.file).name() + ":" + std::to_string(c.loc.line) + ":" + std::to_string(c.loc.col) : "?";
-    r.critical_json.push_back({{"seconds", c.seconds}, {"source", where}, {"what", c.what}, {"steps", c.steps}});
-    text << "    " << human_time(c.seconds) << "  " << where << "  " << c.what << " (" << with_commas(c.steps) << " step"
+    r.critical_json.push_back({{"seconds", c.seconds}, {"source", where(c.loc)}, {"what", c.what}, {"steps", c.steps}});
+    text << "    " << human_time(c.seconds) << "  " << where(c.loc) << "  " << c.what << " (" << with_commas(c.steps) << " step"
          << (c.steps == 1 ? "" : "s") << ")\n";
-    if (c.loc.valid()) {
-      std::string line(s.sources.file(c.loc.file).line(c.loc.line));
-      line.erase(0, line.find_first_not_of(" \t"));
-      if (line.size() > 90) line = line.substr(0, 87) + "...";
-      text << "        " << line << "\n";
-    }
+    source_line(text, c.loc);
   }
   r.text = text.str();
+  std::ostringstream exposed;
+  for (const auto& c : res.exposed_by) {
+    r.breakdown_json.push_back({{"seconds", c.seconds}, {"source", where(c.loc)}});
+    exposed << "    " << human_time(c.seconds) << "  " << where(c.loc) << "\n";
+    source_line(exposed, c.loc);
+  }
+  r.breakdown_text = exposed.str();
   r.links_json = nlohmann::json::array();
   for (const auto& l : res.links) r.links_json.push_back({{"link", l.name}, {"bytes", l.bytes}, {"busy", l.busy}});
   if (!r.completed) {

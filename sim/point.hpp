@@ -42,7 +42,12 @@ struct PointResult {
   double time_s = 0, algbw = 0, busbw = 0, wall_s = 0, slowest_s = 0;
   double compute_s = 0, comm_s = 0, overlap_s = 0;
   double cp_local_s = 0, cp_comm_s = 0, cp_sync_s = 0, exposed_s = 0;  // SimResult's, for the overlap line
-  double model_flops = 0, tflops = 0, mfu = 0;                         // attention: model FLOPs, TFLOP/s, and that over the platform's peak
+  // The step time on the slowest rank: compute_s, exposed communication (by statement in
+  // breakdown_json and breakdown_text, rendered with the source lines) and idle (SimResult's).
+  double exposed_total_s = 0, idle_s = 0;
+  nlohmann::json breakdown_json = nlohmann::json::array();
+  std::string breakdown_text;
+  double model_flops = 0, tflops = 0, mfu = 0;  // attention: model FLOPs, TFLOP/s, and that over the platform's peak
   uint32_t slowest_rank = 0;
   bool completed = false, unsupported = false;
   int status = 0;  // exit code this point asks for: 0 ok, 1 deadlock, 2 bad input, 3 engine failure

@@ -55,6 +55,12 @@ std::string result_to_json(const SimResult& r) {
                     {"seconds", c.seconds},
                     {"steps", c.steps}});
   j["critical"] = crit;
+  json exposed = json::array();
+  for (const auto& c : r.exposed_by)
+    exposed.push_back({{"stmt", c.stmt}, {"file", c.loc.file}, {"line", c.loc.line}, {"col", c.loc.col}, {"seconds", c.seconds}});
+  j["exposed_by"] = exposed;
+  j["exposed_total_s"] = r.exposed_total_s;
+  j["idle_s"] = r.idle_s;
   json links = json::array();
   for (const auto& l : r.links) links.push_back({{"name", l.name}, {"bytes", l.bytes}, {"busy", l.busy}});
   j["links"] = links;
@@ -101,6 +107,17 @@ bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
       e.steps = c.at("steps");
       r.critical.push_back(e);
     }
+    for (const auto& c : j.at("exposed_by")) {
+      CriticalEntry e;
+      e.stmt = c.at("stmt");
+      e.loc.file = c.at("file");
+      e.loc.line = c.at("line");
+      e.loc.col = c.at("col");
+      e.seconds = c.at("seconds");
+      r.exposed_by.push_back(e);
+    }
+    r.exposed_total_s = j.at("exposed_total_s");
+    r.idle_s = j.at("idle_s");
     for (const auto& l : j.at("links")) r.links.push_back({l.at("name"), l.at("bytes"), l.at("busy")});
     for (const auto& s : j.at("stuck").at("ranks"))
       r.stuck.ranks.push_back({s.at("rank"), s.at("step"), s.at("waits_on").get<std::vector<uint32_t>>(), s.at("why"), Loc{}});
@@ -129,7 +146,8 @@ void refuse_non_finite_times(SimResult& r) {
   };
   check(r.time_s, "the simulated time");
   check(r.slowest_rank_s, "the slowest rank's time");
-  for (double x : {r.compute_s, r.comm_s, r.overlap_s, r.cp_local_s, r.cp_comm_s, r.cp_sync_s, r.exposed_s}) check(x, "a rank's time");
+  for (double x : {r.compute_s, r.comm_s, r.overlap_s, r.cp_local_s, r.cp_comm_s, r.cp_sync_s, r.exposed_s, r.exposed_total_s, r.idle_s})
+    check(x, "a rank's time");
   for (const auto& c : r.critical) check(c.seconds, "a time on the critical path");
   for (const auto& l : r.links) check(l.busy, "a link's busy share");
   check_all(r.starts, "a step's start");

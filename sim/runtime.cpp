@@ -119,6 +119,7 @@ void Runtime::arrived(StepId send, double now) {
   if (o_.record_starts) arrived_[send] = now_;
   busy_end(g_.rank(send), 1);
   busy_end(g_.peer(send), 1);  // in flight for its receiver too
+  moving(send, false);
   if (!g_.local(send)) {
     StepId r = g_.ref(send);
     st_[r] |= kArrived;
@@ -162,13 +163,48 @@ void Runtime::done(StepId step, double now) {
 // the last.
 void Runtime::busy_begin(uint32_t rank, int kind) {
   Open& o = open_[rank];
+  if (kind == 0) count_exposed(rank);
   for (int k : {kind, 2})
     if (o.n[k]++ == 0) o.since[k] = now_;
+}
+
+// A message's data moving (from its start, or by rendezvous once its receive is posted too, to
+// its arrival), for its sender and receiver: the time it moves while the rank computes nothing
+// is exposed communication of its statement.
+void Runtime::moving(StepId send, bool begin) {
+  for (uint32_t rank : {g_.rank(send), g_.peer(send)}) {
+    Open& o = open_[rank];
+    count_exposed(rank);
+    uint32_t stmt = g_.stmt(send);
+    auto it = std::find_if(o.in.begin(), o.in.end(), [&](const auto& e) { return e.first == stmt; });
+    if (begin) {
+      if (it == o.in.end()) o.in.push_back({stmt, 1});
+      else ++it->second;
+    } else if (it != o.in.end() && --it->second == 0) {
+      *it = o.in.back();
+      o.in.pop_back();
+    }
+  }
+}
+
+void Runtime::count_exposed(uint32_t rank) {
+  Open& o = open_[rank];
+  double d = now_ - o.last;
+  o.last = now_;
+  if (d <= 0 || o.n[0] > 0 || o.in.empty()) return;
+  std::vector<std::pair<uint32_t, double>>& x = busy_[rank].exposed;
+  double share = d / static_cast<double>(o.in.size());
+  for (const auto& [stmt, n] : o.in) {
+    auto it = std::find_if(x.begin(), x.end(), [&](const auto& e) { return e.first == stmt; });
+    if (it == x.end()) x.push_back({stmt, share});
+    else it->second += share;
+  }
 }
 
 void Runtime::busy_end(uint32_t rank, int kind) {
   Open& o = open_[rank];
   Busy& b = busy_[rank];
+  if (kind == 0) count_exposed(rank);
   for (int k : {kind, 2}) {
     if (o.n[k] == 0 || --o.n[k] > 0) continue;
     double d = now_ - o.since[k];
@@ -210,7 +246,10 @@ void Runtime::start_transfer(StepId send, bool rendezvous, bool held) {
   busy_begin(g_.rank(send), 1);
   busy_begin(g_.peer(send), 1);
   // A rendezvous message moves once its receive is posted too (whichever comes last).
-  if (o_.record_starts && (!rendezvous || (st_[g_.match(send)] & kIssued))) moved_[send] = now_;
+  if (!rendezvous || (st_[g_.match(send)] & kIssued)) {
+    moving(send, true);
+    if (o_.record_starts) moved_[send] = now_;
+  }
   uint64_t wire = wire_bytes(o_, b);
   bool entry = false;
   if (const CallCost* c = g_.call_cost(send, entry); c && c->wire != 1.0)  // a switch's share of the work (NVLS)
@@ -259,7 +298,10 @@ void Runtime::issue(StepId s) {
       }
       if (rendezvous(m)) {
         timer_.posted(m);  // before or after the send: the timer pairs them
-        if (o_.record_starts && (st_[m] & kIssued)) moved_[m] = now_;
+        if (st_[m] & kIssued) {
+          moving(m, true);
+          if (o_.record_starts) moved_[m] = now_;
+        }
       }
       if (st_[s] & kArrived) finish_recv(s);
       return;

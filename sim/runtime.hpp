@@ -123,8 +123,14 @@ class Runtime {
   // Per rank, how long it computed (compute steps), had messages of its own in flight (sent or
   // to be received: from a send's start to its data's arrival), and either: compute and
   // communication overlapped for compute + communication - either.
+  // exposed: the time data of its messages moved (sent or received: from the send's start, or
+  // by rendezvous once the receive is posted too, to the arrival) while it computed nothing, by
+  // the messages' statement (split equally among the statements moving at once). What is left
+  // of its time beyond compute and exposed, it waited with nothing of its own moving: for other
+  // ranks' work (a pipeline's bubble), a rendezvous partner, or a collective's members.
   struct Busy {
     double compute = 0, comm = 0, either = 0;
+    std::vector<std::pair<uint32_t, double>> exposed;  // (statement, seconds)
   };
   const std::vector<Busy>& busy() const { return busy_; }
   const std::vector<double>& rank_end() const { return rank_end_; }
@@ -178,12 +184,16 @@ class Runtime {
   struct Open {
     uint32_t n[3] = {0, 0, 0};
     double since[3] = {0, 0, 0};
+    double last = 0;                                // when exposed time was last counted
+    std::vector<std::pair<uint32_t, uint32_t>> in;  // (statement, messages whose data moves)
   };
   std::vector<Open> open_;
   std::vector<Busy> busy_;
   std::unordered_map<StepId, uint8_t> computing_;  // compute steps in progress
   void busy_begin(uint32_t rank, int kind);
   void busy_end(uint32_t rank, int kind);
+  void moving(StepId send, bool begin);
+  void count_exposed(uint32_t rank);
   const StepGraph::Successors* succ_ = nullptr;  // the graph's successor view
   std::vector<StepId> work_, batch_;             // steps ready now, to issue
   std::vector<uint32_t> initial_off_;            // steps with no dependency, by rank (CSR, built by start)

@@ -77,6 +77,12 @@ struct SimResult {
   // Of cp_comm_s, the slowest rank's messages: comm_s - exposed_s of its communication is off the
   // critical path (it delayed nothing).
   double exposed_s = 0;
+  // The step time on the slowest rank (its parts add up to time_s): compute_s; communication
+  // exposed there (messages in flight while it computed nothing), by statement, most first
+  // (CriticalEntry's steps unused), at most `top`, and in all; and idle_s, the rest: it waited
+  // with nothing of its own moving, for other ranks' work (a pipeline's bubble) or members.
+  std::vector<CriticalEntry> exposed_by;
+  double exposed_total_s = 0, idle_s = 0;
   std::vector<double> watched;  // SimOptions::watch: when each step ended (NaN: never)
   std::vector<CriticalEntry> critical;
   std::vector<LinkLoad> links;

@@ -127,6 +127,19 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
     r.compute_s = b.compute;
     r.comm_s = b.comm;
     r.overlap_s = std::max(0.0, b.compute + b.comm - b.either);
+    for (const auto& [stmt, secs] : b.exposed) {
+      r.exposed_total_s += secs;
+      CriticalEntry e;
+      e.stmt = stmt;
+      e.seconds = secs;
+      r.exposed_by.push_back(e);
+    }
+    r.idle_s = std::max(0.0, r.time_s - r.compute_s - r.exposed_total_s);
+    std::sort(r.exposed_by.begin(), r.exposed_by.end(), [](const CriticalEntry& x, const CriticalEntry& y) {
+      return x.seconds > y.seconds || (x.seconds == y.seconds && x.stmt < y.stmt);
+    });
+    if (r.exposed_by.size() > o.top) r.exposed_by.resize(o.top);
+    for (CriticalEntry& e : r.exposed_by) e.loc = e.stmt < g.stmt_locs.size() ? g.stmt_locs[e.stmt] : Loc{};
   }
   critical_path(g, rt, o.top, r.slowest_rank, r);
   r.watched.reserve(o.watch.size());

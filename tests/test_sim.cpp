@@ -54,6 +54,8 @@ std::unique_ptr<Built> build(const std::string& target, uint32_t n, std::vector<
     t = b->s.resolve(target);
   } else {
     const Program* p = b->s.load_text(target + ".sched", text);
+    INFO(b->s.diags.render(b->s.sources));
+    REQUIRE(!b->s.diags.has_errors());
     t = Target{p, p->schedules.back().get()};
   }
   REQUIRE(t.schedule);
@@ -182,9 +184,48 @@ TEST_CASE("train_step's 1F1B pipeline takes (M + pp - 1)·3·F·L: the bubble an
       for (Model m : kModels) {
         INFO(model_name(m) << " pp=" << pp << " M=" << M);
         double want = (M + pp - 1) * 3 * F * L / 1e12;
-        CHECK(rel(run(*b->g, m, fast).time_s, want) < 1e-6);
+        SimResult r = run(*b->g, m, fast);
+        CHECK(rel(r.time_s, want) < 1e-6);
+        // The first stage ends last; its step time: M passes computed, the pp - 1 slots of the
+        // bubble idle, and next to nothing exposed (the transfers take picoseconds here).
+        CHECK(r.slowest_rank == 0);
+        CHECK(rel(r.compute_s, M * 3 * F * L / 1e12) < 1e-6);
+        CHECK(rel(r.idle_s, (pp - 1) * 3 * F * L / 1e12) < 1e-6);
+        CHECK(r.exposed_total_s < 1e-6 * want);
       }
     }
+  }
+}
+
+TEST_CASE("the step time's breakdown: compute, communication exposed by statement, and idle, adding up", "[sim][breakdown]") {
+  // Rank 1 computes 2 ms, then sends 12.5 MB to rank 0 (1 us + 1 ms on the star), which
+  // computes 3 ms with it, ending last: 2 ms idle (waiting for rank 1's work), 1.001 ms of that
+  // send exposed, 3 ms computing. An eager isend beside it, overlapped with rank 0's compute,
+  // is not exposed at all.
+  const std::string text =
+      "schedule parts(size = 12500000) { buffer a[2] bytes size; buffer c[1] bytes 1000; init a contrib; init c contrib;"
+      " expect nothing;\n"
+      "  on r in 0 .. 2 {\n"
+      "    if r == 1 { compute work flops 2000000000 reads a[1] writes a[1]; }\n"
+      "    if r == 1 { send a[1] to 0 tag 0; }\n"
+      "    if r == 0 { recv a[1] from 1 tag 0; }\n"
+      "    if r == 0 { isend c[0] to 1 tag 1 as h; compute more flops 3000000000 reads a[1] writes a[0]; wait h; }\n"
+      "    if r == 1 { recv c[0] from 0 tag 1; }\n"
+      "  }\n"
+      "}\n";
+  auto b = build("parts", 2, {}, text);
+  const char* star = "star:bw=100Gbps,lat=1us,speed=1Tf,model=ideal";
+  for (Model m : kModels) {
+    INFO(model_name(m));
+    SimResult r = run(*b->g, m, star);
+    CHECK(r.time_s == Approx(2e-3 + 1e-6 + 1e-3 + 3e-3).epsilon(1e-6));
+    CHECK(r.slowest_rank == 0);
+    CHECK(r.compute_s == Approx(3e-3).epsilon(1e-6));
+    CHECK(r.idle_s == Approx(2e-3).epsilon(1e-6));
+    CHECK(r.exposed_total_s == Approx(1e-3 + 1e-6).epsilon(1e-6));
+    REQUIRE(r.exposed_by.size() == 1);
+    CHECK(r.exposed_by[0].loc.line == 4);  // the send, not the overlapped isend
+    CHECK(r.compute_s + r.exposed_total_s + r.idle_s == Approx(r.time_s).epsilon(1e-9));
   }
 }
 

@@ -91,9 +91,10 @@ TEST_CASE("--time shows each engine once and a total that matches the wall clock
   double engine = std::stod(m[1]), total = std::stod(m[2]);
   CHECK(engine <= total + 0.001);
   // The total is this N's elaboration and verification: the process's wall clock less its
-  // start-up, parsing and exit.
+  // start-up (with the huge-page restart), parsing and exit, which under a loaded ctest -j2
+  // took 0.34 s once: a bound that a missing elaboration (most of the run) would still break.
   CHECK(total <= r.seconds + 0.001);
-  CHECK(total >= r.seconds - 0.3);
+  CHECK(total >= 0.6 * r.seconds - 0.3);
 }
 
 TEST_CASE("--timeout covers reading and parsing the schedule too", "[cli][timeout][bounds]") {
