@@ -121,6 +121,28 @@ TEST_CASE("the successor view is the reverse of the dependencies and follows the
   for (StepId x = 0; x < g.size(); ++x) CHECK(g.successors(x).empty());
 }
 
+TEST_CASE("a step's range and statement read back as stored, packed or not", "[pipeline][ir]") {
+  // Ranges in 32 bits where they fit (buffer < 16, count < 1,024, first chunk < 2^18), else once
+  // each in wide_ranges however many steps name them; statement ids in 16 bits until one does
+  // not fit, then every step's in 32.
+  StepGraph g;
+  const std::vector<Range> ranges = {{0, 0, 1},    {15, (1u << 18) - 1, 1023}, {16, 0, 1},    {0, 1u << 18, 1},
+                                     {0, 0, 1024}, {3, 4000000000u, 70000},    {15, 5, 1023}, {16, 0, 1}};
+  for (uint32_t k = 0; k < ranges.size(); ++k) g.add_step(StepKind::Copy, 0, k % 3, 7 * k, ranges[k], 0);
+  for (uint32_t k = 0; k < ranges.size(); ++k) {
+    INFO("step " << k);
+    CHECK(g.range(k) == ranges[k]);
+    CHECK(g.stmt(k) == 7 * k);
+    CHECK(g.rank(k) == k % 3);
+  }
+  CHECK(g.wide_ranges.size() == 4);  // {16,0,1} twice, stored once
+  StepId big = g.add_step(StepKind::Copy, 0, 1, 70000, ranges[1], 0);
+  CHECK(g.stmt(big) == 70000);
+  for (uint32_t k = 0; k < ranges.size(); ++k) CHECK(g.stmt(k) == 7 * k);
+  CHECK(g.add_step(StepKind::Copy, 0, 1, 65534, ranges[0], 0) == big + 1);
+  CHECK(g.stmt(big + 1) == 65534);
+}
+
 TEST_CASE("a broken invariant is an internal error, never a user diagnostic", "[pipeline][errors]") {
   Session s;
   Built b = build_library(s, "ring_allreduce", 2);

@@ -165,7 +165,13 @@ StepId StepGraph::add_step(StepKind k, uint8_t flags, uint32_t rank, uint32_t st
   kind_.push_back(static_cast<uint8_t>(k));
   flags_.push_back(flags);
   rank_.push_back(rank);
-  stmt_.push_back(stmt);
+  if (!wide_stmts_ && stmt >= 0xffffu) {
+    stmt32_.assign(stmt16_.begin(), stmt16_.end());
+    std::vector<uint16_t>().swap(stmt16_);
+    wide_stmts_ = true;
+  }
+  if (wide_stmts_) stmt32_.push_back(stmt);
+  else stmt16_.push_back(static_cast<uint16_t>(stmt));
   range_.push_back(0);
   ref_.push_back(ref);
   set_range(id, r);
@@ -173,13 +179,14 @@ StepId StepGraph::add_step(StepKind k, uint8_t flags, uint32_t rank, uint32_t st
 }
 
 void StepGraph::set_range(StepId s, const Range& r) {
-  if (r.buf < (1u << 12) && r.cnt < (1u << 20)) {
+  if (r.buf < (1u << 4) && r.cnt < (1u << 10) && r.lo < (1u << 18)) {
     flags_[s] &= static_cast<uint8_t>(~kFlagWide);
-    range_[s] = (uint64_t{r.buf} << 52) | (uint64_t{r.cnt} << 32) | r.lo;
+    range_[s] = (r.buf << 28) | (r.cnt << 18) | r.lo;
   } else {
     flags_[s] |= kFlagWide;
-    range_[s] = wide_ranges.size();
-    wide_ranges.push_back(r);
+    auto [it, added] = wide_index_.try_emplace(r, static_cast<uint32_t>(wide_ranges.size()));
+    if (added) wide_ranges.push_back(r);
+    range_[s] = it->second;
   }
 }
 
@@ -203,7 +210,7 @@ void StepGraph::reserve(size_t steps, size_t deps) {
   kind_.reserve(steps);
   flags_.reserve(steps);
   rank_.reserve(steps);
-  stmt_.reserve(steps);
+  (wide_stmts_ ? stmt32_.reserve(steps) : stmt16_.reserve(steps));
   range_.reserve(steps);
   ref_.reserve(steps);
   dep_off_.reserve(steps + 1);
@@ -212,9 +219,9 @@ void StepGraph::reserve(size_t steps, size_t deps) {
 
 uint64_t StepGraph::memory_bytes() const {
   auto cap = [](const auto& v) { return uint64_t{v.capacity()} * sizeof(typename std::decay_t<decltype(v)>::value_type); };
-  return cap(kind_) + cap(flags_) + cap(rank_) + cap(stmt_) + cap(range_) + cap(ref_) + cap(dep_off_) + cap(deps_) + cap(p2p) + cap(colls) +
-         cap(computes) + cap(ranges) + cap(wide_ranges) + cap(wait_handles) + cap(candidates) + cap(instances) + cap(instance_steps) +
-         cap(inits) + cap(stmt_locs);
+  return cap(kind_) + cap(flags_) + cap(rank_) + cap(stmt16_) + cap(stmt32_) + cap(range_) + cap(ref_) + cap(dep_off_) + cap(deps_) +
+         cap(p2p) + cap(colls) + cap(computes) + cap(ranges) + cap(wide_ranges) + cap(wait_handles) + cap(candidates) + cap(instances) +
+         cap(instance_steps) + cap(inits) + cap(stmt_locs);
 }
 
 }  // namespace sg

@@ -26,6 +26,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/base/kinds.hpp"
@@ -289,14 +290,14 @@ class StepGraph {
   }
   bool nonblocking(StepId s) const { return flags_[s] & kFlagNonblocking; }
   uint32_t rank(StepId s) const { return rank_[s]; }
-  uint32_t stmt(StepId s) const { return stmt_[s]; }
-  Loc loc(StepId s) const { return stmt_[s] < stmt_locs.size() ? stmt_locs[stmt_[s]] : Loc{}; }
+  uint32_t stmt(StepId s) const { return wide_stmts_ ? stmt32_[s] : stmt16_[s]; }
+  Loc loc(StepId s) const { return stmt(s) < stmt_locs.size() ? stmt_locs[stmt(s)] : Loc{}; }
   // The kind-dependent reference: see the table at the top of this file.
   uint32_t ref(StepId s) const { return ref_[s]; }
   Range range(StepId s) const {
-    uint64_t p = range_[s];
-    if (flags_[s] & kFlagWide) return wide_ranges[static_cast<size_t>(p)];
-    return Range{static_cast<uint32_t>(p >> 52), static_cast<uint32_t>(p & 0xffffffffu), static_cast<uint32_t>((p >> 32) & 0xfffffu)};
+    uint32_t p = range_[s];
+    if (flags_[s] & kFlagWide) return wide_ranges[p];
+    return Range{p >> 28, p & 0x3ffffu, (p >> 18) & 0x3ffu};
   }
   // The steps s depends on (all earlier, of the same rank), sorted.
   std::span<const StepId> deps(StepId s) const { return {deps_.data() + dep_off_[s], deps_.data() + dep_off_[s + 1]}; }
@@ -386,7 +387,7 @@ class StepGraph {
   // Memory held by the graph, in bytes (capacity, not size).
   uint64_t memory_bytes() const;
   // The bytes per step the estimate uses (per-step arrays plus one dependency).
-  static constexpr uint64_t kBytesPerStep = 1 + 1 + 4 + 4 + 8 + 4 + 4 + 4;
+  static constexpr uint64_t kBytesPerStep = 1 + 1 + 4 + 2 + 4 + 4 + 4 + 4;
 
  private:
   static constexpr uint32_t kCallEntry = 0x80000000u;
@@ -394,8 +395,22 @@ class StepGraph {
   std::vector<uint8_t> kind_;
   std::vector<uint8_t> flags_;
   std::vector<uint32_t> rank_;
-  std::vector<uint32_t> stmt_;
-  std::vector<uint64_t> range_;  // packed Range, or an index into wide_ranges (kFlagWide)
+  // A step's statement in 16 bits while every id fits (a program has fewer than 65,535
+  // statements but the largest MSCCL files), else in 32 (widened once, when one does not).
+  bool wide_stmts_ = false;
+  std::vector<uint16_t> stmt16_;
+  std::vector<uint32_t> stmt32_;
+  // A step's range packed in 32 bits (buffer < 16, count < 1,024, first chunk < 2^18: a chunk
+  // or a few of most schedules), else (kFlagWide) an index into wide_ranges, where each distinct
+  // range is stored once (wide_index_ finds it): 4 bytes a step either way.
+  std::vector<uint32_t> range_;
+  struct RangeHash {
+    size_t operator()(const Range& r) const {
+      uint64_t h = (uint64_t{r.buf} << 52) ^ (uint64_t{r.cnt} << 32) ^ r.lo;
+      return std::hash<uint64_t>{}(h * 0x9e3779b97f4a7c15ull);
+    }
+  };
+  std::unordered_map<Range, uint32_t, RangeHash> wide_index_;
   std::vector<uint32_t> ref_;
   std::vector<uint32_t> dep_off_ = {0};  // size steps + 1
   std::vector<uint32_t> deps_;
