@@ -194,7 +194,8 @@ void Runtime::count_exposed(uint32_t rank) {
   if (d <= 0 || o.n[0] > 0 || o.in.empty()) return;
   std::vector<std::pair<uint32_t, double>>& x = busy_[rank].exposed;
   double share = d / static_cast<double>(o.in.size());
-  for (const auto& [stmt, n] : o.in) {
+  for (const auto& in : o.in) {
+    uint32_t stmt = in.first;  // (a plain variable: clang 14 cannot capture a structured binding)
     auto it = std::find_if(x.begin(), x.end(), [&](const auto& e) { return e.first == stmt; });
     if (it == x.end()) x.push_back({stmt, share});
     else it->second += share;
