@@ -24,6 +24,23 @@ std::vector<double> times(const json& a) {
   return v;
 }
 
+// One statement's seconds (the critical path's, or its exposed communication's).
+json entry_json(const CriticalEntry& c) {
+  return {{"stmt", c.stmt}, {"file", c.loc.file},   {"line", c.loc.line}, {"col", c.loc.col},
+          {"what", c.what}, {"seconds", c.seconds}, {"steps", c.steps}};
+}
+CriticalEntry entry_from_json(const json& c) {
+  CriticalEntry e;
+  e.stmt = c.at("stmt");
+  e.loc.file = c.at("file");
+  e.loc.line = c.at("line");
+  e.loc.col = c.at("col");
+  e.what = c.at("what");
+  e.seconds = c.at("seconds");
+  e.steps = c.at("steps");
+  return e;
+}
+
 }  // namespace
 
 std::string result_to_json(const SimResult& r) {
@@ -46,18 +63,10 @@ std::string result_to_json(const SimResult& r) {
   j["wall_s"] = r.wall_s;
   j["events"] = r.events;
   json crit = json::array();
-  for (const auto& c : r.critical)
-    crit.push_back({{"stmt", c.stmt},
-                    {"file", c.loc.file},
-                    {"line", c.loc.line},
-                    {"col", c.loc.col},
-                    {"what", c.what},
-                    {"seconds", c.seconds},
-                    {"steps", c.steps}});
+  for (const auto& c : r.critical) crit.push_back(entry_json(c));
   j["critical"] = crit;
   json exposed = json::array();
-  for (const auto& c : r.exposed_by)
-    exposed.push_back({{"stmt", c.stmt}, {"file", c.loc.file}, {"line", c.loc.line}, {"col", c.loc.col}, {"seconds", c.seconds}});
+  for (const auto& c : r.exposed_by) exposed.push_back(entry_json(c));
   j["exposed_by"] = exposed;
   j["exposed_total_s"] = r.exposed_total_s;
   j["idle_s"] = r.idle_s;
@@ -96,26 +105,8 @@ bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
     r.watched = times(j.at("watched"));
     r.wall_s = j.at("wall_s");
     r.events = j.at("events");
-    for (const auto& c : j.at("critical")) {
-      CriticalEntry e;
-      e.stmt = c.at("stmt");
-      e.loc.file = c.at("file");
-      e.loc.line = c.at("line");
-      e.loc.col = c.at("col");
-      e.what = c.at("what");
-      e.seconds = c.at("seconds");
-      e.steps = c.at("steps");
-      r.critical.push_back(e);
-    }
-    for (const auto& c : j.at("exposed_by")) {
-      CriticalEntry e;
-      e.stmt = c.at("stmt");
-      e.loc.file = c.at("file");
-      e.loc.line = c.at("line");
-      e.loc.col = c.at("col");
-      e.seconds = c.at("seconds");
-      r.exposed_by.push_back(e);
-    }
+    for (const auto& c : j.at("critical")) r.critical.push_back(entry_from_json(c));
+    for (const auto& c : j.at("exposed_by")) r.exposed_by.push_back(entry_from_json(c));
     r.exposed_total_s = j.at("exposed_total_s");
     r.idle_s = j.at("idle_s");
     for (const auto& l : j.at("links")) r.links.push_back({l.at("name"), l.at("bytes"), l.at("busy")});
@@ -149,6 +140,7 @@ void refuse_non_finite_times(SimResult& r) {
   for (double x : {r.compute_s, r.comm_s, r.overlap_s, r.cp_local_s, r.cp_comm_s, r.cp_sync_s, r.exposed_s, r.exposed_total_s, r.idle_s})
     check(x, "a rank's time");
   for (const auto& c : r.critical) check(c.seconds, "a time on the critical path");
+  for (const auto& c : r.exposed_by) check(c.seconds, "a statement's exposed communication");
   for (const auto& l : r.links) check(l.busy, "a link's busy share");
   check_all(r.starts, "a step's start");
   check_all(r.ends, "a step's end");

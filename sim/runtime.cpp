@@ -170,8 +170,9 @@ void Runtime::busy_begin(uint32_t rank, int kind) {
 
 // A message's data moving (from its start, or by rendezvous once its receive is posted too, to
 // its arrival), for its sender and receiver: the time it moves while the rank computes nothing
-// is exposed communication of its statement.
+// is exposed communication of its statement. (With record_starts, its start is kept too.)
 void Runtime::moving(StepId send, bool begin) {
+  if (begin && o_.record_starts) moved_[send] = now_;
   for (uint32_t rank : {g_.rank(send), g_.peer(send)}) {
     Open& o = open_[rank];
     count_exposed(rank);
@@ -247,10 +248,7 @@ void Runtime::start_transfer(StepId send, bool rendezvous, bool held) {
   busy_begin(g_.rank(send), 1);
   busy_begin(g_.peer(send), 1);
   // A rendezvous message moves once its receive is posted too (whichever comes last).
-  if (!rendezvous || (st_[g_.match(send)] & kIssued)) {
-    moving(send, true);
-    if (o_.record_starts) moved_[send] = now_;
-  }
+  if (!rendezvous || (st_[g_.match(send)] & kIssued)) moving(send, true);
   uint64_t wire = wire_bytes(o_, b);
   bool entry = false;
   if (const CallCost* c = g_.call_cost(send, entry); c && c->wire != 1.0)  // a switch's share of the work (NVLS)
@@ -299,10 +297,7 @@ void Runtime::issue(StepId s) {
       }
       if (rendezvous(m)) {
         timer_.posted(m);  // before or after the send: the timer pairs them
-        if (st_[m] & kIssued) {
-          moving(m, true);
-          if (o_.record_starts) moved_[m] = now_;
-        }
+        if (st_[m] & kIssued) moving(m, true);
       }
       if (st_[s] & kArrived) finish_recv(s);
       return;

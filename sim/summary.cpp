@@ -15,6 +15,11 @@ const char* model_name(Model m) { return m == Model::SimGrid ? "simgrid" : "anal
 
 namespace {
 
+// Statements by their seconds, most first (ties: in program order).
+bool most_seconds_first(const CriticalEntry& a, const CriticalEntry& b) {
+  return a.seconds > b.seconds || (a.seconds == b.seconds && a.stmt < b.stmt);
+}
+
 // The critical path, walked back from the step that finished last: at each step, the input that
 // became available last (a dependency's completion, or for a receive the message: its send) is
 // the one that held it up. The time between the two is charged to the later step's statement.
@@ -77,9 +82,7 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, uint32_t
     e.steps = kind_steps[{stmt, e.what}];
     r.critical.push_back(e);
   }
-  std::sort(r.critical.begin(), r.critical.end(), [](const CriticalEntry& a, const CriticalEntry& b) {
-    return a.seconds > b.seconds || (a.seconds == b.seconds && a.stmt < b.stmt);
-  });
+  std::sort(r.critical.begin(), r.critical.end(), most_seconds_first);
   if (r.critical.size() > top) r.critical.resize(top);
 }
 
@@ -135,9 +138,7 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
       r.exposed_by.push_back(e);
     }
     r.idle_s = std::max(0.0, r.time_s - r.compute_s - r.exposed_total_s);
-    std::sort(r.exposed_by.begin(), r.exposed_by.end(), [](const CriticalEntry& x, const CriticalEntry& y) {
-      return x.seconds > y.seconds || (x.seconds == y.seconds && x.stmt < y.stmt);
-    });
+    std::sort(r.exposed_by.begin(), r.exposed_by.end(), most_seconds_first);
     if (r.exposed_by.size() > o.top) r.exposed_by.resize(o.top);
     for (CriticalEntry& e : r.exposed_by) e.loc = e.stmt < g.stmt_locs.size() ? g.stmt_locs[e.stmt] : Loc{};
   }
