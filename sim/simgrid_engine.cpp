@@ -48,7 +48,7 @@ namespace {
 
 namespace sg4 = simgrid::s4u;
 
-constexpr uint32_t kWindow = 1;  // gets kept posted per incoming pair mailbox (when few pairs)
+constexpr uint32_t kWindow = 1;  // gets kept posted per incoming mailbox
 
 // Delay: a put waits out its message latency first; HopDelay: a message whose bytes have all
 // come lands its protocol's hop latency later (MessageCost::after); SlotDelay: a put's bytes
@@ -75,7 +75,6 @@ struct Worker {
   std::vector<Incoming> incoming;
   std::unordered_map<uint64_t, sg4::Mailbox*> outgoing;  // (stream, destination) -> pair mailbox
   std::vector<void**> free_slots;                        // payload slots for gets, reused
-  uint32_t window = kWindow;
 };
 
 // What the runtime asked for while handling an event: started afterwards, because starting a
@@ -274,7 +273,7 @@ class SimGridTimer : public Timer {
 
   void refill(Worker& me, uint32_t k) {
     Incoming& in = me.incoming[k];
-    while (in.expected > 0 && in.posted < me.window) {
+    while (in.expected > 0 && in.posted < kWindow) {
       void** slot = take_slot(me);
       me.acts.push_back(in.box->get_async<void>(slot));
       me.pending.push_back({What::PairGet, kNoStep, k, slot});
