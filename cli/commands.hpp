@@ -79,6 +79,7 @@ struct SimOpts {
   unsigned top = 5;
   bool json = false, quiet = false;
   bool allow_defects = false;   // simulate a schedule the check before the run finds a defect in
+  bool no_symmetry = false;     // --no-symmetry: simulate every rank, even where classes of ranks are alike
   std::string nccl_tests;       // --nccl-tests FILE: predict a measured nccl-tests table (cli/sim_nccl_tests.cpp)
   std::string nccl_collective;  // --nccl-collective: the table's collective where its header does not say
 };

@@ -193,6 +193,9 @@ static int run_command(int argc, char** argv) {
                   "dataflow sends (outside on-blocks): at most K messages in flight per rank pair, a runtime's FIFO of K slots, so a "
                   "pipelined schedule pipelines (default: none; NCCL's own calls have one a channel)")
       ->check(CLI::Range(1u, 1u << 20));
+  sim->add_flag("--no-symmetry", sopts.no_symmetry,
+                "simulate every rank, even where the schedule and the platform prove classes of ranks alike (the analytic engine "
+                "then simulates one rank a class: docs/sim.md, \"Symmetry\")");
   sim->add_option("--map", sopts.map, "host of each rank: 0,2,1,3 or @FILE (default: rank r on host r)");
   sim->add_option("--sweep", sopts.sweep, "sweep a parameter: NAME=a..b (doubling) or NAME=a,b,c, e.g. size=1KiB..1GiB");
   sim->add_option("--trace", sopts.trace, "write a Chrome trace (open in https://ui.perfetto.dev); one file per point");

@@ -50,6 +50,7 @@ int sim_options(const SimOpts& o, const sim::PlatformChoice& platform, sim::SimO
   else return fail("--protocol is eager, rendezvous or auto, got '" + o.protocol + "'");
   if (!parse_size(o.eager_limit, so.runtime.eager_limit)) return fail("bad --eager-limit '" + o.eager_limit + "'");
   so.runtime.window = o.window;
+  so.symmetry = !o.no_symmetry;
   if (!parse_size(o.envelope, so.runtime.envelope)) return fail("bad --envelope '" + o.envelope + "'");
   if (!o.message_latency.empty()) {
     std::string why;

@@ -351,6 +351,13 @@ schedule hier_misrouted(mp = 4) {
         "   (time, algbw and busbw as nccl-tests counts them, the critical path by source line, the busiest\n"
         "   links, and a Chrome trace with a track per rank and an arrow per message)\n\n",
         so);
+    SimOpts big;
+    big.targets = {"ring_allreduce"};
+    big.ranks = "1024";
+    big.model = "analytic";
+    sim("\n   the same at N = 1,024 with the analytic engine: the ranks of a ring are alike on this platform, so\n"
+        "   it simulates one for all (the `symmetry:` line; --no-symmetry simulates all 1,024, with the same answer)\n\n",
+        big);
   }
   {
     SimOpts so;

@@ -208,6 +208,10 @@ class AnalyticTimer : public Timer {
     auto port = [&](uint32_t link) { return p_.links[link].shared ? link : kNoPort; };
     pa.send_port = ids_.empty() ? kNoPort : port(ids_.front());
     pa.recv_port = ids_.empty() ? kNoPort : port(ids_.back());
+    if (o_.quotient) {  // a quotient graph: a link stands for its class (sim/symmetry.hpp)
+      if (pa.send_port != kNoPort) pa.send_port = o_.quotient->port[pa.send_port];
+      if (pa.recv_port != kNoPort) pa.recv_port = o_.quotient->port[pa.recv_port];
+    }
     if (paths_.size() >= (1u << 22)) paths_.clear();  // bounded memory; recomputed on demand
     return paths_.emplace(key, pa).first->second;
   }
@@ -250,6 +254,7 @@ SimResult simulate_analytic(const StepGraph& g, const Platform& p, const SimOpti
   oo.runtime.record_starts = o.trace;
   AnalyticTimer timer(g, p, oo, g.nranks);
   Runtime rt(g, oo.runtime, timer);
+  if (o.quotient) rt.set_destinations(o.quotient->dst);
   timer.run(rt, g.size());
   r.events = timer.events();
   summarise(g, p, oo, rt, r);

@@ -15,6 +15,7 @@
 #include "core/io/writers.hpp"
 #include "core/pipeline.hpp"
 #include "sim/link_intervals.hpp"
+#include "sim/symmetry.hpp"
 #ifdef STEPGRAPH_HAVE_SIMGRID
 #include "sim/simgrid_platform.hpp"
 #endif
@@ -42,6 +43,7 @@ void to_json(nlohmann::json& j, const PointResult& r) {
   if (!r.param.empty()) j[r.param] = r.param_value;
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.wire.empty()) j["wire"] = r.wire;
+  if (!r.symmetry_json.is_null()) j["symmetry"] = r.symmetry_json;
   if (r.window_min >= 0) j["window"] = {{"min_bytes", r.window_min}, {"max_bytes", r.window_max}};
   if (!r.collectives_json.empty()) j["collectives"] = r.collectives_json;
   if (!r.check.is_null()) j["check"] = r.check;
@@ -81,6 +83,7 @@ nlohmann::json point_to_json(const PointResult& r) {
                r.cp_sync_s, r.exposed_s, r.model_flops, r.tflops,    r.mfu,    r.idle_s,    r.exposed_total_s};
   j["_breakdown"] = r.breakdown_json;
   j["_breakdown_text"] = r.breakdown_text;
+  j["_symmetry"] = r.symmetry;
   j["_world"] = r.world;
   j["_size"] = r.size_bytes;
   j["_slowest"] = r.slowest_rank;
@@ -100,6 +103,8 @@ PointResult point_from_json(const nlohmann::json& j) {
   r.model = j.at("model");
   r.network_model = j.at("network_model");
   r.wire = j.value("wire", "");
+  r.symmetry = j.value("_symmetry", "");
+  if (j.contains("symmetry")) r.symmetry_json = j.at("symmetry");
   if (j.contains("window")) r.window_min = j["window"].at("min_bytes"), r.window_max = j["window"].at("max_bytes");
   r.messages = j.at("messages");
   r.bytes = j.at("bytes");
@@ -348,7 +353,13 @@ PointResult run_point(const PointSpec& p) {
     so.watch.insert(so.watch.end(), e.entry.begin(), e.entry.end());
     so.watch.insert(so.watch.end(), e.exit.begin(), e.exit.end());
   }
-  SimResult res = simulate(*g, platform, so);
+  SymmetryUse sym;
+  SimResult res = simulate_symmetric(*g, platform, so, sym);
+  r.symmetry = sym.line();
+  r.symmetry_json = {{"used", sym.used}, {"ranks", sym.nranks}};
+  if (sym.used)
+    r.symmetry_json["classes"] = sym.shift, r.symmetry_json["shift"] = sym.shift, r.symmetry_json["steps_simulated"] = sym.quotient_steps;
+  else r.symmetry_json["why_not"] = sym.why_not;
   r.platform = res.platform;
   r.model = res.model;
   r.time_s = res.time_s;

@@ -34,6 +34,9 @@ struct PointResult {
   // The protocol's line: its wire overhead, where the program has one (MSCCL LL, LL128), or what
   // NCCL runs for a library NCCL schedule named on GPU nodes (its channels, chunks and costs).
   std::string wire;
+  // Whether ranks alike were simulated once a class (sim/symmetry.hpp): the line, and as JSON.
+  std::string symmetry;
+  nlohmann::json symmetry_json = nullptr;
   int64_t window_min = -1, window_max = -1;  // the sizes the runtime picks the program for (MSCCL)
   uint32_t n = 0;
   uint64_t param_value = 0, size_bytes = 0, messages = 0, bytes = 0, events = 0;

@@ -81,7 +81,7 @@ uint32_t Runtime::window_of(StepId send) const {
 bool Runtime::take_slot(StepId send) {
   uint32_t w = window_of(send);
   if (w == 0) return true;
-  Window& win = windows_[(uint64_t{g_.rank(send)} << 32) | g_.peer(send)];
+  Window& win = windows_[(uint64_t{g_.rank(send)} << 32) | dst_of(send)];
   if (win.in_flight >= w) {
     win.held.push_back(send);
     return false;
@@ -94,7 +94,7 @@ bool Runtime::take_slot(StepId send) {
 // engines require.
 void Runtime::release_slot(StepId send) {
   if (window_of(send) == 0) return;
-  auto it = windows_.find((uint64_t{g_.rank(send)} << 32) | g_.peer(send));
+  auto it = windows_.find((uint64_t{g_.rank(send)} << 32) | dst_of(send));
   if (it == windows_.end() || it->second.in_flight == 0) return;
   Window& win = it->second;
   --win.in_flight;
@@ -253,7 +253,7 @@ void Runtime::start_transfer(StepId send, bool rendezvous, bool held) {
   bool entry = false;
   if (const CallCost* c = g_.call_cost(send, entry); c && c->wire != 1.0)  // a switch's share of the work (NVLS)
     wire = static_cast<uint64_t>(static_cast<double>(wire) * c->wire + 0.5);
-  timer_.transfer(send, g_.rank(send), g_.peer(send), wire, rendezvous, held);
+  timer_.transfer(send, g_.rank(send), dst_of(send), wire, rendezvous, held);
 }
 
 void Runtime::issue(StepId s) {

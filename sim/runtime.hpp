@@ -111,6 +111,11 @@ class Runtime {
   // The local activity of `step` ended.
   void done(StepId step, double now);
 
+  // A quotient graph's sends (core/graph/symmetry.hpp): each one's destination rank in the full
+  // graph, per step. The timer is told that rank (its route), and a call's window is per source
+  // and that destination; the graph's peer (its representative) receives.
+  void set_destinations(const std::vector<uint32_t>* dst) { dst_ = dst; }
+
   bool finished() const { return completed_ == n_; }
   uint64_t completed() const { return completed_; }
   uint64_t messages() const { return messages_; }
@@ -219,6 +224,8 @@ class Runtime {
   };
   std::unordered_map<uint64_t, Window> windows_;
   uint32_t window_of(StepId send) const;
+  const std::vector<uint32_t>* dst_ = nullptr;
+  uint32_t dst_of(StepId send) const { return dst_ ? (*dst_)[send] : g_.peer(send); }
   bool take_slot(StepId send);     // false: the send waits (held) for a slot
   void release_slot(StepId send);  // its data has left: the pair's next held send starts
   std::unordered_map<StepId, StepId> dyn_partner_;

@@ -28,6 +28,18 @@ struct LogGP {
   double L = -1, G = -1;  // seconds, seconds per byte; < 0: from the platform's route
 };
 
+// A run of a quotient graph (core/graph/symmetry.hpp; sim/symmetry.hpp decides when): one rank
+// per class of ranks a translation by `shift` cannot tell apart, standing for all of them.
+struct QuotientRun {
+  uint32_t shift = 0, nranks = 0;              // k, and the full graph's N
+  uint64_t full_steps = 0;                     // the full graph's steps
+  const std::vector<uint32_t>* dst = nullptr;  // per step: a send's destination rank in the full graph
+  // Per link: the representative of its class (the links the shift maps onto each other carry the
+  // same flows at the same times): the analytic engine's ports.
+  std::vector<uint32_t> port;
+  uint32_t copies() const { return shift ? nranks / shift : 1; }
+};
+
 struct SimOptions {
   Model model = Model::SimGrid;
   RuntimeOptions runtime;
@@ -39,6 +51,10 @@ struct SimOptions {
   // Called now and then with the fraction of steps completed (for a progress bar; the SimGrid
   // engine calls it in its child process, which shares the terminal).
   std::function<void(double)> progress;
+  // Simulate one rank per class of ranks alike where the graph and the platform prove the classes
+  // (sim/symmetry.hpp; --no-symmetry: false, every rank).
+  bool symmetry = true;
+  const QuotientRun* quotient = nullptr;  // set by simulate_symmetric: the graph is a quotient
 };
 
 // One statement's share of the critical path.

@@ -20,21 +20,30 @@ bool most_seconds_first(const CriticalEntry& a, const CriticalEntry& b) {
   return a.seconds > b.seconds || (a.seconds == b.seconds && a.stmt < b.stmt);
 }
 
-// The critical path, walked back from the step that finished last: at each step, the input that
+// The critical path, walked back from the step that finished last (the slowest rank's last: of
+// ranks that end together the lowest, which a quotient graph holds too): at each step, the input that
 // became available last (a dependency's completion, or for a receive the message: its send) is
 // the one that held it up. The time between the two is charged to the later step's statement.
 // (Waiting for a busy CPU or NIC is charged to the step that waited.) Each segment is also
 // counted by what it was: a message the path waited for (a receive's or a send's segment),
 // synchronisation (waits, collective steps), or local work.
-void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, uint32_t slowest, SimResult& r) {
+// On a quotient graph (o.quotient) a step stands for one step of each rank of its class: the walk
+// keeps the rank it is on in the full graph (`at`), so that "the slowest rank's messages" are its
+// own, not its class's.
+void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, uint32_t slowest, SimResult& r) {
+  const QuotientRun* q = o.quotient;
+  const uint64_t n = q ? q->nranks : g.nranks;
+  auto dst = [&](StepId s) { return q ? (*q->dst)[s] : g.peer(s); };
+  auto shifted = [&](uint64_t rank, uint64_t by) { return static_cast<uint32_t>((rank + by) % n); };
   auto end = [&](StepId s) { return rt.finish(s); };
   StepId last = kNoStep;
   for (StepId s = 0; s < g.size(); ++s)
-    if (rt.ran(s) && (last == kNoStep || end(s) > end(last))) last = s;
+    if (rt.ran(s) && g.rank(s) == slowest && (last == kNoStep || end(s) > end(last))) last = s;
   std::map<uint32_t, CriticalEntry> by_stmt;
   std::map<std::pair<uint32_t, std::string>, double> by_kind;       // (stmt, what) -> seconds
   std::map<std::pair<uint32_t, std::string>, uint64_t> kind_steps;  // (stmt, what) -> steps on the path
   std::unordered_set<StepId> seen;
+  uint32_t at = last == kNoStep ? 0 : g.rank(last);
   for (StepId s = last; s != kNoStep && seen.insert(s).second;) {
     StepId pred = kNoStep;
     double best = -1;
@@ -51,10 +60,13 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, uint32_t
     // message's send or one of its dependencies (the data came later or was there already, then
     // only its processing counts), it is the message's time on the path.
     bool message = k == StepKind::Send || k == StepKind::Recv;
+    uint64_t by = (at + n - g.rank(s)) % n;  // the translation s stands for here
+    uint32_t other_at = at;                  // the rank of the message's send (a receive's partner)
     if (message) {
       r.cp_comm_s += since;
       StepId other = k == StepKind::Recv ? rt.partner(s) : kNoStep;
-      bool mine = g.rank(s) == slowest || (other != kNoStep && g.rank(other) == slowest) || (k == StepKind::Send && g.peer(s) == slowest);
+      if (other != kNoStep) other_at = shifted(g.rank(other), (at + n - dst(other)) % n);
+      bool mine = at == slowest || (other != kNoStep && other_at == slowest) || (k == StepKind::Send && shifted(dst(s), by) == slowest);
       if (mine) r.exposed_s += since;
     } else if (k == StepKind::Wait || k == StepKind::Collective) {
       r.cp_sync_s += since;
@@ -69,6 +81,7 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, uint32_t
     by_kind[{e.stmt, what}] += since;
     ++kind_steps[{e.stmt, what}];
     e.seconds += since;
+    if (pred != kNoStep && k == StepKind::Recv && pred == rt.partner(s)) at = other_at;
     s = pred;
   }
   // A statement's steps may be of several kinds (an expanded collective's sends, receives and
@@ -83,21 +96,30 @@ void critical_path(const StepGraph& g, const Runtime& rt, unsigned top, uint32_t
     r.critical.push_back(e);
   }
   std::sort(r.critical.begin(), r.critical.end(), most_seconds_first);
-  if (r.critical.size() > top) r.critical.resize(top);
+  if (r.critical.size() > o.top) r.critical.resize(o.top);
 }
 
 void link_loads(const StepGraph& g, const Platform& p, const SimOptions& o, const Runtime& rt, SimResult& r) {
   if (p.links.empty() || r.time_s <= 0) return;
   std::vector<uint64_t> bytes(p.links.size(), 0);
   std::vector<uint32_t> ids;
-  for (StepId s = 0; s < g.size(); ++s) {
-    if (g.kind(s) != StepKind::Send || !rt.ran(s)) continue;
-    uint32_t a = g.rank(s), b = g.peer(s);
-    if (!o.map.empty()) a = o.map[a], b = o.map[b];
-    double lat = 0;
-    p.route(a, b, ids, lat);
-    uint64_t k = g.range_bytes(g.range(s));
-    for (uint32_t id : ids) bytes[id] += k;
+  // Bytes by rank pair first (a schedule uses few pairs); a quotient's pair stands for its
+  // translates, every one routed.
+  std::map<std::pair<uint32_t, uint32_t>, uint64_t> pairs;
+  for (StepId s = 0; s < g.size(); ++s)
+    if (g.kind(s) == StepKind::Send && rt.ran(s))
+      pairs[{g.rank(s), o.quotient ? (*o.quotient->dst)[s] : g.peer(s)}] += g.range_bytes(g.range(s));
+  const uint32_t copies = o.quotient ? o.quotient->copies() : 1, shift = o.quotient ? o.quotient->shift : 0;
+  const uint64_t n = o.quotient ? o.quotient->nranks : g.nranks;
+  for (const auto& [pair, k] : pairs) {
+    for (uint32_t j = 0; j < copies; ++j) {
+      auto a = static_cast<uint32_t>((pair.first + uint64_t{j} * shift) % n),
+           b = static_cast<uint32_t>((pair.second + uint64_t{j} * shift) % n);
+      if (!o.map.empty()) a = o.map[a], b = o.map[b];
+      double lat = 0;
+      p.route(a, b, ids, lat);
+      for (uint32_t id : ids) bytes[id] += k;
+    }
   }
   std::vector<uint32_t> order(p.links.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -118,13 +140,21 @@ void link_loads(const StepGraph& g, const Platform& p, const SimOptions& o, cons
 
 void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const Runtime& rt, SimResult& r) {
   r.completed = rt.finished();
-  r.messages = rt.messages();
-  r.bytes = rt.bytes();
-  r.steps = g.size();
+  // A quotient's messages stand for one a rank of their class.
+  const uint64_t copies = o.quotient ? o.quotient->copies() : 1;
+  r.messages = rt.messages() * copies;
+  r.bytes = rt.bytes() * copies;
+  r.steps = o.quotient ? o.quotient->full_steps : g.size();
   r.time_s = rt.end_time();
   const auto& rank_end = rt.rank_end();
+  // The slowest rank: the lowest of those that end last, to 1e-9 (ranks alike end together;
+  // a reshare's rounding is no reason to name another, and a quotient graph has the lowest).
+  for (uint32_t k = 0; k < g.nranks; ++k) r.slowest_rank_s = std::max(r.slowest_rank_s, rank_end[k]);
   for (uint32_t k = 0; k < g.nranks; ++k)
-    if (rank_end[k] > r.slowest_rank_s) r.slowest_rank_s = rank_end[k], r.slowest_rank = k;
+    if (rank_end[k] >= r.slowest_rank_s * (1 - 1e-9)) {
+      r.slowest_rank = k;
+      break;
+    }
   if (g.nranks) {
     const Runtime::Busy& b = rt.busy()[r.slowest_rank];
     r.compute_s = b.compute;
@@ -142,7 +172,7 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
     if (r.exposed_by.size() > o.top) r.exposed_by.resize(o.top);
     for (CriticalEntry& e : r.exposed_by) e.loc = e.stmt < g.stmt_locs.size() ? g.stmt_locs[e.stmt] : Loc{};
   }
-  critical_path(g, rt, o.top, r.slowest_rank, r);
+  critical_path(g, rt, o, r.slowest_rank, r);
   r.watched.reserve(o.watch.size());
   for (StepId s : o.watch) r.watched.push_back(s < g.size() && rt.ran(s) ? rt.finish(s) : std::numeric_limits<double>::quiet_NaN());
   link_loads(g, p, o, rt, r);

@@ -1,0 +1,210 @@
+// Translations of the ranks that map a step graph onto itself, and its quotient (symmetry.hpp).
+#include "core/graph/symmetry.hpp"
+
+#include <algorithm>
+
+namespace sg {
+
+RankPositions rank_positions(const StepGraph& g) {
+  // Each rank's steps by statement and kind, in program order among those: the k-th send of a
+  // statement on one rank stands for the k-th send of that statement on another. (Not program
+  // order alone: a choreography emits rank 0's send before its receive and rank 1's receive
+  // before its send, where both ranks run the same dataflow.) Two stable counting sorts, by
+  // (statement, kind) and then by rank.
+  const size_t n = g.size();
+  uint32_t keys = 1;
+  for (StepId s = 0; s < n; ++s) keys = std::max(keys, g.stmt(s) * 8 + static_cast<uint32_t>(g.kind(s)) + 1);
+  auto key = [&](StepId s) { return g.stmt(s) * 8 + static_cast<uint32_t>(g.kind(s)); };
+  std::vector<StepId> by_key(n);
+  {
+    std::vector<uint64_t> at(keys + 1, 0);
+    for (StepId s = 0; s < n; ++s) ++at[key(s) + 1];
+    for (uint32_t k = 0; k < keys; ++k) at[k + 1] += at[k];
+    for (StepId s = 0; s < n; ++s) by_key[at[key(s)]++] = s;
+  }
+  RankPositions rp;
+  rp.index.off.assign(g.nranks + 1, 0);
+  for (StepId s = 0; s < n; ++s) ++rp.index.off[g.rank(s) + 1];
+  for (uint32_t r = 0; r < g.nranks; ++r) rp.index.off[r + 1] += rp.index.off[r];
+  rp.pos.resize(n);
+  {
+    std::vector<uint32_t> count(g.nranks, 0);
+    for (StepId s : by_key) rp.pos[s] = count[g.rank(s)]++;
+  }
+  std::vector<StepId>().swap(by_key);  // (two step-sized arrays at a time, not three)
+  rp.index.steps.resize(n);
+  for (StepId s = 0; s < n; ++s) rp.index.steps[rp.index.off[g.rank(s)] + rp.pos[s]] = s;
+  return rp;
+}
+
+std::string translation_refusal(const StepGraph& g) {
+  if (g.only_rank >= 0) return "the graph holds one rank's program";
+  if (g.nranks < 2) return "one rank";
+  if (!g.never_ready.empty()) return "a step never becomes ready";
+  for (StepId s = 0; s < g.size(); ++s) {
+    StepKind k = g.kind(s);
+    if (k == StepKind::Collective) return "a collective is left unexpanded";
+    if ((k == StepKind::Send || k == StepKind::Recv) && g.match(s) == kNoStep)
+      return "a message is matched at run time (a wildcard receive, or no match pass)";
+  }
+  return "";
+}
+
+namespace {
+
+// What timing reads of a step, beyond its links to other steps.
+bool same_step(const StepGraph& g, StepId s, StepId t) {
+  if (g.kind(s) != g.kind(t) || g.stmt(s) != g.stmt(t)) return false;
+  if ((g.flags(s) & ~kFlagWide) != (g.flags(t) & ~kFlagWide)) return false;
+  if (g.range_bytes(g.range(s)) != g.range_bytes(g.range(t))) return false;
+  bool es = false, et = false;
+  const CallCost* cs = g.call_cost(s, es);
+  const CallCost* ct = g.call_cost(t, et);
+  if ((cs == nullptr) != (ct == nullptr) || (cs && (es != et || !(*cs == *ct)))) return false;
+  if (g.kind(s) == StepKind::Compute) {
+    const ComputeInfo &a = g.compute(s), &b = g.compute(t);
+    if (a.flops != b.flops || a.kind != b.kind || a.name != b.name) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool translation_invariant(const StepGraph& g, const RankPositions& rp, uint32_t k, std::string& why) {
+  const uint32_t n = g.nranks;
+  auto image = [&](uint32_t r) { return (r + k) % n; };
+  for (uint32_t r = 0; r < n; ++r) {
+    if (rp.count(r) == rp.count(image(r))) continue;
+    why = "rank " + std::to_string(r) + " has " + std::to_string(rp.count(r)) + " steps, rank " + std::to_string(image(r)) + " " +
+          std::to_string(rp.count(image(r)));
+    return false;
+  }
+  // The images of two steps' links: a step of rank r at place p stands for the step of r + k at p.
+  auto linked = [&](StepId a, StepId b) { return rp.pos[a] == rp.pos[b] && g.rank(b) == image(g.rank(a)); };
+  // Two lists of steps, images of each other as sets (sorted by id, which the shift need not keep).
+  std::vector<StepId> mapped, other;
+  auto same_set = [&](const StepId* a, const StepId* a_end, const StepId* b, const StepId* b_end) {
+    if (a_end - a != b_end - b) return false;
+    if (a_end - a == 1) return linked(*a, *b);  // the common case
+    mapped.clear();
+    for (; a != a_end; ++a) mapped.push_back(rp.at(image(g.rank(*a)), rp.pos[*a]));
+    std::sort(mapped.begin(), mapped.end());
+    other.assign(b, b_end);
+    std::sort(other.begin(), other.end());
+    return mapped == other;
+  };
+  // In step order (a step's image is usually close by: one statement emits both): the memory is
+  // read in order, not rank by rank across the whole graph.
+  // Where the order of a rank's steps decides when they run, the images keep it: its sends (a
+  // call's window passes a pair's messages in the order they were issued) and its local work
+  // (one CPU, serving what became ready at one instant in program order). Per rank, the image
+  // of its last send and of its last local work seen (steps are visited in program order).
+  std::vector<StepId> last_send(n, 0), last_local(n, 0);
+  std::vector<uint8_t> seen(n, 0);
+  auto ordered = [&](StepId s, StepId t) {
+    StepKind kind = g.kind(s);
+    int which = kind == StepKind::Send ? 1 : kind == StepKind::Wait ? 0 : 2;  // a receive's processing is local work
+    if (!which) return true;
+    uint32_t r = g.rank(s);
+    StepId& last = which == 1 ? last_send[r] : last_local[r];
+    if ((seen[r] & which) && t < last) return false;
+    seen[r] |= static_cast<uint8_t>(which);
+    last = t;
+    return true;
+  };
+  StepId delta = 0;  // the last image's distance in steps: the next one's is usually the same
+  for (StepId s = 0; s < g.size(); ++s) {
+    uint32_t r = g.rank(s), rr = image(r);
+    StepId t = s + delta;
+    if (t >= g.size() || g.rank(t) != rr || rp.pos[t] != rp.pos[s]) {
+      t = rp.at(rr, rp.pos[s]);
+      delta = t - s;  // (modulo 2^32)
+    }
+    bool ok = same_step(g, s, t) && ordered(s, t);
+    if (ok) {
+      auto ds = g.deps(s), dt = g.deps(t);
+      ok = same_set(ds.data(), ds.data() + ds.size(), dt.data(), dt.data() + dt.size());
+    }
+    StepKind kind = g.kind(s);
+    if (ok && (kind == StepKind::Send || kind == StepKind::Recv)) ok = linked(g.match(s), g.match(t));
+    if (ok && kind == StepKind::Wait) ok = same_set(g.handles_begin(s), g.handles_end(s), g.handles_begin(t), g.handles_end(t));
+    if (ok) continue;
+    Loc at = g.loc(s);
+    why = "ranks " + std::to_string(r) + " and " + std::to_string(rr) + " differ at a " + step_kind_name(kind) +
+          (at.valid() ? " of line " + std::to_string(at.line) : std::string());
+    return false;
+  }
+  return true;
+}
+
+Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, uint32_t k) {
+  Quotient q;
+  q.shift = k;
+  q.nranks = g.nranks;
+  q.full_steps = g.size();
+  StepGraph& out = q.graph;
+  out.schedule = g.schedule;
+  out.file = g.file;
+  out.nranks = k;
+  out.params = g.params;
+  out.p2p_matched = g.p2p_matched;
+  out.expansion = g.expansion;
+  out.buffers = g.buffers;
+  out.groups = g.groups;
+  out.colls = g.colls;
+  out.computes = g.computes;
+  out.ranges = g.ranges;
+  out.names = g.names;
+  out.stmt_locs = g.stmt_locs;
+  out.stmt_labels = g.stmt_labels;
+  out.unordered_hazards = g.unordered_hazards;
+  out.connection_slots = g.connection_slots;
+  out.wire_factor = g.wire_factor;
+  out.wire_why = g.wire_why;
+  out.message_latency = g.message_latency;
+  out.window_min = g.window_min;
+  out.window_max = g.window_max;
+  out.call_costs = g.call_costs;
+  // The representatives' steps keep the full graph's order; a class's step is found by its
+  // representative rank and its place in that rank's program.
+  const uint64_t reps = rp.index.off[k];
+  std::vector<StepId> id(reps);
+  StepId next = 0;
+  for (StepId s = 0; s < g.size(); ++s)
+    if (g.rank(s) < k) id[rp.index.off[g.rank(s)] + rp.pos[s]] = next++;
+  auto rep = [&](StepId s) { return id[rp.index.off[g.rank(s) % k] + rp.pos[s]]; };
+  out.reserve(reps, reps);
+  q.dst.reserve(reps);
+  for (StepId s = 0; s < g.size(); ++s) {
+    uint32_t r = g.rank(s);
+    if (r >= k) continue;
+    StepKind kind = g.kind(s);
+    uint32_t ref = g.ref(s);
+    if ((kind == StepKind::Send || kind == StepKind::Recv) && !g.local(s)) {
+      ref = rep(g.match(s));
+    } else if (kind == StepKind::Send || kind == StepKind::Recv) {
+      P2PInfo pi = g.p2p_info(s);
+      pi.peer %= k;
+      pi.match = rep(pi.match);
+      pi.cand_off = pi.cand_cnt = 0;
+      ref = static_cast<uint32_t>(out.p2p.size());
+      out.p2p.push_back(pi);
+    } else if (kind == StepKind::Wait) {
+      ref = static_cast<uint32_t>(out.wait_handles.size());
+      out.wait_handles.push_back(static_cast<StepId>(g.handles_end(s) - g.handles_begin(s)));
+      for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h) out.wait_handles.push_back(rep(*h));
+    }
+    StepId t = out.add_step(kind, static_cast<uint8_t>(g.flags(s) & ~kFlagWide), r, g.stmt(s), g.range(s), ref);
+    for (StepId d : g.deps(s)) out.add_dep(rep(d));
+    out.finish_step();
+    bool entry = false;
+    if (const CallCost* c = g.call_cost(s, entry)) out.set_call_cost(t, static_cast<uint32_t>(c - g.call_costs.data()), entry);
+    q.dst.push_back(kind == StepKind::Send ? g.peer(s) : r);
+  }
+  out.shrink_dep_offsets();
+  q.index.off.assign(rp.index.off.begin(), rp.index.off.begin() + k + 1);
+  q.index.steps = std::move(id);
+  return q;
+}
+
+}  // namespace sg

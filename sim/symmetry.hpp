@@ -1,0 +1,46 @@
+// Simulating one rank per class of ranks alike (issue 32, item 2; docs/sim.md, "Symmetry").
+//
+// Ranks r and r + k are alike when the step graph cannot tell them apart (a translation by k maps
+// it onto itself: core/graph/symmetry.hpp) and neither can the platform: every message's route,
+// translated by k, has the same latency and bottleneck bandwidth, stays inside a node or between
+// nodes as it did, and starts and ends on the images of its links under one permutation of the
+// links. Then every class of ranks behaves alike, shifted, and the analytic engine simulates the
+// quotient graph: ranks 0 … k-1, each message on its own route, each port standing for its class
+// of links (flows on the links of one class are the same flows, translated, at the same times).
+// The time, the slowest rank, its breakdown, messages, bytes and link loads are the full
+// simulation's; nothing is assumed from a schedule's name.
+//
+// The classes must be proved, else every rank is simulated and the result says why: a translation
+// that fixes a port (two ranks of one class behind one NIC: the quotient would lose the flows'
+// sharing), a link that is the sending port of some messages and the receiving port of others
+// (a torus's), a wildcard receive, a collective left unexpanded, an engine other than α-β
+// analytic (SimGrid, LogGP), a trace (it shows every rank). A quotient that deadlocks is simulated
+// again in full, for the report of who waits for whom.
+#pragma once
+#include <string>
+
+#include "sim/sim.hpp"
+
+namespace sg::sim {
+
+struct SymmetryUse {
+  bool asked = true;    // --no-symmetry: false
+  bool used = false;    // the quotient was simulated
+  uint32_t shift = 0;   // ranks r and r + shift are alike (used)
+  uint32_t nranks = 0;  // N
+  uint64_t quotient_steps = 0;
+  std::string why_not;  // not used: why
+  // One line for the report: "4,096 ranks in 1 class (alike under a shift by 1 rank): simulated 1"
+  // or "none: <why>; simulated all 4,096 ranks".
+  std::string line() const;
+};
+
+// The smallest k for which ranks r and r + k are alike on this platform (the graph's translation,
+// then the platform's), or 0 with why not.
+uint32_t rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not);
+
+// simulate(), on the quotient graph where the classes are proved (o.symmetry and the α-β analytic
+// engine), else on the full graph; `use` says which and why.
+SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOptions& o, SymmetryUse& use);
+
+}  // namespace sg::sim
