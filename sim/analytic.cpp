@@ -92,9 +92,10 @@ class AnalyticTimer : public Timer {
   }
 
   void move(StepId send, uint32_t src, uint32_t dst, uint64_t bytes, bool held = false) {
-    const Path& pa = path(host(src), host(dst));
+    uint32_t from = o_.quotient ? o_.quotient->full_rank(src) : src;  // (a quotient's rank is a class)
+    const Path& pa = path(host(from), host(dst));
     double k = static_cast<double>(bytes);
-    MessageCost mc = message_cost(g_, p_, send, host(src), host(dst), pa.lat, held);  // NCCL's protocol, if it pays one
+    MessageCost mc = message_cost(g_, p_, send, host(from), host(dst), pa.lat, held);  // NCCL's protocol, if it pays one
     if (!o_.loggp.enabled) {
       double cap = 1.0 / pa.per_byte;
       if (mc.cap > 0) cap = std::min(cap, mc.cap);

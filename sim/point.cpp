@@ -358,7 +358,8 @@ PointResult run_point(const PointSpec& p) {
   r.symmetry = sym.line();
   r.symmetry_json = {{"used", sym.used}, {"ranks", sym.nranks}};
   if (sym.used)
-    r.symmetry_json["classes"] = sym.shift, r.symmetry_json["shift"] = sym.shift, r.symmetry_json["steps_simulated"] = sym.quotient_steps;
+    r.symmetry_json["classes"] = sym.shift.classes(), r.symmetry_json["shift"] = sym.shift.inner,
+    r.symmetry_json["period"] = sym.shift.inner * sym.shift.count, r.symmetry_json["steps_simulated"] = sym.quotient_steps;
   else r.symmetry_json["why_not"] = sym.why_not;
   r.platform = res.platform;
   r.model = res.model;

@@ -32,9 +32,10 @@ bool most_seconds_first(const CriticalEntry& a, const CriticalEntry& b) {
 // own, not its class's.
 void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, uint32_t slowest, SimResult& r) {
   const QuotientRun* q = o.quotient;
-  const uint64_t n = q ? q->nranks : g.nranks;
   auto dst = [&](StepId s) { return q ? (*q->dst)[s] : g.peer(s); };
-  auto shifted = [&](uint64_t rank, uint64_t by) { return static_cast<uint32_t>((rank + by) % n); };
+  auto full = [&](uint32_t rank) { return q ? q->full_rank(rank) : rank; };
+  auto moved = [&](uint32_t rank, uint32_t j) { return q ? q->shift.moved(rank, j) : rank; };
+  const uint32_t slowest_full = full(slowest);
   auto end = [&](StepId s) { return rt.finish(s); };
   StepId last = kNoStep;
   for (StepId s = 0; s < g.size(); ++s)
@@ -43,7 +44,7 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
   std::map<std::pair<uint32_t, std::string>, double> by_kind;       // (stmt, what) -> seconds
   std::map<std::pair<uint32_t, std::string>, uint64_t> kind_steps;  // (stmt, what) -> steps on the path
   std::unordered_set<StepId> seen;
-  uint32_t at = last == kNoStep ? 0 : g.rank(last);
+  uint32_t j = 0;  // the step stands for its representative's step moved j times (on a quotient)
   for (StepId s = last; s != kNoStep && seen.insert(s).second;) {
     StepId pred = kNoStep;
     double best = -1;
@@ -60,13 +61,14 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
     // message's send or one of its dependencies (the data came later or was there already, then
     // only its processing counts), it is the message's time on the path.
     bool message = k == StepKind::Send || k == StepKind::Recv;
-    uint64_t by = (at + n - g.rank(s)) % n;  // the translation s stands for here
-    uint32_t other_at = at;                  // the rank of the message's send (a receive's partner)
+    uint32_t at = moved(full(g.rank(s)), j);  // the rank it is on in the full graph
+    uint32_t other_j = j;                     // a receive's partner: the send moved this many times
     if (message) {
       r.cp_comm_s += since;
       StepId other = k == StepKind::Recv ? rt.partner(s) : kNoStep;
-      if (other != kNoStep) other_at = shifted(g.rank(other), (at + n - dst(other)) % n);
-      bool mine = at == slowest || (other != kNoStep && other_at == slowest) || (k == StepKind::Send && shifted(dst(s), by) == slowest);
+      if (other != kNoStep && q) other_j = q->shift.times(dst(other), at);
+      bool mine = at == slowest_full || (other != kNoStep && moved(full(g.rank(other)), other_j) == slowest_full) ||
+                  (k == StepKind::Send && moved(dst(s), j) == slowest_full);
       if (mine) r.exposed_s += since;
     } else if (k == StepKind::Wait || k == StepKind::Collective) {
       r.cp_sync_s += since;
@@ -81,7 +83,7 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
     by_kind[{e.stmt, what}] += since;
     ++kind_steps[{e.stmt, what}];
     e.seconds += since;
-    if (pred != kNoStep && k == StepKind::Recv && pred == rt.partner(s)) at = other_at;
+    if (pred != kNoStep && k == StepKind::Recv && pred == rt.partner(s)) j = other_j;
     s = pred;
   }
   // A statement's steps may be of several kinds (an expanded collective's sends, receives and
@@ -105,16 +107,15 @@ void link_loads(const StepGraph& g, const Platform& p, const SimOptions& o, cons
   std::vector<uint32_t> ids;
   // Bytes by rank pair first (a schedule uses few pairs); a quotient's pair stands for its
   // translates, every one routed.
+  const QuotientRun* q = o.quotient;
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> pairs;
   for (StepId s = 0; s < g.size(); ++s)
     if (g.kind(s) == StepKind::Send && rt.ran(s))
-      pairs[{g.rank(s), o.quotient ? (*o.quotient->dst)[s] : g.peer(s)}] += g.range_bytes(g.range(s));
-  const uint32_t copies = o.quotient ? o.quotient->copies() : 1, shift = o.quotient ? o.quotient->shift : 0;
-  const uint64_t n = o.quotient ? o.quotient->nranks : g.nranks;
+      pairs[{q ? q->full_rank(g.rank(s)) : g.rank(s), q ? (*q->dst)[s] : g.peer(s)}] += g.range_bytes(g.range(s));
+  const uint32_t copies = q ? q->copies() : 1;
   for (const auto& [pair, k] : pairs) {
     for (uint32_t j = 0; j < copies; ++j) {
-      auto a = static_cast<uint32_t>((pair.first + uint64_t{j} * shift) % n),
-           b = static_cast<uint32_t>((pair.second + uint64_t{j} * shift) % n);
+      uint32_t a = q ? q->shift.moved(pair.first, j) : pair.first, b = q ? q->shift.moved(pair.second, j) : pair.second;
       if (!o.map.empty()) a = o.map[a], b = o.map[b];
       double lat = 0;
       p.route(a, b, ids, lat);
@@ -173,6 +174,7 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
     for (CriticalEntry& e : r.exposed_by) e.loc = e.stmt < g.stmt_locs.size() ? g.stmt_locs[e.stmt] : Loc{};
   }
   critical_path(g, rt, o, r.slowest_rank, r);
+  if (o.quotient) r.slowest_rank = o.quotient->full_rank(r.slowest_rank);  // (a class, until here)
   r.watched.reserve(o.watch.size());
   for (StepId s : o.watch) r.watched.push_back(s < g.size() && rt.ran(s) ? rt.finish(s) : std::numeric_limits<double>::quiet_NaN());
   link_loads(g, p, o, rt, r);

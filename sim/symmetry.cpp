@@ -2,6 +2,7 @@
 // (symmetry.hpp).
 #include "sim/symmetry.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <unordered_map>
 #include <unordered_set>
@@ -15,10 +16,10 @@ namespace sg::sim {
 std::string SymmetryUse::line() const {
   std::string all = with_commas(nranks) + " rank" + (nranks == 1 ? "" : "s");
   if (!used) return "none: " + why_not + "; simulated all " + all;
-  uint32_t copies = nranks / shift;
-  return all + " in " + with_commas(shift) + " class" + (shift == 1 ? "" : "es") + " of " + with_commas(copies) +
-         " (alike under a shift by " + with_commas(shift) + " rank" + (shift == 1 ? "" : "s") + "): simulated " + with_commas(shift) +
-         " rank" + (shift == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
+  uint32_t classes = shift.classes();
+  std::string c = with_commas(classes);
+  return all + " in " + c + " class" + (classes == 1 ? "" : "es") + " of " + with_commas(shift.count) + " (alike under " +
+         shift.describe() + "): simulated " + c + " rank" + (classes == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
 }
 
 namespace {
@@ -44,17 +45,18 @@ class PlatformCheck {
  public:
   PlatformCheck(const Platform& p, const SimOptions& o) : p_(p), o_(o), none_(static_cast<uint32_t>(p.links.size())) {}
 
-  // Whether the translation by k of every (source, destination) pair in `pairs` (sources < k)
-  // keeps its route's costs, and maps its ports by one permutation of the links that fixes no
-  // port; `port` then holds each link's class representative.
-  bool invariant(const std::vector<std::pair<uint32_t, uint32_t>>& pairs, uint32_t k, uint32_t n, std::vector<uint32_t>& port,
+  // Whether the shift keeps the costs of the routes of every (source, destination) pair in
+  // `pairs` (their sources representatives) and of their images, and maps their ports by one
+  // permutation of the links that fixes no port; `port` then holds each link's class representative.
+  bool invariant(const std::vector<std::pair<uint32_t, uint32_t>>& pairs, const RankShift& shift, std::vector<uint32_t>& port,
                  std::string& why) {
+    const uint32_t m = shift.count;
     std::unordered_map<uint32_t, uint32_t> perm;  // port link -> its image under the shift
     std::unordered_set<uint32_t> roles[2];        // links used as sending ports, as receiving ports
     for (const auto& [a, d] : pairs) {
       Route first = route(a, d), cur = first;
-      for (uint32_t j = 0; j < n / k; ++j) {
-        uint32_t a1 = (a + (j + 1) * k) % n, d1 = (d + (j + 1) * k) % n;
+      for (uint32_t j = 0; j < m; ++j) {
+        uint32_t a1 = shift.moved(a, j + 1), d1 = shift.moved(d, j + 1);
         Route next = route(a1, d1);
         if (!(next == first)) {
           why = "the route from rank " + std::to_string(a1) + " to " + std::to_string(d1) + " is not the one from " + std::to_string(a) +
@@ -69,20 +71,20 @@ class PlatformCheck {
           if (cur.port[r] == none_) continue;
           roles[r].insert(cur.port[r]);
           auto [it, fresh] = perm.emplace(cur.port[r], next.port[r]);
-          const LinkInfo &l = p_.links[cur.port[r]], &m = p_.links[next.port[r]];
+          const LinkInfo &l = p_.links[cur.port[r]], &n = p_.links[next.port[r]];
           if (!fresh && it->second != next.port[r]) {
             why = "link " + l.name + " has two images under the shift";
             return false;
           }
-          if (l.bw != m.bw) {
-            why = "links " + l.name + " and " + m.name + " differ";
+          if (l.bw != n.bw) {
+            why = "links " + l.name + " and " + n.name + " differ";
             return false;
           }
         }
         cur = next;
       }
     }
-    // Every port's class: its orbit under the permutation, of n / k distinct links (a port the
+    // Every port's class: its orbit under the permutation, of m distinct links (a port the
     // shift fixes would carry the flows of several ranks of one class, where the quotient has one).
     port.assign(p_.links.size(), none_);
     for (const auto& [l0, img] : perm) {
@@ -97,9 +99,9 @@ class PlatformCheck {
         port[l] = l0;
         l = it->second;
         ++steps;
-      } while (l != l0 && steps <= n / k);
-      if (steps != n / k) {
-        why = "the shift maps link " + p_.links[l0].name + " onto itself after " + std::to_string(steps) + " of " + std::to_string(n / k) +
+      } while (l != l0 && steps <= m);
+      if (steps != m) {
+        why = "the shift maps link " + p_.links[l0].name + " onto itself after " + std::to_string(steps) + " of " + std::to_string(m) +
               " steps (ranks of one class share it)";
         return false;
       }
@@ -136,50 +138,51 @@ class PlatformCheck {
   std::vector<uint32_t> ids_;
 };
 
-// The distinct (source, destination) pairs of the messages sent by ranks below k.
-std::vector<std::pair<uint32_t, uint32_t>> pairs_from(const StepGraph& g, uint32_t k) {
+// The distinct (source, destination) pairs of the graph's messages.
+std::vector<std::pair<uint32_t, uint32_t>> message_pairs(const StepGraph& g) {
   std::unordered_set<uint64_t> seen;
   std::vector<std::pair<uint32_t, uint32_t>> out;
   for (StepId s = 0; s < g.size(); ++s)
-    if (g.kind(s) == StepKind::Send && g.rank(s) < k && seen.insert((uint64_t{g.rank(s)} << 32) | g.peer(s)).second)
-      out.emplace_back(g.rank(s), g.peer(s));
+    if (g.kind(s) == StepKind::Send && seen.insert((uint64_t{g.rank(s)} << 32) | g.peer(s)).second) out.emplace_back(g.rank(s), g.peer(s));
   return out;
 }
 
-// The smallest shift both the graph and the platform allow, or 0 (why_not says why).
-uint32_t find_shift(const StepGraph& g, const Platform& p, const SimOptions& o, const RankPositions& rp, std::vector<uint32_t>& port,
-                    std::string& why_not) {
-  const uint32_t n = g.nranks;
-  uint32_t k0 = 0;
-  std::string first_why;
-  for (uint32_t k = 1; k < n && !k0; ++k) {
-    if (n % k) continue;
-    std::string why;
-    if (translation_invariant(g, rp, k, why)) k0 = k;
-    else if (first_why.empty()) first_why = why;
-  }
-  if (!k0) {
-    why_not = "no shift of the ranks maps the schedule onto itself (" + first_why + ")";
-    return 0;
-  }
-  // The graph's translation by k0 is one by every multiple of k0 too.
+// The shift with the fewest classes that both the graph and the platform allow (found: count > 0),
+// or why not. The platform is asked first (its check is the cheaper); a shift the graph allows is
+// remembered, since moving its blocks j at a time is a shift the graph allows too.
+RankShift find_shift(const StepGraph& g, const Platform& p, const SimOptions& o, const RankPositions& rp, std::vector<uint32_t>& port,
+                     std::string& why_not) {
+  const std::vector<std::pair<uint32_t, uint32_t>> all = message_pairs(g);
   PlatformCheck check(p, o);
-  std::string first_platform;
-  for (uint32_t k = k0; k < n; k += k0) {
-    if (n % k) continue;
+  std::vector<RankShift> allowed;  // by the graph
+  std::string graph_why, platform_why;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (const RankShift& shift : candidate_shifts(g.nranks)) {
+    bool known = std::any_of(allowed.begin(), allowed.end(), [&](const RankShift& a) {
+      return a.inner * a.count == shift.inner * shift.count && shift.inner % a.inner == 0;
+    });
     std::string why;
-    if (check.invariant(pairs_from(g, k), k, n, port, why)) return k;
-    if (first_platform.empty()) first_platform = why;
+    if (!known && !translation_invariant(g, rp, shift, why)) {
+      if (graph_why.empty()) graph_why = why;
+      continue;
+    }
+    if (!known) allowed.push_back(shift);
+    pairs.clear();
+    for (const auto& pr : all)
+      if (shift.digit(pr.first) == 0) pairs.push_back(pr);
+    if (check.invariant(pairs, shift, port, why)) return shift;
+    if (platform_why.empty()) platform_why = why;
   }
-  why_not = "the platform tells the ranks apart (" + first_platform + ")";
-  return 0;
+  why_not = allowed.empty() ? "no shift of the ranks maps the schedule onto itself (" + graph_why + ")"
+                            : "the platform tells the ranks apart (" + platform_why + ")";
+  return RankShift{};
 }
 
 }  // namespace
 
-uint32_t rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not) {
+RankShift rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not) {
   why_not = translation_refusal(g);
-  if (!why_not.empty()) return 0;
+  if (!why_not.empty()) return RankShift{};
   RankPositions rp = rank_positions(g);
   std::vector<uint32_t> port;
   return find_shift(g, p, o, rp, port, why_not);
@@ -198,13 +201,12 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   std::vector<StepId> watch;
   {
     RankPositions rp = rank_positions(g);  // (freed before the run)
-    uint32_t k = find_shift(g, p, o, rp, run.port, use.why_not);
-    if (!k) return simulate(g, p, o);
-    q = quotient_graph(g, rp, k);
+    RankShift shift = find_shift(g, p, o, rp, run.port, use.why_not);
+    if (!shift.count) return simulate(g, p, o);
+    q = quotient_graph(g, rp, shift);
     for (StepId s : o.watch) watch.push_back(s < g.size() ? q.step_of(g, rp, s) : s);
   }
   run.shift = q.shift;
-  run.nranks = q.nranks;
   run.full_steps = q.full_steps;
   run.dst = &q.dst;
   SimOptions oq = o;

@@ -26,7 +26,7 @@ namespace sg::sim {
 struct SymmetryUse {
   bool asked = true;    // --no-symmetry: false
   bool used = false;    // the quotient was simulated
-  uint32_t shift = 0;   // ranks r and r + shift are alike (used)
+  RankShift shift;      // the ranks alike (used)
   uint32_t nranks = 0;  // N
   uint64_t quotient_steps = 0;
   std::string why_not;  // not used: why
@@ -35,9 +35,9 @@ struct SymmetryUse {
   std::string line() const;
 };
 
-// The smallest k for which ranks r and r + k are alike on this platform (the graph's translation,
-// then the platform's), or 0 with why not.
-uint32_t rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not);
+// The shift with the fewest classes under which ranks are alike on this platform (the graph's
+// and the platform's), or none (count 0) with why not.
+RankShift rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not);
 
 // simulate(), on the quotient graph where the classes are proved (o.symmetry and the α-β analytic
 // engine), else on the full graph; `use` says which and why.

@@ -37,13 +37,14 @@ std::unique_ptr<Built> build(const std::string& target, uint32_t n) {
   return b;
 }
 
-uint32_t smallest_shift(const StepGraph& g) {
+// The shift with the fewest classes that maps the graph onto itself (count 0: none).
+RankShift best_shift(const StepGraph& g) {
   RankPositions rp = rank_positions(g);
-  for (uint32_t k = 1; k < g.nranks; ++k) {
+  for (const RankShift& shift : candidate_shifts(g.nranks)) {
     std::string why;
-    if (g.nranks % k == 0 && translation_invariant(g, rp, k, why)) return k;
+    if (translation_invariant(g, rp, shift, why)) return shift;
   }
-  return 0;
+  return RankShift{};
 }
 
 PointResult point(const std::string& target, uint32_t n, const std::string& platform, bool symmetry, uint64_t envelope = 0) {
@@ -65,14 +66,27 @@ bool close(double a, double b, double total) { return std::abs(a - b) <= 1e-9 * 
 }  // namespace
 
 TEST_CASE("a translation of the ranks is found in the graph, not assumed", "[symmetry]") {
-  CHECK(smallest_shift(*build("ring_allreduce", 8)->g) == 1);                // a ring's rotations
-  CHECK(smallest_shift(*build("recursive_doubling_allreduce", 8)->g) == 4);  // r xor 4 = r + 4 mod 8
-  CHECK(smallest_shift(*build("binomial_bcast", 8)->g) == 0);                // the root is unlike the others
+  RankShift ring = best_shift(*build("ring_allreduce", 8)->g);  // a ring's rotations: one class
+  CHECK(ring.inner == 1);
+  CHECK(ring.count == 8);
+  CHECK(ring.classes() == 1);
+  // A hypercube's: r xor 1 (the first bit's pairs swapped) leaves 4 classes.
+  CHECK(best_shift(*build("recursive_doubling_allreduce", 8)->g).classes() == 4);
+  CHECK(best_shift(*build("binomial_bcast", 8)->g).count == 0);  // the root is unlike the others
+  // A shift inside blocks: r = (o·3 + m)·2 + i moves m round; 12 ranks in 4 classes of 3.
+  RankShift blocks{2, 3, 12};
+  CHECK(blocks.moved(0) == 2);
+  CHECK(blocks.moved(4) == 0);
+  CHECK(blocks.moved(7, 2) == 11);
+  CHECK(blocks.class_of(9) == 3);
+  CHECK(blocks.representative(3) == 7);
+  CHECK(blocks.times(7, 11) == 2);
+  CHECK(blocks.describe() == "a shift by 2 ranks inside each 6");
   std::string why = translation_refusal(*build("ring_allreduce", 8)->g);
   CHECK(why.empty());
   auto bc = build("binomial_bcast", 8);
   RankPositions rp = rank_positions(*bc->g);
-  CHECK_FALSE(translation_invariant(*bc->g, rp, 4, why));
+  CHECK_FALSE(translation_invariant(*bc->g, rp, RankShift{4, 2, 8}, why));
   CHECK(why.find("ranks 0 and 4 differ") != std::string::npos);
 }
 
@@ -80,10 +94,9 @@ TEST_CASE("the quotient holds one rank a class, each message taken by its receiv
   auto b = build("ring_allreduce", 8);
   const StepGraph& g = *b->g;
   RankPositions rp = rank_positions(g);
-  Quotient q = quotient_graph(g, rp, 1);
+  Quotient q = quotient_graph(g, rp, RankShift{1, 8, 8});
   CHECK(q.graph.nranks == 1);
   CHECK(q.graph.size() * 8 == g.size());
-  CHECK(q.copies() == 8);
   for (StepId s = 0; s < q.graph.size(); ++s) {
     if (q.graph.kind(s) != StepKind::Send) continue;
     CHECK(q.dst[s] == 1);  // rank 0 sends to rank 1 …

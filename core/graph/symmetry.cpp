@@ -70,9 +70,26 @@ bool same_step(const StepGraph& g, StepId s, StepId t) {
 
 }  // namespace
 
-bool translation_invariant(const StepGraph& g, const RankPositions& rp, uint32_t k, std::string& why) {
+std::string RankShift::describe() const {
+  std::string by = "a shift by " + std::to_string(inner) + " rank" + (inner == 1 ? "" : "s");
+  return inner * count == nranks ? by : by + " inside each " + std::to_string(inner * count);
+}
+
+std::vector<RankShift> candidate_shifts(uint32_t nranks) {
+  std::vector<RankShift> out;
+  for (uint32_t inner = 1; inner < nranks; ++inner) {
+    if (nranks % inner) continue;
+    for (uint32_t count = 2; count <= nranks / inner; ++count)
+      if ((nranks / inner) % count == 0) out.push_back({inner, count, nranks});
+  }
+  // Fewest classes first; of as many, the smaller blocks first.
+  std::stable_sort(out.begin(), out.end(), [](const RankShift& a, const RankShift& b) { return a.count > b.count; });
+  return out;
+}
+
+bool translation_invariant(const StepGraph& g, const RankPositions& rp, const RankShift& shift, std::string& why) {
   const uint32_t n = g.nranks;
-  auto image = [&](uint32_t r) { return (r + k) % n; };
+  auto image = [&](uint32_t r) { return shift.moved(r); };
   for (uint32_t r = 0; r < n; ++r) {
     if (rp.count(r) == rp.count(image(r))) continue;
     why = "rank " + std::to_string(r) + " has " + std::to_string(rp.count(r)) + " steps, rank " + std::to_string(image(r)) + " " +
@@ -137,15 +154,15 @@ bool translation_invariant(const StepGraph& g, const RankPositions& rp, uint32_t
   return true;
 }
 
-Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, uint32_t k) {
+Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankShift& shift) {
   Quotient q;
-  q.shift = k;
-  q.nranks = g.nranks;
+  q.shift = shift;
   q.full_steps = g.size();
   StepGraph& out = q.graph;
   out.schedule = g.schedule;
   out.file = g.file;
-  out.nranks = k;
+  const uint32_t classes = shift.classes();
+  out.nranks = classes;
   out.params = g.params;
   out.p2p_matched = g.p2p_matched;
   out.expansion = g.expansion;
@@ -165,26 +182,28 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, uint32_t k)
   out.window_min = g.window_min;
   out.window_max = g.window_max;
   out.call_costs = g.call_costs;
-  // The representatives' steps keep the full graph's order; a class's step is found by its
-  // representative rank and its place in that rank's program.
-  const uint64_t reps = rp.index.off[k];
+  // The representatives' steps keep the full graph's order; a class's step is found by its class
+  // and its place in the representative's steps.
+  std::vector<uint64_t> off(classes + 1, 0);
+  for (uint32_t c = 0; c < classes; ++c) off[c + 1] = off[c] + rp.count(shift.representative(c));
+  const uint64_t reps = off[classes];
   std::vector<StepId> id(reps);
   StepId next = 0;
   for (StepId s = 0; s < g.size(); ++s)
-    if (g.rank(s) < k) id[rp.index.off[g.rank(s)] + rp.pos[s]] = next++;
-  auto rep = [&](StepId s) { return id[rp.index.off[g.rank(s) % k] + rp.pos[s]]; };
+    if (shift.digit(g.rank(s)) == 0) id[off[shift.class_of(g.rank(s))] + rp.pos[s]] = next++;
+  auto rep = [&](StepId s) { return id[off[shift.class_of(g.rank(s))] + rp.pos[s]]; };
   out.reserve(reps, reps);
   q.dst.reserve(reps);
   for (StepId s = 0; s < g.size(); ++s) {
     uint32_t r = g.rank(s);
-    if (r >= k) continue;
+    if (shift.digit(r) != 0) continue;
     StepKind kind = g.kind(s);
     uint32_t ref = g.ref(s);
     if ((kind == StepKind::Send || kind == StepKind::Recv) && !g.local(s)) {
       ref = rep(g.match(s));
     } else if (kind == StepKind::Send || kind == StepKind::Recv) {
       P2PInfo pi = g.p2p_info(s);
-      pi.peer %= k;
+      if (pi.peer != kAnyRank) pi.peer = shift.class_of(pi.peer);
       pi.match = rep(pi.match);
       pi.cand_off = pi.cand_cnt = 0;
       ref = static_cast<uint32_t>(out.p2p.size());
@@ -194,7 +213,7 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, uint32_t k)
       out.wait_handles.push_back(static_cast<StepId>(g.handles_end(s) - g.handles_begin(s)));
       for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h) out.wait_handles.push_back(rep(*h));
     }
-    StepId t = out.add_step(kind, static_cast<uint8_t>(g.flags(s) & ~kFlagWide), r, g.stmt(s), g.range(s), ref);
+    StepId t = out.add_step(kind, static_cast<uint8_t>(g.flags(s) & ~kFlagWide), shift.class_of(r), g.stmt(s), g.range(s), ref);
     for (StepId d : g.deps(s)) out.add_dep(rep(d));
     out.finish_step();
     bool entry = false;
@@ -202,7 +221,7 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, uint32_t k)
     q.dst.push_back(kind == StepKind::Send ? g.peer(s) : r);
   }
   out.shrink_dep_offsets();
-  q.index.off.assign(rp.index.off.begin(), rp.index.off.begin() + k + 1);
+  q.index.off = std::move(off);
   q.index.steps = std::move(id);
   return q;
 }

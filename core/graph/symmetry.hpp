@@ -1,20 +1,24 @@
 // Ranks a step graph cannot tell apart, and the graph with one rank per class (issue 32's
 // symmetry; docs/sim.md, "Symmetry").
 //
-// The symmetry looked for is a translation of the ranks: r -> r + k (mod N), k a proper divisor
-// of N. It holds when every rank's program is its image's in everything a simulation times: the
-// i-th step of rank r and the i-th step of rank r + k (RankPositions: the i-th send of a statement
-// is the i-th send of that statement) agree in kind, flags, statement, bytes,
-// flops and protocol costs, and their dependencies, wait handles, peers and matched steps are
-// the images of each other's. A ring's rotations (k = 1), the same local rank of identical nodes
-// (k = GPUs a node) and identical replicas of a data-parallel job (k = one replica's ranks) are
-// such translations. It is checked step by step, never assumed from a schedule's name; whether
-// the platform also cannot tell the ranks apart is the simulator's question (sim/symmetry.hpp).
+// The symmetry looked for is a shift of the ranks (RankShift): write rank r as
+// (o·M + m)·I + i with i < I and m < M; the shift moves m to m + 1 (mod M) and keeps o and i. With
+// I·M = N it is r -> r + I (mod N): a ring's rotations (I = 1), the same GPU of identical nodes
+// (I = GPUs a node). With I·M < N it moves blocks of I ranks round inside each group of I·M:
+// the data-parallel replicas inside each pipeline stage of a training step (I = tp·cp,
+// M = dp). It holds when every rank's program is its image's in everything a simulation times:
+// the i-th step of rank r and the i-th step of its image (RankPositions: the i-th send of a
+// statement is the i-th send of that statement) agree in kind, flags, statement, bytes, flops
+// and protocol costs, their dependencies, wait handles, peers and matched steps are the images
+// of each other's, and each rank's sends and its local work keep their order. It is checked step
+// by step, never assumed from a schedule's name; whether the platform also cannot tell the ranks
+// apart is the simulator's question (sim/symmetry.hpp).
 //
-// Under a translation every class {r, r + k, r + 2k, ...} behaves alike, shifted: the same steps
-// at the same times. The quotient graph holds the steps of ranks 0 … k-1, one per class of steps;
-// a message from a representative to any rank is taken by the representative of its receiver's
-// class (the same receive step, at the same time, as the receiver's own).
+// Under a shift every class of ranks (the M ranks that differ in m only) behaves alike, shifted:
+// the same steps at the same times. The quotient graph holds the steps of the representatives
+// (m = 0), one per class of steps, its ranks numbered o·I + i; a message from a representative
+// to any rank is taken by the representative of its receiver's class (the same receive step, at
+// the same time, as the receiver's own).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -23,6 +27,22 @@
 #include "core/graph/step_graph.hpp"
 
 namespace sg {
+
+// r = (o·count + m)·inner + i; the shift moves m to m + 1 (mod count).
+struct RankShift {
+  uint32_t inner = 1, count = 0, nranks = 0;
+  uint32_t digit(uint32_t r) const { return (r / inner) % count; }  // m
+  // Rank r moved j times.
+  uint32_t moved(uint32_t r, uint32_t j = 1) const { return r - digit(r) * inner + (digit(r) + j) % count * inner; }
+  // How many times `from` moves to become `to` (two ranks of one class).
+  uint32_t times(uint32_t from, uint32_t to) const { return (digit(to) + count - digit(from)) % count; }
+  uint32_t classes() const { return nranks / count; }
+  // The class of rank r (the quotient's rank: o·inner + i) and the class's representative (m = 0).
+  uint32_t class_of(uint32_t r) const { return r / (inner * count) * inner + r % inner; }
+  uint32_t representative(uint32_t c) const { return c / inner * (inner * count) + c % inner; }
+  // "a shift by 4 ranks", "a shift by 4 ranks inside each 32".
+  std::string describe() const;
+};
 
 // Each step's place among its rank's steps, ordered by statement and kind and then program order:
 // what a translation maps a step by (the i-th step of rank r to the i-th step of rank r + k).
@@ -39,27 +59,29 @@ RankPositions rank_positions(const StepGraph& g);
 // one-rank graph.
 std::string translation_refusal(const StepGraph& g);
 
-// Whether r -> r + k (mod g.nranks) maps the graph onto itself (see the top). `why`: the first
-// difference found, where not.
-bool translation_invariant(const StepGraph& g, const RankPositions& rp, uint32_t k, std::string& why);
+// Whether the shift maps the graph onto itself (see the top). `why`: the first difference found,
+// where not.
+bool translation_invariant(const StepGraph& g, const RankPositions& rp, const RankShift& shift, std::string& why);
+
+// The shifts to try on N ranks, fewest classes first: every (inner, count) with inner·count
+// dividing N and count >= 2.
+std::vector<RankShift> candidate_shifts(uint32_t nranks);
 
 struct Quotient {
-  StepGraph graph;          // the steps of ranks 0 … shift-1, in the full graph's order
-  uint32_t shift = 0;       // k
-  uint32_t nranks = 0;      // N, the full graph's ranks
+  StepGraph graph;  // the representatives' steps, in the full graph's order; rank c is class c
+  RankShift shift;
   uint64_t full_steps = 0;  // the full graph's steps
   // Per step of `graph`: a send's destination rank in the full graph (the graph's own peer is
-  // that rank's representative, dst % shift); a step's own rank otherwise.
+  // that rank's class); otherwise the step's own rank in the full graph.
   std::vector<uint32_t> dst;
-  StepGraph::RankIndex index;  // graph's steps by rank in the full graph's RankPositions order
-  uint32_t copies() const { return shift ? nranks / shift : 1; }
+  StepGraph::RankIndex index;  // graph's steps by class, in the full graph's RankPositions order
   // The step of `graph` that stands for step s of the full graph g (its class's representative).
   StepId step_of(const StepGraph& g, const RankPositions& rp, StepId s) const {
-    return index.steps[index.off[g.rank(s) % shift] + rp.pos[s]];
+    return index.steps[index.off[shift.class_of(g.rank(s))] + rp.pos[s]];
   }
 };
 
-// The quotient of g under the translation by k (translation_invariant(g, rp, k, …) holds).
-Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, uint32_t k);
+// The quotient of g under the shift (translation_invariant(g, rp, shift, …) holds).
+Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankShift& shift);
 
 }  // namespace sg
