@@ -357,10 +357,9 @@ PointResult run_point(const PointSpec& p) {
   SimResult res = simulate_symmetric(*g, platform, so, sym);
   r.symmetry = sym.line();
   r.symmetry_json = {{"used", sym.used}, {"ranks", sym.nranks}};
-  if (sym.used)
-    r.symmetry_json["classes"] = sym.shift.classes(), r.symmetry_json["shift"] = sym.shift.inner,
-    r.symmetry_json["period"] = sym.shift.inner * sym.shift.count, r.symmetry_json["steps_simulated"] = sym.quotient_steps;
+  if (sym.used) r.symmetry_json["classes"] = sym.shift.classes(), r.symmetry_json["steps_simulated"] = sym.quotient_steps;
   else r.symmetry_json["why_not"] = sym.why_not;
+  for (const RankShift& sh : sym.shift.shifts) r.symmetry_json["shifts"].push_back({{"by", sh.inner}, {"inside", sh.inner * sh.count}});
   r.platform = res.platform;
   r.model = res.model;
   r.time_s = res.time_s;

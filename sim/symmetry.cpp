@@ -18,7 +18,7 @@ std::string SymmetryUse::line() const {
   if (!used) return "none: " + why_not + "; simulated all " + all;
   uint32_t classes = shift.classes();
   std::string c = with_commas(classes);
-  return all + " in " + c + " class" + (classes == 1 ? "" : "es") + " of " + with_commas(shift.count) + " (alike under " +
+  return all + " in " + c + " class" + (classes == 1 ? "" : "es") + " of " + with_commas(shift.size()) + " (alike under " +
          shift.describe() + "): simulated " + c + " rank" + (classes == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
 }
 
@@ -48,61 +48,71 @@ class PlatformCheck {
   // Whether the shift keeps the costs of the routes of every (source, destination) pair in
   // `pairs` (their sources representatives) and of their images, and maps their ports by one
   // permutation of the links that fixes no port; `port` then holds each link's class representative.
-  bool invariant(const std::vector<std::pair<uint32_t, uint32_t>>& pairs, const RankShift& shift, std::vector<uint32_t>& port,
+  bool invariant(const std::vector<std::pair<uint32_t, uint32_t>>& pairs, const RankSymmetry& group, std::vector<uint32_t>& port,
                  std::string& why) {
-    const uint32_t m = shift.count;
-    std::unordered_map<uint32_t, uint32_t> perm;  // port link -> its image under the shift
-    std::unordered_set<uint32_t> roles[2];        // links used as sending ports, as receiving ports
+    const uint32_t m = group.size();
+    const size_t gens = group.shifts.size();
+    std::vector<std::unordered_map<uint32_t, uint32_t>> perm(gens);  // per shift: port link -> its image
+    std::unordered_set<uint32_t> roles[2];                           // links used as sending ports, as receiving ports
     for (const auto& [a, d] : pairs) {
-      Route first = route(a, d), cur = first;
-      for (uint32_t j = 0; j < m; ++j) {
-        uint32_t a1 = shift.moved(a, j + 1), d1 = shift.moved(d, j + 1);
-        Route next = route(a1, d1);
-        if (!(next == first)) {
-          why = "the route from rank " + std::to_string(a1) + " to " + std::to_string(d1) + " is not the one from " + std::to_string(a) +
+      Route first = route(a, d);
+      for (uint32_t e = 0; e < m; ++e) {
+        uint32_t a0 = group.moved(a, e), d0 = group.moved(d, e);
+        Route cur = e ? route(a0, d0) : first;
+        if (!(cur == first)) {
+          why = "the route from rank " + std::to_string(a0) + " to " + std::to_string(d0) + " is not the one from " + std::to_string(a) +
                 " to " + std::to_string(d) + ", shifted";
           return false;
         }
-        for (int r = 0; r < 2; ++r) {
-          if ((cur.port[r] == none_) != (next.port[r] == none_)) {
-            why = "a route's port is a loopback where its shifted route's is not";
-            return false;
-          }
-          if (cur.port[r] == none_) continue;
-          roles[r].insert(cur.port[r]);
-          auto [it, fresh] = perm.emplace(cur.port[r], next.port[r]);
-          const LinkInfo &l = p_.links[cur.port[r]], &n = p_.links[next.port[r]];
-          if (!fresh && it->second != next.port[r]) {
-            why = "link " + l.name + " has two images under the shift";
-            return false;
-          }
-          if (l.bw != n.bw) {
-            why = "links " + l.name + " and " + n.name + " differ";
-            return false;
+        for (size_t k = 0; k < gens; ++k) {
+          const RankShift& sh = group.shifts[k];
+          Route next = route(sh.moved(a0), sh.moved(d0));
+          for (int r = 0; r < 2; ++r) {
+            if ((cur.port[r] == none_) != (next.port[r] == none_)) {
+              why = "a route's port is a loopback where its shifted route's is not";
+              return false;
+            }
+            if (cur.port[r] == none_) continue;
+            roles[r].insert(cur.port[r]);
+            auto [it, fresh] = perm[k].emplace(cur.port[r], next.port[r]);
+            const LinkInfo &l = p_.links[cur.port[r]], &n = p_.links[next.port[r]];
+            if (!fresh && it->second != next.port[r]) {
+              why = "link " + l.name + " has two images under the shift";
+              return false;
+            }
+            if (l.bw != n.bw) {
+              why = "links " + l.name + " and " + n.name + " differ";
+              return false;
+            }
           }
         }
-        cur = next;
       }
     }
-    // Every port's class: its orbit under the permutation, of m distinct links (a port the
-    // shift fixes would carry the flows of several ranks of one class, where the quotient has one).
+    // Every port's class: its orbit under the shifts' permutations, of m distinct links (a port
+    // the group fixes would carry the flows of several ranks of one class, where the quotient has
+    // one).
     port.assign(p_.links.size(), none_);
-    for (const auto& [l0, img] : perm) {
+    std::vector<uint32_t> orbit;
+    for (const auto& [l0, img] : perm.empty() ? std::unordered_map<uint32_t, uint32_t>{} : perm[0]) {
       if (port[l0] != none_) continue;
-      uint32_t l = l0, steps = 0;
-      do {
-        auto it = perm.find(l);
-        if (it == perm.end()) {
-          why = "link " + p_.links[l].name + " has no image under the shift";
-          return false;
+      orbit.assign(1, l0);
+      port[l0] = l0;
+      for (size_t i = 0; i < orbit.size() && orbit.size() <= m; ++i) {
+        for (size_t k = 0; k < gens; ++k) {
+          auto it = perm[k].find(orbit[i]);
+          if (it == perm[k].end()) {
+            why = "link " + p_.links[orbit[i]].name + " has no image under a shift";
+            return false;
+          }
+          if (port[it->second] == none_) {
+            port[it->second] = l0;
+            orbit.push_back(it->second);
+          }
         }
-        port[l] = l0;
-        l = it->second;
-        ++steps;
-      } while (l != l0 && steps <= m);
-      if (steps != m) {
-        why = "the shift maps link " + p_.links[l0].name + " onto itself after " + std::to_string(steps) + " of " + std::to_string(m) +
-              " steps (ranks of one class share it)";
+      }
+      if (orbit.size() != m) {
+        why = "the shifts map link " + p_.links[l0].name + " onto " + std::to_string(orbit.size()) + " links, not " + std::to_string(m) +
+              " (ranks of one class share it)";
         return false;
       }
     }
@@ -147,42 +157,59 @@ std::vector<std::pair<uint32_t, uint32_t>> message_pairs(const StepGraph& g) {
   return out;
 }
 
-// The shift with the fewest classes that both the graph and the platform allow (found: count > 0),
-// or why not. The platform is asked first (its check is the cheaper); a shift the graph allows is
-// remembered, since moving its blocks j at a time is a shift the graph allows too.
-RankShift find_shift(const StepGraph& g, const Platform& p, const SimOptions& o, const RankPositions& rp, std::vector<uint32_t>& port,
-                     std::string& why_not) {
+// The shifts both the graph and the platform allow, fewest classes first: the best one, then the
+// best on digits of their own with it, and so on (none: why_not says why). The graph's answer for
+// a shift is remembered; moving a shift's blocks j at a time is a shift the graph allows too.
+RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions& o, const RankPositions& rp, std::vector<uint32_t>& port,
+                        std::string& why_not) {
   const std::vector<std::pair<uint32_t, uint32_t>> all = message_pairs(g);
+  const std::vector<RankShift> candidates = candidate_shifts(g.nranks);
   PlatformCheck check(p, o);
   std::vector<RankShift> allowed;  // by the graph
+  std::vector<char> refused(candidates.size(), 0);
   std::string graph_why, platform_why;
   std::vector<std::pair<uint32_t, uint32_t>> pairs;
-  for (const RankShift& shift : candidate_shifts(g.nranks)) {
-    bool known = std::any_of(allowed.begin(), allowed.end(), [&](const RankShift& a) {
-      return a.inner * a.count == shift.inner * shift.count && shift.inner % a.inner == 0;
-    });
-    std::string why;
-    if (!known && !translation_invariant(g, rp, shift, why)) {
-      if (graph_why.empty()) graph_why = why;
-      continue;
+  std::vector<uint32_t> ports;
+  RankSymmetry group{{}, g.nranks};
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t c = 0; c < candidates.size() && !grew; ++c) {
+      const RankShift& shift = candidates[c];
+      if (refused[c] || !group.disjoint(shift) || uint64_t{group.size()} * shift.count > g.nranks) continue;
+      bool known = std::any_of(allowed.begin(), allowed.end(), [&](const RankShift& a) {
+        return a.inner * a.count == shift.inner * shift.count && shift.inner % a.inner == 0;
+      });
+      std::string why;
+      if (!known && !translation_invariant(g, rp, shift, why)) {
+        refused[c] = 1;
+        if (graph_why.empty()) graph_why = why;
+        continue;
+      }
+      if (!known) allowed.push_back(shift);
+      RankSymmetry bigger = group.with(shift);
+      pairs.clear();
+      for (const auto& pr : all)
+        if (bigger.representative_rank(pr.first)) pairs.push_back(pr);
+      if (check.invariant(pairs, bigger, ports, why)) {
+        group = bigger;
+        port = ports;
+        grew = true;
+      } else if (platform_why.empty()) {
+        platform_why = why;
+      }
     }
-    if (!known) allowed.push_back(shift);
-    pairs.clear();
-    for (const auto& pr : all)
-      if (shift.digit(pr.first) == 0) pairs.push_back(pr);
-    if (check.invariant(pairs, shift, port, why)) return shift;
-    if (platform_why.empty()) platform_why = why;
   }
-  why_not = allowed.empty() ? "no shift of the ranks maps the schedule onto itself (" + graph_why + ")"
-                            : "the platform tells the ranks apart (" + platform_why + ")";
-  return RankShift{};
+  if (group.none())
+    why_not = allowed.empty() ? "no shift of the ranks maps the schedule onto itself (" + graph_why + ")"
+                              : "the platform tells the ranks apart (" + platform_why + ")";
+  return group;
 }
 
 }  // namespace
 
-RankShift rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not) {
+RankSymmetry rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not) {
   why_not = translation_refusal(g);
-  if (!why_not.empty()) return RankShift{};
+  if (!why_not.empty()) return RankSymmetry{};
   RankPositions rp = rank_positions(g);
   std::vector<uint32_t> port;
   return find_shift(g, p, o, rp, port, why_not);
@@ -201,8 +228,8 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   std::vector<StepId> watch;
   {
     RankPositions rp = rank_positions(g);  // (freed before the run)
-    RankShift shift = find_shift(g, p, o, rp, run.port, use.why_not);
-    if (!shift.count) return simulate(g, p, o);
+    RankSymmetry shift = find_shift(g, p, o, rp, run.port, use.why_not);
+    if (shift.none()) return simulate(g, p, o);
     q = quotient_graph(g, rp, shift);
     for (StepId s : o.watch) watch.push_back(s < g.size() ? q.step_of(g, rp, s) : s);
   }

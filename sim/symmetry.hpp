@@ -26,7 +26,7 @@ namespace sg::sim {
 struct SymmetryUse {
   bool asked = true;    // --no-symmetry: false
   bool used = false;    // the quotient was simulated
-  RankShift shift;      // the ranks alike (used)
+  RankSymmetry shift;   // the ranks alike (used)
   uint32_t nranks = 0;  // N
   uint64_t quotient_steps = 0;
   std::string why_not;  // not used: why
@@ -35,9 +35,9 @@ struct SymmetryUse {
   std::string line() const;
 };
 
-// The shift with the fewest classes under which ranks are alike on this platform (the graph's
-// and the platform's), or none (count 0) with why not.
-RankShift rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not);
+// The shifts (one, or several on digits of their own) under which ranks are alike on this
+// platform (the graph's and the platform's), fewest classes first, or none with why not.
+RankSymmetry rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not);
 
 // simulate(), on the quotient graph where the classes are proved (o.symmetry and the α-β analytic
 // engine), else on the full graph; `use` says which and why.

@@ -82,6 +82,19 @@ TEST_CASE("a translation of the ranks is found in the graph, not assumed", "[sym
   CHECK(blocks.representative(3) == 7);
   CHECK(blocks.times(7, 11) == 2);
   CHECK(blocks.describe() == "a shift by 2 ranks inside each 6");
+  // Two shifts on digits of their own: r = ((o·2 + b)·3 + a)·2 + i with a moved by one and b by the
+  // other; 24 ranks in 4 classes of 6.
+  RankSymmetry both = RankSymmetry{{}, 24}.with(RankShift{6, 2, 24}).with(RankShift{2, 3, 24});
+  CHECK(both.size() == 6);
+  CHECK(both.classes() == 4);
+  CHECK_FALSE(both.disjoint(RankShift{1, 4, 24}));
+  CHECK(both.disjoint(RankShift{1, 2, 24}));
+  for (uint32_t r = 0; r < 24; ++r) {
+    uint32_t c = both.class_of(r), rep = both.representative(c);
+    CHECK(both.representative_rank(rep));
+    CHECK(both.moved(rep, both.times(rep, r)) == r);  // every rank is its representative moved
+    CHECK(both.class_of(rep) == c);
+  }
   std::string why = translation_refusal(*build("ring_allreduce", 8)->g);
   CHECK(why.empty());
   auto bc = build("binomial_bcast", 8);
@@ -94,7 +107,7 @@ TEST_CASE("the quotient holds one rank a class, each message taken by its receiv
   auto b = build("ring_allreduce", 8);
   const StepGraph& g = *b->g;
   RankPositions rp = rank_positions(g);
-  Quotient q = quotient_graph(g, rp, RankShift{1, 8, 8});
+  Quotient q = quotient_graph(g, rp, RankSymmetry{{RankShift{1, 8, 8}}, 8});
   CHECK(q.graph.nranks == 1);
   CHECK(q.graph.size() * 8 == g.size());
   for (StepId s = 0; s < q.graph.size(); ++s) {
@@ -181,7 +194,8 @@ TEST_CASE("where the classes cannot be proved every rank is simulated, and the r
   // both GPUs' messages where the quotient would have one: the shift by 8 (a node) is used.
   PointResult nic = point("ring_allreduce", 16, "nodes:count=2,gpus=8,nics=1,nvlink=400GBps,nic=50GBps", true);
   REQUIRE(nic.symmetry_json.at("used").get<bool>());
-  CHECK(nic.symmetry_json.at("shift") == 8);
+  CHECK(nic.symmetry_json.at("shifts").size() == 1);
+  CHECK(nic.symmetry_json.at("shifts")[0].at("by") == 8);
   // The ranks of a ring are alike on a star: one class.
   PointResult ring = point("ring_allreduce", 16, "", true);
   REQUIRE(ring.symmetry_json.at("used").get<bool>());

@@ -75,6 +75,65 @@ std::string RankShift::describe() const {
   return inner * count == nranks ? by : by + " inside each " + std::to_string(inner * count);
 }
 
+uint32_t RankSymmetry::size() const {
+  uint32_t n = 1;
+  for (const RankShift& s : shifts) n *= s.count;
+  return n;
+}
+
+bool RankSymmetry::representative_rank(uint32_t r) const {
+  for (const RankShift& s : shifts)
+    if (s.digit(r)) return false;
+  return true;
+}
+
+uint32_t RankSymmetry::moved(uint32_t r, uint32_t e) const {
+  for (const RankShift& s : shifts) {
+    r = s.moved(r, e % s.count);
+    e /= s.count;
+  }
+  return r;
+}
+
+uint32_t RankSymmetry::times(uint32_t from, uint32_t to) const {
+  uint32_t e = 0, place = 1;
+  for (const RankShift& s : shifts) {
+    e += s.times(from, to) * place;
+    place *= s.count;
+  }
+  return e;
+}
+
+// The higher digits out first, and in last: a lower digit's place is the same either way.
+uint32_t RankSymmetry::class_of(uint32_t r) const {
+  for (auto it = shifts.rbegin(); it != shifts.rend(); ++it) r = it->class_of(r);
+  return r;
+}
+
+uint32_t RankSymmetry::representative(uint32_t c) const {
+  for (const RankShift& s : shifts) c = s.representative(c);
+  return c;
+}
+
+bool RankSymmetry::disjoint(const RankShift& s) const {
+  for (const RankShift& t : shifts)
+    if (t.inner % (s.inner * s.count) != 0 && s.inner % (t.inner * t.count) != 0) return false;
+  return true;
+}
+
+RankSymmetry RankSymmetry::with(const RankShift& s) const {
+  RankSymmetry out = *this;
+  out.shifts.push_back(s);
+  std::sort(out.shifts.begin(), out.shifts.end(), [](const RankShift& a, const RankShift& b) { return a.inner < b.inner; });
+  return out;
+}
+
+std::string RankSymmetry::describe() const {
+  std::string out;
+  for (size_t k = 0; k < shifts.size(); ++k) out += (k ? " and " : "") + shifts[k].describe();
+  return out;
+}
+
 std::vector<RankShift> candidate_shifts(uint32_t nranks) {
   std::vector<RankShift> out;
   for (uint32_t inner = 1; inner < nranks; ++inner) {
@@ -154,7 +213,7 @@ bool translation_invariant(const StepGraph& g, const RankPositions& rp, const Ra
   return true;
 }
 
-Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankShift& shift) {
+Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankSymmetry& shift) {
   Quotient q;
   q.shift = shift;
   q.full_steps = g.size();
@@ -190,13 +249,13 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankS
   std::vector<StepId> id(reps);
   StepId next = 0;
   for (StepId s = 0; s < g.size(); ++s)
-    if (shift.digit(g.rank(s)) == 0) id[off[shift.class_of(g.rank(s))] + rp.pos[s]] = next++;
+    if (shift.representative_rank(g.rank(s))) id[off[shift.class_of(g.rank(s))] + rp.pos[s]] = next++;
   auto rep = [&](StepId s) { return id[off[shift.class_of(g.rank(s))] + rp.pos[s]]; };
   out.reserve(reps, reps);
   q.dst.reserve(reps);
   for (StepId s = 0; s < g.size(); ++s) {
     uint32_t r = g.rank(s);
-    if (shift.digit(r) != 0) continue;
+    if (!shift.representative_rank(r)) continue;
     StepKind kind = g.kind(s);
     uint32_t ref = g.ref(s);
     if ((kind == StepKind::Send || kind == StepKind::Recv) && !g.local(s)) {

@@ -44,6 +44,26 @@ struct RankShift {
   std::string describe() const;
 };
 
+// Shifts on digits of their own, moving at once (they commute): the group they generate, its
+// elements numbered e < size() (shift k moved (e / the counts before k) % count_k times). Ranks
+// in a class differ in those digits only; the class's representative has them all 0.
+struct RankSymmetry {
+  std::vector<RankShift> shifts;  // by inner, ascending; no two share a digit
+  uint32_t nranks = 0;
+  bool none() const { return shifts.empty(); }
+  uint32_t size() const;  // the group's elements: the product of the counts
+  uint32_t classes() const { return nranks / size(); }
+  bool representative_rank(uint32_t r) const;
+  uint32_t moved(uint32_t r, uint32_t e) const;
+  uint32_t times(uint32_t from, uint32_t to) const;  // the element that moves `from` to `to` (one class)
+  uint32_t class_of(uint32_t r) const;
+  uint32_t representative(uint32_t c) const;
+  // Whether `s` moves digits none of these shifts moves, and the group with it.
+  bool disjoint(const RankShift& s) const;
+  RankSymmetry with(const RankShift& s) const;
+  std::string describe() const;  // "a shift by 1 rank inside each 8 and a shift by 8 ranks inside each 64"
+};
+
 // Each step's place among its rank's steps, ordered by statement and kind and then program order:
 // what a translation maps a step by (the i-th step of rank r to the i-th step of rank r + k).
 struct RankPositions {
@@ -69,7 +89,7 @@ std::vector<RankShift> candidate_shifts(uint32_t nranks);
 
 struct Quotient {
   StepGraph graph;  // the representatives' steps, in the full graph's order; rank c is class c
-  RankShift shift;
+  RankSymmetry shift;
   uint64_t full_steps = 0;  // the full graph's steps
   // Per step of `graph`: a send's destination rank in the full graph (the graph's own peer is
   // that rank's class); otherwise the step's own rank in the full graph.
@@ -81,7 +101,7 @@ struct Quotient {
   }
 };
 
-// The quotient of g under the shift (translation_invariant(g, rp, shift, …) holds).
-Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankShift& shift);
+// The quotient of g under the group (translation_invariant(g, rp, s, …) holds for each of its shifts).
+Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankSymmetry& shift);
 
 }  // namespace sg
