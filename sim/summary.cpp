@@ -43,18 +43,20 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
   std::map<uint32_t, CriticalEntry> by_stmt;
   std::map<std::pair<uint32_t, std::string>, double> by_kind;       // (stmt, what) -> seconds
   std::map<std::pair<uint32_t, std::string>, uint64_t> kind_steps;  // (stmt, what) -> steps on the path
-  std::unordered_set<StepId> seen;
+  std::unordered_set<uint64_t> seen;
   uint32_t j = 0;  // the step stands for its representative's step moved j times (on a quotient)
-  for (StepId s = last; s != kNoStep && seen.insert(s).second;) {
+  // (A quotient's step is on the path once for each rank it stands for there: keyed with j.)
+  for (StepId s = last; s != kNoStep && seen.insert((uint64_t{j} << 32) | s).second;) {
     StepId pred = kNoStep;
     double best = -1;
+    bool via_partner = false;  // the message was the last input (not a dependency, even one that is the same quotient step)
     // Only inputs that were there before the step ended: a dependency on a nonblocking step is
     // on its start, and the step may end after the ones that depend on it.
-    auto consider = [&](StepId p) {
-      if (p != kNoStep && rt.ran(p) && end(p) <= end(s) && end(p) > best) best = end(p), pred = p;
+    auto consider = [&](StepId p, bool partner) {
+      if (p != kNoStep && rt.ran(p) && end(p) <= end(s) && end(p) > best) best = end(p), pred = p, via_partner = partner;
     };
-    for (StepId d : g.deps(s)) consider(d);
-    if (g.kind(s) == StepKind::Recv) consider(rt.partner(s));
+    for (StepId d : g.deps(s)) consider(d, false);
+    if (g.kind(s) == StepKind::Recv) consider(rt.partner(s), true);
     double since = pred == kNoStep ? end(s) : end(s) - end(pred);
     StepKind k = g.kind(s);
     // A receive's segment runs from its last input to its end: whether that input was its
@@ -83,7 +85,7 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
     by_kind[{e.stmt, what}] += since;
     ++kind_steps[{e.stmt, what}];
     e.seconds += since;
-    if (pred != kNoStep && k == StepKind::Recv && pred == rt.partner(s)) j = other_j;
+    if (via_partner) j = other_j;
     s = pred;
   }
   // A statement's steps may be of several kinds (an expanded collective's sends, receives and

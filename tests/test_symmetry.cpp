@@ -3,6 +3,8 @@
 // full graph, and simulating one rank a class gives the full simulation's answer.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 
 #include "core/dsl/library.hpp"
@@ -210,4 +212,44 @@ TEST_CASE("where the classes cannot be proved every rank is simulated, and the r
   PointResult sg = run_point(p);
   CHECK(sg.symmetry.find("SimGrid") != std::string::npos);
 #endif
+}
+
+// MPI programs (`on` blocks): a rank's own send and its receive's matching send (from the rank
+// before it) are one quotient step under a ring's shift; the critical path still follows the
+// input that came last, on the rank it came from, so the slowest rank's exposed part is the full
+// run's.
+TEST_CASE("an MPI ring: one rank for all, the same time and critical path", "[symmetry]") {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string file = dir + "/stepgraph_test_symmetry_mpi_ring.sched";
+  {
+    std::ofstream out(file);
+    out << "schedule mpi_ring(size = 1KiB, big = 8MiB) {\n"
+           "  buffer a[N] bytes size / N;\n"
+           "  buffer b[N] bytes big / N;\n"
+           "  on r in 0 .. N {\n"
+           "    for s in 0 .. N - 1 {\n"
+           "      send a[(r - s) % N] to (r + 1) % N;\n"
+           "      recv a[(r - s - 1) % N] from (r - 1) % N;\n"
+           "    }\n"
+           "    for s in 0 .. N - 1 {\n"
+           "      isend b[(r - s) % N] to (r + 1) % N as h;\n"
+           "      recv b[(r - s - 1) % N] from (r - 1) % N;\n"
+           "      wait h;\n"
+           "    }\n"
+           "  }\n"
+           "}\n";
+  }
+  for (const char* platform : {"", "dgx-h100:nodes=2"}) {
+    PointResult a = point(file, 16, platform, true);
+    PointResult b = point(file, 16, platform, false);
+    INFO((*platform ? platform : "the default") << ": " << a.symmetry << a.error << a.diag);
+    REQUIRE(a.error.empty());
+    CHECK(a.symmetry_json.at("used").get<bool>());
+    CHECK(close(a.time_s, b.time_s));
+    CHECK(a.slowest_rank == b.slowest_rank);
+    CHECK(close(a.exposed_s, b.exposed_s, b.time_s));
+    CHECK(close(a.cp_comm_s, b.cp_comm_s, b.time_s));
+    CHECK(close(a.cp_local_s, b.cp_local_s, b.time_s));
+  }
+  std::filesystem::remove(file);
 }

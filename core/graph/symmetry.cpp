@@ -45,7 +45,7 @@ std::string translation_refusal(const StepGraph& g) {
     StepKind k = g.kind(s);
     if (k == StepKind::Collective) return "a collective is left unexpanded";
     if ((k == StepKind::Send || k == StepKind::Recv) && g.match(s) == kNoStep)
-      return "a message is matched at run time (a wildcard receive, or no match pass)";
+      return "a message is matched at run time (a wildcard receive the match pass could not pin to one send)";
   }
   return "";
 }
