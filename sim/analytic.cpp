@@ -255,7 +255,7 @@ SimResult simulate_analytic(const StepGraph& g, const Platform& p, const SimOpti
   oo.runtime.record_starts = o.trace;
   AnalyticTimer timer(g, p, oo, g.nranks);
   Runtime rt(g, oo.runtime, timer);
-  if (o.quotient) rt.set_destinations(o.quotient->dst);
+  if (o.quotient) rt.set_destinations(&o.quotient->quotient->dst);
   timer.run(rt, g.size());
   r.events = timer.events();
   summarise(g, p, oo, rt, r);

@@ -32,14 +32,14 @@ struct LogGP {
 // A run of a quotient graph (core/graph/symmetry.hpp; sim/symmetry.hpp decides when): one rank
 // per class of ranks a translation by `shift` cannot tell apart, standing for all of them.
 struct QuotientRun {
-  RankSymmetry shift;                          // the graph's rank c is class c (shift.representative(c))
-  uint64_t full_steps = 0;                     // the full graph's steps
-  const std::vector<uint32_t>* dst = nullptr;  // per step: a send's destination rank in the full graph
+  const Quotient* quotient = nullptr;  // the graph run: its shift, the full graph's steps, each send's destination
   // Per link: the representative of its class (the links the shift maps onto each other carry the
   // same flows at the same times): the analytic engine's ports.
   std::vector<uint32_t> port;
-  uint32_t copies() const { return shift.size(); }
-  uint32_t full_rank(uint32_t c) const { return shift.representative(c); }
+  const RankSymmetry& shift() const { return quotient->shift; }
+  uint32_t copies() const { return quotient->shift.size(); }
+  uint32_t full_rank(uint32_t c) const { return quotient->shift.representative(c); }  // (the graph's rank c is class c)
+  uint32_t dst(StepId send) const { return quotient->dst[send]; }                     // in the full graph
 };
 
 struct SimOptions {

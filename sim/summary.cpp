@@ -32,9 +32,9 @@ bool most_seconds_first(const CriticalEntry& a, const CriticalEntry& b) {
 // own, not its class's.
 void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, uint32_t slowest, SimResult& r) {
   const QuotientRun* q = o.quotient;
-  auto dst = [&](StepId s) { return q ? (*q->dst)[s] : g.peer(s); };
+  auto dst = [&](StepId s) { return q ? q->dst(s) : g.peer(s); };
   auto full = [&](uint32_t rank) { return q ? q->full_rank(rank) : rank; };
-  auto moved = [&](uint32_t rank, uint32_t j) { return q ? q->shift.moved(rank, j) : rank; };
+  auto moved = [&](uint32_t rank, uint32_t j) { return q ? q->shift().moved(rank, j) : rank; };
   const uint32_t slowest_full = full(slowest);
   auto end = [&](StepId s) { return rt.finish(s); };
   StepId last = kNoStep;
@@ -68,7 +68,7 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
     if (message) {
       r.cp_comm_s += since;
       StepId other = k == StepKind::Recv ? rt.partner(s) : kNoStep;
-      if (other != kNoStep && q) other_j = q->shift.times(dst(other), at);
+      if (other != kNoStep && q) other_j = q->shift().times(dst(other), at);
       bool mine = at == slowest_full || (other != kNoStep && moved(full(g.rank(other)), other_j) == slowest_full) ||
                   (k == StepKind::Send && moved(dst(s), j) == slowest_full);
       if (mine) r.exposed_s += since;
@@ -113,11 +113,11 @@ void link_loads(const StepGraph& g, const Platform& p, const SimOptions& o, cons
   std::map<std::pair<uint32_t, uint32_t>, uint64_t> pairs;
   for (StepId s = 0; s < g.size(); ++s)
     if (g.kind(s) == StepKind::Send && rt.ran(s))
-      pairs[{q ? q->full_rank(g.rank(s)) : g.rank(s), q ? (*q->dst)[s] : g.peer(s)}] += g.range_bytes(g.range(s));
+      pairs[{q ? q->full_rank(g.rank(s)) : g.rank(s), q ? q->dst(s) : g.peer(s)}] += g.range_bytes(g.range(s));
   const uint32_t copies = q ? q->copies() : 1;
   for (const auto& [pair, k] : pairs) {
     for (uint32_t j = 0; j < copies; ++j) {
-      uint32_t a = q ? q->shift.moved(pair.first, j) : pair.first, b = q ? q->shift.moved(pair.second, j) : pair.second;
+      uint32_t a = q ? q->shift().moved(pair.first, j) : pair.first, b = q ? q->shift().moved(pair.second, j) : pair.second;
       if (!o.map.empty()) a = o.map[a], b = o.map[b];
       double lat = 0;
       p.route(a, b, ids, lat);
@@ -147,7 +147,7 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
   const uint64_t copies = o.quotient ? o.quotient->copies() : 1;
   r.messages = rt.messages() * copies;
   r.bytes = rt.bytes() * copies;
-  r.steps = o.quotient ? o.quotient->full_steps : g.size();
+  r.steps = o.quotient ? o.quotient->quotient->full_steps : g.size();
   r.time_s = rt.end_time();
   const auto& rank_end = rt.rank_end();
   // The slowest rank: the lowest of those that end last, to 1e-9 (ranks alike end together;

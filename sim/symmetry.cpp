@@ -207,18 +207,9 @@ RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions&
 
 }  // namespace
 
-RankSymmetry rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not) {
-  why_not = translation_refusal(g);
-  if (!why_not.empty()) return RankSymmetry{};
-  RankPositions rp = rank_positions(g);
-  std::vector<uint32_t> port;
-  return find_shift(g, p, o, rp, port, why_not);
-}
-
 SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOptions& o, SymmetryUse& use) {
   auto t0 = std::chrono::steady_clock::now();
   use = SymmetryUse{};
-  use.asked = o.symmetry;
   use.nranks = g.nranks;
   use.why_not = engine_refusal(o);
   if (use.why_not.empty()) use.why_not = translation_refusal(g);
@@ -233,9 +224,7 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
     q = quotient_graph(g, rp, shift);
     for (StepId s : o.watch) watch.push_back(s < g.size() ? q.step_of(g, rp, s) : s);
   }
-  run.shift = q.shift;
-  run.full_steps = q.full_steps;
-  run.dst = &q.dst;
+  run.quotient = &q;
   SimOptions oq = o;
   oq.watch = watch;
   oq.quotient = &run;

@@ -24,7 +24,6 @@
 namespace sg::sim {
 
 struct SymmetryUse {
-  bool asked = true;    // --no-symmetry: false
   bool used = false;    // the quotient was simulated
   RankSymmetry shift;   // the ranks alike (used)
   uint32_t nranks = 0;  // N
@@ -34,10 +33,6 @@ struct SymmetryUse {
   // or "none: <why>; simulated all 4,096 ranks".
   std::string line() const;
 };
-
-// The shifts (one, or several on digits of their own) under which ranks are alike on this
-// platform (the graph's and the platform's), fewest classes first, or none with why not.
-RankSymmetry rank_symmetry(const StepGraph& g, const Platform& p, const SimOptions& o, std::string& why_not);
 
 // simulate(), on the quotient graph where the classes are proved (o.symmetry and the α-β analytic
 // engine), else on the full graph; `use` says which and why.
