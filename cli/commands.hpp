@@ -78,10 +78,11 @@ struct SimOpts {
   std::string trace, csv, plot;
   unsigned top = 5;
   bool json = false, quiet = false;
-  bool allow_defects = false;   // simulate a schedule the check before the run finds a defect in
-  bool no_symmetry = false;     // --no-symmetry: simulate every rank, even where classes of ranks are alike
-  std::string nccl_tests;       // --nccl-tests FILE: predict a measured nccl-tests table (cli/sim_nccl_tests.cpp)
-  std::string nccl_collective;  // --nccl-collective: the table's collective where its header does not say
+  bool allow_defects = false;          // simulate a schedule the check before the run finds a defect in
+  std::string collectives = "expand";  // --collectives expand|memo
+  bool no_symmetry = false;            // --no-symmetry: simulate every rank, even where classes of ranks are alike
+  std::string nccl_tests;              // --nccl-tests FILE: predict a measured nccl-tests table (cli/sim_nccl_tests.cpp)
+  std::string nccl_collective;         // --nccl-collective: the table's collective where its header does not say
 };
 
 struct ExecOpts {

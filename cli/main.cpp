@@ -193,6 +193,10 @@ static int run_command(int argc, char** argv) {
                   "dataflow sends (outside on-blocks): at most K messages in flight per rank pair, a runtime's FIFO of K slots, so a "
                   "pipelined schedule pipelines (default: none; NCCL's own calls have one a channel)")
       ->check(CLI::Range(1u, 1u << 20));
+  sim->add_option("--collectives", sopts.collectives,
+                  "expand (default): every collective instance becomes its algorithm's messages in the job's graph; memo: each "
+                  "instance takes the times of its algorithm run alone on its members' hosts, simulated once per shape (docs/sim.md, "
+                  "\"Collectives costed once per shape\")");
   sim->add_flag("--no-symmetry", sopts.no_symmetry,
                 "simulate every rank, even where the schedule and the platform prove classes of ranks alike (the analytic engine "
                 "then simulates one rank a class: docs/sim.md, \"Symmetry\")");

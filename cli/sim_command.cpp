@@ -51,6 +51,7 @@ int sim_options(const SimOpts& o, const sim::PlatformChoice& platform, sim::SimO
   if (!parse_size(o.eager_limit, so.runtime.eager_limit)) return fail("bad --eager-limit '" + o.eager_limit + "'");
   so.runtime.window = o.window;
   so.symmetry = !o.no_symmetry;
+  if (o.collectives != "expand" && o.collectives != "memo") return fail("--collectives is expand or memo, got '" + o.collectives + "'");
   if (!parse_size(o.envelope, so.runtime.envelope)) return fail("bad --envelope '" + o.envelope + "'");
   if (!o.message_latency.empty()) {
     std::string why;
@@ -251,6 +252,7 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
   spec.platform = plan.platform;
   spec.options = plan.sim;
   spec.quiet = o.quiet;
+  spec.memo = o.collectives == "memo";
   if (!o.trace.empty()) {
     // One file per point when there are several: NAME.SCHEDULE.nN[.VALUE].json
     spec.trace_file = o.trace;

@@ -170,6 +170,7 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
           << "  not one collective over every rank: no algbw or busbw; its collectives, each timed from its first member's start to its "
              "last member's end:\n";
     for (const auto& e : r.expansions) std::cout << "  collective: " << e << "\n";
+    if (!r.memo.empty()) std::cout << "  collectives costed once per shape: " << r.memo << "\n";
     if (!r.symmetry.empty()) std::cout << "  symmetry: " << r.symmetry << "\n";
     std::cout << "  simulated in " << fmt("%.3f", r.wall_s) << " s (" << with_commas(r.events) << " events)";
     if (!r.trace_file.empty()) std::cout << "; trace: " << r.trace_file << " (open it in https://ui.perfetto.dev)";

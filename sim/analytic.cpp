@@ -143,6 +143,8 @@ class AnalyticTimer : public Timer {
     push(end, step, Kind::Local);
   }
 
+  void hold(StepId step, uint32_t, double seconds) override { push(now_ + seconds, step, Kind::Local); }
+
   void run(Runtime& rt, size_t steps) {
     n_ = steps;
     rt.start(0);

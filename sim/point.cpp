@@ -15,6 +15,7 @@
 #include "core/io/writers.hpp"
 #include "core/pipeline.hpp"
 #include "sim/link_intervals.hpp"
+#include "sim/memo_collectives.hpp"
 #include "sim/symmetry.hpp"
 #ifdef STEPGRAPH_HAVE_SIMGRID
 #include "sim/simgrid_platform.hpp"
@@ -44,6 +45,7 @@ void to_json(nlohmann::json& j, const PointResult& r) {
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.wire.empty()) j["wire"] = r.wire;
   if (!r.symmetry_json.is_null()) j["symmetry"] = r.symmetry_json;
+  if (!r.memo_json.is_null()) j["memo"] = r.memo_json;
   if (r.window_min >= 0) j["window"] = {{"min_bytes", r.window_min}, {"max_bytes", r.window_max}};
   if (!r.collectives_json.empty()) j["collectives"] = r.collectives_json;
   if (!r.check.is_null()) j["check"] = r.check;
@@ -84,6 +86,7 @@ nlohmann::json point_to_json(const PointResult& r) {
   j["_breakdown"] = r.breakdown_json;
   j["_breakdown_text"] = r.breakdown_text;
   j["_symmetry"] = r.symmetry;
+  j["_memo"] = r.memo;
   j["_world"] = r.world;
   j["_size"] = r.size_bytes;
   j["_slowest"] = r.slowest_rank;
@@ -105,6 +108,8 @@ PointResult point_from_json(const nlohmann::json& j) {
   r.wire = j.value("wire", "");
   r.symmetry = j.value("_symmetry", "");
   if (j.contains("symmetry")) r.symmetry_json = j.at("symmetry");
+  r.memo = j.value("_memo", "");
+  if (j.contains("memo")) r.memo_json = j.at("memo");
   if (j.contains("window")) r.window_min = j["window"].at("min_bytes"), r.window_max = j["window"].at("max_bytes");
   r.messages = j.at("messages");
   r.bytes = j.at("bytes");
@@ -204,6 +209,57 @@ void collective_breakdown(const ExpandReport& rep, const std::vector<double>& wa
   }
 }
 
+// --collectives memo: a row per shape (as the expansion's rows: its time is the shape's alone,
+// from the last member's entry), and the line saying what that leaves out.
+void memo_report(const CollectiveMemo& m, PointResult& r) {
+  // Shapes that differ only in their slice of the platform but time alike are one row.
+  std::vector<MemoShape> rows;
+  for (const MemoShape& x : m.shapes) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const MemoShape& y) { return y.line == x.line && y.seconds == x.seconds; });
+    if (it == rows.end()) {
+      rows.push_back(x);
+    } else {
+      it->instances += x.instances;
+      it->wall_s += x.wall_s;
+    }
+  }
+  for (const MemoShape& x : rows) {
+    std::string fname;
+    double factor = 1;
+    switch (x.kind) {
+      case CollKind::Allreduce: factor = bus_factor(ExpectKind::Allreduce, x.members, fname); break;
+      case CollKind::Allgather: factor = bus_factor(ExpectKind::Allgather, x.members, fname); break;
+      case CollKind::ReduceScatter: factor = bus_factor(ExpectKind::ReduceScatter, x.members, fname); break;
+      case CollKind::Alltoall: factor = bus_factor(ExpectKind::Alltoall, x.members, fname); break;
+      default: factor = 1;
+    }
+    double busbw = x.seconds > 0 && x.kind != CollKind::Barrier ? static_cast<double>(x.bytes) / x.seconds / 1e9 * factor : 0;
+    r.collectives_json.push_back({{"collective", x.line},
+                                  {"instances", x.instances},
+                                  {"mean_s", x.seconds},
+                                  {"max_s", x.seconds},
+                                  {"busbw_GBps", busbw},
+                                  {"memoised", true},
+                                  {"steps_alone", x.steps},
+                                  {"wall_s", x.wall_s}});
+    r.expansions.push_back(x.line + (x.instances > 1 ? "; " + with_commas(x.instances) + " instances" : std::string()) + ": " +
+                           human_time(x.seconds) + " alone" + (busbw > 0 ? ", busbw " + fmt("%.2f", busbw) + " GB/s" : std::string()) +
+                           " (simulated once: " + with_commas(x.steps) + " steps, " + fmt("%.3f", x.wall_s) + " s)");
+  }
+  const char* left_out =
+      "an early member's progress before the last one enters, and contention between a collective and other traffic (other "
+      "collectives, the schedule's own messages) on shared links";
+  r.memo = with_commas(m.instances) + " collective instance" + (m.instances == 1 ? "" : "s") + " costed from " +
+           with_commas(m.shapes.size()) + " shape" + (m.shapes.size() == 1 ? "" : "s") + " simulated alone (" + fmt("%.3f", m.wall_s) +
+           " s), instead of " + with_commas(m.expanded_steps) +
+           " steps expanded; each from its last member's entry; not modelled: " + left_out;
+  r.memo_json = {{"instances", m.instances},
+                 {"shapes", m.shapes.size()},
+                 {"steps_not_expanded", m.expanded_steps},
+                 {"wall_s", m.wall_s},
+                 {"not_modelled", left_out}};
+}
+
 // The built-in platform, read once for every point that names none.
 const PlatformChoice& default_choice() {
   static const PlatformChoice c = default_platform();
@@ -240,7 +296,7 @@ PointResult run_point(const PointSpec& p) {
   bo.elab.nranks = p.n;
   bo.elab.sets = p.sets;
   bo.elab.max_memory = p.max_memory;
-  bo.expand = Expansion::ForCost;
+  bo.expand = p.memo ? Expansion::None : Expansion::ForCost;  // memo: costed alone, once per shape (below)
   bo.keep_as_written = true;  // what the schedule says (its postconditions) is read off the graph as written
   bo.algo = p.algo;
   // The platform first: on GPU nodes the collectives expand as NCCL's would.
@@ -352,6 +408,19 @@ PointResult run_point(const PointSpec& p) {
   for (const ExpandedInstance& e : b.expansion.instances) {
     so.watch.insert(so.watch.end(), e.entry.begin(), e.entry.end());
     so.watch.insert(so.watch.end(), e.exit.begin(), e.exit.end());
+  }
+  // --collectives memo: every instance's times from its algorithm alone, once per shape.
+  CollectiveMemo memo;
+  if (p.memo) {
+    std::string merr;
+    if (!memo_collectives(*g, s, bo.algo, platform, so, memo, s.diags, merr)) {
+      r.status = merr.empty() ? 2 : 3;
+      r.error = merr.empty() ? "bad input" : merr;
+      r.diag = s.diags.render(s.sources);
+      return r;
+    }
+    so.runtime.collective_times = &memo.times;
+    memo_report(memo, r);
   }
   SymmetryUse sym;
   SimResult res = simulate_symmetric(*g, platform, so, sym);

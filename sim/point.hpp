@@ -25,6 +25,9 @@ struct PointSpec {
   SimOptions options;
   std::string trace_file;  // "" = no trace
   bool quiet = false;      // an unsupported point keeps its diagnostics out of `diag`
+  // --collectives memo: each collective instance timed by its algorithm run alone, once per shape
+  // (sim/memo_collectives.hpp), instead of expanded into the job's graph.
+  bool memo = false;
 };
 
 // One point's outcome (serialisable: MPI processes send these).
@@ -59,6 +62,10 @@ struct PointResult {
   // bytes, algorithm), how many, their simulated time (mean, max) and bus bandwidth.
   nlohmann::json collectives_json = nlohmann::json::array();
   std::vector<std::string> expansions;  // a line per row of collectives_json
+  // --collectives memo: what was costed once per shape and what that leaves out (the line), and as
+  // JSON {instances, shapes, steps_not_expanded, wall_s, not_modelled}.
+  std::string memo;
+  nlohmann::json memo_json = nullptr;
   // What the check before the run found (cli/precheck.hpp; the CLI fills these, sim does not):
   // its JSON object (null when none ran) and its line for the header.
   nlohmann::json check = nullptr;

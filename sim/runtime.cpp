@@ -50,6 +50,7 @@ Runtime::Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer) : g_
   }
   succ_ = &g_.successor_view();  // the graph's shared view, built once
   coll_issued_.assign(g_.instances.size(), 0);
+  coll_entry_.assign(g_.instances.size(), {std::numeric_limits<double>::quiet_NaN(), kNoStep});
 }
 
 void Runtime::start(double now, int64_t rank) {
@@ -155,6 +156,10 @@ void Runtime::arrived(StepId send, double now) {
 void Runtime::done(StepId step, double now) {
   now_ = now;
   if (g_.kind(step) == StepKind::Compute) busy_end(g_.rank(step), 0);
+  if (g_.kind(step) == StepKind::Collective) {  // a collective costed as a whole: its member's part is over
+    busy_end(g_.rank(step), 1);
+    in_flight(g_.rank(step), g_.stmt(step), false);
+  }
   complete(step);
   drain();
 }
@@ -173,18 +178,20 @@ void Runtime::busy_begin(uint32_t rank, int kind) {
 // is exposed communication of its statement. (With record_starts, its start is kept too.)
 void Runtime::moving(StepId send, bool begin) {
   if (begin && o_.record_starts) moved_[send] = now_;
-  for (uint32_t rank : {g_.rank(send), g_.peer(send)}) {
-    Open& o = open_[rank];
-    count_exposed(rank);
-    uint32_t stmt = g_.stmt(send);
-    auto it = std::find_if(o.in.begin(), o.in.end(), [&](const auto& e) { return e.first == stmt; });
-    if (begin) {
-      if (it == o.in.end()) o.in.push_back({stmt, 1});
-      else ++it->second;
-    } else if (it != o.in.end() && --it->second == 0) {
-      *it = o.in.back();
-      o.in.pop_back();
-    }
+  for (uint32_t rank : {g_.rank(send), g_.peer(send)}) in_flight(rank, g_.stmt(send), begin);
+}
+
+// One more (or one less) communication of statement `stmt` moving for `rank`.
+void Runtime::in_flight(uint32_t rank, uint32_t stmt, bool begin) {
+  Open& o = open_[rank];
+  count_exposed(rank);
+  auto it = std::find_if(o.in.begin(), o.in.end(), [&](const auto& e) { return e.first == stmt; });
+  if (begin) {
+    if (it == o.in.end()) o.in.push_back({stmt, 1});
+    else ++it->second;
+  } else if (it != o.in.end() && --it->second == 0) {
+    *it = o.in.back();
+    o.in.pop_back();
   }
 }
 
@@ -335,12 +342,27 @@ void Runtime::issue(StepId s) {
       return;
     }
     case StepKind::Collective: {
-      // Left unexpanded: no traffic modelled; it completes when every member has issued it,
-      // or never when its members disagree or one never issues it (a deadlock).
-      const Instance& in = g_.instances[g_.coll(s).instance];
+      // Left unexpanded: it completes when every member has issued it, or never when its members
+      // disagree or one never issues it (a deadlock). Costed as a whole, each member's part ends
+      // its own time after that, as communication of the collective's statement.
+      uint32_t i = g_.coll(s).instance;
+      const Instance& in = g_.instances[i];
       if (!in.complete || !in.consistent) return;
-      if (++coll_issued_[g_.coll(s).instance] == in.steps_cnt)
-        for (uint32_t k = 0; k < in.steps_cnt; ++k) complete(g_.instance_steps[in.steps_off + k]);
+      if (++coll_issued_[i] < in.steps_cnt) return;
+      coll_entry_[i] = {now_, s};
+      const CollectiveTimes* ct = o_.collective_times;
+      bool timed = ct && ct->has(i);
+      for (uint32_t k = 0; k < in.steps_cnt; ++k) {
+        StepId m = g_.instance_steps[in.steps_off + k];
+        double t = timed ? ct->seconds[ct->off[i] + k] : 0;
+        if (t > 0) {
+          busy_begin(g_.rank(m), 1);
+          in_flight(g_.rank(m), g_.stmt(m), true);
+          timer_.hold(m, g_.rank(m), t);
+        } else {
+          complete(m);
+        }
+      }
       return;
     }
   }

@@ -20,7 +20,9 @@
 //   it matches, and messages of one source are matched in the order they were sent (later
 //   arrivals wait). Dynamic messages always go eagerly.
 // - copy / reduce / compute steps are local work; a wait completes when its handles have; a
-//   collective step left unexpanded completes when every member has issued it (no cost).
+//   collective step left unexpanded completes when every member has issued it: at no cost, or, where
+//   it is costed as a whole (RuntimeOptions::collective_times), on each member that member's time
+//   after the last member's entry.
 #pragma once
 #include <cstdint>
 #include <deque>
@@ -32,6 +34,15 @@
 namespace sg::sim {
 
 enum class Protocol : uint8_t { Eager, Rendezvous, Auto };
+
+// Collectives costed as wholes (sim/memo_collectives.hpp): per instance of the graph, each
+// member's time from the instance's last entry to its own exit, in member order. An instance with
+// no times (off[i] == off[i + 1]) completes at its last entry, at no cost.
+struct CollectiveTimes {
+  std::vector<uint32_t> off;    // instances + 1
+  std::vector<double> seconds;  // per member
+  bool has(uint32_t instance) const { return instance + 1 < off.size() && off[instance + 1] > off[instance]; }
+};
 const char* protocol_name(Protocol p);
 
 struct RuntimeOptions {
@@ -53,6 +64,8 @@ struct RuntimeOptions {
   // Dataflow sends without a call's own window (CallCost::window): at most this many in flight
   // per rank pair, a runtime's FIFO of that many slots (sim --window; 0: none, all at once).
   uint32_t window = 0;
+  // Collective steps left unexpanded take these times (null: none, they cost nothing).
+  const CollectiveTimes* collective_times = nullptr;
 };
 
 // Whether an MPI send of `bytes` goes by rendezvous. Auto: a message is eager iff bytes <
@@ -95,6 +108,9 @@ class Timer {
   virtual void posted(StepId send) = 0;
   // Local work of step `step` on `rank`: `flops` of computation and `seconds` of fixed time.
   virtual void local(StepId step, uint32_t rank, LocalKind kind, double flops, double seconds) = 0;
+  // Step `step` on `rank` ends `seconds` from now (Runtime::done), using nothing of the rank's or
+  // the network's: a collective costed as a whole.
+  virtual void hold(StepId step, uint32_t rank, double seconds) = 0;
 };
 
 class Runtime {
@@ -150,6 +166,9 @@ class Runtime {
   const std::vector<double>& arrival_times() const { return arrived_; }
   // The send each receive took (and each send's receive), or kNoStep: for a stuck state.
   StepId partner(StepId s) const;
+  // When collective instance i had its last member's entry, and that member's step (kNoStep if
+  // it never had all of them).
+  std::pair<double, StepId> collective_entry(uint32_t i) const { return coll_entry_[i]; }
   // Per step kStepIssued | kStepCompleted (core/interp/interpret.hpp), for analyze_stuck.
   std::vector<uint8_t> status() const;
 
@@ -198,6 +217,7 @@ class Runtime {
   void busy_begin(uint32_t rank, int kind);
   void busy_end(uint32_t rank, int kind);
   void moving(StepId send, bool begin);
+  void in_flight(uint32_t rank, uint32_t stmt, bool begin);
   void count_exposed(uint32_t rank);
   const StepGraph::Successors* succ_ = nullptr;  // the graph's successor view
   std::vector<StepId> work_, batch_;             // steps ready now, to issue
@@ -205,6 +225,7 @@ class Runtime {
   std::vector<StepId> initial_;
   std::unordered_map<StepId, std::vector<StepId>> waiters_;  // handle -> waits blocked on it
   std::vector<uint32_t> coll_issued_;                        // per collective instance
+  std::vector<std::pair<double, StepId>> coll_entry_;        // per collective instance: its last entry
   // Dynamic matching: per destination rank, posted receives and unexpected messages in order;
   // per (source, destination), the sends in issue order and how many were delivered.
   struct Dest {

@@ -49,6 +49,7 @@ struct SimOptions {
   std::vector<uint32_t> map;  // rank -> host; empty: rank r on host r
   bool trace = false;         // keep every step's start and end (and each message) for a trace
   std::vector<StepId> watch;  // steps whose end times the result reports (SimResult::watched)
+  bool rank_ends = false;     // report when each rank ended (SimResult::rank_ends), exactly
   unsigned top = 5;           // how many critical-path statements and links to report
   // Called now and then with the fraction of steps completed (for a progress bar; the SimGrid
   // engine calls it in its child process, which shares the terminal).
@@ -101,7 +102,8 @@ struct SimResult {
   // with nothing of its own moving, for other ranks' work (a pipeline's bubble) or members.
   std::vector<CriticalEntry> exposed_by;
   double exposed_total_s = 0, idle_s = 0;
-  std::vector<double> watched;  // SimOptions::watch: when each step ended (NaN: never)
+  std::vector<double> watched;    // SimOptions::watch: when each step ended (NaN: never; single precision unless traced)
+  std::vector<double> rank_ends;  // SimOptions::rank_ends: per rank (of the full graph), when its last step ended
   std::vector<CriticalEntry> critical;
   std::vector<LinkLoad> links;
   StuckState stuck;     // where it stopped, when !completed

@@ -53,7 +53,7 @@ constexpr uint32_t kWindow = 1;  // gets kept posted per incoming mailbox
 // Delay: a put waits out its message latency first; HopDelay: a message whose bytes have all
 // come lands its protocol's hop latency later (MessageCost::after); SlotDelay: a put's bytes
 // have left (Request::slot_s), its FIFO slot is free.
-enum class What : uint8_t { EagerPut, RendezvousPut, PairGet, LaneGet, Exec, Delay, HopDelay, SlotDelay };
+enum class What : uint8_t { EagerPut, RendezvousPut, PairGet, LaneGet, Exec, Delay, HopDelay, SlotDelay, Hold };
 
 struct Pending {
   What what;
@@ -152,6 +152,8 @@ class SimGridTimer : public Timer {
     requests_.push_back({What::Exec, step, rank, rank, flops + seconds * p_.speed});
   }
 
+  void hold(StepId step, uint32_t rank, double seconds) override { requests_.push_back({What::Hold, step, rank, rank, seconds}); }
+
   // The actor of rank r.
   void actor(Runtime& rt, uint32_t r) {
     Worker& me = workers_[r];
@@ -210,7 +212,8 @@ class SimGridTimer : public Timer {
           }
           break;
         }
-        case What::Exec: rt.done(p.step, now); break;
+        case What::Exec:
+        case What::Hold: rt.done(p.step, now); break;
         case What::Delay: {
           auto it = delayed_.find(p.step);
           requests_.push_back(it->second);
@@ -331,6 +334,7 @@ class SimGridTimer : public Timer {
           break;
         }
         case What::Delay:
+        case What::Hold:
         case What::HopDelay: wait_on(me, hosts_[host(q.src)], q.amount, q.what, q.step); break;
         default: break;
       }

@@ -57,8 +57,23 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
     };
     for (StepId d : g.deps(s)) consider(d, false);
     if (g.kind(s) == StepKind::Recv) consider(rt.partner(s), true);
-    double since = pred == kNoStep ? end(s) : end(s) - end(pred);
     StepKind k = g.kind(s);
+    // A collective costed as a whole (RuntimeOptions::collective_times): from its last member's
+    // entry on, communication; before, waiting for that member, whose last input is followed.
+    double coll_comm = -1;
+    if (k == StepKind::Collective && o.runtime.collective_times && o.runtime.collective_times->has(g.coll(s).instance)) {
+      auto [entered, m] = rt.collective_entry(g.coll(s).instance);
+      if (m != kNoStep) {
+        // (Compared as the runtime keeps step ends: in single precision unless a trace asks.)
+        double at_entry = o.runtime.record_starts ? entered : static_cast<double>(static_cast<float>(entered));
+        coll_comm = std::max(0.0, end(s) - at_entry);
+        pred = kNoStep, best = -1, via_partner = false;
+        for (StepId d : g.deps(m))
+          if (rt.ran(d) && end(d) <= at_entry && end(d) > best) best = end(d), pred = d;
+        coll_comm = std::min(coll_comm, pred == kNoStep ? end(s) : end(s) - end(pred));
+      }
+    }
+    double since = pred == kNoStep ? end(s) : end(s) - end(pred);
     // A receive's segment runs from its last input to its end: whether that input was its
     // message's send or one of its dependencies (the data came later or was there already, then
     // only its processing counts), it is the message's time on the path.
@@ -72,6 +87,10 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
       bool mine = at == slowest_full || (other != kNoStep && moved(full(g.rank(other)), other_j) == slowest_full) ||
                   (k == StepKind::Send && moved(dst(s), j) == slowest_full);
       if (mine) r.exposed_s += since;
+    } else if (coll_comm >= 0) {
+      r.cp_comm_s += coll_comm;
+      r.cp_sync_s += since - coll_comm;
+      if (at == slowest_full) r.exposed_s += coll_comm;
     } else if (k == StepKind::Wait || k == StepKind::Collective) {
       r.cp_sync_s += since;
     } else {
@@ -177,6 +196,12 @@ void summarise(const StepGraph& g, const Platform& p, const SimOptions& o, const
   }
   critical_path(g, rt, o, r.slowest_rank, r);
   if (o.quotient) r.slowest_rank = o.quotient->full_rank(r.slowest_rank);  // (a class, until here)
+  if (o.rank_ends) {
+    const QuotientRun* q = o.quotient;
+    uint32_t n = q ? q->shift().nranks : g.nranks;
+    r.rank_ends.resize(n);
+    for (uint32_t k = 0; k < n; ++k) r.rank_ends[k] = rt.rank_end()[q ? q->shift().class_of(k) : k];
+  }
   r.watched.reserve(o.watch.size());
   for (StepId s : o.watch) r.watched.push_back(s < g.size() && rt.ran(s) ? rt.finish(s) : std::numeric_limits<double>::quiet_NaN());
   link_loads(g, p, o, rt, r);

@@ -1,0 +1,171 @@
+#include "sim/memo_collectives.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <unordered_map>
+
+#include "core/graph/collective_alone.hpp"
+#include "core/graph/expand_collectives.hpp"
+#include "core/pipeline.hpp"
+#include "sim/call_cost.hpp"
+#include "sim/symmetry.hpp"
+
+namespace sg::sim {
+
+namespace {
+
+// The most members of `g` on one node of `gpus` consecutive ranks (as the expansion counts them).
+uint32_t members_per_node(const GroupInfo& g, uint32_t gpus) {
+  if (gpus == 0) return 0;
+  uint32_t most = 0, run = 0, node = ~0u;
+  for (uint32_t k = 0; k < g.count; ++k) {
+    uint32_t at = g.member(k) / gpus;
+    run = at == node ? run + 1 : 1;
+    node = at;
+    most = std::max(most, run);
+  }
+  return most;
+}
+
+// One collective alone, expanded: the same for every instance of its kind, size and layout.
+struct Alone {
+  std::unique_ptr<StepGraph> g;
+  ExpandedInstance report;
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;  // (source, destination) of its sends, each once
+};
+
+void put(std::string& key, const void* p, size_t n) { key.append(static_cast<const char*>(p), n); }
+template <class T>
+void put(std::string& key, T v) {
+  put(key, &v, sizeof v);
+}
+
+}  // namespace
+
+bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, const Platform& p, const SimOptions& o, CollectiveMemo& out,
+                      Diagnostics& diags, std::string& err) {
+  auto t0 = std::chrono::steady_clock::now();
+  out = CollectiveMemo{};
+  out.times.off.assign(g.instances.size() + 1, 0);
+  std::map<std::string, Alone> alones;                         // by kind, op, root, members, bytes, layout
+  std::map<std::string, uint32_t> shapes;                      // by the above and the routes: index into out.shapes
+  std::map<std::pair<const Alone*, uint32_t>, uint32_t> seen;  // (alone, group) -> shape: a group's routes are read once
+  std::vector<std::vector<double>> shape_times;
+  std::vector<uint32_t> ids;
+  std::vector<uint32_t> shape_of(g.instances.size(), ~0u);
+  for (uint32_t i = 0; i < g.instances.size(); ++i) {
+    const Instance& in = g.instances[i];
+    const GroupInfo& group = g.groups[in.group];
+    if (!in.complete || !in.consistent || in.steps_cnt != group.count || group.count < 2) continue;
+    StepId s0 = g.instance_steps[in.steps_off];
+    const CollInfo& c = g.coll(s0);
+    uint32_t per_node = members_per_node(group, choice.gpus_per_node);
+    std::string akey;
+    put(akey, static_cast<uint8_t>(c.kind));
+    put(akey, static_cast<uint8_t>(c.op));
+    bool rooted = c.kind == CollKind::Bcast || c.kind == CollKind::Reduce;
+    put(akey, rooted ? group.index_of(c.root) : int64_t{-1});  // (others carry a root nobody reads)
+    put(akey, group.count);
+    put(akey, g.range_bytes(g.range(s0)));
+    put(akey, c.into.cnt ? g.range_bytes(c.into) : uint64_t{0});
+    put(akey, per_node);
+    auto [ait, added] = alones.try_emplace(akey);
+    Alone& a = ait->second;
+    if (added) {
+      Diagnostics scratch;
+      auto alone = collective_alone(g, i, scratch);
+      if (!alone) {
+        auto& d = diags.error(g.loc(s0), "cannot cost this collective on its own");
+        for (const Diagnostic& x : scratch.all())
+          if (x.severity == Severity::Error) d.notes.push_back({x.loc, x.message});
+        return false;
+      }
+      // Its members as consecutive ranks, as many to a node as the instance has.
+      AlgoChoice here = choice;
+      here.gpus_per_node = per_node;
+      ExpandReport rep;
+      a.g = expand_collectives(*alone, s, here, diags, &rep);
+      if (!a.g) return false;
+      a.report = rep.instances.empty() ? ExpandedInstance{} : rep.instances[0];
+      a.report.members = group.count;
+      std::map<std::pair<uint32_t, uint32_t>, bool> pairs;
+      for (StepId x = 0; x < a.g->size(); ++x)
+        if (a.g->kind(x) == StepKind::Send && a.g->peer(x) != kAnyRank && pairs.emplace(std::pair{a.g->rank(x), a.g->peer(x)}, true).second)
+          a.pairs.push_back({a.g->rank(x), a.g->peer(x)});
+    }
+    auto host = [&](uint32_t k) { return o.map.empty() ? group.member(k) : o.map[group.member(k)]; };
+    auto [sit, fresh] = seen.try_emplace({&a, in.group}, 0u);
+    if (fresh) {
+      // The routes the algorithm uses, as the engines read them, with the links renamed in the
+      // order they first appear (two groups whose messages share links alike share a shape).
+      std::string key = akey;
+      std::unordered_map<uint32_t, uint32_t> rename;
+      for (auto [u, v] : a.pairs) {
+        double lat = 0;
+        p.route(host(u), host(v), ids, lat);
+        put(key, lat);
+        put(key, p.route_bw(host(u), host(v)));
+        put(key, same_node(p, host(u), host(v)));
+        put(key, static_cast<uint32_t>(ids.size()));
+        for (uint32_t l : ids) {
+          put(key, rename.try_emplace(l, static_cast<uint32_t>(rename.size())).first->second);
+          put(key, p.links[l].bw);
+          put(key, p.links[l].shared);
+        }
+      }
+      for (uint32_t k = 0; k < group.count && !p.host_speeds.empty(); ++k) put(key, p.host_speeds[host(k)]);
+      auto [shit, new_shape] = shapes.try_emplace(key, static_cast<uint32_t>(out.shapes.size()));
+      if (new_shape) {
+        auto t1 = std::chrono::steady_clock::now();
+        SimOptions so = o;
+        so.map.assign(group.count, 0);
+        for (uint32_t k = 0; k < group.count; ++k) so.map[k] = host(k);
+        so.trace = false;
+        so.progress = nullptr;
+        so.quotient = nullptr;
+        so.runtime.collective_times = nullptr;
+        so.watch.clear();
+        so.rank_ends = true;  // (a member's exit is its last step: exactly when it ended)
+        SymmetryUse sym;
+        SimResult r = simulate_symmetric(*a.g, p, so, sym);
+        std::string what = expansion_line(a.report);
+        if (!r.error.empty() || !r.completed) {
+          err = "costing " + what + " alone: " + (r.error.empty() ? std::string("it deadlocked") : r.error);
+          return false;
+        }
+        MemoShape sh;
+        sh.kind = c.kind;
+        sh.members = group.count;
+        sh.bytes = a.report.bytes;
+        sh.line = what;
+        sh.steps = a.g->size();
+        sh.symmetry = sym.line();
+        std::vector<double> t(group.count, 0);
+        for (uint32_t k = 0; k < group.count && k < r.rank_ends.size(); ++k) t[k] = r.rank_ends[k];
+        sh.seconds = *std::max_element(t.begin(), t.end());
+        sh.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+        out.shapes.push_back(sh);
+        shape_times.push_back(std::move(t));
+      }
+      sit->second = shit->second;
+    }
+    shape_of[i] = sit->second;
+    ++out.shapes[sit->second].instances;
+    ++out.instances;
+    out.expanded_steps += a.g->size();
+  }
+  for (uint32_t i = 0; i < g.instances.size(); ++i) {
+    out.times.off[i] = static_cast<uint32_t>(out.times.seconds.size());
+    if (shape_of[i] == ~0u) continue;
+    const std::vector<double>& t = shape_times[shape_of[i]];
+    out.times.seconds.insert(out.times.seconds.end(), t.begin(), t.end());
+  }
+  out.times.off[g.instances.size()] = static_cast<uint32_t>(out.times.seconds.size());
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return true;
+}
+
+}  // namespace sg::sim

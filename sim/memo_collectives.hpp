@@ -1,0 +1,57 @@
+// Collectives costed once per shape (`sim --collectives memo`): instead of expanding every
+// collective instance into its algorithm's point-to-point steps, each instance is timed by that
+// algorithm run alone on the instance's own hosts (core/graph/collective_alone.hpp, expanded as
+// the full graph would be: the same --algo, Open MPI's or NCCL's pick, NCCL's protocol costs),
+// with every member entering at once. Instances of the same shape share one such run: the same
+// kind, operation, root, member count, bytes and node layout (so the same algorithm), and routes
+// between their members that the run cannot tell apart (each pair the algorithm sends on has the
+// same latency, bandwidth and links, up to renaming the links, and the same node boundary).
+//
+// In the job's run (sim/runtime.hpp, CollectiveTimes), an instance completes on member k at the
+// last member's entry plus member k's time alone. Exact for a collective that runs alone with its
+// members entering together (a test holds it to the expansion at 1e-9 on every library
+// algorithm); not modelled, and said so in the report: an early member's progress before the
+// last one enters, and contention between the collective and other traffic on shared links
+// (other collectives, the schedule's own messages).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dsl/session.hpp"
+#include "core/graph/algorithm_choice.hpp"
+#include "core/graph/step_graph.hpp"
+#include "sim/platform.hpp"
+#include "sim/runtime.hpp"
+#include "sim/sim.hpp"
+
+namespace sg::sim {
+
+// One shape simulated: what it is, how it ran alone, how many instances took its times.
+struct MemoShape {
+  CollKind kind = CollKind::Barrier;
+  uint32_t members = 0;
+  uint64_t bytes = 0;  // per member
+  std::string line;    // "allreduce over 8 ranks, 64 MiB: ring_allreduce (Open MPI's choice …)"
+  uint64_t instances = 0;
+  uint64_t steps = 0;    // of its expansion
+  double seconds = 0;    // alone: its last member's exit
+  double wall_s = 0;     // simulating it
+  std::string symmetry;  // its run's symmetry line
+};
+
+struct CollectiveMemo {
+  CollectiveTimes times;
+  std::vector<MemoShape> shapes;
+  uint64_t instances = 0;       // costed (complete, consistent, two members or more)
+  uint64_t expanded_steps = 0;  // the steps the expansion would have added (every instance's)
+  double wall_s = 0;
+};
+
+// Times every collective instance of `g` (collectives not expanded) as above, simulating each
+// shape with `o`'s engine and options on platform `p`. False with errors in `diags` where an
+// instance cannot be expanded, or with `err` where a run alone fails or deadlocks.
+bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, const Platform& p, const SimOptions& o, CollectiveMemo& out,
+                      Diagnostics& diags, std::string& err);
+
+}  // namespace sg::sim
