@@ -4,10 +4,11 @@ log-log slope against the first N (1.00 = linear in N, the baseline), and rank 0
 time broken down into compute, communication exposed per parallelism, and idle (the pipeline's
 bubble, and waits for other ranks).
 
-    python3 bench/train_step_scale.py [--stepgraph build/stepgraph] [N ...]   (default 128 256 512)
+    python3 bench/train_step_scale.py [--stepgraph build/stepgraph] [--collectives memo] [N ...]   (default 128 256 512)
 
 Each N runs `stepgraph sim train_step -n N --platform dgx-h100:nodes=N/8 --set tp=8 --set pp=16
---set cp=1 --model analytic --json --top 64` in its own process (peak: its maximum resident set,
+--set cp=1 --model analytic --json --top 64` (with `--collectives memo` when given: each collective
+instance costed from its algorithm alone, once per shape) in its own process (peak: its maximum resident set,
 from wait4). The breakdown's statements are told apart by their source line: a collective over
 TPG is tensor parallelism, over DPG data parallelism; the isends and receives on tags 0 and 1
 are the pipeline's, on tags 2-4 the context-parallel ring's (schedules/train_step.sched).
@@ -36,10 +37,10 @@ def kind_of(line):
     return "other"
 
 
-def run(stepgraph, n):
+def run(stepgraph, n, collectives):
     """Runs one N; returns its JSON, wall seconds and peak resident KiB (wait4's, this child's own)."""
     cmd = [stepgraph, "sim", "train_step", "-n", str(n), "--platform", "dgx-h100:nodes=%d" % (n // 8), "--set", "tp=8", "--set", "pp=16",
-           "--set", "cp=1", "--model", "analytic", "--json", "--top", "64"]
+           "--set", "cp=1", "--model", "analytic", "--json", "--top", "64", "--collectives", collectives]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT)
@@ -56,12 +57,13 @@ def run(stepgraph, n):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stepgraph", default=os.path.join(ROOT, "build", "stepgraph"))
+    ap.add_argument("--collectives", default="expand", choices=["expand", "memo"])
     ap.add_argument("ranks", nargs="*", type=int, default=[128, 256, 512])
     a = ap.parse_args()
     lines = open(os.path.join(ROOT, "schedules", "train_step.sched")).read().split("\n")
     rows = []
     for n in a.ranks:
-        j, wall, peak_kib = run(a.stepgraph, n)
+        j, wall, peak_kib = run(a.stepgraph, n, a.collectives)
         b = j["breakdown"]
         parts = {"tp": 0.0, "dp": 0.0, "pp": 0.0, "cp": 0.0, "other": 0.0}
         for e in b["exposed_by_statement"]:
@@ -72,7 +74,8 @@ def main():
         rows.append((n, wall, peak_kib, j["messages"], j["time_s"], b, parts))
         print("N = %d done: %.1f s" % (n, wall), file=sys.stderr)
 
-    print("sim train_step (tp 8, pp 16, cp 1, Llama-3-405B-like defaults), analytic engine, dgx-h100 nodes of 8\n")
+    print("sim train_step (tp 8, pp 16, cp 1, Llama-3-405B-like defaults), analytic engine, dgx-h100 nodes of 8, collectives: %s\n" %
+          a.collectives)
     print("| N | messages | wall s | peak GiB | slope (wall) | slope (peak) | step s | compute | exposed TP | exposed DP | exposed PP | exposed CP | exposed other | idle |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     n0, w0, m0 = rows[0][0], rows[0][1], rows[0][2]

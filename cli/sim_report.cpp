@@ -166,9 +166,10 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
       }
     }
     if (!r.world && !r.expansions.empty())
-      std::cout
-          << "  not one collective over every rank: no algbw or busbw; its collectives, each timed from its first member's start to its "
-             "last member's end:\n";
+      std::cout << (r.memo.empty()
+                        ? "  not one collective over every rank: no algbw or busbw; its collectives, each timed from its first member's "
+                          "start to its last member's end:\n"
+                        : "  not one collective over every rank: no algbw or busbw; its collectives, each costed alone:\n");
     for (const auto& e : r.expansions) std::cout << "  collective: " << e << "\n";
     if (!r.memo.empty()) std::cout << "  collectives costed once per shape: " << r.memo << "\n";
     if (!r.symmetry.empty()) std::cout << "  symmetry: " << r.symmetry << "\n";

@@ -393,6 +393,19 @@ schedule hier_misrouted(mp = 4) {
         "   (`sim train_step -n 32 --set tp=4 --set pp=4 --set layers=8 --set buckets=2 --set microbatches=4\n"
         "   --set seq=4096 --platform dgx-h100:nodes=8,gpus=4 --model analytic`)\n\n",
         ts);
+    // Its defaults at N = 1,024: every collective instance costed from one run of its algorithm
+    // alone per shape, instead of 370 M steps of expansion (docs/sim.md).
+    SimOpts big;
+    big.targets = {"train_step"};
+    big.ranks = "1024";
+    big.model = "analytic";
+    big.platform = "dgx-h100:nodes=128";
+    big.collectives = "memo";
+    big.top = 3;
+    sim("\n   The defaults (Llama 3 405B: tp 8, pp 16, dp 8) on 1,024 H100s, each collective instance costed from its\n"
+        "   algorithm run alone on its members' GPUs, once per shape (`sim train_step -n 1024 --platform\n"
+        "   dgx-h100:nodes=128 --collectives memo --model analytic`; the last line says what that leaves out)\n\n",
+        big);
   }
   {
     std::cout << "\n9. contention: an all-to-all of 16 MiB per rank on a fat tree whose leaves have one uplink for\n"
