@@ -52,6 +52,8 @@ int sim_options(const SimOpts& o, const sim::PlatformChoice& platform, sim::SimO
   so.runtime.window = o.window;
   so.symmetry = !o.no_symmetry;
   if (o.collectives != "expand" && o.collectives != "memo") return fail("--collectives is expand or memo, got '" + o.collectives + "'");
+  if (o.collectives == "memo" && so.model == sim::Model::SimGrid)
+    return fail("--collectives memo runs on the analytic engine: add --model analytic (SimGrid simulates the collectives expanded)");
   if (!parse_size(o.envelope, so.runtime.envelope)) return fail("bad --envelope '" + o.envelope + "'");
   if (!o.message_latency.empty()) {
     std::string why;

@@ -411,6 +411,13 @@ PointResult run_point(const PointSpec& p) {
   }
   // --collectives memo: every instance's times from its algorithm alone, once per shape.
   CollectiveMemo memo;
+  if (p.memo && so.model == Model::SimGrid) {
+    // (SimGrid runs an actor per rank, and a collective's members end in the last one's: the
+    // engine takes only expanded collectives.)
+    r.status = 2;
+    r.error = "--collectives memo runs on the analytic engine (--model analytic); SimGrid simulates the collectives expanded";
+    return r;
+  }
   if (p.memo) {
     std::string merr;
     if (!memo_collectives(*g, s, bo.algo, platform, so, memo, s.diags, merr)) {

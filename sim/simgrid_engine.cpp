@@ -152,6 +152,8 @@ class SimGridTimer : public Timer {
     requests_.push_back({What::Exec, step, rank, rank, flops + seconds * p_.speed});
   }
 
+  // (Unreached today: the engine refuses a graph with collective steps, whose members would end in
+  // the actor of the last one to enter, not each in its own.)
   void hold(StepId step, uint32_t rank, double seconds) override { requests_.push_back({What::Hold, step, rank, rank, seconds}); }
 
   // The actor of rank r.

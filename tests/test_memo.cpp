@@ -133,3 +133,14 @@ TEST_CASE("a training step: one simulation per shape, and the expansion's time w
   CHECK(m.memo_json.at("instances").get<uint64_t>() > 1000);
   CHECK(m.memo.find("not modelled") != std::string::npos);
 }
+
+TEST_CASE("costing collectives once per shape needs the analytic engine, and says so", "[memo]") {
+  PointSpec p;
+  p.target = "ring_allreduce";
+  p.n = 8;
+  p.options.model = Model::SimGrid;
+  p.memo = true;
+  PointResult r = run_point(p);
+  CHECK(r.status == 2);
+  CHECK(r.error.find("--collectives memo runs on the analytic engine") != std::string::npos);
+}

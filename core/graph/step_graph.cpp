@@ -193,10 +193,15 @@ void StepGraph::set_range(StepId s, const Range& r) {
 uint32_t StepGraph::intern_group(const GroupInfo& g) {
   GroupInfo n = g;
   if (n.count <= 1) n.stride = 1;
-  for (size_t i = 0; i < groups.size(); ++i)
-    if (groups[i] == n) return static_cast<uint32_t>(i);
-  groups.push_back(n);
-  return static_cast<uint32_t>(groups.size() - 1);
+  if (group_indexed_ > groups.size()) group_index_.clear(), group_indexed_ = 0;  // (set whole, smaller)
+  for (; group_indexed_ < groups.size(); ++group_indexed_)  // the first of equal groups keeps its id
+    group_index_.try_emplace(groups[group_indexed_], static_cast<uint32_t>(group_indexed_));
+  auto [it, added] = group_index_.try_emplace(n, static_cast<uint32_t>(groups.size()));
+  if (added) {
+    groups.push_back(n);
+    group_indexed_ = groups.size();
+  }
+  return it->second;
 }
 
 uint32_t StepGraph::intern_name(const std::string& n) {

@@ -411,6 +411,17 @@ class StepGraph {
     }
   };
   std::unordered_map<Range, uint32_t, RangeHash> wide_index_;
+  // intern_group's index of `groups` (a job has a group per tensor-, data- and pipeline-parallel
+  // slice: tens of thousands at scale), over its first group_indexed_ entries; `groups` only
+  // grows, or is set whole on a new graph, so the entries past that are indexed when next asked.
+  struct GroupHash {
+    size_t operator()(const GroupInfo& g) const {
+      uint64_t h = (uint64_t{g.start} << 40) ^ (uint64_t{g.count} << 20) ^ g.stride;
+      return std::hash<uint64_t>{}(h * 0x9e3779b97f4a7c15ull);
+    }
+  };
+  std::unordered_map<GroupInfo, uint32_t, GroupHash> group_index_;
+  size_t group_indexed_ = 0;
   std::vector<uint32_t> ref_;
   std::vector<uint32_t> dep_off_ = {0};  // size steps + 1
   std::vector<uint32_t> deps_;
