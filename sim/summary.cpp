@@ -66,6 +66,12 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
       if (m != kNoStep) {
         // (Compared as the runtime keeps step ends: in single precision unless a trace asks.)
         double at_entry = o.runtime.record_starts ? entered : static_cast<double>(static_cast<float>(entered));
+        // Members that entered at the same instant (alike ranks do) tie: the path stays on this
+        // rank, whichever the engine served last (so a quotient's walk and the full one's agree).
+        double own = 0;
+        for (StepId d : g.deps(s))
+          if (rt.ran(d)) own = std::max(own, end(d));
+        if (own >= at_entry) m = s;
         coll_comm = std::max(0.0, end(s) - at_entry);
         pred = kNoStep, best = -1, via_partner = false;
         for (StepId d : g.deps(m))

@@ -157,6 +157,29 @@ std::vector<std::pair<uint32_t, uint32_t>> message_pairs(const StepGraph& g) {
   return out;
 }
 
+// Collectives costed alone (RuntimeOptions::collective_times): each member's time is its
+// image's, in the image instance, so the shift keeps the collectives' times too.
+bool times_invariant(const StepGraph& g, const RankPositions& rp, const RankShift& shift, const CollectiveTimes* ct, std::string& why) {
+  if (!ct) return true;
+  auto time_of = [&](StepId m) {
+    uint32_t i = g.coll(m).instance;
+    if (!ct->has(i)) return 0.0;
+    int64_t k = g.groups[g.instances[i].group].index_of(g.rank(m));
+    return ct->seconds[ct->off[i] + static_cast<uint32_t>(k)];
+  };
+  for (const Instance& in : g.instances)
+    for (uint32_t k = 0; k < in.steps_cnt; ++k) {
+      StepId m = g.instance_steps[in.steps_off + k];
+      StepId t = rp.at(shift.moved(g.rank(m)), rp.pos[m]);
+      if (time_of(m) == time_of(t)) continue;
+      Loc at = g.loc(m);
+      why = "ranks " + std::to_string(g.rank(m)) + " and " + std::to_string(g.rank(t)) + " take different times in the collective" +
+            (at.valid() ? " of line " + std::to_string(at.line) : std::string()) + ", costed alone";
+      return false;
+    }
+  return true;
+}
+
 // The shifts both the graph and the platform allow, fewest classes first: the best one, then the
 // best on digits of their own with it, and so on (none: why_not says why). The graph's answer for
 // a shift is remembered; moving a shift's blocks j at a time is a shift the graph allows too.
@@ -180,7 +203,7 @@ RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions&
         return a.inner * a.count == shift.inner * shift.count && shift.inner % a.inner == 0;
       });
       std::string why;
-      if (!known && !translation_invariant(g, rp, shift, why)) {
+      if (!known && (!translation_invariant(g, rp, shift, why) || !times_invariant(g, rp, shift, o.runtime.collective_times, why))) {
         refused[c] = 1;
         if (graph_why.empty()) graph_why = why;
         continue;
@@ -226,6 +249,22 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   }
   run.quotient = &q;
   SimOptions oq = o;
+  // Collectives costed alone: each of the quotient's instance members takes the time of the
+  // representative's step it is, in its own instance.
+  CollectiveTimes qtimes;
+  if (const CollectiveTimes* ct = o.runtime.collective_times) {
+    for (const Instance& in : q.graph.instances) {
+      qtimes.off.push_back(static_cast<uint32_t>(qtimes.seconds.size()));
+      for (uint32_t k = 0; k < in.steps_cnt; ++k) {
+        StepId fs = q.instance_full[in.steps_off + k];
+        uint32_t i = g.coll(fs).instance;
+        int64_t at = g.groups[g.instances[i].group].index_of(g.rank(fs));
+        qtimes.seconds.push_back(ct->has(i) ? ct->seconds[ct->off[i] + static_cast<uint32_t>(at)] : 0.0);
+      }
+    }
+    qtimes.off.push_back(static_cast<uint32_t>(qtimes.seconds.size()));
+    oq.runtime.collective_times = &qtimes;
+  }
   oq.watch = watch;
   oq.quotient = &run;
   SimResult r = simulate(q.graph, p, oq);

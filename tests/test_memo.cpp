@@ -144,3 +144,47 @@ TEST_CASE("costing collectives once per shape needs the analytic engine, and say
   CHECK(r.status == 2);
   CHECK(r.error.find("--collectives memo runs on the analytic engine") != std::string::npos);
 }
+
+TEST_CASE("symmetry with collectives costed alone: the same answer, and a shift that changes a member's time is refused", "[memo]") {
+  // A train step with tensor-parallel rings of 4 and 4 data-parallel replicas across nodes.
+  PointSpec p;
+  p.target = "train_step";
+  p.n = 64;
+  p.sets = {{"tp", "4"}, {"pp", "4"}, {"layers", "8"}, {"buckets", "2"}, {"microbatches", "4"}, {"seq", "4096"}};
+  p.platform = sgtest::platform("dgx-h100:nodes=16,gpus=4");
+  p.options.model = Model::Analytic;
+  p.memo = true;
+  PointResult s = run_point(p);
+  p.options.symmetry = false;
+  PointResult f = run_point(p);
+  INFO(s.error << s.diag << f.error << f.diag);
+  REQUIRE(s.status == 0);
+  REQUIRE(f.status == 0);
+  CHECK(s.symmetry_json.at("used") == true);
+  CHECK(s.symmetry_json.at("classes").get<uint32_t>() < 64);
+  CHECK(close(s.time_s, f.time_s));
+  CHECK(s.slowest_rank == f.slowest_rank);
+  CHECK(close(s.compute_s, f.compute_s));
+  CHECK(close(s.exposed_total_s, f.exposed_total_s));
+  CHECK(close(s.idle_s, f.idle_s, 1e-9));
+  CHECK(close(s.cp_local_s, f.cp_local_s));
+  CHECK(close(s.cp_comm_s, f.cp_comm_s));
+  CHECK(std::fabs(s.cp_sync_s - f.cp_sync_s) <= 1e-9 * s.time_s);
+  CHECK(std::fabs(s.exposed_s - f.exposed_s) <= 1e-9 * s.time_s);
+  CHECK(s.messages == f.messages);
+  CHECK(s.bytes == f.bytes);
+
+  // One all-reduce over every rank: a ring's members all take the same time alone, so one rank
+  // stands for all; reduce then broadcast's do not, and the shift that maps them onto each other is refused.
+  std::string file = write_schedule("allreduce", one_collective(CollKind::Allreduce, 0));
+  PointResult ring = run(file, 8, "", "allreduce=ring", true);
+  REQUIRE(ring.status == 0);
+  CHECK(ring.symmetry_json.at("used") == true);
+  CHECK(ring.symmetry_json.at("classes") == 1);
+  PointResult tree = run(file, 8, "", "allreduce=reduce_bcast", true);
+  REQUIRE(tree.status == 0);
+  CHECK(tree.symmetry_json.at("used") == false);
+  CHECK(tree.symmetry_json.at("why_not").get<std::string>().find("take different times in the collective") != std::string::npos);
+  PointResult tree_full = run(file, 8, "", "allreduce=reduce_bcast", false);
+  CHECK(close(tree.time_s, tree_full.time_s));
+}

@@ -194,7 +194,7 @@ uint32_t StepGraph::intern_group(const GroupInfo& g) {
   GroupInfo n = g;
   if (n.count <= 1) n.stride = 1;
   if (group_indexed_ > groups.size()) group_index_.clear(), group_indexed_ = 0;  // (set whole, smaller)
-  for (; group_indexed_ < groups.size(); ++group_indexed_)  // the first of equal groups keeps its id
+  for (; group_indexed_ < groups.size(); ++group_indexed_)                       // the first of equal groups keeps its id
     group_index_.try_emplace(groups[group_indexed_], static_cast<uint32_t>(group_indexed_));
   auto [it, added] = group_index_.try_emplace(n, static_cast<uint32_t>(groups.size()));
   if (added) {

@@ -2,6 +2,9 @@
 #include "core/graph/symmetry.hpp"
 
 #include <algorithm>
+#include <map>
+#include <unordered_map>
+#include <vector>
 
 namespace sg {
 
@@ -43,7 +46,10 @@ std::string translation_refusal(const StepGraph& g) {
   if (!g.never_ready.empty()) return "a step never becomes ready";
   for (StepId s = 0; s < g.size(); ++s) {
     StepKind k = g.kind(s);
-    if (k == StepKind::Collective) return "a collective is left unexpanded";
+    if (k == StepKind::Collective) {
+      const Instance& in = g.instances[g.coll(s).instance];
+      if (!in.complete || !in.consistent) return "a collective whose members never all issue it alike (a deadlock)";
+    }
     if ((k == StepKind::Send || k == StepKind::Recv) && g.match(s) == kNoStep)
       return "a message is matched at run time (a wildcard receive the match pass could not pin to one send)";
   }
@@ -188,6 +194,22 @@ bool translation_invariant(const StepGraph& g, const RankPositions& rp, const Ra
     last = t;
     return true;
   };
+  // A collective step's image is a member of the image instance (its members, moved, as a set),
+  // with the same kind, operation and (moved) root. Checked once an instance.
+  std::vector<uint32_t> inst_image(g.instances.size(), kNoStep);
+  auto same_instance = [&](StepId s, StepId t) {
+    const CollInfo &a = g.coll(s), &b = g.coll(t);
+    if (a.kind != b.kind || a.op != b.op) return false;
+    if ((a.kind == CollKind::Bcast || a.kind == CollKind::Reduce) && image(a.root) != b.root) return false;
+    uint32_t& img = inst_image[a.instance];
+    if (img != kNoStep) return img == b.instance;
+    const Instance &ia = g.instances[a.instance], &ib = g.instances[b.instance];
+    const StepId* ma = g.instance_steps.data() + ia.steps_off;
+    const StepId* mb = g.instance_steps.data() + ib.steps_off;
+    if (!same_set(ma, ma + ia.steps_cnt, mb, mb + ib.steps_cnt)) return false;
+    img = b.instance;
+    return true;
+  };
   StepId delta = 0;  // the last image's distance in steps: the next one's is usually the same
   for (StepId s = 0; s < g.size(); ++s) {
     uint32_t r = g.rank(s), rr = image(r);
@@ -204,6 +226,7 @@ bool translation_invariant(const StepGraph& g, const RankPositions& rp, const Ra
     StepKind kind = g.kind(s);
     if (ok && (kind == StepKind::Send || kind == StepKind::Recv)) ok = linked(g.match(s), g.match(t));
     if (ok && kind == StepKind::Wait) ok = same_set(g.handles_begin(s), g.handles_end(s), g.handles_begin(t), g.handles_end(t));
+    if (ok && kind == StepKind::Collective) ok = same_instance(s, t);
     if (ok) continue;
     Loc at = g.loc(s);
     why = "ranks " + std::to_string(r) + " and " + std::to_string(rr) + " differ at a " + step_kind_name(kind) +
@@ -253,6 +276,9 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankS
   auto rep = [&](StepId s) { return id[off[shift.class_of(g.rank(s))] + rp.pos[s]]; };
   out.reserve(reps, reps);
   q.dst.reserve(reps);
+  std::map<std::vector<StepId>, uint32_t> parts;  // a class's part of an instance -> its instance in `out`
+  std::vector<StepId> members, part_steps;
+  std::unordered_map<StepId, StepId> full_of;  // a representative's collective step in `out` -> the full graph's
   for (StepId s = 0; s < g.size(); ++s) {
     uint32_t r = g.rank(s);
     if (!shift.representative_rank(r)) continue;
@@ -272,6 +298,25 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankS
       out.wait_handles.push_back(static_cast<StepId>(g.handles_end(s) - g.handles_begin(s)));
       for (const StepId* h = g.handles_begin(s); h != g.handles_end(s); ++h) out.wait_handles.push_back(rep(*h));
     }
+    if (kind == StepKind::Collective) {
+      // The class's part of its instance: its members' representatives' steps, once each; an
+      // instance whose part another representative's step already made is that one.
+      const Instance& in = g.instances[g.coll(s).instance];
+      members.clear();
+      for (uint32_t k = 0; k < in.steps_cnt; ++k) members.push_back(rep(g.instance_steps[in.steps_off + k]));
+      std::sort(members.begin(), members.end());
+      members.erase(std::unique(members.begin(), members.end()), members.end());
+      auto [it, added] = parts.try_emplace(members, static_cast<uint32_t>(parts.size()));
+      if (added) {
+        Instance qi = in;
+        qi.steps_off = static_cast<uint32_t>(part_steps.size());
+        qi.steps_cnt = static_cast<uint32_t>(members.size());
+        part_steps.insert(part_steps.end(), members.begin(), members.end());
+        out.instances.push_back(qi);
+      }
+      out.colls[ref].instance = it->second;
+      full_of[rep(s)] = s;
+    }
     StepId t = out.add_step(kind, static_cast<uint8_t>(g.flags(s) & ~kFlagWide), shift.class_of(r), g.stmt(s), g.range(s), ref);
     for (StepId d : g.deps(s)) out.add_dep(rep(d));
     out.finish_step();
@@ -280,6 +325,9 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankS
     q.dst.push_back(kind == StepKind::Send ? g.peer(s) : r);
   }
   out.shrink_dep_offsets();
+  out.instance_steps = std::move(part_steps);
+  q.instance_full.resize(out.instance_steps.size());
+  for (size_t i = 0; i < out.instance_steps.size(); ++i) q.instance_full[i] = full_of.at(out.instance_steps[i]);
   q.index.off = std::move(off);
   q.index.steps = std::move(id);
   return q;

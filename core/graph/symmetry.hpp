@@ -95,6 +95,12 @@ struct Quotient {
   // that rank's class); otherwise the step's own rank in the full graph.
   std::vector<uint32_t> dst;
   StepGraph::RankIndex index;  // graph's steps by class, in the full graph's RankPositions order
+  // Collective steps left unexpanded: graph's instances are the classes' parts of the full
+  // graph's (an instance's members, each as the step of its class's representative that stands
+  // for it, once each). Per entry of graph.instance_steps, the full graph's step it is: the
+  // representative's own, whose member place in its own instance gives its time where the
+  // collectives are costed alone (RuntimeOptions::collective_times).
+  std::vector<StepId> instance_full;
   // The step of `graph` that stands for step s of the full graph g (its class's representative).
   StepId step_of(const StepGraph& g, const RankPositions& rp, StepId s) const {
     return index.steps[index.off[shift.class_of(g.rank(s))] + rp.pos[s]];
