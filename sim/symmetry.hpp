@@ -13,7 +13,7 @@
 // The classes must be proved, else every rank is simulated and the result says why: a translation
 // that fixes a port (two ranks of one class behind one NIC: the quotient would lose the flows'
 // sharing), a link that is the sending port of some messages and the receiving port of others
-// (a torus's), a wildcard receive, a collective left unexpanded, an engine other than α-β
+// (a torus's), a wildcard receive, a collective some member never issues, an engine other than α-β
 // analytic (SimGrid, LogGP), a trace (it shows every rank). A quotient that deadlocks is simulated
 // again in full, for the report of who waits for whom.
 #pragma once

@@ -75,7 +75,7 @@ struct RankPositions {
 RankPositions rank_positions(const StepGraph& g);
 
 // Why no translation can be checked on this graph ("" when one can): a wildcard receive or a
-// message matched at run time, a collective left unexpanded, a step that never becomes ready, a
+// message matched at run time, a collective some member never issues, a step that never becomes ready, a
 // one-rank graph.
 std::string translation_refusal(const StepGraph& g);
 
