@@ -250,9 +250,6 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankS
   out.expansion = g.expansion;
   out.buffers = g.buffers;
   out.groups = g.groups;
-  out.colls = g.colls;
-  out.computes = g.computes;
-  out.ranges = g.ranges;
   out.names = g.names;
   out.stmt_locs = g.stmt_locs;
   out.stmt_labels = g.stmt_labels;
@@ -293,6 +290,19 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankS
       pi.cand_off = pi.cand_cnt = 0;
       ref = static_cast<uint32_t>(out.p2p.size());
       out.p2p.push_back(pi);
+    } else if (kind == StepKind::Copy || kind == StepKind::Reduce) {  // (side tables: the representatives' entries only)
+      ref = static_cast<uint32_t>(out.ranges.size());
+      out.ranges.push_back(g.copy_source(s));
+    } else if (kind == StepKind::Compute) {
+      ComputeInfo ci = g.compute(s);
+      uint32_t reads = static_cast<uint32_t>(out.ranges.size());
+      out.ranges.insert(out.ranges.end(), g.ranges.begin() + ci.reads_off, g.ranges.begin() + ci.reads_off + ci.reads_cnt);
+      uint32_t writes = static_cast<uint32_t>(out.ranges.size());
+      out.ranges.insert(out.ranges.end(), g.ranges.begin() + ci.writes_off, g.ranges.begin() + ci.writes_off + ci.writes_cnt);
+      ci.reads_off = reads;
+      ci.writes_off = writes;
+      ref = static_cast<uint32_t>(out.computes.size());
+      out.computes.push_back(ci);
     } else if (kind == StepKind::Wait) {
       ref = static_cast<uint32_t>(out.wait_handles.size());
       out.wait_handles.push_back(static_cast<StepId>(g.handles_end(s) - g.handles_begin(s)));
@@ -314,7 +324,10 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankS
         part_steps.insert(part_steps.end(), members.begin(), members.end());
         out.instances.push_back(qi);
       }
-      out.colls[ref].instance = it->second;
+      CollInfo ci = g.coll(s);
+      ci.instance = it->second;
+      ref = static_cast<uint32_t>(out.colls.size());
+      out.colls.push_back(ci);
       full_of[rep(s)] = s;
     }
     StepId t = out.add_step(kind, static_cast<uint8_t>(g.flags(s) & ~kFlagWide), shift.class_of(r), g.stmt(s), g.range(s), ref);
