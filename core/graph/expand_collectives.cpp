@@ -106,8 +106,9 @@ class Expander {
     if (max_memory_ && bytes > max_memory_) {
       auto& d =
           diags_.error(Loc{}, "expanding the collectives would need about " + human_bytes(bytes) + " (" + with_commas(steps) + " steps)");
-      d.notes.push_back(
-          {Loc{}, "the memory limit is " + human_bytes(max_memory_) + " (--max-memory); use fewer ranks, or cheaper algorithms (--algo)"});
+      d.notes.push_back({Loc{}, "the memory limit is " + human_bytes(max_memory_) +
+                                    " (--max-memory); use fewer ranks, or cheaper algorithms (--algo), or in `sim` "
+                                    "cost each collective once per shape instead (--collectives memo --model analytic)"});
       return nullptr;
     }
     build(steps, deps);
