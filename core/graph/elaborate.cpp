@@ -1289,8 +1289,19 @@ class Elaborator {
       uint64_t key = (uint64_t{c.group} << 32) | rank;
       CollInfo ci = c;
       ci.seq = coll_seq_[key]++;
-      uint32_t idx = static_cast<uint32_t>(g_->colls.size());
-      g_->colls.push_back(ci);
+      // The members of one call share its entry (a job has millions of member steps, each
+      // instance's alike); a member that disagrees gets its own.
+      auto [at, added] = coll_entry_.try_emplace((uint64_t{ci.group} << 32) | ci.seq, static_cast<uint32_t>(g_->colls.size()));
+      uint32_t idx = at->second;
+      bool share = !added;
+      if (share) {
+        const CollInfo& known = g_->colls[idx];
+        share = known.kind == ci.kind && known.op == ci.op && known.root == ci.root && known.into == ci.into;
+      }
+      if (!share) {
+        idx = static_cast<uint32_t>(g_->colls.size());
+        g_->colls.push_back(ci);
+      }
       std::vector<Range> rv, wv;
       collective_access(ci, gr, rank, r, false, rv);
       collective_access(ci, gr, rank, r, true, wv);
@@ -1486,6 +1497,7 @@ class Elaborator {
   std::vector<StepId> deps_;
   std::vector<RankState> ranks_;
   std::unordered_map<uint64_t, uint32_t> coll_seq_;
+  std::unordered_map<uint64_t, uint32_t> coll_entry_;  // (group, seq) -> the colls entry its members share
   struct PendingBadWait {
     uint32_t rank;
     Loc loc;
