@@ -57,8 +57,10 @@ void restart_with_huge_pages(char** argv) {
   if (!glibc_has_hugetlb_tunable() || !thp_possible()) return;
   t = t.empty() ? "glibc.malloc.hugetlb=1" : t + ":glibc.malloc.hugetlb=1";
   // And the heap's top is not given back: a huge page given back is zeroed whole when touched
-  // again (train_step at N = 8,192, whose graph-building frees and regrows large blocks: 14.3 s
-  // instead of 17.6 s, the kernel zeroing pages 42 % of the time before; the same peak).
+  // again (train_step at N = 8,192, whose graph-building frees and regrows large blocks: 15.5 s
+  // instead of 17.6 s, the kernel zeroing pages 42 % of the time before; the same peak). (Setting
+  // it fixes glibc's mmap threshold at its 128 KiB default: larger blocks are still mapped and
+  // given back one by one.)
   if (t.find("glibc.malloc.trim_threshold") == std::string::npos) t += ":glibc.malloc.trim_threshold=17179869184";
   if (setenv("GLIBC_TUNABLES", t.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);

@@ -49,11 +49,11 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
                       Diagnostics& diags, std::string& err) {
   auto t0 = std::chrono::steady_clock::now();
   out = CollectiveMemo{};
-  out.times.off.assign(g.instances.size() + 1, 0);
+  out.times.table.assign(g.instances.size(), CollectiveTimes::kNone);
   std::map<std::string, Alone> alones;                         // by kind, op, root, members, bytes, layout
   std::map<std::string, uint32_t> shapes;                      // by the above and the routes: index into out.shapes
   std::map<std::pair<const Alone*, uint32_t>, uint32_t> seen;  // (alone, group) -> shape: a group's routes are read once
-  std::vector<std::vector<double>> shape_times;
+  std::vector<uint32_t> shape_table;                           // per shape: its table of times
   std::vector<uint32_t> ids;
   std::vector<uint32_t> shape_of(g.instances.size(), ~0u);
   for (uint32_t i = 0; i < g.instances.size(); ++i) {
@@ -148,7 +148,7 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
         sh.seconds = *std::max_element(t.begin(), t.end());
         sh.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         out.shapes.push_back(sh);
-        shape_times.push_back(std::move(t));
+        shape_table.push_back(out.times.add(t));
       }
       sit->second = shit->second;
     }
@@ -157,13 +157,8 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
     ++out.instances;
     out.expanded_steps += a.g->size();
   }
-  for (uint32_t i = 0; i < g.instances.size(); ++i) {
-    out.times.off[i] = static_cast<uint32_t>(out.times.seconds.size());
-    if (shape_of[i] == ~0u) continue;
-    const std::vector<double>& t = shape_times[shape_of[i]];
-    out.times.seconds.insert(out.times.seconds.end(), t.begin(), t.end());
-  }
-  out.times.off[g.instances.size()] = static_cast<uint32_t>(out.times.seconds.size());
+  for (uint32_t i = 0; i < g.instances.size(); ++i)
+    if (shape_of[i] != ~0u) out.times.table[i] = shape_table[shape_of[i]];
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return true;
 }

@@ -51,6 +51,7 @@ Runtime::Runtime(const StepGraph& g, const RuntimeOptions& o, Timer& timer) : g_
   succ_ = &g_.successor_view();  // the graph's shared view, built once
   coll_issued_.assign(g_.instances.size(), 0);
   coll_entry_.assign(g_.instances.size(), {std::numeric_limits<double>::quiet_NaN(), kNoStep});
+  coll_first_.assign(g_.instances.size(), std::numeric_limits<double>::quiet_NaN());
 }
 
 void Runtime::start(double now, int64_t rank) {
@@ -348,13 +349,14 @@ void Runtime::issue(StepId s) {
       uint32_t i = g_.coll(s).instance;
       const Instance& in = g_.instances[i];
       if (!in.complete || !in.consistent) return;
+      if (coll_issued_[i] == 0) coll_first_[i] = now_;
       if (++coll_issued_[i] < in.steps_cnt) return;
       coll_entry_[i] = {now_, s};
       const CollectiveTimes* ct = o_.collective_times;
       bool timed = ct && ct->has(i);
       for (uint32_t k = 0; k < in.steps_cnt; ++k) {
         StepId m = g_.instance_steps[in.steps_off + k];
-        double t = timed ? ct->seconds[ct->off[i] + k] : 0;
+        double t = timed ? ct->at(i, k) : 0;
         if (t > 0) {
           busy_begin(g_.rank(m), 1);
           in_flight(g_.rank(m), g_.stmt(m), true);

@@ -36,12 +36,21 @@ namespace sg::sim {
 enum class Protocol : uint8_t { Eager, Rendezvous, Auto };
 
 // Collectives costed as wholes (sim/memo_collectives.hpp): per instance of the graph, each
-// member's time from the instance's last entry to its own exit, in member order. An instance with
-// no times (off[i] == off[i + 1]) completes at its last entry, at no cost.
+// member's time from the instance's last entry to its own exit, in the order of the instance's
+// steps (member order), from a table that instances of one shape share. An instance without one
+// completes at its last entry, at no cost.
 struct CollectiveTimes {
-  std::vector<uint32_t> off;    // instances + 1
-  std::vector<double> seconds;  // per member
-  bool has(uint32_t instance) const { return instance + 1 < off.size() && off[instance + 1] > off[instance]; }
+  static constexpr uint32_t kNone = 0xffffffffu;
+  std::vector<uint32_t> table;  // per instance: its table, or kNone
+  std::vector<uint32_t> off;    // per table: where its times start in `seconds`
+  std::vector<double> seconds;
+  bool has(uint32_t instance) const { return instance < table.size() && table[instance] != kNone; }
+  double at(uint32_t instance, uint32_t k) const { return seconds[off[table[instance]] + k]; }
+  uint32_t add(const std::vector<double>& times) {  // a new table; its index
+    off.push_back(static_cast<uint32_t>(seconds.size()));
+    seconds.insert(seconds.end(), times.begin(), times.end());
+    return static_cast<uint32_t>(off.size() - 1);
+  }
 };
 const char* protocol_name(Protocol p);
 
@@ -166,9 +175,13 @@ class Runtime {
   const std::vector<double>& arrival_times() const { return arrived_; }
   // The send each receive took (and each send's receive), or kNoStep: for a stuck state.
   StepId partner(StepId s) const;
-  // When collective instance i had its last member's entry, and that member's step (kNoStep if
-  // it never had all of them).
-  std::pair<double, StepId> collective_entry(uint32_t i) const { return coll_entry_[i]; }
+  // Collective instance i's entries: when its first member and its last member entered, and the
+  // last one's step (kNoStep if it never had all of them).
+  struct Entries {
+    double first, last;
+    StepId last_step;
+  };
+  Entries collective_entries(uint32_t i) const { return {coll_first_[i], coll_entry_[i].first, coll_entry_[i].second}; }
   // Per step kStepIssued | kStepCompleted (core/interp/interpret.hpp), for analyze_stuck.
   std::vector<uint8_t> status() const;
 
@@ -226,6 +239,7 @@ class Runtime {
   std::unordered_map<StepId, std::vector<StepId>> waiters_;  // handle -> waits blocked on it
   std::vector<uint32_t> coll_issued_;                        // per collective instance
   std::vector<std::pair<double, StepId>> coll_entry_;        // per collective instance: its last entry
+  std::vector<double> coll_first_;                           // per collective instance: its first entry
   // Dynamic matching: per destination rank, posted receives and unexpected messages in order;
   // per (source, destination), the sends in issue order and how many were delivered.
   struct Dest {

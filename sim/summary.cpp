@@ -61,21 +61,25 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
     // A collective costed as a whole (RuntimeOptions::collective_times): from its last member's
     // entry on, communication; before, waiting for that member, whose last input is followed.
     double coll_comm = -1;
-    if (k == StepKind::Collective && o.runtime.collective_times && o.runtime.collective_times->has(g.coll(s).instance)) {
-      auto [entered, m] = rt.collective_entry(g.coll(s).instance);
-      if (m != kNoStep) {
-        // (Compared as the runtime keeps step ends: in single precision unless a trace asks.)
-        double at_entry = o.runtime.record_starts ? entered : static_cast<double>(static_cast<float>(entered));
-        // Members that entered at the same instant (alike ranks do) tie: the path stays on this
+    const CollectiveTimes* ct = o.runtime.collective_times;
+    if (k == StepKind::Collective && ct && ct->has(g.coll(s).instance)) {
+      uint32_t i = g.coll(s).instance;
+      Runtime::Entries in = rt.collective_entries(i);
+      if (in.last_step != kNoStep) {
+        // Members that all entered at one instant (alike ranks do) tie: the path stays on this
         // rank, whichever the engine served last (so a quotient's walk and the full one's agree).
-        double own = 0;
-        for (StepId d : g.deps(s))
-          if (rt.ran(d)) own = std::max(own, end(d));
-        if (own >= at_entry) m = s;
-        coll_comm = std::max(0.0, end(s) - at_entry);
+        // Otherwise it goes on from the last member's last input.
+        StepId m = in.first == in.last ? s : in.last_step;
+        // (Compared as the runtime keeps step ends: in single precision unless a trace asks.)
+        double at_entry = o.runtime.record_starts ? in.last : static_cast<double>(static_cast<float>(in.last));
         pred = kNoStep, best = -1, via_partner = false;
         for (StepId d : g.deps(m))
           if (rt.ran(d) && end(d) <= at_entry && end(d) > best) best = end(d), pred = d;
+        // The member's own time after the last entry, exactly (step ends are single precision).
+        const Instance& inst = g.instances[i];
+        const StepId* first = g.instance_steps.data() + inst.steps_off;
+        auto kk = static_cast<uint32_t>(std::find(first, first + inst.steps_cnt, s) - first);
+        coll_comm = kk < inst.steps_cnt ? ct->at(i, kk) : std::max(0.0, end(s) - at_entry);
         coll_comm = std::min(coll_comm, pred == kNoStep ? end(s) : end(s) - end(pred));
       }
     }

@@ -165,7 +165,7 @@ bool times_invariant(const StepGraph& g, const RankPositions& rp, const RankShif
     uint32_t i = g.coll(m).instance;
     if (!ct->has(i)) return 0.0;
     int64_t k = g.groups[g.instances[i].group].index_of(g.rank(m));
-    return ct->seconds[ct->off[i] + static_cast<uint32_t>(k)];
+    return ct->at(i, static_cast<uint32_t>(k));
   };
   for (const Instance& in : g.instances)
     for (uint32_t k = 0; k < in.steps_cnt; ++k) {
@@ -253,16 +253,17 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   // representative's step it is, in its own instance.
   CollectiveTimes qtimes;
   if (const CollectiveTimes* ct = o.runtime.collective_times) {
+    std::vector<double> t;
     for (const Instance& in : q.graph.instances) {
-      qtimes.off.push_back(static_cast<uint32_t>(qtimes.seconds.size()));
+      t.clear();
       for (uint32_t k = 0; k < in.steps_cnt; ++k) {
         StepId fs = q.instance_full[in.steps_off + k];
         uint32_t i = g.coll(fs).instance;
         int64_t at = g.groups[g.instances[i].group].index_of(g.rank(fs));
-        qtimes.seconds.push_back(ct->has(i) ? ct->seconds[ct->off[i] + static_cast<uint32_t>(at)] : 0.0);
+        t.push_back(ct->has(i) ? ct->at(i, static_cast<uint32_t>(at)) : 0.0);
       }
+      qtimes.table.push_back(qtimes.add(t));
     }
-    qtimes.off.push_back(static_cast<uint32_t>(qtimes.seconds.size()));
     oq.runtime.collective_times = &qtimes;
   }
   oq.watch = watch;

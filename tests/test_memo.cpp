@@ -90,7 +90,7 @@ TEST_CASE("a collective alone: costed once, it takes the expansion's time, with 
   CHECK(compared > 40);
 }
 
-TEST_CASE("a late member delays a costed collective by exactly its lateness; the wait is synchronisation", "[memo]") {
+TEST_CASE("a late member delays a costed collective by exactly its lateness", "[memo]") {
   std::string alone = write_schedule("alone", one_collective(CollKind::Allreduce, 0));
   std::string late = write_schedule("late", one_collective(CollKind::Allreduce, 1000000000000ull));  // 1 s at the star's 1 Tflop/s
   PointResult a = run(alone, 8, "", "allreduce=ring", true);
@@ -187,4 +187,34 @@ TEST_CASE("symmetry with collectives costed alone: the same answer, and a shift 
   CHECK(tree.symmetry_json.at("why_not").get<std::string>().find("take different times in the collective") != std::string::npos);
   PointResult tree_full = run(file, 8, "", "allreduce=reduce_bcast", false);
   CHECK(close(tree.time_s, tree_full.time_s));
+}
+
+TEST_CASE("sub-groups, a root inside them, and two instances of one shape: each member takes its own time", "[memo]") {
+  // Two strided groups of 4 (even and odd ranks), each broadcasting from its third member, then
+  // every rank computes an amount of its own: the run's end is the latest member's exit plus its
+  // compute, so a member given another's time alone would show.
+  const char* text =
+      "schedule t() {\n"
+      "  buffer data[8] bytes 1MiB;\n"
+      "  buffer out[1] bytes 8;\n"
+      "  init data contrib;\n"
+      "  expect nothing;\n"
+      "  on r in 0 .. N {\n"
+      "    if r % 2 == 0 { bcast data root 4 over ranks(0, 4, 2); }\n"
+      "    else { bcast data root 5 over ranks(1, 4, 2); }\n"
+      "    compute post flops (N - r) * 100000000 reads data writes out;\n"
+      "  }\n"
+      "}\n";
+  std::string file = write_schedule("strided_bcast", text);
+  for (const char* algo : {"bcast=binomial", "bcast=pipeline", "bcast=scatter_allgather"}) {
+    PointResult e = run(file, 8, "", algo, false);
+    PointResult m = run(file, 8, "", algo, true);
+    INFO(algo << ": " << e.error << e.diag << m.error << m.diag);
+    REQUIRE(e.status == 0);
+    REQUIRE(m.status == 0);
+    CHECK(close(m.time_s, e.time_s));
+    CHECK(m.slowest_rank == e.slowest_rank);
+    CHECK(m.memo_json.at("instances") == 2);
+    CHECK(m.memo_json.at("shapes") == 1);  // (the two groups' routes on the star are alike)
+  }
 }

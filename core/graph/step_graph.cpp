@@ -197,6 +197,11 @@ uint32_t StepGraph::intern_group(const GroupInfo& g) {
   for (; group_indexed_ < groups.size(); ++group_indexed_)                       // the first of equal groups keeps its id
     group_index_.try_emplace(groups[group_indexed_], static_cast<uint32_t>(group_indexed_));
   auto [it, added] = group_index_.try_emplace(n, static_cast<uint32_t>(groups.size()));
+  if (!added && (it->second >= groups.size() || !(groups[it->second] == n))) {  // `groups` was set whole since: index it again
+    group_index_.clear();
+    group_indexed_ = 0;
+    return intern_group(g);
+  }
   if (added) {
     groups.push_back(n);
     group_indexed_ = groups.size();

@@ -47,6 +47,7 @@ std::string translation_refusal(const StepGraph& g) {
   for (StepId s = 0; s < g.size(); ++s) {
     StepKind k = g.kind(s);
     if (k == StepKind::Collective) {
+      if (g.coll(s).instance >= g.instances.size()) return "the collectives pass has not run";
       const Instance& in = g.instances[g.coll(s).instance];
       if (!in.complete || !in.consistent) return "a collective whose members never all issue it alike (a deadlock)";
     }
@@ -275,7 +276,8 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankS
   q.dst.reserve(reps);
   std::map<std::vector<StepId>, uint32_t> parts;  // a class's part of an instance -> its instance in `out`
   std::vector<StepId> members, part_steps;
-  std::unordered_map<StepId, StepId> full_of;  // a representative's collective step in `out` -> the full graph's
+  std::vector<uint32_t> part_of(g.instances.size(), kNoStep);  // a full instance -> its part's instance in `out`
+  std::unordered_map<StepId, StepId> full_of;                  // a representative's collective step in `out` -> the full graph's
   for (StepId s = 0; s < g.size(); ++s) {
     uint32_t r = g.rank(s);
     if (!shift.representative_rank(r)) continue;
@@ -311,21 +313,26 @@ Quotient quotient_graph(const StepGraph& g, const RankPositions& rp, const RankS
     if (kind == StepKind::Collective) {
       // The class's part of its instance: its members' representatives' steps, once each; an
       // instance whose part another representative's step already made is that one.
-      const Instance& in = g.instances[g.coll(s).instance];
-      members.clear();
-      for (uint32_t k = 0; k < in.steps_cnt; ++k) members.push_back(rep(g.instance_steps[in.steps_off + k]));
-      std::sort(members.begin(), members.end());
-      members.erase(std::unique(members.begin(), members.end()), members.end());
-      auto [it, added] = parts.try_emplace(members, static_cast<uint32_t>(parts.size()));
-      if (added) {
-        Instance qi = in;
-        qi.steps_off = static_cast<uint32_t>(part_steps.size());
-        qi.steps_cnt = static_cast<uint32_t>(members.size());
-        part_steps.insert(part_steps.end(), members.begin(), members.end());
-        out.instances.push_back(qi);
+      uint32_t full_instance = g.coll(s).instance;
+      uint32_t& part = part_of[full_instance];  // (an instance's part is made once, however many representatives it has)
+      if (part == kNoStep) {
+        const Instance& in = g.instances[full_instance];
+        members.clear();
+        for (uint32_t k = 0; k < in.steps_cnt; ++k) members.push_back(rep(g.instance_steps[in.steps_off + k]));
+        std::sort(members.begin(), members.end());
+        members.erase(std::unique(members.begin(), members.end()), members.end());
+        auto [it, added] = parts.try_emplace(members, static_cast<uint32_t>(parts.size()));
+        if (added) {
+          Instance qi = in;
+          qi.steps_off = static_cast<uint32_t>(part_steps.size());
+          qi.steps_cnt = static_cast<uint32_t>(members.size());
+          part_steps.insert(part_steps.end(), members.begin(), members.end());
+          out.instances.push_back(qi);
+        }
+        part = it->second;
       }
       CollInfo ci = g.coll(s);
-      ci.instance = it->second;
+      ci.instance = part;
       ref = static_cast<uint32_t>(out.colls.size());
       out.colls.push_back(ci);
       full_of[rep(s)] = s;
