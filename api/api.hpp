@@ -242,6 +242,7 @@ struct SimRequest {
   sim::SimOptions options;
   AlgoChoice algo;             // the collectives' algorithms (empty: Open MPI's choice, NCCL's on GPU nodes)
   bool allow_defects = false;  // simulate a schedule the check before the run finds a defect in
+  bool memo = false;           // collectives costed once per shape (sim --collectives memo; analytic engine)
 };
 
 // One point per rank count, each checked first (api/precheck.hpp): a defect is refused with its

@@ -77,6 +77,7 @@ SimResult simulate(const SimRequest& r) {
     spec.algo = r.algo;
     spec.platform = r.platform;
     spec.options = r.options;
+    spec.memo = r.memo;
     res.points.push_back(sim_point(spec, r.allow_defects, o.t.name()));
     const sim::PointResult& p = res.points.back();
     res.status = std::max(res.status, p.unsupported ? 2 : p.status);

@@ -103,7 +103,7 @@ std::pair<std::string, int> analyze_json(const std::string& target, const std::v
 
 std::pair<std::string, int> sim_json(const std::string& target, const std::vector<uint32_t>& ranks, const api::Params& params,
                                      std::optional<uint64_t> max_memory, const std::string& platform, const std::string& model,
-                                     const std::string& algo, bool allow_defects) {
+                                     const std::string& algo, bool allow_defects, const std::string& collectives) {
   api::SimRequest r;
   r.target = target_request(target, ranks, params, max_memory);
   r.platform = api::read_platform(platform);
@@ -116,6 +116,10 @@ std::pair<std::string, int> sim_json(const std::string& target, const std::vecto
   }
   r.algo = algo_choice(algo);
   r.allow_defects = allow_defects;
+  if (collectives != "expand" && collectives != "memo") throw api::BadInput("collectives is expand or memo, got '" + collectives + "'");
+  r.memo = collectives == "memo";
+  if (r.memo && r.options.model != sim::Model::Analytic)
+    throw api::BadInput("collectives='memo' runs on the analytic engine: pass model='analytic'");
   py::gil_scoped_release unlocked;
   api::SimResult res = api::simulate(r);
   return {res.json().dump(), res.status};
@@ -186,7 +190,7 @@ PYBIND11_MODULE(_stepgraph, m) {
   m.def("stream_order_json", &stream_order_json, py::arg("target"), py::arg("ranks"), py::arg("params"), py::arg("max_memory"));
   m.def("precheck_json", &precheck_json, py::arg("target"), py::arg("n"), py::arg("params"), py::arg("max_memory"), py::arg("rendezvous"));
   m.def("sim_json", &sim_json, py::arg("target"), py::arg("ranks"), py::arg("params"), py::arg("max_memory"), py::arg("platform"),
-        py::arg("model"), py::arg("algo"), py::arg("allow_defects"));
+        py::arg("model"), py::arg("algo"), py::arg("allow_defects"), py::arg("collectives"));
   m.def("compile_json", &compile_json, py::arg("target"), py::arg("ranks"), py::arg("params"), py::arg("max_memory"), py::arg("expand"),
         py::arg("algo"), py::arg("rank"));
   m.def("check_json", &check_json, py::arg("target"), py::arg("ranks"), py::arg("params"), py::arg("max_memory"));

@@ -225,8 +225,8 @@ def analyze(target: str, n=None, set: Optional[Dict[str, Any]] = None, *, max_me
 
 
 def sim(target: str, n=None, set: Optional[Dict[str, Any]] = None, *, platform: str = "", model: str = "simgrid",
-        max_memory=None, algo: str = "", allow_defects: bool = False):
-    """`stepgraph sim TARGET -n N --platform P --model M --json`: one dict for one N, a list for several."""
+        max_memory=None, algo: str = "", allow_defects: bool = False, collectives: str = "expand"):
+    """`stepgraph sim TARGET -n N --platform P --model M --collectives C --json`: one dict for one N, a list for several."""
     text, _ = _call(_stepgraph.sim_json, target, _ranks(n), _params(set), _memory(max_memory), platform or "", model, algo or "",
-                    allow_defects)
+                    allow_defects, collectives)
     return _json.loads(text)

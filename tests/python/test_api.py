@@ -85,6 +85,21 @@ class SameAsCommandLine(unittest.TestCase):
         self.assertEqual(
             drop_wall(stepgraph.sim("ring_allreduce", n=[4, 8], platform="nodes:count=2,gpus=4", set={"size": "4MiB"})),
             drop_wall(cli_json("sim", "ring_allreduce", "-n", "4,8", "--platform", "nodes:count=2,gpus=4", "--set", "size=4MiB", "-q")))
+        # Collectives costed once per shape: the same object as the CLI's, but for the runs' own times.
+        memo = ["train_step", "-n", "32", "--set", "tp=4", "--set", "pp=4", "--set", "layers=8", "--set", "buckets=2",
+                "--set", "microbatches=4", "--set", "seq=4096", "--platform", "dgx-h100:nodes=8,gpus=4"]
+
+        def no_times(x):
+            x = drop_wall(x)
+            x["memo"] = drop_wall(x["memo"])
+            x["collectives"] = [drop_wall(c) for c in x["collectives"]]
+            return x
+        got = stepgraph.sim("train_step", n=32, model="analytic", collectives="memo", platform="dgx-h100:nodes=8,gpus=4",
+                            set={"tp": 4, "pp": 4, "layers": 8, "buckets": 2, "microbatches": 4, "seq": 4096})
+        self.assertEqual(no_times(got), no_times(cli_json("sim", *memo, "--model", "analytic", "--collectives", "memo", "-q")))
+        self.assertEqual(got["memo"]["shapes"], 3)
+        with self.assertRaises(stepgraph.StepgraphError):
+            stepgraph.sim("ring_allreduce", n=8, collectives="memo")  # (SimGrid)
 
 
 class Defects(unittest.TestCase):
