@@ -403,8 +403,9 @@ schedule hier_misrouted(mp = 4) {
     big.collectives = "memo";
     big.top = 3;
     sim("\n   The defaults (Llama 3 405B: tp 8, pp 16, dp 8) on 1,024 H100s, each collective instance costed from its\n"
-        "   algorithm run alone on its members' GPUs, once per shape (`sim train_step -n 1024 --platform\n"
-        "   dgx-h100:nodes=128 --collectives memo --model analytic`; the last line says what that leaves out)\n\n",
+        "   algorithm run alone on its members' GPUs, once per shape, and one rank simulated for each pipeline stage\n"
+        "   (`sim train_step -n 1024 --platform dgx-h100:nodes=128 --collectives memo --model analytic`; the\n"
+        "   `collectives costed` line says what that leaves out)\n\n",
         big);
   }
   {
