@@ -5,6 +5,10 @@ time broken down into compute, communication exposed per parallelism, and idle (
 bubble, and waits for other ranks).
 
     python3 bench/train_step_scale.py [--stepgraph build/stepgraph] [--collectives memo] [N ...]   (default 128 256 512)
+    python3 bench/train_step_scale.py --compare [N ...]   memo against the expansion, both in this run
+
+--compare runs every N both ways and prints the ratios of wall time and peak memory (the
+expansion, every message an event, is the baseline) and the step times' relative difference.
 
 Each N runs `stepgraph sim train_step -n N --platform dgx-h100:nodes=N/8 --set tp=8 --set pp=16
 --set cp=1 --model analytic --json --top 64` (with `--collectives memo` when given: each collective
@@ -54,12 +58,31 @@ def run(stepgraph, n, collectives):
         return json.loads(out.read()), wall, usage.ru_maxrss
 
 
+def compare(a):
+    print("sim train_step (tp 8, pp 16, cp 1), analytic engine, dgx-h100 nodes of 8: collectives costed once per shape (memo) "
+          "against expanded (the baseline), both measured here\n")
+    print("| N | expanded wall s | memo wall s | wall ratio | expanded peak GiB | memo peak GiB | peak ratio | expanded step s | memo step s | "
+          "step difference |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in a.ranks:
+        je, we, pe = run(a.stepgraph, n, "expand")
+        jm, wm, pm = run(a.stepgraph, n, "memo")
+        diff = (jm["time_s"] - je["time_s"]) / je["time_s"]
+        print("| %s | %.1f | %.1f | %.1fx | %.2f | %.2f | %.1fx | %.6f | %.6f | %+.2e |" %
+              ("{:,}".format(n), we, wm, we / wm, pe / 1048576.0, pm / 1048576.0, pe / pm, je["time_s"], jm["time_s"], diff))
+        print("N = %d done" % n, file=sys.stderr)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--stepgraph", default=os.path.join(ROOT, "build", "stepgraph"))
     ap.add_argument("--collectives", default="expand", choices=["expand", "memo"])
+    ap.add_argument("--compare", action="store_true", help="memo against the expansion, both in this run")
     ap.add_argument("ranks", nargs="*", type=int, default=[128, 256, 512])
     a = ap.parse_args()
+    if a.compare:
+        compare(a)
+        return
     lines = open(os.path.join(ROOT, "schedules", "train_step.sched")).read().split("\n")
     rows = []
     for n in a.ranks:
