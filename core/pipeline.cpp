@@ -136,7 +136,7 @@ Built build(Session& s, const Target& t, const BuildOptions& o) {
                                                                [](const Instance& in) { return in.complete && in.consistent; }));
   if (expand) {
     auto t2 = Clock::now();
-    auto x = expand_collectives(*b.graph, s, o.algo, s.diags, &b.expansion, o.elab.max_memory);
+    auto x = expand_collectives(*b.graph, s, o.algo, s.diags, &b.expansion, o.elab.max_memory, o.consumer_bytes_per_step);
     b.expand_s = since(t2);
     if (!x) return finish_failed();
     if (o.keep_as_written) b.as_written = std::move(b.graph);

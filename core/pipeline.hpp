@@ -43,8 +43,11 @@ struct BuildOptions {
   ElabOptions elab;
   DumpRequest dump;
   Expansion expand = Expansion::None;
-  AlgoChoice algo;                   // the algorithms for the expansion (default: Open MPI's choice)
-  bool keep_as_written = false;      // an expanded build also returns the graph before expansion
+  AlgoChoice algo;               // the algorithms for the expansion (default: Open MPI's choice)
+  bool keep_as_written = false;  // an expanded build also returns the graph before expansion
+  // Bytes a step the graph's consumer keeps beside it (sim's runtime and symmetry search), counted
+  // against elab.max_memory for the expansion as elab.consumer_bytes is for elaboration.
+  uint64_t consumer_bytes_per_step = 0;
   SizeEstimate* estimate = nullptr;  // elaboration's size estimate, when the caller wants it
 };
 

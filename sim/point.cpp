@@ -296,6 +296,13 @@ PointResult run_point(const PointSpec& p) {
   bo.elab.nranks = p.n;
   bo.elab.sets = p.sets;
   bo.elab.max_memory = p.max_memory;
+  // What the simulation keeps beside the graph, a step: the runtime's state and the successor
+  // lists (about 16 and 8 bytes), or the symmetry search's positions (8) and the quotient. An
+  // expanded train_step at N = 512 peaked at 63 bytes a step against the graph's estimate of 30.
+  constexpr uint64_t kSimBytesPerStep = 32;
+  bo.consumer_bytes_per_step = kSimBytesPerStep;
+  bo.elab.consumer_bytes = [](const SizeEstimate& e, uint32_t) { return e.steps * kSimBytesPerStep; };
+  bo.elab.consumer = "the simulator's state";
   bo.expand = p.memo ? Expansion::None : Expansion::ForCost;  // memo: costed alone, once per shape (below)
   bo.keep_as_written = true;  // what the schedule says (its postconditions) is read off the graph as written
   bo.algo = p.algo;

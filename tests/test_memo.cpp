@@ -218,3 +218,24 @@ TEST_CASE("sub-groups, a root inside them, and two instances of one shape: each 
     CHECK(m.memo_json.at("shapes") == 1);  // (the two groups' routes on the star are alike)
   }
 }
+
+TEST_CASE("a job too big to expand is refused before it is built, pointing at --collectives memo, which runs it", "[memo]") {
+  PointSpec p;
+  p.target = "train_step";
+  p.n = 1024;
+  p.platform = sgtest::platform("dgx-h100:nodes=128");
+  p.options.model = Model::Analytic;
+  p.max_memory = uint64_t{16} << 30;
+  p.quiet = true;
+  PointResult e = run_point(p);
+  CHECK(e.status == 2);
+  CHECK(e.diag.find("expanding the collectives would need about") != std::string::npos);
+  CHECK(e.diag.find("of it for the simulator's state") != std::string::npos);
+  CHECK(e.diag.find("--collectives memo") != std::string::npos);
+  p.memo = true;
+  PointResult m = run_point(p);
+  INFO(m.error << m.diag);
+  REQUIRE(m.status == 0);
+  CHECK(close(m.time_s, 7.042, 1e-3));
+  CHECK(m.symmetry_json.at("classes") == 16);
+}

@@ -71,8 +71,8 @@ uint32_t gpus_in_group(const GroupInfo& g, uint32_t gpus_per_node) {
 
 class Expander {
  public:
-  Expander(const StepGraph& g, Session& s, const AlgoChoice& c, Diagnostics& d, uint64_t max_memory)
-      : g_(g), s_(s), choice_(c), diags_(d), max_memory_(max_memory) {}
+  Expander(const StepGraph& g, Session& s, const AlgoChoice& c, Diagnostics& d, uint64_t max_memory, uint64_t consumer_per_step)
+      : g_(g), s_(s), choice_(c), diags_(d), max_memory_(max_memory), consumer_per_step_(consumer_per_step) {}
 
   std::unique_ptr<StepGraph> run(ExpandReport* report) {
     if (g_.only_rank >= 0) {
@@ -102,10 +102,11 @@ class Expander {
       }
       rep.instances.push_back(std::move(e));
     }
-    uint64_t bytes = steps * StepGraph::kBytesPerStep + deps * 4;
+    uint64_t later = steps * consumer_per_step_;
+    uint64_t bytes = steps * StepGraph::kBytesPerStep + deps * 4 + later;
     if (max_memory_ && bytes > max_memory_) {
-      auto& d =
-          diags_.error(Loc{}, "expanding the collectives would need about " + human_bytes(bytes) + " (" + with_commas(steps) + " steps)");
+      auto& d = diags_.error(Loc{}, "expanding the collectives would need about " + human_bytes(bytes) + " (" + with_commas(steps) +
+                                        " steps" + (later ? ", " + human_bytes(later) + " of it for the simulator's state" : "") + ")");
       d.notes.push_back({Loc{}, "the memory limit is " + human_bytes(max_memory_) +
                                     " (--max-memory); use fewer ranks, or cheaper algorithms (--algo), or in `sim` "
                                     "cost each collective once per shape instead (--collectives memo --model analytic)"});
@@ -588,6 +589,7 @@ class Expander {
   const AlgoChoice& choice_;
   Diagnostics& diags_;
   uint64_t max_memory_;
+  uint64_t consumer_per_step_;  // the simulator's state a step, counted against max_memory_
   bool failed_ = false;
   std::map<std::string, Entry> cache_;
   std::set<std::string> noted_;
@@ -610,8 +612,8 @@ class Expander {
 }  // namespace
 
 std::unique_ptr<StepGraph> expand_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, Diagnostics& diags,
-                                              ExpandReport* report, uint64_t max_memory) {
-  return Expander(g, s, choice, diags, max_memory).run(report);
+                                              ExpandReport* report, uint64_t max_memory, uint64_t consumer_per_step) {
+  return Expander(g, s, choice, diags, max_memory, consumer_per_step).run(report);
 }
 
 }  // namespace sg

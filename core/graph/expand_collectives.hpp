@@ -68,8 +68,9 @@ struct ExpandReport {
 // algorithms are loaded and elaborated through `s` (their diagnostics stay out of `diags`
 // unless an algorithm fails for another reason than refusing the group size). A refused group
 // size falls back to another algorithm of the kind, with a note at the collective's statement.
-// `max_memory` (0: no limit) refuses an expansion whose estimated size exceeds it.
+// `max_memory` (0: no limit) refuses an expansion whose estimated size exceeds it, counting
+// `consumer_per_step` bytes a step more for what the graph's consumer keeps (the simulator's state).
 std::unique_ptr<StepGraph> expand_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, Diagnostics& diags,
-                                              ExpandReport* report = nullptr, uint64_t max_memory = 0);
+                                              ExpandReport* report = nullptr, uint64_t max_memory = 0, uint64_t consumer_per_step = 0);
 
 }  // namespace sg
