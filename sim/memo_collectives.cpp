@@ -17,19 +17,6 @@ namespace sg::sim {
 
 namespace {
 
-// The most members of `g` on one node of `gpus` consecutive ranks (as the expansion counts them).
-uint32_t members_per_node(const GroupInfo& g, uint32_t gpus) {
-  if (gpus == 0) return 0;
-  uint32_t most = 0, run = 0, node = ~0u;
-  for (uint32_t k = 0; k < g.count; ++k) {
-    uint32_t at = g.member(k) / gpus;
-    run = at == node ? run + 1 : 1;
-    node = at;
-    most = std::max(most, run);
-  }
-  return most;
-}
-
 // One collective alone, expanded: the same for every instance of its kind, size and layout.
 struct Alone {
   std::unique_ptr<StepGraph> g;
@@ -62,7 +49,7 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
     if (!in.complete || !in.consistent || in.steps_cnt != group.count || group.count < 2) continue;
     StepId s0 = g.instance_steps[in.steps_off];
     const CollInfo& c = g.coll(s0);
-    uint32_t per_node = members_per_node(group, choice.gpus_per_node);
+    uint32_t per_node = gpus_in_group(group, choice.gpus_per_node);
     std::string akey;
     put(akey, static_cast<uint8_t>(c.kind));
     put(akey, static_cast<uint8_t>(c.op));

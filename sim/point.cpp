@@ -152,6 +152,21 @@ namespace {
 // Expanded collectives by kind of instance (collective, group size, bytes, algorithm): how many,
 // and their simulated time (from the first member's entry to the last member's exit; watched
 // holds every instance's entries then exits, in order) with the bus bandwidth that gives.
+// A collective's bus bandwidth over its own group (nccl-tests' factors; none for a barrier), GB/s.
+double group_busbw(CollKind kind, uint32_t members, uint64_t bytes, double seconds) {
+  if (seconds <= 0 || kind == CollKind::Barrier) return 0;
+  std::string fname;
+  double factor = 1;
+  switch (kind) {
+    case CollKind::Allreduce: factor = bus_factor(ExpectKind::Allreduce, members, fname); break;
+    case CollKind::Allgather: factor = bus_factor(ExpectKind::Allgather, members, fname); break;
+    case CollKind::ReduceScatter: factor = bus_factor(ExpectKind::ReduceScatter, members, fname); break;
+    case CollKind::Alltoall: factor = bus_factor(ExpectKind::Alltoall, members, fname); break;
+    default: factor = 1;
+  }
+  return static_cast<double>(bytes) / seconds / 1e9 * factor;
+}
+
 void collective_breakdown(const ExpandReport& rep, const std::vector<double>& watched, PointResult& r) {
   struct Row {
     std::string line;
@@ -189,16 +204,7 @@ void collective_breakdown(const ExpandReport& rep, const std::vector<double>& wa
   }
   for (const Row& x : rows) {
     double mean = x.timed ? x.sum / static_cast<double>(x.timed) : 0;
-    std::string fname;
-    double factor = 1;
-    switch (x.kind) {  // nccl-tests' factors, for the group the instance runs over
-      case CollKind::Allreduce: factor = bus_factor(ExpectKind::Allreduce, x.members, fname); break;
-      case CollKind::Allgather: factor = bus_factor(ExpectKind::Allgather, x.members, fname); break;
-      case CollKind::ReduceScatter: factor = bus_factor(ExpectKind::ReduceScatter, x.members, fname); break;
-      case CollKind::Alltoall: factor = bus_factor(ExpectKind::Alltoall, x.members, fname); break;
-      default: factor = 1;
-    }
-    double busbw = mean > 0 && x.kind != CollKind::Barrier ? static_cast<double>(x.bytes) / mean / 1e9 * factor : 0;
+    double busbw = group_busbw(x.kind, x.members, x.bytes, mean);
     r.collectives_json.push_back(
         {{"collective", x.line}, {"instances", x.count}, {"mean_s", mean}, {"max_s", x.max}, {"busbw_GBps", busbw}});
     std::string l = x.line + (x.count > 1 ? "; " + std::to_string(x.count) + " instances" : std::string());
@@ -224,16 +230,7 @@ void memo_report(const CollectiveMemo& m, PointResult& r) {
     }
   }
   for (const MemoShape& x : rows) {
-    std::string fname;
-    double factor = 1;
-    switch (x.kind) {
-      case CollKind::Allreduce: factor = bus_factor(ExpectKind::Allreduce, x.members, fname); break;
-      case CollKind::Allgather: factor = bus_factor(ExpectKind::Allgather, x.members, fname); break;
-      case CollKind::ReduceScatter: factor = bus_factor(ExpectKind::ReduceScatter, x.members, fname); break;
-      case CollKind::Alltoall: factor = bus_factor(ExpectKind::Alltoall, x.members, fname); break;
-      default: factor = 1;
-    }
-    double busbw = x.seconds > 0 && x.kind != CollKind::Barrier ? static_cast<double>(x.bytes) / x.seconds / 1e9 * factor : 0;
+    double busbw = group_busbw(x.kind, x.members, x.bytes, x.seconds);
     r.collectives_json.push_back({{"collective", x.line},
                                   {"instances", x.instances},
                                   {"mean_s", x.seconds},

@@ -54,6 +54,8 @@ struct Plan {
   uint32_t cost = kNone;                            // its sends' protocol costs: an index into costs_ (NCCL's picks)
 };
 
+}  // namespace
+
 // The most members of group `g` on one node of `gpus_per_node` ranks (ranks gpus·k … gpus·k +
 // gpus - 1), or 0 when the platform has no nodes. A group's members ascend, so each node's are
 // consecutive in the group's order, as the NCCL schedules lay nodes out.
@@ -68,6 +70,8 @@ uint32_t gpus_in_group(const GroupInfo& g, uint32_t gpus_per_node) {
   }
   return most;
 }
+
+namespace {
 
 class Expander {
  public:

@@ -62,6 +62,11 @@ struct ExpandReport {
   uint64_t expanded = 0, kept = 0;
 };
 
+// The most members of group `g` on one node of `gpus_per_node` ranks (ranks gpus·k … gpus·k +
+// gpus - 1), or 0 when the platform has no nodes: the node layout the expansion gives NCCL's
+// choice for an instance over g.
+uint32_t gpus_in_group(const GroupInfo& g, uint32_t gpus_per_node);
+
 // Returns the expanded graph, which has been through the pass pipeline again (match,
 // collectives, prune, validate), or null after reporting an error to `diags`. `g` must have
 // been through the pipeline (its instances formed) and hold every rank (not only_rank). The
