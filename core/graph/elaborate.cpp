@@ -429,6 +429,33 @@ class Elaborator {
     }
   }
 
+  // The computes entry for this work on these chunks: one per distinct entry, shared by every
+  // step that does the same (ranges name chunks of the step's own rank, so the same compute on
+  // many ranks, or again on one, is one entry: a training step's 8 M compute steps at N = 8,192
+  // share about a thousand).
+  uint32_t intern_compute(const ComputeInfo& c, const std::vector<Range>& rd, const std::vector<Range>& wr) {
+    key_.clear();
+    auto put = [&](const void* p, size_t n) { key_.append(static_cast<const char*>(p), n); };
+    uint8_t head[5] = {static_cast<uint8_t>(c.kind), static_cast<uint8_t>(c.mask), static_cast<uint8_t>(c.split_kv),
+                       static_cast<uint8_t>(rd.size()), static_cast<uint8_t>(wr.size())};
+    put(head, sizeof head);
+    put(&c.name, sizeof c.name);
+    put(&c.flops, sizeof c.flops);
+    for (const Range& x : rd) put(&x, sizeof x);
+    for (const Range& x : wr) put(&x, sizeof x);
+    auto [it, fresh] = compute_index_.try_emplace(key_, static_cast<uint32_t>(g_->computes.size()));
+    if (!fresh) return it->second;
+    ComputeInfo ci = c;
+    ci.reads_off = static_cast<uint32_t>(g_->ranges.size());
+    ci.reads_cnt = static_cast<uint32_t>(rd.size());
+    g_->ranges.insert(g_->ranges.end(), rd.begin(), rd.end());
+    ci.writes_off = static_cast<uint32_t>(g_->ranges.size());
+    ci.writes_cnt = static_cast<uint32_t>(wr.size());
+    g_->ranges.insert(g_->ranges.end(), wr.begin(), wr.end());
+    g_->computes.push_back(ci);
+    return it->second;
+  }
+
   void register_access(StepId id, uint32_t rank, const Ranges& rd, const Ranges& wr) {
     for (uint32_t i = 0; i < wr.n; ++i) {
       ChunkState* cs = chunk_states(wr.r[i].buf, rank);
@@ -1227,17 +1254,10 @@ class Elaborator {
       if (c.split_kv) rd.push_back(v);
     }
     if (rd.size() + wr.size() > 12) fail(s.loc, s.length, "a compute step may touch at most 12 chunk ranges");
+    uint32_t idx = kNil;
     for_targets(s.at.get(), f, [&](uint32_t r) {
       if (!mine(r)) return;
-      ComputeInfo ci = c;
-      ci.reads_off = static_cast<uint32_t>(g_->ranges.size());
-      ci.reads_cnt = static_cast<uint32_t>(rd.size());
-      for (const auto& x : rd) g_->ranges.push_back(x);
-      ci.writes_off = static_cast<uint32_t>(g_->ranges.size());
-      ci.writes_cnt = static_cast<uint32_t>(wr.size());
-      for (const auto& x : wr) g_->ranges.push_back(x);
-      uint32_t idx = static_cast<uint32_t>(g_->computes.size());
-      g_->computes.push_back(ci);
+      if (idx == kNil) idx = intern_compute(c, rd, wr);
       Ranges hrd, hwr;
       for (const auto& x : rd) hrd.add(x);
       for (const auto& x : wr) hwr.add(x);
@@ -1497,7 +1517,9 @@ class Elaborator {
   std::vector<StepId> deps_;
   std::vector<RankState> ranks_;
   std::unordered_map<uint64_t, uint32_t> coll_seq_;
-  std::unordered_map<uint64_t, uint32_t> coll_entry_;  // (group, seq) -> the colls entry its members share
+  std::unordered_map<uint64_t, uint32_t> coll_entry_;        // (group, seq) -> the colls entry its members share
+  std::unordered_map<std::string, uint32_t> compute_index_;  // intern_compute's entries by content
+  std::string key_;
   struct PendingBadWait {
     uint32_t rank;
     Loc loc;
