@@ -41,10 +41,15 @@ def kind_of(line):
     return "other"
 
 
+MAX_MEMORY = None  # --max-memory, passed through
+
+
 def run(stepgraph, n, collectives):
     """Runs one N; returns its JSON, wall seconds and peak resident KiB (wait4's, this child's own)."""
     cmd = [stepgraph, "sim", "train_step", "-n", str(n), "--platform", "dgx-h100:nodes=%d" % (n // 8), "--set", "tp=8", "--set", "pp=16",
            "--set", "cp=1", "--model", "analytic", "--json", "--top", "64", "--collectives", collectives]
+    if MAX_MEMORY:
+        cmd += ["--max-memory", MAX_MEMORY]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.monotonic()
         p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT)
@@ -78,8 +83,11 @@ def main():
     ap.add_argument("--stepgraph", default=os.path.join(ROOT, "build", "stepgraph"))
     ap.add_argument("--collectives", default="expand", choices=["expand", "memo"])
     ap.add_argument("--compare", action="store_true", help="memo against the expansion, both in this run")
+    ap.add_argument("--max-memory", help="passed to stepgraph sim (its refusal limit; default 80 %% of available memory)")
     ap.add_argument("ranks", nargs="*", type=int, default=[128, 256, 512])
     a = ap.parse_args()
+    global MAX_MEMORY
+    MAX_MEMORY = a.max_memory
     if a.compare:
         compare(a)
         return

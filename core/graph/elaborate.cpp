@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/base/checked.hpp"
+#include "core/base/errors.hpp"
 #include "core/base/sizes.hpp"
 #include "core/dsl/parser.hpp"
 #include "core/dsl/printer.hpp"
@@ -53,9 +54,13 @@ struct Abort {};
 
 enum class Mode { Count, Build };
 
+// A chunk's readers since its last write: kNil (none), one reader's step id in place (the
+// common case: most chunks end a program read once, and a job's every rank keeps its chunks'
+// states to the end), or a list in the reader pool (its head | kPooled).
+constexpr uint32_t kPooled = 0x80000000u;
 struct ChunkState {
   StepId writer = kNoStep;
-  uint32_t readers = kNil;  // head of a list in the reader pool
+  uint32_t readers = kNil;
 };
 
 // Small fixed-capacity list of ranges (no allocation on the hot path).
@@ -420,8 +425,11 @@ class Elaborator {
       ChunkState* cs = chunk_states(wr.r[i].buf, rank);
       for (uint32_t c = wr.r[i].lo, e = c + wr.r[i].cnt; c < e; ++c) {
         // Readers since the last write all depend on that write, so they cover it.
-        if (cs[c].readers != kNil) {
-          for (uint32_t p = cs[c].readers; p != kNil; p = pool_[p].second) deps_.push_back(pool_[p].first);
+        uint32_t h = cs[c].readers;
+        if (h != kNil) {
+          if (!(h & kPooled)) deps_.push_back(h);
+          else
+            for (uint32_t p = h & ~kPooled; p != kNil; p = pool_[p].second) deps_.push_back(pool_[p].first);
         } else if (cs[c].writer != kNoStep) {
           deps_.push_back(cs[c].writer);
         }
@@ -460,12 +468,13 @@ class Elaborator {
     for (uint32_t i = 0; i < wr.n; ++i) {
       ChunkState* cs = chunk_states(wr.r[i].buf, rank);
       for (uint32_t c = wr.r[i].lo, e = c + wr.r[i].cnt; c < e; ++c) {
-        for (uint32_t p = cs[c].readers; p != kNil;) {
-          uint32_t nx = pool_[p].second;
-          pool_[p].second = free_;
-          free_ = p;
-          p = nx;
-        }
+        if (cs[c].readers != kNil && (cs[c].readers & kPooled))
+          for (uint32_t p = cs[c].readers & ~kPooled; p != kNil;) {
+            uint32_t nx = pool_[p].second;
+            pool_[p].second = free_;
+            free_ = p;
+            p = nx;
+          }
         cs[c].readers = kNil;
         cs[c].writer = id;
       }
@@ -474,18 +483,30 @@ class Elaborator {
       ChunkState* cs = chunk_states(rd.r[i].buf, rank);
       for (uint32_t c = rd.r[i].lo, e = c + rd.r[i].cnt; c < e; ++c) {
         if (cs[c].writer == id) continue;  // read-modify-write: the write covers it
-        uint32_t p;
-        if (free_ != kNil) {
-          p = free_;
-          free_ = pool_[p].second;
-        } else {
-          p = static_cast<uint32_t>(pool_.size());
-          pool_.emplace_back();
+        uint32_t& h = cs[c].readers;
+        if (h == kNil && id < kPooled) {  // the common case: one reader, kept in place
+          h = id;
+          continue;
         }
-        pool_[p] = {id, cs[c].readers};
-        cs[c].readers = p;
+        uint32_t head = h == kNil ? kNil : (h & kPooled) ? h & ~kPooled : pool_node(h, kNil);
+        h = pool_node(id, head) | kPooled;
       }
     }
+  }
+
+  // A reader list's node (the pool's free nodes are reused).
+  uint32_t pool_node(StepId id, uint32_t next) {
+    uint32_t p;
+    if (free_ != kNil) {
+      p = free_;
+      free_ = pool_[p].second;
+    } else {
+      p = static_cast<uint32_t>(pool_.size());
+      if (p >= kPooled - 1) internal_error("the elaborator's reader pool outgrew 2^31 nodes");
+      pool_.emplace_back();
+    }
+    pool_[p] = {id, next};
+    return p;
   }
 
   // Emits one step with its dependencies. `extra` are dependencies beyond hazards (handles).
