@@ -293,12 +293,13 @@ PointResult run_point(const PointSpec& p) {
   bo.elab.nranks = p.n;
   bo.elab.sets = p.sets;
   bo.elab.max_memory = p.max_memory;
-  // What the simulation keeps beside the graph, a step: the runtime's state and the successor
-  // lists (about 16 and 8 bytes), or the symmetry search's positions (8) and the quotient. An
-  // expanded train_step at N = 512 peaked at 63 bytes a step against the graph's estimate of 30.
-  constexpr uint64_t kSimBytesPerStep = 32;
+  // What the simulation keeps beside the graph (kSimBytesPerStep), counted before building where
+  // every rank will be simulated; where symmetry may spare it (the analytic engine), counted
+  // once the graph is built and no classes were found (SimOptions::max_memory): a job of
+  // 131,072 ranks simulates 16.
   bo.consumer_bytes_per_step = kSimBytesPerStep;
-  bo.elab.consumer_bytes = [](const SizeEstimate& e, uint32_t) { return e.steps * kSimBytesPerStep; };
+  if (!engine_refusal(p.options).empty() || !p.trace_file.empty())
+    bo.elab.consumer_bytes = [](const SizeEstimate& e, uint32_t) { return e.steps * kSimBytesPerStep; };
   bo.elab.consumer = "the simulator's state";
   bo.expand = p.memo ? Expansion::None : Expansion::ForCost;  // memo: costed alone, once per shape (below)
   bo.keep_as_written = true;  // what the schedule says (its postconditions) is read off the graph as written
@@ -434,7 +435,13 @@ PointResult run_point(const PointSpec& p) {
     memo_report(memo, r);
   }
   SymmetryUse sym;
+  so.max_memory = p.max_memory;
   SimResult res = simulate_symmetric(*g, platform, so, sym);
+  if (res.refused) {
+    r.status = 2;
+    r.error = res.error;
+    return r;
+  }
   r.symmetry = sym.line();
   r.symmetry_json = {{"used", sym.used}, {"ranks", sym.nranks}};
   if (sym.used) r.symmetry_json["classes"] = sym.shift.classes(), r.symmetry_json["steps_simulated"] = sym.quotient_steps;

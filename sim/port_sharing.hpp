@@ -43,6 +43,8 @@ class PortSharing {
   bool finish(uint32_t flow, uint32_t version, double now, StepId& send, std::vector<Update>& out);
 
   size_t active() const { return active_; }
+  // Whether an end scheduled with `version` is still the flow's (finish() would take it).
+  bool current(uint32_t flow, uint32_t version) const { return flows_[flow].version == version && flows_[flow].send != kNoStep; }
 
  private:
   struct Flow {

@@ -57,6 +57,10 @@ struct SimOptions {
   // Simulate one rank per class of ranks alike where the graph and the platform prove the classes
   // (sim/symmetry.hpp; --no-symmetry: false, every rank).
   bool symmetry = true;
+  // Where symmetry may spare it, the simulator's state for every rank is not counted before the
+  // graph is built: a simulation of every rank whose state would pass this is refused then
+  // (SimResult::refused; 0: no limit).
+  uint64_t max_memory = 0;
   const QuotientRun* quotient = nullptr;  // set by simulate_symmetric: the graph is a quotient
 };
 
@@ -81,6 +85,7 @@ struct LinkLoad {
 struct SimResult {
   bool completed = false;  // every step ran; false: a deadlock (see stuck)
   std::string error;       // the engine failed (empty otherwise)
+  bool refused = false;    // not run: a simulation of every rank would pass SimOptions::max_memory (error says)
   std::string model, platform;
   double time_s = 0;  // simulated
   uint64_t messages = 0, bytes = 0, steps = 0;

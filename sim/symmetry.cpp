@@ -22,9 +22,6 @@ std::string SymmetryUse::line() const {
          shift.describe() + "): simulated " + c + " rank" + (classes == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
 }
 
-namespace {
-
-// Why the engine cannot run a quotient ("" if it can).
 std::string engine_refusal(const SimOptions& o) {
   if (!o.symmetry) return "--no-symmetry";
   if (o.model != Model::Analytic) return "the SimGrid engine simulates every rank";
@@ -32,6 +29,8 @@ std::string engine_refusal(const SimOptions& o) {
   if (o.trace) return "a trace shows every rank";
   return "";
 }
+
+namespace {
 
 // The part of a route the analytic engine reads (as sim/analytic.cpp's Path computes it).
 struct Route {
@@ -235,15 +234,27 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   use = SymmetryUse{};
   use.nranks = g.nranks;
   use.why_not = engine_refusal(o);
+  // Every rank, where the memory allows (the build did not count this state: symmetry might
+  // have spared it).
+  auto every_rank = [&]() {
+    uint64_t need = g.memory_bytes() + g.size() * kSimBytesPerStep;
+    if (!o.max_memory || need <= o.max_memory) return simulate(g, p, o);
+    SimResult r;
+    r.refused = true;
+    r.error = "no symmetry (" + use.why_not + "): simulating every rank would need about " + human_bytes(need) + " (" +
+              with_commas(g.size()) + " steps), past the memory limit of " + human_bytes(o.max_memory) +
+              " (--max-memory); use fewer ranks, or raise the limit";
+    return r;
+  };
   if (use.why_not.empty()) use.why_not = translation_refusal(g);
-  if (!use.why_not.empty()) return simulate(g, p, o);
+  if (!use.why_not.empty()) return every_rank();
   QuotientRun run;
   Quotient q;
   std::vector<StepId> watch;
   {
     RankPositions rp = rank_positions(g);  // (freed before the run)
     RankSymmetry shift = find_shift(g, p, o, rp, run.port, use.why_not);
-    if (shift.none()) return simulate(g, p, o);
+    if (shift.none()) return every_rank();
     q = quotient_graph(g, rp, shift);
     for (StepId s : o.watch) watch.push_back(s < g.size() ? q.step_of(g, rp, s) : s);
   }
@@ -271,7 +282,7 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   SimResult r = simulate(q.graph, p, oq);
   if (!r.completed && r.error.empty()) {  // who waits for whom, rank by rank: the full graph's
     use.why_not = "the quotient deadlocked; the report needs every rank";
-    SimResult full = simulate(g, p, o);
+    SimResult full = every_rank();
     full.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();  // both runs
     return full;
   }

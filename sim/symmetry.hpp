@@ -38,4 +38,13 @@ struct SymmetryUse {
 // engine), else on the full graph; `use` says which and why.
 SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOptions& o, SymmetryUse& use);
 
+// What simulating every rank keeps beside the graph, a step: the runtime's state and the
+// successor lists (about 16 and 8 bytes), or the symmetry search's positions (8) and the
+// quotient. An expanded train_step at N = 512 peaked at 63 bytes a step against the graph's 30.
+constexpr uint64_t kSimBytesPerStep = 32;
+
+// Whether the engine may simulate one rank a class (then the state for every rank is not
+// needed unless the classes are not found): "" if it may, else why not.
+std::string engine_refusal(const SimOptions& o);
+
 }  // namespace sg::sim

@@ -228,6 +228,44 @@ TEST_CASE("an instance too big to build is refused before building", "[elaborate
   CHECK(text.find("the memory limit is 1.0 GiB") != std::string::npos);
 }
 
+TEST_CASE("compute entries are shared; a build whose entries are not is refused as it grows", "[elaborate][estimate][memory]") {
+  // The same work on the same chunks is one entry, whichever rank does it (a training step's
+  // 8 M compute steps at N = 8,192 share about a thousand).
+  const char* shared =
+      "schedule s(K = 256) {\n  buffer d[K] bytes 8;\n  buffer e[K] bytes 8;\n  init d contrib;\n"
+      "  on r in 0 .. N { for k in 0 .. K { compute f flops 1000 reads d[k] writes e[k]; } }\n}\n";
+  auto b = sgtest::build(shared, 64);
+  REQUIRE(b.ok());
+  CHECK(b.graph->size() == 64 * 256);
+  CHECK(b.graph->computes.size() == 256);
+  // The estimate counts them as shared; flops that differ on every rank make 1 M entries (64 MB
+  // beyond the estimate's 56 MB), and the build's own watch refuses it under an 80 MiB limit.
+  const char* distinct =
+      "schedule s(K = 1024) {\n  buffer d[K] bytes 8;\n  buffer e[K] bytes 8;\n  init d contrib;\n"
+      "  on r in 0 .. N { for k in 0 .. K { compute f flops 1 + r * K + k reads d[k] writes e[k]; } }\n}\n";
+  Session s;
+  const Program* p = s.load_text("distinct.sched", distinct);
+  REQUIRE(p);
+  ElabOptions o;
+  o.nranks = 1024;
+  o.max_memory = uint64_t{80} << 20;
+  SizeEstimate est;
+  auto g = elaborate(s, Target{p, p->schedules.back().get()}, o, &est);
+  CHECK_FALSE(g);
+  CHECK(est.bytes < o.max_memory);  // the estimate let it start
+  std::string text = s.diags.render(s.sources);
+  INFO(text);
+  CHECK(text.find("instance too big to build: after ") != std::string::npos);
+  CHECK(text.find("of 1,048,576 steps the graph holds") != std::string::npos);
+  CHECK(text.find("the memory limit is 80.0 MiB") != std::string::npos);
+  o.max_memory = uint64_t{1} << 30;
+  Session s2;
+  const Program* p2 = s2.load_text("distinct.sched", distinct);
+  auto g2 = elaborate(s2, Target{p2, p2->schedules.back().get()}, o);
+  REQUIRE(g2);
+  CHECK(g2->computes.size() == 1024 * 1024);
+}
+
 TEST_CASE("the graph stays compact", "[elaborate][memory]") {
   auto b = sgtest::build_lib("ring_allreduce", 512);
   REQUIRE(b.ok());

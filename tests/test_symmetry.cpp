@@ -253,3 +253,32 @@ TEST_CASE("an MPI ring: one rank for all, the same time and critical path", "[sy
   }
   std::filesystem::remove(file);
 }
+
+TEST_CASE("the state for every rank is counted once no classes are found, and refused past the limit", "[symmetry][memory]") {
+  // Where symmetry may spare it, the simulator's 32 bytes a step are not counted before the build
+  // (a job of 131,072 ranks simulates 16): a graph with no classes is refused after it, with why.
+  // A line, not a ring: the ends are unlike the rest, so no shift maps the graph onto itself.
+  // 1 M steps.
+  auto file = std::filesystem::temp_directory_path() / "stepgraph_line.sched";
+  std::ofstream(file) << "schedule line(K = 8) {\n  buffer d[K] bytes 8;\n  init d contrib;\n"
+                         "  for k in 0 .. K { for r in 0 .. N - 1 { send d[k] from r to r + 1; } }\n}\n";
+  PointSpec p;
+  p.target = file.string();
+  p.n = 65536;
+  p.platform = sgtest::platform("star:hosts=65536");
+  p.options.model = Model::Analytic;
+  p.max_memory = uint64_t{50} << 20;
+  p.quiet = true;
+  PointResult r = run_point(p);
+  INFO(r.error << r.diag);
+  CHECK(r.status == 2);
+  CHECK(r.error.find("no symmetry (") != std::string::npos);
+  CHECK(r.error.find("simulating every rank would need about") != std::string::npos);
+  CHECK(r.error.find("(1,048,560 steps), past the memory limit of 50.0 MiB") != std::string::npos);
+  p.max_memory = uint64_t{1} << 30;
+  PointResult ok = run_point(p);
+  INFO(ok.error << ok.diag);
+  CHECK(ok.status == 0);
+  CHECK(ok.symmetry_json.at("used") == false);
+  std::filesystem::remove(file);
+}

@@ -119,6 +119,8 @@ class Elaborator {
     }
     g_->schedule = s.name;
     g_->file = ses_.sources.file(t.program->file).name();
+    schedule_loc_ = s.loc;
+    schedule_len_ = static_cast<uint32_t>(s.name.size());
     if (mode_ == Mode::Build && reserve_steps) g_->reserve(reserve_steps, reserve_steps + reserve_steps / 4);
     Frame f;
     f.prog = t.program;
@@ -411,7 +413,10 @@ class Elaborator {
     if (hz_.size() <= buf) hz_.resize(buf + 1);
     auto& v = hz_[buf];
     uint32_t chunks = g_->buffers[buf].chunks;
-    if (v.empty()) v.resize(uint64_t{rank_slots_} * chunks);
+    if (v.empty()) {
+      v.resize(uint64_t{rank_slots_} * chunks);
+      hazard_bytes_ += v.size() * sizeof(ChunkState);
+    }
     return v.data() + uint64_t{rslot(rank)} * chunks;
   }
 
@@ -517,6 +522,7 @@ class Elaborator {
       return kNoStep;
     }
     if (g_->size() >= 0xfffffff0u) throw_too_big(st);
+    if ((g_->size() & 0x3ffff) == 0 && opts_.max_memory) watch_memory();
     deps_.clear();
     collect_deps(rank, rd, wr);
     RankState* rs = nullptr;
@@ -542,6 +548,35 @@ class Elaborator {
     return id;
   }
 
+  // The estimate counts compute and collective entries as shared (one per distinct work, one per
+  // instance), which they usually are; every 2^18 steps the build checks what it holds, and the
+  // steps still to come at their fixed size, against the limit.
+  void watch_memory() {
+    uint64_t have = g_->memory_bytes() + pool_.capacity() * sizeof(pool_[0]) + hazard_bytes_;
+    uint64_t to_come = est_steps_ > g_->size() ? (est_steps_ - g_->size()) * StepGraph::kBytesPerStep : 0;
+    uint64_t need = have + to_come + later_bytes_;
+    if (need <= opts_.max_memory) return;
+    auto& d = diags_.error(
+        schedule_loc_,
+        "instance too big to build: after " + with_commas(g_->size()) + " of " + with_commas(est_steps_) + " steps the graph holds " +
+            human_bytes(static_cast<double>(have)) + "; the whole would need about " + human_bytes(static_cast<double>(need)) +
+            (later_bytes_ ? " (" + human_bytes(static_cast<double>(later_bytes_)) + " of it for " + opts_.consumer + ")" : "") +
+            " (N = " + std::to_string(n_) + ")",
+        schedule_len_);
+    d.notes.push_back({Loc{}, "the memory limit is " + human_bytes(static_cast<double>(opts_.max_memory)) +
+                                  " (--max-memory); use fewer ranks, or raise the limit"});
+    throw Abort{};
+  }
+
+ public:
+  // What the build may count on (elaborate(): from the estimate): its steps, and what the
+  // graph's consumer needs beside it.
+  void budget(uint64_t steps, uint64_t later) {
+    est_steps_ = steps;
+    later_bytes_ = later;
+  }
+
+ private:
   [[noreturn]] void throw_too_big(const Stmt& st) {
     diags_.error(st.loc, "the step graph outgrew 32-bit step ids (4 G steps or dependencies); use fewer ranks", st.length);
     throw Abort{};
@@ -1538,8 +1573,11 @@ class Elaborator {
   std::vector<StepId> deps_;
   std::vector<RankState> ranks_;
   std::unordered_map<uint64_t, uint32_t> coll_seq_;
-  std::unordered_map<uint64_t, uint32_t> coll_entry_;        // (group, seq) -> the colls entry its members share
-  std::unordered_map<std::string, uint32_t> compute_index_;  // intern_compute's entries by content
+  std::unordered_map<uint64_t, uint32_t> coll_entry_;            // (group, seq) -> the colls entry its members share
+  std::unordered_map<std::string, uint32_t> compute_index_;      // intern_compute's entries by content
+  uint64_t est_steps_ = 0, later_bytes_ = 0, hazard_bytes_ = 0;  // watch_memory's
+  Loc schedule_loc_;
+  uint32_t schedule_len_ = 0;
   std::string key_;
   struct PendingBadWait {
     uint32_t rank;
@@ -1567,8 +1605,9 @@ SizeEstimate estimate_size(Session& session, const Target& target, const ElabOpt
   // Steps and one dependency each, plus the hazard state, plus slack for side tables.
   // Saturating: a count past 2^64 must still read as too big, not wrap to a small number.
   est.bytes = sat_add(sat_add(sat_mul(est.steps, StepGraph::kBytesPerStep), est.hazard_bytes),
-                      sat_add(sat_add(sat_mul(est.p2p, sizeof(P2PInfo)), sat_mul(est.collectives, sizeof(CollInfo))),
-                              sat_add(sat_mul(est.computes, sizeof(ComputeInfo) + 4 * sizeof(Range)), uint64_t{16} << 20)));
+                      sat_add(sat_mul(est.p2p, sizeof(P2PInfo)), uint64_t{16} << 20));
+  // (Compute and collective entries are shared: one per distinct work and one per instance, not
+  // one a step. Where they are not, the build's own watch refuses: Elaborator::watch_memory.)
   return est;
 }
 
@@ -1601,6 +1640,7 @@ std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, con
     return nullptr;
   }
   Elaborator e(session, opts, Mode::Build);
+  e.budget(est.steps, later);
   if (!e.run(target, est.ok ? est.steps : 0)) return nullptr;
   return std::move(e.g_);
 }
