@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/dsl/library.hpp"
+#include "core/io/writers.hpp"
 #include "test_util.hpp"
 
 using namespace sg;
@@ -547,4 +548,65 @@ TEST_CASE("a range of a buffer with several dimensions is named by its chunks, n
   CHECK(g.range_name(sg::Range{0, 4, 4}) == "m[1, 0 .. 4]");
   CHECK(g.range_name(sg::Range{0, 3, 3}) == "m[0, 3] .. m[1, 1] (3 chunks)");
   CHECK(g.range_name(sg::Range{0, 0, 8}) == "m");
+}
+
+namespace {
+
+// The longest chain by relaxation in step order until nothing grows (what compute_stats did,
+// capped at 256 passes): the oracle.
+uint64_t rounds_by_relaxation(const StepGraph& g) {
+  std::vector<uint32_t> start(g.size(), 0), done(g.size(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (StepId x = 0; x < g.size(); ++x) {
+      uint32_t st = start[x];
+      for (StepId p : g.deps(x)) st = std::max(st, g.nonblocking(p) ? start[p] : done[p]);
+      uint32_t d = std::max(st, done[x]);
+      if (g.kind(x) == StepKind::Recv && g.match(x) != kNoStep) d = std::max(d, start[g.match(x)] + 1);
+      if (g.kind(x) == StepKind::Wait)
+        for (const StepId* h = g.handles_begin(x); h != g.handles_end(x); ++h) d = std::max(d, done[*h]);
+      if (g.kind(x) == StepKind::Collective) {
+        const Instance& in = g.instances[g.coll(x).instance];
+        for (uint32_t k = 0; k < in.steps_cnt; ++k) d = std::max(d, start[g.instance_steps[in.steps_off + k]] + 1);
+      }
+      if (st != start[x] || d != done[x]) start[x] = st, done[x] = d, changed = true;
+    }
+  }
+  return *std::max_element(done.begin(), done.end());
+}
+
+}  // namespace
+
+TEST_CASE("rounds: the longest chain of messages, in one walk, as relaxation finds it", "[elaborate][stats]") {
+  struct Case {
+    const char* name;
+    uint32_t n;
+    std::vector<std::pair<std::string, std::string>> sets;
+  };
+  // A pipeline's backward passes run against emission order (many relaxation passes); an MPI
+  // ring of isends and irecvs; collectives; a plain ring.
+  const Case cases[] = {
+      {"train_step", 128, {{"layers", "16"}, {"microbatches", "8"}, {"buckets", "1"}}},
+      {"ring_attention", 8, {}},
+      {"dp_bucketed_step", 8, {}},
+      {"ring_allreduce", 16, {}},
+      {"tp_forward", 8, {}},
+  };
+  for (const Case& c : cases) {
+    auto b = sgtest::build_lib(c.name, c.n, c.sets);
+    INFO(c.name << "\n" << b.errors);
+    REQUIRE(b.ok());
+    GraphStats s = compute_stats(*b.graph);
+    CHECK(s.rounds_converged);
+    CHECK(s.rounds == rounds_by_relaxation(*b.graph));
+  }
+  CHECK(compute_stats(*sgtest::build_lib("ring_allreduce", 16).graph).rounds == 30);  // 2(N - 1)
+  // Both ranks receive before they send: a cycle, so the count is a lower bound, and says so.
+  auto dl = sgtest::build(
+      "schedule dl() {\n  buffer d[1] bytes 8;\n  init d contrib;\n"
+      "  on 0 { recv d[0] from 1; send d[0] to 1; }\n  on 1 { recv d[0] from 0; send d[0] to 0; }\n}\n",
+      2);
+  INFO(dl.errors);
+  REQUIRE(dl.ok());
+  CHECK_FALSE(compute_stats(*dl.graph).rounds_converged);
 }
