@@ -118,7 +118,7 @@ class AnalyticTimer : public Timer {
 
   // α-β: the new ends of the flows whose rates changed.
   void stream_updates() {
-    for (const PortSharing::Update& u : updates_) push(u.t, u.flow, Kind::Stream, u.version);
+    for (const PortSharing::Update& u : updates_) push(u.t, u.group, Kind::Stream, u.version);
     updates_.clear();
   }
 

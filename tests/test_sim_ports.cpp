@@ -134,3 +134,25 @@ TEST_CASE("what a rank receives shares its receiving port: incasts and folds as 
   }
   agree("Bruck N=12", "", 12, star, "bruck_allgather");
 }
+
+TEST_CASE("many messages of one pair in flight at once share as one group, exactly as flows", "[sim][ports]") {
+  // Every rank sends K 8-byte and K 64-byte chunks to rank 0 at once: 2K flows a pair, of two
+  // sizes, that end at different times inside their group (sim/port_sharing.hpp). Rank 0's port is
+  // the bottleneck throughout (it has N - 1 times a sender's flows), so it is never idle: the last
+  // byte lands after L + every byte / C.
+  const std::string gather =
+      "schedule gather(K = 16) { buffer a[K] bytes 8; buffer b[K] bytes 64; init a contrib; init b contrib;"
+      " for k in 0 .. K { for r in 1 .. N { send a[k] from r to 0 reduce; send b[k] from r to 0 reduce; } } }";
+  const std::string star = "star:bw=100Gbps,lat=1us,model=ideal";
+  for (uint32_t n : {3u, 16u}) {
+    double t = simulate_text(gather, n, star, Model::Analytic).time;
+    INFO("N = " << n);
+    CHECK(rel(t, 1e-6 + (n - 1) * 16 * 72 / 12.5e9) < 1e-12);
+  }
+  // Each pair's one 8 MiB message and 64 small ones beside it: the small ones end first, at
+  // their share, and the large one's end moves as they leave.
+  const std::string mixed =
+      "schedule mixed(K = 64) { buffer big[1] bytes 8MiB; buffer s[K] bytes 1KiB; init big contrib; init s contrib;"
+      " for r in 1 .. N { send big[0] from r to 0 reduce; } for k in 0 .. K { for r in 1 .. N { send s[k] from r to 0 reduce; } } }";
+  agree("mixed sizes in one group", mixed, 4, star);
+}
