@@ -63,11 +63,21 @@ void PortSharing::reshare(uint32_t port, double now, uint32_t skip, std::vector<
 
 void PortSharing::join(uint32_t id, double now, std::vector<Update>& out) {
   const Flow& f = flows_[id];
-  const uint64_t key = (uint64_t{f.port[0]} << 32) | f.port[1];
-  std::vector<uint32_t>& same = group_of_[key];
+  // Its group: found among the groups on one of its ports (a few, where it matters: a ring's
+  // port has one or two; a hash of all groups cost a fifth of a ring's simulation). Flows on no
+  // port share nothing and stay alone.
   uint32_t gid = kNoStep;
-  for (uint32_t g : same)
-    if (groups_[g].cap == f.cap) gid = g;
+  const bool c0 = constrained(f.port[0]), c1 = constrained(f.port[1]);
+  if (c0 || c1) {
+    uint32_t look = c0 && (!c1 || members_[f.port[0]].size() <= members_[f.port[1]].size()) ? f.port[0] : f.port[1];
+    for (uint32_t g : members_[look]) {
+      const Group& x = groups_[g];
+      if (x.port[0] == f.port[0] && x.port[1] == f.port[1] && x.cap == f.cap) {
+        gid = g;
+        break;
+      }
+    }
+  }
   if (gid == kNoStep) {  // a new group, on its ports
     if (!free_groups_.empty()) {
       gid = free_groups_.back();
@@ -88,7 +98,6 @@ void PortSharing::join(uint32_t id, double now, std::vector<Update>& out) {
         g.slot[k] = static_cast<uint32_t>(members_[g.port[k]].size());
         members_[g.port[k]].push_back(gid);
       }
-    same.push_back(gid);
   }
   Group& g = groups_[gid];
   g.w += g.rate * (now - g.last);  // (the group up to now at its old rate)
@@ -129,10 +138,6 @@ void PortSharing::leave_ports(uint32_t gid) {
     moved.slot[moved.port[0] == p ? 0 : 1] = slot;
     m.pop_back();
   }
-  const uint64_t key = (uint64_t{g.port[0]} << 32) | g.port[1];
-  auto it = group_of_.find(key);
-  it->second.erase(std::find(it->second.begin(), it->second.end(), gid));
-  if (it->second.empty()) group_of_.erase(it);
   free_groups_.push_back(gid);
 }
 

@@ -18,7 +18,6 @@
 // of N senders updates N groups, not K·N flows, at each change.
 #pragma once
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
 
 #include "core/graph/step_graph.hpp"
@@ -84,7 +83,6 @@ class PortSharing {
   std::vector<uint32_t> free_flows_;
   std::vector<Group> groups_;
   std::vector<uint32_t> free_groups_;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> group_of_;  // by ports: the live groups (one a cap)
   size_t active_ = 0;
 };
 

@@ -1270,13 +1270,18 @@ class Elaborator {
     ComputeInfo c;
     c.kind = s.what;
     c.mask = s.mask;
-    c.name = g_->intern_name(s.name);
+    if (stmt_name_.size() <= s.id) stmt_name_.resize(s.id + 1, kNil);  // (a name search a step was 2 % of a big build)
+    if (stmt_name_[s.id] == kNil) stmt_name_[s.id] = g_->intern_name(s.name);
+    c.name = stmt_name_[s.id];
     if (s.flops) {
       int64_t fl = ev(*s.flops, f);
       if (fl < 0) fail(s.flops->loc, s.flops->length, "flops must not be negative (got " + std::to_string(fl) + ")");
       c.flops = static_cast<double>(fl);
     }
-    std::vector<Range> rd, wr;
+    std::vector<Range>& rd = scratch_rd_;  // (reused: no allocation a step)
+    std::vector<Range>& wr = scratch_wr_;
+    rd.clear();
+    wr.clear();
     if (s.what == ComputeKind::Generic) {
       for (const auto& r : s.reads) rd.push_back(ref(r, f));
       for (const auto& r : s.writes) wr.push_back(ref(r, f));
@@ -1575,6 +1580,8 @@ class Elaborator {
   std::unordered_map<uint64_t, uint32_t> coll_seq_;
   std::unordered_map<uint64_t, uint32_t> coll_entry_;            // (group, seq) -> the colls entry its members share
   std::unordered_map<std::string, uint32_t> compute_index_;      // intern_compute's entries by content
+  std::vector<uint32_t> stmt_name_;                              // per compute statement: its name's index
+  std::vector<Range> scratch_rd_, scratch_wr_;                   // compute()'s ranges
   uint64_t est_steps_ = 0, later_bytes_ = 0, hazard_bytes_ = 0;  // watch_memory's
   Loc schedule_loc_;
   uint32_t schedule_len_ = 0;
