@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <unordered_map>
 
 #include "core/base/checked.hpp"
@@ -132,7 +134,7 @@ class Elaborator {
     try {
       bind_top_params(s, f);
       if (errors()) return false;
-      block(s.body, f);
+      top_block(s.body, f);
     } catch (const Abort&) {
       return false;
     }
@@ -409,15 +411,107 @@ class Elaborator {
   uint32_t rslot(uint32_t r) const { return me_ >= 0 ? 0 : r; }
   bool mine(uint32_t r) const { return me_ < 0 || r == static_cast<uint32_t>(me_); }
 
+  // A buffer's chunk states on one rank, made at its first touch.
   ChunkState* chunk_states(uint32_t buf, uint32_t rank) {
     if (hz_.size() <= buf) hz_.resize(buf + 1);
     auto& v = hz_[buf];
-    uint32_t chunks = g_->buffers[buf].chunks;
-    if (v.empty()) {
-      v.resize(uint64_t{rank_slots_} * chunks);
-      hazard_bytes_ += v.size() * sizeof(ChunkState);
+    if (v.empty()) v.resize(rank_slots_);
+    auto& p = v[rslot(rank)];
+    if (!p) {
+      if (buf < released_.size() && !released_[buf].empty() && released_[buf][rslot(rank)])
+        internal_error("the chunk states of buffer '" + g_->buffers[buf].name + "' on rank " + std::to_string(rank) +
+                       " were released after its 'on' block, and touched again");
+      uint32_t chunks = g_->buffers[buf].chunks;
+      p.reset(new ChunkState[chunks]);
+      hazard_bytes_ += uint64_t{chunks} * sizeof(ChunkState);
     }
-    return v.data() + uint64_t{rslot(rank)} * chunks;
+    return p.get();
+  }
+
+  // After rank r's part of a top-level `on` block: the chunk states of the buffers no later
+  // statement names (dead_after_on_) are not needed again, since an `on` block touches only
+  // its own rank's chunks. A training step's ranks each held 4,365 chunks' states to the end of
+  // the build (4.6 GB at N = 131,072); now a rank's are freed, but for the gradients the
+  // data-parallel all-reduces read after the block.
+  void release(uint32_t rank) {
+    for (uint32_t buf : dead_after_on_) {
+      if (buf >= hz_.size() || hz_[buf].empty() || !hz_[buf][rslot(rank)]) continue;
+      ChunkState* cs = hz_[buf][rslot(rank)].get();
+      uint32_t chunks = g_->buffers[buf].chunks;
+      for (uint32_t c = 0; c < chunks; ++c)  // (the pool's nodes back to its free list)
+        if (cs[c].readers != kNil && (cs[c].readers & kPooled))
+          for (uint32_t p = cs[c].readers & ~kPooled; p != kNil;) {
+            uint32_t nx = pool_[p].second;
+            pool_[p].second = free_;
+            free_ = p;
+            p = nx;
+          }
+      hz_[buf][rslot(rank)].reset();
+      hazard_bytes_ -= uint64_t{chunks} * sizeof(ChunkState);
+      if (released_.size() <= buf) released_.resize(buf + 1);
+      if (released_[buf].empty()) released_[buf].assign(rank_slots_, 0);
+      released_[buf][rslot(rank)] = 1;
+    }
+  }
+
+  // The buffers (ids) of the frame's slots that no statement of b after b[i] names: none where
+  // one of them calls a schedule (its arguments and its callees' are not looked into) or is of a
+  // kind not known here.
+  std::vector<uint32_t> dead_after(const Block& b, size_t i, const Frame& f) {
+    std::vector<char> named(f.bufs.size(), 0);
+    bool all = false;
+    auto ref = [&](const Ref& r) {
+      if (!r.present()) return;
+      if (r.slot >= 0 && static_cast<size_t>(r.slot) < named.size()) named[static_cast<size_t>(r.slot)] = 1;
+      else all = true;  // (a name without a slot here: keep everything)
+    };
+    std::function<void(const Stmt&)> walk = [&](const Stmt& st) {
+      auto body = [&](const Block& blk) {
+        for (const auto& sp : blk) walk(*sp);
+      };
+      switch (st.kind) {
+        case StmtKind::Let:
+        case StmtKind::Require:
+        case StmtKind::Buffer:
+        case StmtKind::Wait: break;
+        case StmtKind::For: body(static_cast<const ForStmt&>(st).body); break;
+        case StmtKind::If:
+          body(static_cast<const IfStmt&>(st).then_body);
+          body(static_cast<const IfStmt&>(st).else_body);
+          break;
+        case StmtKind::On: body(static_cast<const OnStmt&>(st).body); break;
+        case StmtKind::Init: ref(static_cast<const InitStmt&>(st).target); break;
+        case StmtKind::Expect:
+          for (const Ref& r : static_cast<const ExpectStmt&>(st).bufs) ref(r);
+          break;
+        case StmtKind::Send:
+          ref(static_cast<const SendStmt&>(st).src);
+          ref(static_cast<const SendStmt&>(st).into);
+          break;
+        case StmtKind::P2P: ref(static_cast<const P2PStmt&>(st).buf); break;
+        case StmtKind::Copy:
+          ref(static_cast<const CopyStmt&>(st).src);
+          ref(static_cast<const CopyStmt&>(st).dst);
+          break;
+        case StmtKind::Compute: {
+          auto& c = static_cast<const ComputeStmt&>(st);
+          for (const std::vector<Ref>* v : {&c.inputs, &c.outputs, &c.reads, &c.writes})
+            for (const Ref& r : *v) ref(r);
+          break;
+        }
+        case StmtKind::Coll:
+          ref(static_cast<const CollStmt&>(st).buf);
+          ref(static_cast<const CollStmt&>(st).into);
+          break;
+        default: all = true; break;  // a call, or a kind added later
+      }
+    };
+    for (size_t k = i + 1; k < b.size() && !all; ++k) walk(*b[k]);
+    std::vector<uint32_t> dead;
+    if (all) return dead;
+    for (size_t k = 0; k < f.bufs.size(); ++k)
+      if (!named[k] && f.bufs[k].bound && f.bufs[k].whole) dead.push_back(f.bufs[k].buf);
+    return dead;
   }
 
   void collect_deps(uint32_t rank, const Ranges& rd, const Ranges& wr) {
@@ -594,6 +688,23 @@ class Elaborator {
   }
 
   // ------------------------------------------------------------------ statements
+  // The schedule's own statements: as block(), and before a top-level `on` block, what its ranks
+  // may release after their part (release()).
+  void top_block(const Block& b, Frame& f) {
+    for (size_t i = 0; i < b.size(); ++i) {
+      const Stmt& st = *b[i];
+      if (mode_ == Mode::Build && me_ < 0 && st.kind == StmtKind::On) dead_after_on_ = dead_after(b, i, f);
+      tick(st);
+      try {
+        stmt(st, f);
+      } catch (const EvalError& e) {
+        dead_after_on_.clear();
+        report(st, e);
+      }
+      dead_after_on_.clear();
+    }
+  }
+
   void block(const Block& b, Frame& f) {
     for (const auto& st : b) {
       tick(*st);
@@ -1412,6 +1523,7 @@ class Elaborator {
         throw;
       }
       in_on_ = false;
+      if (!dead_after_on_.empty()) release(r);
     };
     if (s.rank) {
       uint32_t r = rank_of(*s.rank, f, "'on'");
@@ -1571,8 +1683,10 @@ class Elaborator {
   std::vector<uint32_t> warned_;  // buffer statements already warned about
   uint32_t on_rank_ = 0;
   std::vector<std::tuple<const std::string*, Frame*, int32_t>> loops_;
-  std::vector<const Stmt*> loop_stmts_;  // the `for` statements running, outermost first
-  std::vector<std::vector<ChunkState>> hz_;
+  std::vector<const Stmt*> loop_stmts_;                         // the `for` statements running, outermost first
+  std::vector<std::vector<std::unique_ptr<ChunkState[]>>> hz_;  // per buffer, per rank (chunk_states)
+  std::vector<std::vector<uint8_t>> released_;                  // per buffer, per rank: freed by release()
+  std::vector<uint32_t> dead_after_on_;                         // the top-level `on` block running: release()'s buffers
   std::vector<std::pair<StepId, uint32_t>> pool_;
   uint32_t free_ = kNil;
   std::vector<StepId> deps_;
