@@ -29,9 +29,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The slowest rank's mean time of f(true) over `iters` calls, after `warmup` untimed f(false)
-// and a barrier.
+// and a barrier. A barrier first too: a receive from any source in the run before (--check's)
+// must not take a message of these runs, or a rank whose message it was left for waits in that
+// run while the receiver waits for it at the collective after it (a hang, 1 run in 10 of
+// wildcard_sum.sched under load).
 template <class Fn>
 double slowest_mean(MPI_Comm world, int warmup, int iters, Fn&& f) {
+  MPI_Barrier(world);
   for (int k = 0; k < warmup; ++k) f(false);
   MPI_Barrier(world);
   auto t0 = Clock::now();

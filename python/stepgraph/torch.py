@@ -68,7 +68,18 @@ def init_process_group(backend: Optional[str] = None, timeout_s: float = 120) ->
     if "MASTER_PORT" not in e:
         job = e.get("OMPI_MCA_orte_hnp_uri", "") or e.get("OMPI_MCA_ess_base_jobid", "") or e.get("SLURM_JOB_ID", "") or \
             e.get("PMI_ID", "") or str(os.getppid())
-        e["MASTER_PORT"] = str(20000 + sum(ord(c) * (i + 1) for i, c in enumerate(job)) % 20000)
+        # Below Linux's ephemeral ports (32768 and up by default), which the launcher's own
+        # connections take: a port derived into them was found in use once, failing a test.
+        lo, hi = 20000, 32768
+        try:
+            with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+                first = int(f.read().split()[0])
+            if first - 1024 > 4096:
+                hi = first
+                lo = max(1024, min(lo, hi - 12768))
+        except (OSError, ValueError, IndexError):
+            pass
+        e["MASTER_PORT"] = str(lo + sum(ord(c) * (i + 1) for i, c in enumerate(job)) % (hi - lo))
     if backend == "nccl":
         torch.cuda.set_device(local % max(1, torch.cuda.device_count()))
     import datetime
