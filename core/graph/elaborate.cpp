@@ -438,14 +438,7 @@ class Elaborator {
       if (buf >= hz_.size() || hz_[buf].empty() || !hz_[buf][rslot(rank)]) continue;
       ChunkState* cs = hz_[buf][rslot(rank)].get();
       uint32_t chunks = g_->buffers[buf].chunks;
-      for (uint32_t c = 0; c < chunks; ++c)  // (the pool's nodes back to its free list)
-        if (cs[c].readers != kNil && (cs[c].readers & kPooled))
-          for (uint32_t p = cs[c].readers & ~kPooled; p != kNil;) {
-            uint32_t nx = pool_[p].second;
-            pool_[p].second = free_;
-            free_ = p;
-            p = nx;
-          }
+      for (uint32_t c = 0; c < chunks; ++c) drop_readers(cs[c]);  // (the pool's nodes back to its free list)
       hz_[buf][rslot(rank)].reset();
       hazard_bytes_ -= uint64_t{chunks} * sizeof(ChunkState);
       if (released_.size() <= buf) released_.resize(buf + 1);
@@ -563,18 +556,23 @@ class Elaborator {
     return it->second;
   }
 
+  // Forgets a chunk's readers, its pooled list's nodes back to the pool's free list.
+  void drop_readers(ChunkState& cs) {
+    if (cs.readers != kNil && (cs.readers & kPooled))
+      for (uint32_t p = cs.readers & ~kPooled; p != kNil;) {
+        uint32_t nx = pool_[p].second;
+        pool_[p].second = free_;
+        free_ = p;
+        p = nx;
+      }
+    cs.readers = kNil;
+  }
+
   void register_access(StepId id, uint32_t rank, const Ranges& rd, const Ranges& wr) {
     for (uint32_t i = 0; i < wr.n; ++i) {
       ChunkState* cs = chunk_states(wr.r[i].buf, rank);
       for (uint32_t c = wr.r[i].lo, e = c + wr.r[i].cnt; c < e; ++c) {
-        if (cs[c].readers != kNil && (cs[c].readers & kPooled))
-          for (uint32_t p = cs[c].readers & ~kPooled; p != kNil;) {
-            uint32_t nx = pool_[p].second;
-            pool_[p].second = free_;
-            free_ = p;
-            p = nx;
-          }
-        cs[c].readers = kNil;
+        drop_readers(cs[c]);
         cs[c].writer = id;
       }
     }
