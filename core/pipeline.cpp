@@ -13,6 +13,7 @@
 #include "core/base/sizes.hpp"
 #include "core/dsl/printer.hpp"
 #include "core/graph/passes.hpp"
+#include "core/graph/shift_proof.hpp"
 #include "core/io/writers.hpp"
 #include "core/msccl/lower.hpp"
 
@@ -131,6 +132,17 @@ Built build(Session& s, const Target& t, const BuildOptions& o) {
   // Fault injection for the tests: an internal error where a broken invariant would surface.
   if (const char* f = std::getenv("STEPGRAPH_FAULT"); f && std::string(f) == "internal")
     internal_error("fault injected after the passes (STEPGRAPH_FAULT=internal)", b.graph->size() ? b.graph->loc(0) : Loc{});
+  if (t.schedule && t.program && b.graph->only_rank < 0) {
+    ShiftProofInput in;
+    in.program = t.program;
+    in.schedule = t.schedule;
+    in.nranks = b.graph->nranks;
+    in.params = b.graph->params;
+    for (const BufferInfo& buf : b.graph->buffers) in.buffers.emplace_back(buf.name, buf.chunks);
+    b.graph->prove_shift = [in = std::move(in)](const RankSymmetry& group, const RankShift& shift) {
+      return prove_shift(in, group, shift);
+    };
+  }
   bool expand = o.expand == Expansion::Always ||
                 (o.expand == Expansion::ForCost && std::any_of(b.graph->instances.begin(), b.graph->instances.end(),
                                                                [](const Instance& in) { return in.complete && in.consistent; }));

@@ -444,8 +444,11 @@ PointResult run_point(const PointSpec& p) {
   }
   r.symmetry = sym.line();
   r.symmetry_json = {{"used", sym.used}, {"ranks", sym.nranks}};
-  if (sym.used) r.symmetry_json["classes"] = sym.shift.classes(), r.symmetry_json["steps_simulated"] = sym.quotient_steps;
-  else r.symmetry_json["why_not"] = sym.why_not;
+  if (sym.used) {
+    r.symmetry_json["classes"] = sym.shift.classes();
+    r.symmetry_json["steps_simulated"] = sym.quotient_steps;
+    r.symmetry_json["proved_from_text"] = sym.by_text;
+  } else r.symmetry_json["why_not"] = sym.why_not;
   for (const RankShift& sh : sym.shift.shifts) r.symmetry_json["shifts"].push_back({{"by", sh.inner}, {"inside", sh.inner * sh.count}});
   r.platform = res.platform;
   r.model = res.model;

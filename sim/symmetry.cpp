@@ -3,7 +3,9 @@
 #include "sim/symmetry.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -19,7 +21,8 @@ std::string SymmetryUse::line() const {
   uint32_t classes = shift.classes();
   std::string c = with_commas(classes);
   return all + " in " + c + " class" + (classes == 1 ? "" : "es") + " of " + with_commas(shift.size()) + " (alike under " +
-         shift.describe() + "): simulated " + c + " rank" + (classes == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
+         shift.describe() + (by_text ? ", proved from the schedule's text" : "") + "): simulated " + c + " rank" +
+         (classes == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
 }
 
 std::string engine_refusal(const SimOptions& o) {
@@ -166,16 +169,33 @@ bool times_invariant(const StepGraph& g, const RankPositions& rp, const RankShif
     int64_t k = g.groups[g.instances[i].group].index_of(g.rank(m));
     return ct->at(i, static_cast<uint32_t>(k));
   };
-  for (const Instance& in : g.instances)
+  // A member's time is its table's entry at its place in its group, and (the graph being
+  // invariant) every member's image is a member of one image instance: instances whose tables
+  // and groups are those of one already compared, and whose image's are too, compare alike.
+  // (A training step at N = 131,072 has 17 M instances of 3 shapes: 134 M member lookups each
+  // shift, most of this check, became 17 M.)
+  std::set<std::array<uint32_t, 4>> alike;
+  for (uint32_t i = 0; i < g.instances.size(); ++i) {
+    const Instance& in = g.instances[i];
+    if (!in.steps_cnt) continue;
+    StepId first = g.instance_steps[in.steps_off];
+    uint32_t image = g.coll(rp.at(shift.moved(g.rank(first)), rp.pos[first])).instance;
+    auto table = [&](uint32_t x) { return ct->has(x) ? ct->table[x] : CollectiveTimes::kNone; };
+    std::array<uint32_t, 4> key{table(i), table(image), in.group, g.instances[image].group};
+    if (alike.count(key)) continue;
+    bool one_image = true;
     for (uint32_t k = 0; k < in.steps_cnt; ++k) {
       StepId m = g.instance_steps[in.steps_off + k];
       StepId t = rp.at(shift.moved(g.rank(m)), rp.pos[m]);
+      one_image = one_image && g.coll(t).instance == image;
       if (time_of(m) == time_of(t)) continue;
       Loc at = g.loc(m);
       why = "ranks " + std::to_string(g.rank(m)) + " and " + std::to_string(g.rank(t)) + " take different times in the collective" +
             (at.valid() ? " of line " + std::to_string(at.line) : std::string()) + ", costed alone";
       return false;
     }
+    if (one_image) alike.insert(key);
+  }
   return true;
 }
 
@@ -183,7 +203,7 @@ bool times_invariant(const StepGraph& g, const RankPositions& rp, const RankShif
 // best on digits of their own with it, and so on (none: why_not says why). The graph's answer for
 // a shift is remembered; moving a shift's blocks j at a time is a shift the graph allows too.
 RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions& o, const RankPositions& rp, std::vector<uint32_t>& port,
-                        std::string& why_not) {
+                        std::string& why_not, bool& by_text) {
   const std::vector<std::pair<uint32_t, uint32_t>> all = message_pairs(g);
   const std::vector<RankShift> candidates = candidate_shifts(g.nranks);
   PlatformCheck check(p, o);
@@ -192,28 +212,41 @@ RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions&
   std::string graph_why, platform_why;
   std::vector<std::pair<uint32_t, uint32_t>> pairs;
   std::vector<uint32_t> ports;
+  std::vector<char> allowed_by_text;  // per allowed shift: proved from the schedule's text
   RankSymmetry group{{}, g.nranks};
+  bool group_by_text = true;  // every shift of `group` proved from the text
   for (bool grew = true; grew;) {
     grew = false;
     for (size_t c = 0; c < candidates.size() && !grew; ++c) {
       const RankShift& shift = candidates[c];
       if (refused[c] || !group.disjoint(shift) || uint64_t{group.size()} * shift.count > g.nranks) continue;
-      bool known = std::any_of(allowed.begin(), allowed.end(), [&](const RankShift& a) {
+      // A power of an allowed shift (its inner a multiple, moving inside the same blocks) is too.
+      auto power_of = std::find_if(allowed.begin(), allowed.end(), [&](const RankShift& a) {
         return a.inner * a.count == shift.inner * shift.count && shift.inner % a.inner == 0;
       });
+      bool known = power_of != allowed.end();
+      bool text = known && allowed_by_text[static_cast<size_t>(power_of - allowed.begin())];
       std::string why;
-      if (!known && (!translation_invariant(g, rp, shift, why) || !times_invariant(g, rp, shift, o.runtime.collective_times, why))) {
-        refused[c] = 1;
-        if (graph_why.empty()) graph_why = why;
-        continue;
+      if (!known) {
+        // The proof from the text where it holds (one representative a class of the group so far,
+        // when the group was proved so too), else the graph step by step.
+        const RankSymmetry none{{}, g.nranks};
+        text = g.prove_shift && g.prove_shift(group_by_text ? group : none, shift).empty();
+        if ((!text && !translation_invariant(g, rp, shift, why)) || !times_invariant(g, rp, shift, o.runtime.collective_times, why)) {
+          refused[c] = 1;
+          if (graph_why.empty()) graph_why = why;
+          continue;
+        }
+        allowed.push_back(shift);
+        allowed_by_text.push_back(text);
       }
-      if (!known) allowed.push_back(shift);
       RankSymmetry bigger = group.with(shift);
       pairs.clear();
       for (const auto& pr : all)
         if (bigger.representative_rank(pr.first)) pairs.push_back(pr);
       if (check.invariant(pairs, bigger, ports, why)) {
         group = bigger;
+        group_by_text = group_by_text && text;
         port = ports;
         grew = true;
       } else if (platform_why.empty()) {
@@ -221,6 +254,7 @@ RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions&
       }
     }
   }
+  by_text = !group.none() && group_by_text;
   if (group.none())
     why_not = allowed.empty() ? "no shift of the ranks maps the schedule onto itself (" + graph_why + ")"
                               : "the platform tells the ranks apart (" + platform_why + ")";
@@ -253,7 +287,7 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   std::vector<StepId> watch;
   {
     RankPositions rp = rank_positions(g);  // (freed before the run)
-    RankSymmetry shift = find_shift(g, p, o, rp, run.port, use.why_not);
+    RankSymmetry shift = find_shift(g, p, o, rp, run.port, use.why_not, use.by_text);
     if (shift.none()) return every_rank();
     q = quotient_graph(g, rp, shift);
     for (StepId s : o.watch) watch.push_back(s < g.size() ? q.step_of(g, rp, s) : s);

@@ -28,7 +28,8 @@ struct SymmetryUse {
   RankSymmetry shift;   // the ranks alike (used)
   uint32_t nranks = 0;  // N
   uint64_t quotient_steps = 0;
-  std::string why_not;  // not used: why
+  bool by_text = false;  // used, and its shifts proved from the schedule's text (core/graph/shift_proof.hpp)
+  std::string why_not;   // not used: why
   // One line for the report: "4,096 ranks in 1 class (alike under a shift by 1 rank): simulated 1"
   // or "none: <why>; simulated all 4,096 ranks".
   std::string line() const;

@@ -23,6 +23,7 @@
 // the cached successor view honest.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +34,9 @@
 #include "core/base/loc.hpp"
 
 namespace sg {
+
+struct RankShift;
+struct RankSymmetry;
 
 using StepId = uint32_t;
 constexpr StepId kNoStep = 0xffffffffu;
@@ -218,6 +222,12 @@ class StepGraph {
   // Made by expand_collectives from a graph as written: its declarations were checked there (the
   // `unused` pass does not warn twice, nor about buffers only the replaced collectives touched).
   bool expansion = false;
+  // Proves a shift of the ranks from the schedule's text, given the shifts of a group already
+  // proved so ("" when it holds, else why not: core/graph/shift_proof.hpp): set by the pipeline
+  // for a schedule's graph as elaborated and passed, with the session's program behind it (use
+  // it while that session lives); empty where there is no such proof (an expansion, an MSCCL
+  // program, a graph built by hand).
+  std::function<std::string(const RankSymmetry& group, const RankShift& shift)> prove_shift;
 
   // ---- side tables ----
   std::vector<BufferInfo> buffers;

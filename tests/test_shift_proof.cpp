@@ -1,0 +1,185 @@
+// A shift of the ranks proved from the schedule's text (core/graph/shift_proof.hpp): never where
+// the graph, checked step by step, is not invariant; refused, with the line, where the rules do
+// not follow a value; and the simulator's classes the same either way.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "core/dsl/library.hpp"
+#include "core/dsl/session.hpp"
+#include "core/graph/elaborate.hpp"
+#include "core/graph/passes.hpp"
+#include "core/graph/shift_proof.hpp"
+#include "core/graph/symmetry.hpp"
+#include "sim/point.hpp"
+#include "sim_point.hpp"
+
+using namespace sg;
+
+namespace {
+
+struct Built {
+  Session s;
+  Target t;
+  std::unique_ptr<StepGraph> g;
+  ShiftProofInput in;
+};
+
+// Null where the schedule does not build at n (its parameters' requirements).
+std::unique_ptr<Built> build(const std::string& target, uint32_t n, std::vector<std::pair<std::string, std::string>> sets = {}) {
+  auto b = std::make_unique<Built>();
+  b->t = b->s.resolve(target);
+  REQUIRE(b->t.schedule);
+  ElabOptions o;
+  o.nranks = n;
+  o.sets = std::move(sets);
+  b->g = elaborate(b->s, b->t, o);
+  if (!b->g || !run_passes(*b->g, b->s.diags, {}, nullptr)) return nullptr;
+  b->in.program = b->t.program;
+  b->in.schedule = b->t.schedule;
+  b->in.nranks = n;
+  b->in.params = b->g->params;
+  for (const BufferInfo& buf : b->g->buffers) b->in.buffers.emplace_back(buf.name, buf.chunks);
+  return b;
+}
+
+std::string write(const std::string& name, const std::string& text) {
+  auto dir = std::filesystem::temp_directory_path() / "stepgraph_shift_proof";
+  std::filesystem::create_directories(dir);
+  auto p = dir / name;
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// Every candidate shift the text proves (alone, and beside a group proved so before it) is one
+// the graph, checked step by step, confirms. Returns how many were proved.
+int differential(const Built& b, const std::string& what) {
+  int proved = 0;
+  RankPositions rp = rank_positions(*b.g);
+  RankSymmetry group{{}, b.g->nranks};
+  for (const RankShift& s : candidate_shifts(b.g->nranks)) {
+    std::string why_graph;
+    bool graph = translation_invariant(*b.g, rp, s, why_graph);
+    INFO(what << ", " << s.describe());
+    if (prove_shift(b.in, RankSymmetry{{}, b.g->nranks}, s).empty()) {
+      ++proved;
+      CHECK(graph);
+    }
+    if (group.disjoint(s) && uint64_t{group.size()} * s.count <= b.g->nranks && prove_shift(b.in, group, s).empty()) {
+      CHECK(graph);
+      group = group.with(s);
+    }
+  }
+  return proved;
+}
+
+}  // namespace
+
+TEST_CASE("a shift proved from the text is one the graph confirms, on every library schedule", "[symmetry][proof]") {
+  int proved = 0, built = 0;
+  for (uint32_t n : {8u, 12u, 16u}) {
+    for (const LibraryEntry& e : library()) {
+      auto b = build(e.name, n);
+      if (!b) continue;
+      ++built;
+      proved += differential(*b, e.name + " at N = " + std::to_string(n));
+    }
+  }
+  // The training step's 4D shapes: tensor, context and data parallel shifts inside stages.
+  using Sets = std::vector<std::pair<std::string, std::string>>;
+  const Sets small = {{"layers", "8"}, {"microbatches", "4"}, {"buckets", "2"},  {"hidden", "256"}, {"ffn", "512"},
+                      {"heads", "8"},  {"kv_heads", "2"},     {"vocab", "1024"}, {"seq", "64"}};
+  for (auto [n, tp, pp, cp, sp] : std::vector<std::tuple<uint32_t, int, int, int, int>>{
+           {16, 2, 2, 1, 1}, {16, 2, 2, 2, 1}, {32, 2, 2, 2, 0}, {32, 2, 2, 4, 1}, {16, 1, 4, 1, 1}, {16, 4, 1, 2, 0}}) {
+    Sets sets = small;
+    sets.insert(sets.end(),
+                {{"tp", std::to_string(tp)}, {"pp", std::to_string(pp)}, {"cp", std::to_string(cp)}, {"sp", std::to_string(sp)}});
+    auto b = build("train_step", n, sets);
+    INFO("train_step at N = " << n << " tp " << tp << " pp " << pp << " cp " << cp);
+    REQUIRE(b);
+    int p = differential(*b, "train_step tp " + std::to_string(tp) + " pp " + std::to_string(pp) + " cp " + std::to_string(cp));
+    CHECK(p > 0);
+    proved += p;
+  }
+  // Most library schedules are choreographies (a transfer's chunks move with the ranks), which
+  // the proof leaves to the graph; the MPI-style ones and the training step are proved.
+  CHECK(built > 130);
+  CHECK(proved > 20);  // not vacuous
+}
+
+TEST_CASE("the proof says which line it cannot follow, and the graph decides", "[symmetry][proof]") {
+  // A ring written as a choreography: its chunks would have to move with the ranks.
+  auto ring = build("ring_allreduce", 8);
+  REQUIRE(ring);
+  std::string why = prove_shift(ring->in, RankSymmetry{{}, 8}, RankShift{1, 8, 8});
+  CHECK(why.find("choreographic transfer") != std::string::npos);
+
+  // Rank 0 unlike the others: the condition depends on the rank. The fixed schedule (every rank
+  // alike) is proved.
+  const char* text = R"(schedule leader(size = 1MiB) {
+  buffer x[1] bytes size;
+  on r in 0 .. N {
+    if r == 0 { compute work flops 1000 reads x writes x; }
+    send x to (r + 1) % N;
+    recv x from (r + N - 1) % N;
+  }
+}
+schedule alike(size = 1MiB) {
+  buffer x[1] bytes size;
+  on r in 0 .. N {
+    compute work flops 1000 reads x writes x;
+    isend x to (r + 1) % N as s;
+    recv x from (r + N - 1) % N;
+    wait s;
+  }
+}
+)";
+  std::string file = write("leader.sched", text);
+  auto leader = build(file + ":leader", 8);
+  REQUIRE(leader);
+  why = prove_shift(leader->in, RankSymmetry{{}, 8}, RankShift{1, 8, 8});
+  CHECK(why.find("a condition depends on the rank") != std::string::npos);
+  CHECK(why.find("line 4") != std::string::npos);
+  auto alike = build(file + ":alike", 8);
+  REQUIRE(alike);
+  CHECK(prove_shift(alike->in, RankSymmetry{{}, 8}, RankShift{1, 8, 8}) == "");
+  CHECK(prove_shift(alike->in, RankSymmetry{{}, 8}, RankShift{2, 4, 8}) == "");
+  // (r + 1) % N is a neighbour only where the shift moves every rank round the whole ring.
+  CHECK(prove_shift(alike->in, RankSymmetry{{}, 8}, RankShift{1, 4, 8}).find("a peer") != std::string::npos);
+  CHECK(differential(*alike, "alike") > 0);
+
+  // A rank written as a number is the same for every rank of a class: not its image.
+  std::string fixed = write("fixed.sched", R"(schedule to_root(size = 1MiB) {
+  buffer x[1] bytes size;
+  on r in 1 .. N { send x to 0; }
+  on 0 { for k in 1 .. N { recv x from k; } }
+}
+)");
+  auto root = build(fixed + ":to_root", 8);
+  REQUIRE(root);
+  CHECK_FALSE(prove_shift(root->in, RankSymmetry{{}, 8}, RankShift{1, 8, 8}).empty());
+}
+
+TEST_CASE("the simulator uses the proof and gets the full simulation's answer", "[symmetry][proof]") {
+  sg::sim::PointSpec p;
+  p.target = "train_step";
+  p.n = 32;
+  p.platform = sgtest::platform("dgx-h100:nodes=4");
+  p.options.model = sg::sim::Model::Analytic;
+  p.memo = true;
+  p.sets = {{"tp", "2"}, {"pp", "2"}, {"cp", "2"}, {"layers", "4"}, {"microbatches", "4"}, {"buckets", "2"}};
+  p.quiet = true;
+  sg::sim::PointResult a = sg::sim::run_point(p);
+  REQUIRE(a.error.empty());
+  INFO(a.symmetry);
+  REQUIRE(a.symmetry_json.at("used").get<bool>());
+  CHECK(a.symmetry_json.at("proved_from_text").get<bool>());
+  CHECK(a.symmetry.find("proved from the schedule's text") != std::string::npos);
+  p.options.symmetry = false;
+  sg::sim::PointResult b = sg::sim::run_point(p);
+  REQUIRE(b.error.empty());
+  CHECK(std::abs(a.time_s - b.time_s) <= 1e-9 * b.time_s);
+  CHECK(a.messages == b.messages);
+  CHECK(a.slowest_rank == b.slowest_rank);
+}
