@@ -138,7 +138,7 @@ Built build(Session& s, const Target& t, const BuildOptions& o) {
     in.schedule = t.schedule;
     in.nranks = b.graph->nranks;
     in.params = b.graph->params;
-    for (const BufferInfo& buf : b.graph->buffers) in.buffers.emplace_back(buf.name, buf.chunks);
+    for (const BufferInfo& buf : b.graph->buffers) in.buffers.push_back({buf.name, buf.chunks, static_cast<uint32_t>(buf.dims.size())});
     b.graph->prove_shift = [in = std::move(in)](const RankSymmetry& group, const RankShift& shift) {
       return prove_shift(in, group, shift);
     };

@@ -6,6 +6,8 @@
 // commute), so prog(s(x)) = s(prog(x)) follows from the proof at r1 alone.
 #include "core/graph/shift_proof.hpp"
 
+#include "core/dsl/resolve.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <map>
@@ -319,9 +321,9 @@ class Prover {
     if (e.fn == Func::Size) {
       const Expr& a = *e.args[0];
       if (a.kind == ExprKind::BufLen) {
-        auto it = std::find_if(in_.buffers.begin(), in_.buffers.end(), [&](const auto& b) { return b.first == a.name; });
+        auto it = std::find_if(in_.buffers.begin(), in_.buffers.end(), [&](const auto& b) { return b.name == a.name; });
         if (it == in_.buffers.end()) refuse(a.loc, "buffer '" + a.name + "' is not known");
-        out.v = it->second;
+        out.v = it->chunks;
         return out;
       }
       AVal g = eval(a);
@@ -414,8 +416,10 @@ class Prover {
     for (uint32_t j = 0; j < g.count; ++j)
       if (!moved_rank(g.v + int64_t{j} * g.stride, g.t)) refuse_tag(*e, g.t, "a group member");
   }
-  // A chunk reference's indices, invariant; their values appended to `key`.
+  // A chunk reference's indices, invariant; their values appended to `key`. The buffer is then
+  // not rotated (a whole buffer may be: it is its own image).
   void ref(const Ref& r, std::vector<int64_t>* key = nullptr) {
+    if (r.present() && !r.idx.empty()) rotate(r, 0);
     if (key) key->push_back(r.slot);
     for (const auto& ix : r.idx) {
       int64_t lo = ix.lo ? inv(*ix.lo, "a chunk index") : INT64_MIN;
@@ -477,6 +481,150 @@ class Prover {
     }
   }
 
+  // ------------------------------------------------------------------ choreographies
+  // A loop over the ranks (`for r in 0 .. N { send B[(r - s) % N] from r to (r + 1) % N; }`) runs
+  // once per representative with r abstract, like an `on` block. Its transfers' ends must be the
+  // representative's own moved, and a chunk index that moves with r moves its buffer's chunks:
+  // each buffer has one rotation δ (chunk c of rank x stands for chunk c + δ·m of rank x moved m
+  // times; 0 for every buffer indexed otherwise). Since the shift reorders the loop's iterations,
+  // one execution of the loop must not depend on their order: each rank sends in at most one
+  // iteration and receives in at most one (its sends, and its local work, keep their order), and
+  // no two iterations touch one chunk of one rank where either writes (the hazards between them).
+  std::map<std::string, int64_t> delta_;  // buffer -> rotation, once fixed
+  bool in_rank_loop_ = false;
+  struct Access {
+    uint32_t iter;  // the representative's iteration (its index in this execution)
+    int64_t rank;   // at m = 0
+    std::string buf;
+    bool whole;
+    int64_t chunk;  // at m = 0 (not whole)
+    bool write;
+  };
+  std::vector<Access> accesses_;
+  std::vector<AVal> send_roles_, recv_roles_;  // per iteration: who sends, who receives
+  uint32_t iter_ = 0;
+  std::set<std::tuple<int64_t, int64_t, int64_t>> invariant_ranges_;
+
+  std::pair<uint32_t, uint32_t> buffer_shape(const Ref& r) const {
+    for (const auto& b : in_.buffers)
+      if (b.name == r.buf) return {b.chunks, b.dims};
+    refuse(r.loc, "buffer '" + r.buf + "' is not known");
+  }
+  void rotate(const Ref& r, int64_t delta) {
+    auto [it, fresh] = delta_.emplace(r.buf, delta);
+    if (!fresh && it->second != delta)
+      refuse(r.loc, "buffer '" + r.buf + "' is indexed by the rank in one place and not, or otherwise, in another");
+  }
+  // The chunk a transfer's end names, as it moves with the ranks.
+  Access chunk(const Ref& r, int64_t rank, bool write) {
+    Access a{iter_, rank, r.buf, r.idx.empty(), 0, write};
+    if (a.whole) return a;
+    auto [chunks, dims] = buffer_shape(r);
+    if (dims != 1 || r.idx.size() != 1 || r.idx[0].hi) {
+      ref(r);
+      a.whole = false;
+      a.chunk = INT64_MIN;  // fixed chunks, compared as one (conservative)
+      return a;
+    }
+    AVal c = num(*r.idx[0].lo);
+    a.chunk = c.v;
+    const int64_t K = chunks;
+    if (c.t.kind == Tag::Inv) {
+      rotate(r, 0);
+    } else if (c.t.kind == Tag::Lin && span(c.v, c.t.c).first >= 0 && span(c.v, c.t.c).second < K) {
+      rotate(r, ((c.t.c % K) + K) % K);
+    } else if (c.t.kind == Tag::Mod && c.t.k == K && c.t.s == 1) {
+      rotate(r, ((c.t.c % K) + K) % K);
+    } else {
+      refuse_tag(*r.idx[0].lo, c.t, "a chunk index");
+    }
+    return a;
+  }
+  static bool same_role(const AVal& a, const AVal& b) {
+    return a.v == b.v && a.t.kind == b.t.kind && a.t.c == b.t.c && a.t.k == b.t.k && a.t.s == b.t.s && a.t.u0 == b.t.u0;
+  }
+  void transfer(const SendStmt& st) {
+    AVal from = num(*st.from), to = num(*st.to);
+    if (!moved_rank(from.v, from.t)) refuse_tag(*st.from, from.t, "a sender");
+    if (!moved_rank(to.v, to.t)) refuse_tag(*st.to, to.t, "a receiver");
+    for (auto [roles, who] : {std::pair{&send_roles_, &from}, std::pair{&recv_roles_, &to}}) {
+      if (roles->size() <= iter_) roles->push_back(*who);
+      else if (!same_role((*roles)[iter_], *who)) refuse(st.loc, "one iteration's transfers sent or received by different ranks");
+    }
+    accesses_.push_back(chunk(st.src, from.v, false));
+    accesses_.push_back(chunk(st.into.present() ? st.into : st.src, to.v, true));
+  }
+  static bool sends_use(const Block& b, int32_t slot) {
+    std::vector<int32_t> used;
+    for (const auto& st : b) {
+      if (st->kind == StmtKind::Send) {
+        auto& s = static_cast<const SendStmt&>(*st);
+        expr_slots(s.from.get(), used);
+        expr_slots(s.to.get(), used);
+      } else if (st->kind == StmtKind::For) {
+        if (sends_use(static_cast<const ForStmt&>(*st).body, slot)) return true;
+      } else if (st->kind == StmtKind::If) {
+        auto& s = static_cast<const IfStmt&>(*st);
+        if (sends_use(s.then_body, slot) || sends_use(s.else_body, slot)) return true;
+      }
+    }
+    return std::find(used.begin(), used.end(), slot) != used.end();
+  }
+  // One execution of a loop over the ranks.
+  void rank_loop(const ForStmt& s) {
+    if (in_rank_loop_) refuse(s.loc, "a loop over the ranks inside another");
+    if (!group_.none()) refuse(s.loc, "a choreography beside other shifts");
+    int64_t lo = inv(*s.lo, "a loop bound"), hi = inv(*s.hi, "a loop bound");
+    int64_t step = s.step ? inv(*s.step, "a loop step") : 1;
+    if (step <= 0 || lo < 0 || hi > in_.nranks) refuse(s.loc, "a loop over the ranks that is not ascending inside 0 .. N");
+    if (!invariant_ranges_.count({lo, hi, step})) {  // (a ring's loop runs 2(N - 1) times over one range)
+      auto in_range = [&](int64_t r) { return r >= lo && r < hi && (r - lo) % step == 0; };
+      for (int64_t r = lo; r < hi; r += step)
+        if (!in_range(s_.moved(static_cast<uint32_t>(r)))) refuse(s.loc, "a loop over the ranks the shift does not map onto itself");
+      invariant_ranges_.insert({lo, hi, step});
+    }
+    in_rank_loop_ = true;
+    accesses_.clear();
+    send_roles_.clear();
+    recv_roles_.clear();
+    iter_ = 0;
+    for (int64_t r = lo; r < hi; r += step) {
+      if (s_.digit(static_cast<uint32_t>(r)) != 0) continue;
+      slots_[static_cast<size_t>(s.slot)] = AVal{false, r, 0, 1, lin(s_.inner)};
+      block(s.body);
+      tick();
+      if (send_roles_.size() == iter_) send_roles_.emplace_back();  // (an iteration with no transfer)
+      if (recv_roles_.size() == iter_) recv_roles_.emplace_back();
+      ++iter_;
+    }
+    in_rank_loop_ = false;
+    // Two iterations never send from (receive at) one rank: the representatives' senders are in
+    // classes of their own (each class's ranks are one representative's iterations, moved).
+    for (const auto* roles : {&send_roles_, &recv_roles_}) {
+      std::set<uint32_t> classes;
+      for (const AVal& a : *roles)
+        if (a.t.kind != Tag::Inv && !classes.insert(s_.class_of(static_cast<uint32_t>(a.v))).second)
+          refuse(s.loc, "two iterations of a loop over the ranks on one rank");
+    }
+    // No two iterations touch one chunk of one rank where either writes: iteration b moved j
+    // times is a's where j moves b's rank onto a's.
+    for (const Access& a : accesses_)
+      for (const Access& b : accesses_) {
+        tick();
+        if (!(a.write || b.write) || a.buf != b.buf) continue;
+        auto ra = static_cast<uint32_t>(a.rank), rb = static_cast<uint32_t>(b.rank);
+        if (s_.class_of(ra) != s_.class_of(rb)) continue;
+        uint32_t j = s_.times(rb, ra);
+        if (j == 0 && a.iter == b.iter) continue;  // one iteration: its own order
+        bool clash = a.whole || b.whole || a.chunk == INT64_MIN || b.chunk == INT64_MIN;
+        if (!clash) {
+          int64_t K = buffer_shape(Ref{a.buf, {}, 1, {}, -1}).first, d = delta_.at(a.buf);
+          clash = ((b.chunk + d * j) % K + K) % K == a.chunk;
+        }
+        if (clash) refuse(s.loc, "two iterations of a loop over the ranks touch one chunk of one rank (their order would decide)");
+      }
+  }
+
   // ------------------------------------------------------------------ statements
   void block(const Block& b) {
     for (const auto& st : b) stmt(*st);
@@ -489,6 +637,8 @@ class Prover {
   void stmt(const Stmt& st) {
     tick();
     if (st.erroneous) refuse(st.loc, "a statement with a syntax error");
+    if (in_rank_loop_ && st.kind != StmtKind::Let && st.kind != StmtKind::For && st.kind != StmtKind::If && st.kind != StmtKind::Send)
+      refuse(st.loc, "a statement beside the transfers of a loop over the ranks");
     switch (st.kind) {
       case StmtKind::Let: {
         auto& s = static_cast<const LetStmt&>(st);
@@ -497,6 +647,10 @@ class Prover {
       }
       case StmtKind::For: {
         auto& s = static_cast<const ForStmt&>(st);
+        if (!in_on_ && sends_use(s.body, s.slot)) {
+          rank_loop(s);
+          return;
+        }
         int64_t lo = inv(*s.lo, "a loop bound"), hi = inv(*s.hi, "a loop bound");
         int64_t step = s.step ? inv(*s.step, "a loop step") : 1;
         if (step == 0) refuse(st.loc, "a loop step of zero");
@@ -521,7 +675,10 @@ class Prover {
         // Declarations and postconditions: no steps (values only, which timing does not read).
         if (in_on_) refuse(st.loc, "a declaration inside an `on` block");
         return;
-      case StmtKind::Send: refuse(st.loc, "a choreographic transfer (its chunks would have to move with the ranks)");
+      case StmtKind::Send:
+        if (!in_rank_loop_) refuse(st.loc, "a choreographic transfer outside a loop over the ranks");
+        transfer(static_cast<const SendStmt&>(st));
+        return;
       case StmtKind::P2P: {
         auto& s = static_cast<const P2PStmt&>(st);
         if (!in_on_) refuse(st.loc, "a point-to-point statement outside an `on` block");

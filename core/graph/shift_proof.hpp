@@ -39,9 +39,13 @@ struct ShiftProofInput {
   const Program* program = nullptr;
   const Schedule* schedule = nullptr;
   uint32_t nranks = 0;
-  std::vector<std::pair<std::string, int64_t>> params;    // the top parameters' values (StepGraph::params)
-  std::vector<std::pair<std::string, uint32_t>> buffers;  // chunks of each declared buffer, for size(B)
-  uint64_t max_work = 20'000'000;                         // statements to visit before giving up
+  std::vector<std::pair<std::string, int64_t>> params;  // the top parameters' values (StepGraph::params)
+  struct Buffer {
+    std::string name;
+    uint32_t chunks = 0, dims = 1;
+  };
+  std::vector<Buffer> buffers;     // each declared buffer's chunks and dimensions
+  uint64_t max_work = 20'000'000;  // statements to visit before giving up
 };
 
 // "" when the shift `s` is proved to map the graph onto itself, given that the shifts of `group`
