@@ -355,8 +355,9 @@ schedule hier_misrouted(mp = 4) {
     big.targets = {"ring_allreduce"};
     big.ranks = "1024";
     big.model = "analytic";
-    sim("\n   the same at N = 1,024 with the analytic engine: the ranks of a ring are alike on this platform, so\n"
-        "   it simulates one for all (the `symmetry:` line; --no-symmetry simulates all 1,024, with the same answer)\n\n",
+    sim("\n   the same at N = 1,024 with the analytic engine: the ranks of a ring are alike on this platform, as the\n"
+        "   schedule's text proves, so it builds rank 0's program alone and simulates it for all (the `symmetry:`\n"
+        "   line; --no-symmetry builds and simulates all 1,024, with the same answer)\n\n",
         big);
   }
   {

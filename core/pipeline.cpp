@@ -132,7 +132,7 @@ Built build(Session& s, const Target& t, const BuildOptions& o) {
   // Fault injection for the tests: an internal error where a broken invariant would surface.
   if (const char* f = std::getenv("STEPGRAPH_FAULT"); f && std::string(f) == "internal")
     internal_error("fault injected after the passes (STEPGRAPH_FAULT=internal)", b.graph->size() ? b.graph->loc(0) : Loc{});
-  if (t.schedule && t.program && b.graph->only_rank < 0) {
+  if (t.schedule && t.program) {
     ShiftProofInput in;
     in.program = t.program;
     in.schedule = t.schedule;

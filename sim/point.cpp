@@ -326,7 +326,24 @@ PointResult run_point(const PointSpec& p) {
   r.network_model = model_name(platform.model);
   // GPUs in nodes: the collectives expand as NCCL's (unless --algo says openmpi), with the node size.
   if (platform.kind == PlatformKind::Nodes) apply_gpu_platform(bo.algo, platform.nodes.hw);
-  Built b = build(s, t, bo);
+  // One rank's program for all (sim/symmetry.hpp, simulate_one_class): tried first where it may
+  // apply, and the full graph built where the text or the platform says otherwise.
+  const bool one_class_first = p.options.symmetry && engine_refusal(p.options).empty() && p.trace_file.empty() && !p.memo &&
+                               p.options.map.empty() && platform.kind != PlatformKind::Nodes && t.schedule;
+  Built b;
+  bool one_class = false;
+  if (one_class_first) {
+    BuildOptions b0 = bo;
+    b0.elab.only_rank = 0;
+    b0.expand = Expansion::None;
+    b0.keep_as_written = false;
+    Diagnostics before = s.diags;
+    b = build(s, t, b0);
+    SimOptions o0 = p.options;
+    one_class = b.ok() && one_class_refusal(*b.graph, platform, o0).empty();
+    if (!one_class) s.diags = before;
+  }
+  if (!one_class) b = build(s, t, bo);
   if (!b.ok()) {
     r.status = 2;
     r.error = b.unsupported ? "unsupported (" + b.unsupported_reason + ")" : "bad input";
@@ -436,7 +453,19 @@ PointResult run_point(const PointSpec& p) {
   }
   SymmetryUse sym;
   so.max_memory = p.max_memory;
-  SimResult res = simulate_symmetric(*g, platform, so, sym);
+  SimResult res;
+  if (!one_class || !simulate_one_class(*g, platform, so, sym, res)) {
+    if (one_class) {  // the quotient deadlocked: every rank, for the report of who waits for whom
+      b = build(s, t, bo);
+      if (!b.ok()) {
+        r.status = 2;
+        r.error = "bad input";
+        r.diag = s.diags.render(s.sources);
+        return r;
+      }
+    }
+    res = simulate_symmetric(*b.graph, platform, so, sym);
+  }
   if (res.refused) {
     r.status = 2;
     r.error = res.error;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -21,8 +22,8 @@ std::string SymmetryUse::line() const {
   uint32_t classes = shift.classes();
   std::string c = with_commas(classes);
   return all + " in " + c + " class" + (classes == 1 ? "" : "es") + " of " + with_commas(shift.size()) + " (alike under " +
-         shift.describe() + (by_text ? ", proved from the schedule's text" : "") + "): simulated " + c + " rank" +
-         (classes == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
+         shift.describe() + (by_text ? ", proved from the schedule's text" : "") + (one_program ? "; rank 0's program built alone" : "") +
+         "): simulated " + c + " rank" + (classes == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
 }
 
 std::string engine_refusal(const SimOptions& o) {
@@ -325,6 +326,84 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   use.quotient_steps = q.graph.size();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
+}
+
+std::string one_class_refusal(const StepGraph& one, const Platform& p, const SimOptions& o) {
+  if (std::string why = engine_refusal(o); !why.empty()) return why;
+  if (one.only_rank != 0) return "not rank 0's program";
+  if (!one.prove_shift) return "no schedule text to prove a shift from";
+  if (!o.watch.empty() || o.runtime.collective_times) return "steps watched or collectives costed alone";
+  for (StepId s = 0; s < one.size(); ++s) {
+    StepKind k = one.kind(s);
+    if (k == StepKind::Collective) return "a collective (its other members are not built)";
+    if ((k == StepKind::Send || k == StepKind::Recv) && one.local(s)) return "an MPI point-to-point message (matched first in, first out)";
+  }
+  const RankShift shift{1, one.nranks, one.nranks};
+  if (std::string why = one.prove_shift(RankSymmetry{{}, one.nranks}, shift); !why.empty()) return why;
+  PlatformCheck check(p, o);
+  std::vector<uint32_t> ports;
+  std::string why;
+  if (!check.invariant(message_pairs(one), RankSymmetry{{shift}, one.nranks}, ports, why))
+    return "the platform tells the ranks apart (" + why + ")";
+  return "";
+}
+
+bool simulate_one_class(const StepGraph& one, const Platform& p, const SimOptions& o, SymmetryUse& use, SimResult& out) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (!one_class_refusal(one, p, o).empty()) return false;
+  const uint32_t n = one.nranks;
+  const RankSymmetry group{{RankShift{1, n, n}}, n};
+  QuotientRun run;
+  {
+    PlatformCheck check(p, o);
+    std::string why;
+    check.invariant(message_pairs(one), group, run.port, why);
+  }
+  // Rank 0's program as the quotient: its i-th send of a statement is taken by its i-th receive
+  // of that statement (the receiver runs rank 0's program moved, and receives once per send of
+  // the statement's executions, in order: shift_proof.cpp).
+  StepGraph g = one;
+  g.only_rank = -1;
+  g.prove_shift = nullptr;
+  std::vector<uint32_t> peer(one.size());
+  std::map<uint32_t, std::pair<std::vector<StepId>, std::vector<StepId>>> by_stmt;  // statement -> its sends, its receives
+  for (StepId s = 0; s < one.size(); ++s) {
+    StepKind k = one.kind(s);
+    if (k != StepKind::Send && k != StepKind::Recv) continue;
+    peer[s] = one.peer(s);
+    auto& lists = by_stmt[one.stmt(s)];
+    (k == StepKind::Send ? lists.first : lists.second).push_back(s);
+  }
+  for (const auto& [stmt, lists] : by_stmt) {
+    if (lists.first.size() != lists.second.size()) return false;  // (not a shift's program: the proof would have refused)
+    for (size_t i = 0; i < lists.first.size(); ++i) {
+      g.set_ref(lists.first[i], lists.second[i]);
+      g.set_ref(lists.second[i], lists.first[i]);
+    }
+  }
+  Quotient q;
+  {
+    RankPositions rp = rank_positions(g);
+    q = quotient_graph(g, rp, group);
+  }
+  for (StepId s = 0; s < q.graph.size(); ++s)  // (the quotient keeps rank 0's steps in their order)
+    q.dst[s] = q.graph.kind(s) == StepKind::Send ? peer[s] : 0;
+  q.full_steps = uint64_t{one.size()} * n;
+  run.quotient = &q;
+  SimOptions oq = o;
+  oq.quotient = &run;
+  SimResult r = simulate(q.graph, p, oq);
+  if (!r.completed && r.error.empty()) return false;  // who waits for whom: every rank's graph
+  use = SymmetryUse{};
+  use.nranks = n;
+  use.used = true;
+  use.by_text = true;
+  use.one_program = true;
+  use.shift = q.shift;
+  use.quotient_steps = q.graph.size();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out = std::move(r);
+  return true;
 }
 
 }  // namespace sg::sim

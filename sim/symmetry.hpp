@@ -28,8 +28,9 @@ struct SymmetryUse {
   RankSymmetry shift;   // the ranks alike (used)
   uint32_t nranks = 0;  // N
   uint64_t quotient_steps = 0;
-  bool by_text = false;  // used, and its shifts proved from the schedule's text (core/graph/shift_proof.hpp)
-  std::string why_not;   // not used: why
+  bool by_text = false;      // used, and its shifts proved from the schedule's text (core/graph/shift_proof.hpp)
+  bool one_program = false;  // used, from rank 0's program alone (simulate_one_class)
+  std::string why_not;       // not used: why
   // One line for the report: "4,096 ranks in 1 class (alike under a shift by 1 rank): simulated 1"
   // or "none: <why>; simulated all 4,096 ranks".
   std::string line() const;
@@ -38,6 +39,21 @@ struct SymmetryUse {
 // simulate(), on the quotient graph where the classes are proved (o.symmetry and the α-β analytic
 // engine), else on the full graph; `use` says which and why.
 SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOptions& o, SymmetryUse& use);
+
+// One rank's program for all (issue 32, item 1; docs/sim.md, "Symmetry"): where the schedule's
+// text proves that a shift by one rank maps it onto itself (core/graph/shift_proof.hpp) and the
+// platform cannot tell the ranks apart, every rank is rank 0 moved, so the job is one class and
+// rank 0's program (elaborated alone: ElabOptions::only_rank = 0) is the whole quotient. Its
+// transfers are matched as the quotient's are: the i-th send of a statement is taken by the i-th
+// receive of that statement (its receiver's, moved back to rank 0). For choreographies without
+// collectives (a ring), on the α-β analytic engine. The full graph is never built.
+//
+// Whether `one` (rank 0's program) can stand for the job on this platform ("" if so, else why not).
+std::string one_class_refusal(const StepGraph& one, const Platform& p, const SimOptions& o);
+// simulate() of the job from rank 0's program; false (use untouched) where it cannot (then the
+// caller builds the full graph): a refusal above, or a quotient that deadlocks (the report of who
+// waits for whom needs every rank).
+bool simulate_one_class(const StepGraph& one, const Platform& p, const SimOptions& o, SymmetryUse& use, SimResult& out);
 
 // What simulating every rank keeps beside the graph, a step: the runtime's state and the
 // successor lists (about 16 and 8 bytes), or the symmetry search's positions (8) and the

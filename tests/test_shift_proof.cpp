@@ -220,3 +220,50 @@ TEST_CASE("the simulator uses the proof and gets the full simulation's answer", 
   CHECK(ring.symmetry_json.at("classes") == 1);
   CHECK(ring.symmetry_json.at("proved_from_text").get<bool>());
 }
+
+TEST_CASE("rank 0's program alone stands for the job, with the full simulation's answer", "[symmetry][proof]") {
+  // Every library schedule where the path applies (a choreography whose shift by one rank the
+  // text proves, on a platform that cannot tell the ranks apart), against every rank simulated.
+  int used = 0;
+  for (const char* platform : {"", "fat-tree:leaves=4,per_leaf=4"}) {
+    for (uint32_t n : {8u, 16u}) {
+      for (const LibraryEntry& e : library()) {
+        sg::sim::PointSpec p;
+        p.target = e.name;
+        p.n = n;
+        p.platform = sgtest::platform(platform);
+        p.options.model = sg::sim::Model::Analytic;
+        p.quiet = true;
+        sg::sim::PointResult a = sg::sim::run_point(p);
+        if (!a.error.empty() || a.symmetry.find("rank 0's program built alone") == std::string::npos) continue;
+        ++used;
+        p.options.symmetry = false;
+        sg::sim::PointResult b = sg::sim::run_point(p);
+        INFO(e.name << " at N = " << n << " on " << (*platform ? platform : "the default"));
+        REQUIRE(b.error.empty());
+        CHECK(a.completed == b.completed);
+        CHECK(std::abs(a.time_s - b.time_s) <= 1e-9 * b.time_s);
+        CHECK(a.messages == b.messages);
+        CHECK(a.bytes == b.bytes);
+        CHECK(a.slowest_rank == b.slowest_rank);
+        CHECK(std::abs(a.cp_comm_s - b.cp_comm_s) <= 1e-9 * b.time_s);
+        CHECK(std::abs(a.exposed_total_s - b.exposed_total_s) <= 1e-9 * b.time_s);
+        CHECK(a.critical_json.size() == b.critical_json.size());
+        CHECK(a.links_json.size() == b.links_json.size());
+        for (size_t i = 0; i < std::min(a.links_json.size(), b.links_json.size()); ++i)
+          CHECK(a.links_json[i].at("bytes") == b.links_json[i].at("bytes"));
+      }
+    }
+  }
+  CHECK(used >= 8);  // the rings (all-reduce, all-gather, reduce-scatter) and the dissemination barrier, twice each
+  // Where the platform tells the ranks apart (two GPUs of a node share its NIC), the full graph.
+  sg::sim::PointSpec p;
+  p.target = "ring_allreduce";
+  p.n = 16;
+  p.platform = sgtest::platform("nodes:count=2,gpus=8,nics=1,nvlink=400GBps,nic=50GBps");
+  p.options.model = sg::sim::Model::Analytic;
+  p.quiet = true;
+  sg::sim::PointResult nic = sg::sim::run_point(p);
+  REQUIRE(nic.error.empty());
+  CHECK(nic.symmetry.find("built alone") == std::string::npos);
+}
