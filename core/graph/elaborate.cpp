@@ -813,8 +813,9 @@ class Elaborator {
       }
     } else {
       std::vector<int64_t> only;
-      if (me_ >= 0 && mode_ == Mode::Build && step == 1 && one_rank_iterations(s, f, lo, hi, only)) {
-        // One rank's program: only the iterations whose transfer starts or ends here.
+      if (me_ >= 0 && step == 1 && one_rank_iterations(s, f, lo, hi, only)) {
+        // One rank's program: only the iterations whose transfer starts or ends here (counted so
+        // too: a ring's N² iterations at N = 65,536 were past the work limit, for 4 N steps).
         for (int64_t v : only) {
           var = Val{false, v, {}};
           block(s.body, f);

@@ -570,6 +570,18 @@ class Prover {
     }
     return std::find(used.begin(), used.end(), slot) != used.end();
   }
+  // The ranks of lo .. hi (by step) whose moved digit is 0 and that represent their class of the
+  // group so far, in order: N / count of them at most, found without visiting the others (a ring's
+  // loop over the ranks runs 2(N - 1) times).
+  std::vector<int64_t> representatives(int64_t lo, int64_t hi, int64_t step) const {
+    std::vector<int64_t> out;
+    const int64_t I = s_.inner, block = I * s_.count;
+    for (int64_t base = lo - lo % block; base < hi; base += block)
+      for (int64_t r = std::max(base, lo); r < std::min(base + I, hi); ++r)
+        if ((r - lo) % step == 0 && group_.representative_rank(static_cast<uint32_t>(r))) out.push_back(r);
+    return out;
+  }
+
   // One execution of a loop over the ranks.
   void rank_loop(const ForStmt& s) {
     if (in_rank_loop_) refuse(s.loc, "a loop over the ranks inside another");
@@ -588,8 +600,7 @@ class Prover {
     send_roles_.clear();
     recv_roles_.clear();
     iter_ = 0;
-    for (int64_t r = lo; r < hi; r += step) {
-      if (s_.digit(static_cast<uint32_t>(r)) != 0) continue;
+    for (int64_t r : representatives(lo, hi, step)) {
       slots_[static_cast<size_t>(s.slot)] = AVal{false, r, 0, 1, lin(s_.inner)};
       block(s.body);
       tick();
@@ -743,9 +754,7 @@ class Prover {
     for (int64_t r = lo; r < hi; r += step)
       if (!in_range(s_.moved(static_cast<uint32_t>(r)))) refuse(s.loc, "an `on` range the shift does not map onto itself");
     in_on_ = true;
-    for (int64_t r = lo; r < hi; r += step) {
-      auto rank = static_cast<uint32_t>(r);
-      if (s_.digit(rank) != 0 || !group_.representative_rank(rank)) continue;
+    for (int64_t r : representatives(lo, hi, step)) {
       AVal& var = slots_[static_cast<size_t>(s.slot)];
       var = AVal{false, r, 0, 1, lin(s_.inner)};
       block(s.body);
