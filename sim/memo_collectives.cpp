@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <set>
 #include <unordered_map>
 
 #include "core/graph/collective_alone.hpp"
@@ -33,20 +34,34 @@ void put(std::string& key, T v) {
 }  // namespace
 
 bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, const Platform& p, const SimOptions& o, CollectiveMemo& out,
-                      Diagnostics& diags, std::string& err) {
+                      Diagnostics& diags, std::string& err, const RankSymmetry* stands_for) {
   auto t0 = std::chrono::steady_clock::now();
   out = CollectiveMemo{};
   out.times.table.assign(g.instances.size(), CollectiveTimes::kNone);
-  std::map<std::string, Alone> alones;                         // by kind, op, root, members, bytes, layout
-  std::map<std::string, uint32_t> shapes;                      // by the above and the routes: index into out.shapes
-  std::map<std::pair<const Alone*, uint32_t>, uint32_t> seen;  // (alone, group) -> shape: a group's routes are read once
-  std::vector<uint32_t> shape_table;                           // per shape: its table of times
+  std::map<std::string, Alone> alones;                                // by kind, op, root, members, bytes, layout
+  std::map<std::string, uint32_t> shapes;                             // by the above and the routes: index into out.shapes
+  std::map<std::pair<const Alone*, uint32_t>, uint32_t> seen;         // (alone, group) -> shape: a group's routes are read once
+  std::map<std::pair<const Alone*, uint32_t>, std::string> seen_key;  // (stands_for) its shape's key
+  std::set<std::pair<const Alone*, uint32_t>> images_checked;         // (stands_for) groups whose images were compared
+  std::vector<uint32_t> shape_table;                                  // per shape: its table of times
   std::vector<uint32_t> ids;
   std::vector<uint32_t> shape_of(g.instances.size(), ~0u);
   for (uint32_t i = 0; i < g.instances.size(); ++i) {
     const Instance& in = g.instances[i];
     const GroupInfo& group = g.groups[in.group];
-    if (!in.complete || !in.consistent || in.steps_cnt != group.count || group.count < 2) continue;
+    if (!in.complete || !in.consistent || group.count < 2) continue;
+    if (!g.partial() && in.steps_cnt != group.count) continue;
+    // A representatives' build: the full instances this one stands for (each member step stands
+    // for one step on each rank of its class; an instance has group.count of them).
+    uint64_t weight = 1;
+    if (stands_for) {
+      uint64_t steps = uint64_t{in.steps_cnt} * stands_for->size();
+      if (steps % group.count) {
+        out.images_alike = false;
+        out.images_why = "an instance whose members are not whole classes";
+      }
+      weight = steps / group.count;
+    }
     StepId s0 = g.instance_steps[in.steps_off];
     const CollInfo& c = g.coll(s0);
     uint32_t per_node = gpus_in_group(group, choice.gpus_per_node);
@@ -83,19 +98,18 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
         if (a.g->kind(x) == StepKind::Send && a.g->peer(x) != kAnyRank && pairs.emplace(std::pair{a.g->rank(x), a.g->peer(x)}, true).second)
           a.pairs.push_back({a.g->rank(x), a.g->peer(x)});
     }
-    auto host = [&](uint32_t k) { return o.map.empty() ? group.member(k) : o.map[group.member(k)]; };
-    auto [sit, fresh] = seen.try_emplace({&a, in.group}, 0u);
-    if (fresh) {
-      // The routes the algorithm uses, as the engines read them, with the links renamed in the
-      // order they first appear (two groups whose messages share links alike share a shape).
-      std::string key = akey;
+    auto host_of = [&](uint32_t rank) { return o.map.empty() ? rank : o.map[rank]; };
+    auto host = [&](uint32_t k) { return host_of(group.member(k)); };
+    // The routes the algorithm uses, as the engines read them, with the links renamed in the
+    // order they first appear (two groups whose messages share links alike share a shape).
+    auto route_key = [&](std::string key, const auto& host_at) {
       std::unordered_map<uint32_t, uint32_t> rename;
       for (auto [u, v] : a.pairs) {
         double lat = 0;
-        p.route(host(u), host(v), ids, lat);
+        p.route(host_at(u), host_at(v), ids, lat);
         put(key, lat);
-        put(key, p.route_bw(host(u), host(v)));
-        put(key, same_node(p, host(u), host(v)));
+        put(key, p.route_bw(host_at(u), host_at(v)));
+        put(key, same_node(p, host_at(u), host_at(v)));
         put(key, static_cast<uint32_t>(ids.size()));
         for (uint32_t l : ids) {
           put(key, rename.try_emplace(l, static_cast<uint32_t>(rename.size())).first->second);
@@ -103,7 +117,13 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
           put(key, p.links[l].shared);
         }
       }
-      for (uint32_t k = 0; k < group.count && !p.host_speeds.empty(); ++k) put(key, p.host_speeds[host(k)]);
+      for (uint32_t k = 0; k < group.count && !p.host_speeds.empty(); ++k) put(key, p.host_speeds[host_at(k)]);
+      return key;
+    };
+    auto [sit, fresh] = seen.try_emplace({&a, in.group}, 0u);
+    if (fresh) {
+      std::string key = route_key(akey, host);
+      if (stands_for) seen_key[{&a, in.group}] = key;
       auto [shit, new_shape] = shapes.try_emplace(key, static_cast<uint32_t>(out.shapes.size()));
       if (new_shape) {
         auto t1 = std::chrono::steady_clock::now();
@@ -140,9 +160,48 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
       sit->second = shit->second;
     }
     shape_of[i] = sit->second;
-    ++out.shapes[sit->second].instances;
-    ++out.instances;
-    out.expanded_steps += a.g->size();
+    out.shapes[sit->second].instances += weight;
+    out.instances += weight;
+    out.expanded_steps += a.g->size() * weight;
+    // A representatives' build: each shift's image of the group (an instance not built) has the
+    // same shape, and each member's time is its image's (sim/symmetry.cpp's times_invariant, on
+    // the instances the full graph would have).
+    if (stands_for && out.images_alike && images_checked.insert({&a, in.group}).second) {
+      const std::string& key = seen_key.at({&a, in.group});
+      const uint32_t table = shape_table[sit->second];
+      std::vector<uint32_t> img(group.count), order(group.count);
+      for (const RankShift& sh : stands_for->shifts) {
+        for (uint32_t k = 0; k < group.count; ++k) img[k] = sh.moved(group.member(k));
+        std::vector<uint32_t> sorted = img;
+        std::sort(sorted.begin(), sorted.end());
+        for (uint32_t k = 0; k < group.count; ++k)
+          order[k] = static_cast<uint32_t>(std::lower_bound(sorted.begin(), sorted.end(), img[k]) - sorted.begin());
+        std::string ikey;
+        put(ikey, static_cast<uint8_t>(c.kind));
+        put(ikey, static_cast<uint8_t>(c.op));
+        put(ikey, rooted ? int64_t{order[static_cast<uint32_t>(group.index_of(c.root))]} : int64_t{-1});
+        put(ikey, group.count);
+        put(ikey, g.range_bytes(g.range(s0)));
+        put(ikey, c.into.cnt ? g.range_bytes(c.into) : uint64_t{0});
+        uint32_t most = 0, run = 0, node = ~0u;  // (gpus_in_group, on the image's members)
+        for (uint32_t k = 0; k < group.count && choice.gpus_per_node; ++k) {
+          uint32_t at = sorted[k] / choice.gpus_per_node;
+          run = at == node ? run + 1 : 1;
+          node = at;
+          most = std::max(most, run);
+        }
+        put(ikey, most);
+        bool alike = route_key(ikey, [&](uint32_t k) { return host_of(sorted[k]); }) == key;
+        for (uint32_t k = 0; alike && k < group.count; ++k)
+          alike = out.times.seconds[out.times.off[table] + k] == out.times.seconds[out.times.off[table] + order[k]];
+        if (!alike) {
+          out.images_alike = false;
+          out.images_why =
+              "a collective's image under " + sh.describe() + " is costed otherwise (line " + std::to_string(g.loc(s0).line) + ")";
+          break;
+        }
+      }
+    }
   }
   for (uint32_t i = 0; i < g.instances.size(); ++i)
     if (shape_of[i] != ~0u) out.times.table[i] = shape_table[shape_of[i]];

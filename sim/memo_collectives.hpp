@@ -46,12 +46,19 @@ struct CollectiveMemo {
   uint64_t instances = 0;       // costed (complete, consistent, two members or more)
   uint64_t expanded_steps = 0;  // the steps the expansion would have added (every instance's)
   double wall_s = 0;
+  // With `stands_for` (a representatives' build): whether every instance's images under its
+  // shifts have its shape and its members' times are their images' (else the full graph is needed).
+  bool images_alike = true;
+  std::string images_why;
 };
 
 // Times every collective instance of `g` (collectives not expanded) as above, simulating each
 // shape with `o`'s engine and options on platform `p`. False with errors in `diags` where an
 // instance cannot be expanded, or with `err` where a run alone fails or deadlocks.
+// With `stands_for`, `g` holds the representatives' programs of that symmetry
+// (StepGraph::built_ranks): each instance is counted as the full instances it stands for, and its
+// images are compared (CollectiveMemo::images_alike).
 bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, const Platform& p, const SimOptions& o, CollectiveMemo& out,
-                      Diagnostics& diags, std::string& err);
+                      Diagnostics& diags, std::string& err, const RankSymmetry* stands_for = nullptr);
 
 }  // namespace sg::sim

@@ -326,24 +326,42 @@ PointResult run_point(const PointSpec& p) {
   r.network_model = model_name(platform.model);
   // GPUs in nodes: the collectives expand as NCCL's (unless --algo says openmpi), with the node size.
   if (platform.kind == PlatformKind::Nodes) apply_gpu_platform(bo.algo, platform.nodes.hw);
-  // One rank's program for all (sim/symmetry.hpp, simulate_one_class): tried first where it may
-  // apply, and the full graph built where the text or the platform says otherwise.
-  const bool one_class_first = p.options.symmetry && engine_refusal(p.options).empty() && p.trace_file.empty() && !p.memo &&
-                               p.options.map.empty() && platform.kind != PlatformKind::Nodes && t.schedule;
+  // One rank's program for all (sim/symmetry.hpp, simulate_one_class), or the representatives'
+  // programs (simulate_representatives): tried first where they may apply, from the shifts the
+  // schedule's text proves; the full graph built where the text or the platform says otherwise.
+  const bool reps_first =
+      p.options.symmetry && engine_refusal(p.options).empty() && p.trace_file.empty() && p.options.map.empty() && t.schedule;
   Built b;
-  bool one_class = false;
-  if (one_class_first) {
+  bool one_class = false, reps = false;
+  RankSymmetry reps_group;
+  if (reps_first) {
     BuildOptions b0 = bo;
     b0.elab.only_rank = 0;
     b0.expand = Expansion::None;
     b0.keep_as_written = false;
     Diagnostics before = s.diags;
-    b = build(s, t, b0);
-    SimOptions o0 = p.options;
-    one_class = b.ok() && one_class_refusal(*b.graph, platform, o0).empty();
-    if (!one_class) s.diags = before;
+    Built zero = build(s, t, b0);
+    if (zero.ok() && !p.memo && platform.kind != PlatformKind::Nodes && one_class_refusal(*zero.graph, platform, p.options).empty()) {
+      one_class = true;
+      b = std::move(zero);
+    } else if (zero.ok()) {
+      reps_group = text_shifts(*zero.graph);
+      if (!reps_group.none() && reps_group.classes() > 1 && reps_group.classes() <= p.n / 2) {
+        BuildOptions br = bo;
+        br.expand = Expansion::None;  // (its collectives are instances standing for the full ones)
+        br.keep_as_written = false;
+        for (uint32_t c = 0; c < reps_group.classes(); ++c) br.elab.only_ranks.push_back(reps_group.representative(c));
+        std::sort(br.elab.only_ranks.begin(), br.elab.only_ranks.end());
+        s.diags = before;
+        Built part = build(s, t, br);
+        bool collectives = part.ok() && !part.graph->instances.empty();
+        reps = part.ok() && (p.memo || !collectives) && representatives_refusal(*part.graph, reps_group, platform, p.options).empty();
+        if (reps) b = std::move(part);
+      }
+    }
+    if (!one_class && !reps) s.diags = before;
   }
-  if (!one_class) b = build(s, t, bo);
+  if (!one_class && !reps) b = build(s, t, bo);
   if (!b.ok()) {
     r.status = 2;
     r.error = b.unsupported ? "unsupported (" + b.unsupported_reason + ")" : "bad input";
@@ -440,32 +458,43 @@ PointResult run_point(const PointSpec& p) {
     r.error = "--collectives memo runs on the analytic engine (--model analytic); SimGrid simulates the collectives expanded";
     return r;
   }
-  if (p.memo) {
+  // Every rank's graph after all (a quotient that deadlocked, or collectives costed otherwise
+  // than their images): false with r filled where it does not build.
+  auto full_graph = [&]() {
+    one_class = reps = false;
+    b = build(s, t, bo);
+    if (b.ok()) return true;
+    r.status = 2;
+    r.error = "bad input";
+    r.diag = s.diags.render(s.sources);
+    return false;
+  };
+  auto cost_collectives = [&]() {
     std::string merr;
-    if (!memo_collectives(*g, s, bo.algo, platform, so, memo, s.diags, merr)) {
+    if (!memo_collectives(*g, s, bo.algo, platform, so, memo, s.diags, merr, reps ? &reps_group : nullptr)) {
       r.status = merr.empty() ? 2 : 3;
       r.error = merr.empty() ? "bad input" : merr;
       r.diag = s.diags.render(s.sources);
-      return r;
+      return false;
     }
     so.runtime.collective_times = &memo.times;
-    memo_report(memo, r);
+    return true;
+  };
+  if (p.memo) {
+    if (!cost_collectives()) return r;
+    if (reps && !memo.images_alike && (!full_graph() || !cost_collectives())) return r;
   }
   SymmetryUse sym;
   so.max_memory = p.max_memory;
   SimResult res;
-  if (!one_class || !simulate_one_class(*g, platform, so, sym, res)) {
-    if (one_class) {  // the quotient deadlocked: every rank, for the report of who waits for whom
-      b = build(s, t, bo);
-      if (!b.ok()) {
-        r.status = 2;
-        r.error = "bad input";
-        r.diag = s.diags.render(s.sources);
-        return r;
-      }
-    }
+  bool done = one_class ? simulate_one_class(*g, platform, so, sym, res)
+              : reps    ? simulate_representatives(*g, reps_group, platform, so, sym, res)
+                        : false;
+  if (!done) {
+    if ((one_class || reps) && (!full_graph() || (p.memo && !cost_collectives()))) return r;
     res = simulate_symmetric(*b.graph, platform, so, sym);
   }
+  if (p.memo) memo_report(memo, r);
   if (res.refused) {
     r.status = 2;
     r.error = res.error;

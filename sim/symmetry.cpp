@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -23,7 +24,8 @@ std::string SymmetryUse::line() const {
   std::string c = with_commas(classes);
   return all + " in " + c + " class" + (classes == 1 ? "" : "es") + " of " + with_commas(shift.size()) + " (alike under " +
          shift.describe() + (by_text ? ", proved from the schedule's text" : "") + (one_program ? "; rank 0's program built alone" : "") +
-         "): simulated " + c + " rank" + (classes == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
+         (representatives_only ? "; the representatives' programs built alone" : "") + "): simulated " + c + " rank" +
+         (classes == 1 ? "" : "s") + ", " + with_commas(quotient_steps) + " steps";
 }
 
 std::string engine_refusal(const SimOptions& o) {
@@ -399,6 +401,136 @@ bool simulate_one_class(const StepGraph& one, const Platform& p, const SimOption
   use.used = true;
   use.by_text = true;
   use.one_program = true;
+  use.shift = q.shift;
+  use.quotient_steps = q.graph.size();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out = std::move(r);
+  return true;
+}
+
+RankSymmetry text_shifts(const StepGraph& g) {
+  RankSymmetry group{{}, g.nranks};
+  if (!g.prove_shift || g.nranks < 2) return group;
+  const std::vector<RankShift> candidates = candidate_shifts(g.nranks);
+  std::vector<char> refused(candidates.size(), 0);
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (size_t c = 0; c < candidates.size() && !grew; ++c) {
+      const RankShift& shift = candidates[c];
+      if (refused[c] || !group.disjoint(shift) || uint64_t{group.size()} * shift.count > g.nranks) continue;
+      if (!g.prove_shift(group, shift).empty()) {
+        refused[c] = 1;
+        continue;
+      }
+      group = group.with(shift);
+      grew = true;
+    }
+  }
+  return group;
+}
+
+std::string representatives_refusal(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o) {
+  if (std::string why = engine_refusal(o); !why.empty()) return why;
+  if (group.none()) return "no shift proved from the text";
+  if (part.only_rank >= 0 || part.built_ranks.empty()) return "not a representatives' build";
+  if (!o.watch.empty()) return "steps watched";
+  std::vector<uint32_t> reps;
+  for (uint32_t c = 0; c < group.classes(); ++c) reps.push_back(group.representative(c));
+  std::sort(reps.begin(), reps.end());
+  if (reps != part.built_ranks) return "built for other ranks";
+  auto built = [&](uint32_t r) { return std::binary_search(reps.begin(), reps.end(), r); };
+  for (StepId s = 0; s < part.size(); ++s) {
+    StepKind k = part.kind(s);
+    if (k == StepKind::Send || k == StepKind::Recv) {
+      if (!part.local(s)) return "a choreographic transfer";
+      const P2PInfo& pi = part.p2p_info(s);
+      if (pi.peer == kAnyRank || (part.flags(s) & (kFlagAnySource | kFlagAnyTag))) return "a wildcard receive";
+      (void)built;
+    }
+    if (k == StepKind::Collective) {
+      const Instance& in = part.instances[part.coll(s).instance];
+      if (!in.complete || !in.consistent) return "a collective whose members never all issue it alike";
+    }
+  }
+  if (!part.never_ready.empty()) return "a step never becomes ready";
+  PlatformCheck check(p, o);
+  std::vector<uint32_t> ports;
+  std::string why;
+  if (!check.invariant(message_pairs(part), group, ports, why)) return "the platform tells the ranks apart (" + why + ")";
+  return "";
+}
+
+bool simulate_representatives(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o, SymmetryUse& use,
+                              SimResult& out) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (!representatives_refusal(part, group, p, o).empty()) return false;
+  QuotientRun run;
+  {
+    PlatformCheck check(p, o);
+    std::string why;
+    check.invariant(message_pairs(part), group, run.port, why);
+  }
+  // A message from a representative to a rank not built is taken, in the quotient, by the
+  // receive of that rank's representative that stands for the rank's own: the i-th send from a to
+  // b = g(c) (c its class's representative) with tag t is c's i-th receive from g⁻¹(a) with tag t
+  // (first in, first out on each pair and tag; c runs b's program moved back by g).
+  StepGraph g = part;
+  g.prove_shift = nullptr;
+  {
+    std::map<std::tuple<uint32_t, uint32_t, int32_t>, std::vector<StepId>> recvs;  // (rank, source, tag): unmatched, in order
+    std::map<std::tuple<uint32_t, uint32_t, int32_t>, uint32_t> sent;              // (rank, destination, tag): sends so far
+    for (StepId s = 0; s < g.size(); ++s)
+      if (g.kind(s) == StepKind::Recv && g.local(s) && g.p2p_info(s).match == kNoStep)
+        recvs[{g.rank(s), g.p2p_info(s).peer, g.p2p_info(s).tag}].push_back(s);
+    for (StepId s = 0; s < g.size(); ++s) {
+      if (g.kind(s) != StepKind::Send || !g.local(s)) continue;
+      const P2PInfo pi = g.p2p_info(s);
+      if (pi.match != kNoStep) continue;
+      const uint32_t a = g.rank(s), b = pi.peer;
+      const uint32_t i = sent[{a, b, pi.tag}]++;
+      const uint32_t c = group.representative(group.class_of(b));
+      const uint32_t from = group.moved(a, group.times(b, c));  // g⁻¹(a): moving b to c moves a there
+      auto it = recvs.find({c, from, pi.tag});
+      if (it == recvs.end() || i >= it->second.size()) return false;  // (a message nobody takes: the full graph says who waits)
+      StepId r = it->second[i];
+      g.p2p[g.ref(s)].match = r;
+      g.p2p[g.ref(r)].match = s;
+    }
+    for (StepId s = 0; s < g.size(); ++s)
+      if ((g.kind(s) == StepKind::Send || g.kind(s) == StepKind::Recv) && g.local(s) && g.p2p_info(s).match == kNoStep) return false;
+  }
+  Quotient q;
+  {
+    RankPositions rp = rank_positions(g);
+    q = quotient_graph(g, rp, group);
+  }
+  // Each representative's steps stand for one on each rank of its class.
+  q.full_steps = uint64_t{part.size()} * group.size();
+  run.quotient = &q;
+  SimOptions oq = o;
+  CollectiveTimes qtimes;
+  if (const CollectiveTimes* ct = o.runtime.collective_times) {
+    std::vector<double> t;
+    for (const Instance& in : q.graph.instances) {
+      t.clear();
+      for (uint32_t k = 0; k < in.steps_cnt; ++k) {
+        StepId fs = q.instance_full[in.steps_off + k];
+        uint32_t i = part.coll(fs).instance;
+        int64_t at = part.groups[part.instances[i].group].index_of(part.rank(fs));
+        t.push_back(ct->has(i) ? ct->at(i, static_cast<uint32_t>(at)) : 0.0);
+      }
+      qtimes.table.push_back(qtimes.add(t));
+    }
+    oq.runtime.collective_times = &qtimes;
+  }
+  oq.quotient = &run;
+  SimResult r = simulate(q.graph, p, oq);
+  if (!r.completed && r.error.empty()) return false;
+  use = SymmetryUse{};
+  use.nranks = part.nranks;
+  use.used = true;
+  use.by_text = true;
+  use.representatives_only = true;
   use.shift = q.shift;
   use.quotient_steps = q.graph.size();
   r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -28,9 +28,10 @@ struct SymmetryUse {
   RankSymmetry shift;   // the ranks alike (used)
   uint32_t nranks = 0;  // N
   uint64_t quotient_steps = 0;
-  bool by_text = false;      // used, and its shifts proved from the schedule's text (core/graph/shift_proof.hpp)
-  bool one_program = false;  // used, from rank 0's program alone (simulate_one_class)
-  std::string why_not;       // not used: why
+  bool by_text = false;               // used, and its shifts proved from the schedule's text (core/graph/shift_proof.hpp)
+  bool one_program = false;           // used, from rank 0's program alone (simulate_one_class)
+  bool representatives_only = false;  // used, from the representatives' programs alone (simulate_representatives)
+  std::string why_not;                // not used: why
   // One line for the report: "4,096 ranks in 1 class (alike under a shift by 1 rank): simulated 1"
   // or "none: <why>; simulated all 4,096 ranks".
   std::string line() const;
@@ -54,6 +55,22 @@ std::string one_class_refusal(const StepGraph& one, const Platform& p, const Sim
 // caller builds the full graph): a refusal above, or a quotient that deadlocks (the report of who
 // waits for whom needs every rank).
 bool simulate_one_class(const StepGraph& one, const Platform& p, const SimOptions& o, SymmetryUse& use, SimResult& out);
+
+// The representatives' programs for all (issue 32; docs/sim.md, "Symmetry"): the shifts the
+// schedule's text proves, grown as the graph's search grows them (fewest classes first, each on
+// digits of its own), give classes of ranks; where the platform cannot tell a class's ranks apart,
+// only the representatives' programs are elaborated (ElabOptions::only_ranks) and simulated as
+// the quotient, their collective instances standing for the full ones (each member for one step
+// on each rank of its class). For MPI-style programs (`on` blocks) whose messages stay among the
+// representatives, with the collectives costed once per shape (--collectives memo, whose costs
+// of the instances not built are compared: CollectiveMemo::images_alike).
+RankSymmetry text_shifts(const StepGraph& g);
+// Whether `part` (built for `group`'s representatives) can stand for the job ("" if so).
+std::string representatives_refusal(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o);
+// simulate() of the job from `part`; false (use untouched) where it cannot: a refusal above, or a
+// quotient that deadlocks.
+bool simulate_representatives(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o, SymmetryUse& use,
+                              SimResult& out);
 
 // What simulating every rank keeps beside the graph, a step: the runtime's state and the
 // successor lists (about 16 and 8 bytes), or the symmetry search's positions (8) and the

@@ -67,6 +67,11 @@ void group_collectives(StepGraph& g, Diagnostics& diags) {
     in.steps_off = at[i];
     in.steps_cnt = at[i + 1] - at[i];
     in.complete = g.only_rank >= 0 || in.steps_cnt == gr.count;
+    if (!g.built_ranks.empty()) {  // every member built is there
+      uint32_t built = 0;
+      for (uint32_t r : g.built_ranks) built += gr.index_of(r) >= 0;
+      in.complete = in.steps_cnt == built;
+    }
     const CollInfo& c0 = g.coll(*b);
     uint64_t bytes0 = g.range_bytes(g.range(*b));
     for (StepId* p = b; p != e; ++p) {

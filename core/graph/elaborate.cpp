@@ -93,10 +93,18 @@ class Elaborator {
     n_ = o.nranks;
     me_ = o.only_rank;
     rank_slots_ = me_ >= 0 ? 1 : n_;
+    if (me_ < 0 && !o.only_ranks.empty()) {
+      set_ = true;
+      slot_of_.assign(n_, -1);
+      for (size_t i = 0; i < o.only_ranks.size(); ++i)
+        if (o.only_ranks[i] < n_) slot_of_[o.only_ranks[i]] = static_cast<int32_t>(i);
+      rank_slots_ = static_cast<uint32_t>(o.only_ranks.size());
+    }
     if (mode_ == Mode::Build) {
       g_ = std::make_unique<StepGraph>();
       g_->nranks = n_;
       g_->only_rank = me_;
+      if (set_) g_->built_ranks = o.only_ranks;
     } else {
       g_ = std::make_unique<StepGraph>();  // holds buffers and groups while counting
     }
@@ -408,8 +416,8 @@ class Elaborator {
   }
 
   // ------------------------------------------------------------------ hazards and emission
-  uint32_t rslot(uint32_t r) const { return me_ >= 0 ? 0 : r; }
-  bool mine(uint32_t r) const { return me_ < 0 || r == static_cast<uint32_t>(me_); }
+  uint32_t rslot(uint32_t r) const { return me_ >= 0 ? 0 : set_ ? static_cast<uint32_t>(slot_of_[r]) : r; }
+  bool mine(uint32_t r) const { return me_ >= 0 ? r == static_cast<uint32_t>(me_) : !set_ || slot_of_[r] >= 0; }
 
   // A buffer's chunk states on one rank, made at its first touch.
   ChunkState* chunk_states(uint32_t buf, uint32_t rank) {
@@ -792,7 +800,7 @@ class Elaborator {
     if (iters == 0) return;
     auto& var = f.slots[static_cast<size_t>(s.slot)];
     LoopScope scope(*this, s.var, f, s.slot, &s);
-    bool invariant = me_ >= 0 ? s.count_invariant_rank : s.count_invariant;
+    bool invariant = me_ >= 0 || set_ ? s.count_invariant_rank : s.count_invariant;
     if (mode_ == Mode::Count && invariant && iters > 1) {
       // Every iteration emits as many steps as the first: count one, multiply.
       SizeEstimate before = est;
@@ -1178,6 +1186,7 @@ class Elaborator {
 
   void send(const SendStmt& s, Frame& f) {
     if (in_on_) fail(s.loc, s.length, "a choreographic 'send … from … to …' cannot appear inside an 'on' block (write 'send B[i] to P')");
+    if (set_) fail(s.loc, s.length, "a choreographic transfer in a build of some ranks' programs (MPI-style programs only)");
     if (mode_ == Mode::Count && me_ < 0) {
       ++est.transfers;
       est.steps += 2;
@@ -1447,6 +1456,12 @@ class Elaborator {
         bool member = gr.index_of(static_cast<uint32_t>(me_)) >= 0;
         est.steps += member;
         est.collectives += member;
+      } else if (set_) {
+        for (uint32_t r : opts_.only_ranks) {
+          bool member = gr.index_of(r) >= 0;
+          est.steps += member;
+          est.collectives += member;
+        }
       } else {
         est.steps += gr.count;
         est.collectives += gr.count;
@@ -1539,7 +1554,7 @@ class Elaborator {
         var = Val{false, v, {}};
         fail(s.lo->loc, s.lo->length, "'on' rank out of range (rank " + std::to_string(v) + ", valid 0 .. " + std::to_string(n_ - 1) + ")");
       }
-      if (me_ >= 0 && v != me_) continue;  // one rank's program: the other ranks' blocks are skipped
+      if (!mine(static_cast<uint32_t>(v))) continue;  // some ranks' programs: the other ranks' blocks are skipped
       var = Val{false, v, {}};
       body(static_cast<uint32_t>(v));
     }
@@ -1676,6 +1691,8 @@ class Elaborator {
   uint64_t errors_at_start_ = 0;
   uint32_t n_ = 0;
   int64_t me_ = -1;
+  bool set_ = false;              // ElabOptions::only_ranks
+  std::vector<int32_t> slot_of_;  // set_: per rank, its slot, or -1
   uint32_t rank_slots_ = 0;
   bool in_on_ = false;
   LossyDiv* watch_ = nullptr;     // set while evaluating a chunk size (see ev_size)

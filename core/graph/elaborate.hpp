@@ -33,7 +33,10 @@ struct ElabOptions {
   uint32_t nranks = 0;
   std::vector<std::pair<std::string, std::string>> sets;  // --set k=v, unparsed
   int64_t only_rank = -1;                                 // elaborate one rank's program only
-  uint64_t max_memory = 0;                                // refuse instances whose estimate exceeds this (0: no limit)
+  // Elaborate these ranks' programs only (sorted, distinct; empty: every rank): a symmetry's
+  // representatives (sim/symmetry.hpp). For MPI-style programs: a choreographic transfer is refused.
+  std::vector<uint32_t> only_ranks;
+  uint64_t max_memory = 0;  // refuse instances whose estimate exceeds this (0: no limit)
   // What the graph's consumer will need on top of the graph itself (the interpreter's state for
   // check and verify), from the estimate: counted against max_memory before anything is built.
   std::function<uint64_t(const SizeEstimate&, uint32_t nranks)> consumer_bytes;

@@ -86,12 +86,16 @@ class Prover {
     t.c = c;
     return t;
   }
-  Tag bad(const Expr& e) const {
-    Tag t;
-    t.kind = Tag::Bad;
-    t.at = &e;
-    return t;
+  // A linear value whose every m's value fits (the elaborator would stop at an overflow on some
+  // rank: span() refuses it).
+  Tag lin_checked(int64_t v0, int64_t c) const {
+    if (c) span(v0, c);
+    return lin(c);
   }
+  // A value the rules do not follow: refused at once, used or not. (Kept for later, an unused
+  // one could hide an error that only other ranks meet: `5 / (r - 3)` divides by zero on rank 3
+  // alone, which a build of the representatives' programs never runs.)
+  [[noreturn]] Tag bad(const Expr& e) const { refuse(e.loc, "a value that depends on the rank in a way the proof does not follow"); }
   static bool affine(const Tag& t) { return t.kind == Tag::Inv || t.kind == Tag::Lin; }
   Tag scaled(Tag t, int64_t q, const Expr& e) const {
     t.s = checked(mul, t.s, q, e);
@@ -142,7 +146,7 @@ class Prover {
           return out;
         }
         out.v = checked(sub, 0, a.v, e);
-        out.t = affine(a.t) ? lin(-a.t.c) : a.t.kind == Tag::Mod ? scaled(a.t, -1, e) : bad(e);
+        out.t = affine(a.t) ? lin_checked(out.v, checked(sub, 0, a.t.c, e)) : a.t.kind == Tag::Mod ? scaled(a.t, -1, e) : bad(e);
         return out;
       }
       case ExprKind::Binary: return binary(e);
@@ -174,6 +178,12 @@ class Prover {
         if (e.args.size() > 2) sd = num(*e.args[2]);
         if (cnt.t.kind != Tag::Inv || sd.t.kind != Tag::Inv) refuse(e.loc, "a group whose size or stride depends on the rank");
         if (cnt.v < 1 || sd.v < 1 || st.v < 0 || st.v + (cnt.v - 1) * sd.v >= in_.nranks) refuse(e.loc, "a group outside the ranks");
+        if (st.t.kind == Tag::Lin) {  // every rank's group inside the ranks
+          auto [lo, hi] = span(st.v, st.t.c);
+          if (lo < 0 || hi + (cnt.v - 1) * sd.v >= in_.nranks) refuse(e.loc, "a group outside the ranks for some rank");
+        } else if (st.t.kind != Tag::Inv) {
+          bad(e);
+        }
         out.group = true;
         out.v = st.v;
         out.count = static_cast<uint32_t>(cnt.v);
@@ -206,14 +216,14 @@ class Prover {
     switch (e.bop) {
       case BinOp::Add:
         out.v = checked(add, a.v, b.v, e);
-        if (affine(ta) && affine(tb)) out.t = lin(ta.c + tb.c);
+        if (affine(ta) && affine(tb)) out.t = lin_checked(out.v, checked(add, ta.c, tb.c, e));
         else if (ta.kind == Tag::Mod && tb.kind == Tag::Inv) out.t = ta;  // a ring position moved by a constant
         else if (ta.kind == Tag::Inv && tb.kind == Tag::Mod) out.t = tb;
         else out.t = bad(e);
         return out;
       case BinOp::Sub:
         out.v = checked(sub, a.v, b.v, e);
-        if (affine(ta) && affine(tb)) out.t = lin(ta.c - tb.c);
+        if (affine(ta) && affine(tb)) out.t = lin_checked(out.v, checked(sub, ta.c, tb.c, e));
         else if (ta.kind == Tag::Mod && tb.kind == Tag::Inv) out.t = ta;
         else if (ta.kind == Tag::Inv && tb.kind == Tag::Mod) out.t = scaled(tb, -1, e);
         else out.t = bad(e);
@@ -221,8 +231,8 @@ class Prover {
       case BinOp::Mul:
         out.v = checked(mul, a.v, b.v, e);
         if (ta.kind == Tag::Inv && tb.kind == Tag::Inv) return out;
-        if (affine(ta) && tb.kind == Tag::Inv) out.t = lin(checked(mul, ta.c, b.v, e));
-        else if (ta.kind == Tag::Inv && affine(tb)) out.t = lin(checked(mul, tb.c, a.v, e));
+        if (affine(ta) && tb.kind == Tag::Inv) out.t = lin_checked(out.v, checked(mul, ta.c, b.v, e));
+        else if (ta.kind == Tag::Inv && affine(tb)) out.t = lin_checked(out.v, checked(mul, tb.c, a.v, e));
         else if (ta.kind == Tag::Mod && tb.kind == Tag::Inv) out.t = scaled(ta, b.v, e);
         else if (ta.kind == Tag::Inv && tb.kind == Tag::Mod) out.t = scaled(tb, a.v, e);
         else out.t = bad(e);
@@ -433,9 +443,14 @@ class Prover {
   // A statement outside `on` blocks runs on every member of its group, alike but for the group:
   // each execution is a record (the statement and its values), and each rank's list of
   // (record, group) is compared with its image's after the walk (check_globals).
+  // Each record carries the number of `on`-block and rank-loop executions before it: a rank and
+  // its image take part in the same executions (their ranges are the shift's own), so equal
+  // epochs keep a global statement where it was between them on both.
   struct Global {
     uint32_t rec, group;
+    uint64_t epoch;
   };
+  uint64_t epoch_ = 0;
   std::map<std::vector<int64_t>, uint32_t> recs_;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> group_ids_;
   std::vector<GroupInfo> groups_;
@@ -454,7 +469,7 @@ class Prover {
     if (fresh) groups_.push_back(g);
     if (per_rank_.empty()) per_rank_.resize(in_.nranks);
     for (uint32_t j = 0; j < g.count; ++j) {
-      per_rank_[g.member(j)].push_back(Global{rec, it->second});
+      per_rank_[g.member(j)].push_back(Global{rec, it->second, epoch_});
       tick();
     }
   }
@@ -474,7 +489,7 @@ class Prover {
     for (uint32_t x = 0; x < in_.nranks; ++x) {
       const auto &a = per_rank_[x], &b = per_rank_[s_.moved(x)];
       bool same = a.size() == b.size();
-      for (size_t i = 0; same && i < a.size(); ++i) same = a[i].rec == b[i].rec && maps(a[i].group, b[i].group);
+      for (size_t i = 0; same && i < a.size(); ++i) same = a[i].rec == b[i].rec && a[i].epoch == b[i].epoch && maps(a[i].group, b[i].group);
       if (!same)
         throw NotProved{"ranks " + std::to_string(x) + " and " + std::to_string(s_.moved(x)) +
                         " run different statements outside `on` blocks"};
@@ -529,15 +544,20 @@ class Prover {
     AVal c = num(*r.idx[0].lo);
     a.chunk = c.v;
     const int64_t K = chunks;
+    int64_t delta = 0;
     if (c.t.kind == Tag::Inv) {
-      rotate(r, 0);
+      delta = 0;
     } else if (c.t.kind == Tag::Lin && span(c.v, c.t.c).first >= 0 && span(c.v, c.t.c).second < K) {
-      rotate(r, ((c.t.c % K) + K) % K);
+      delta = ((c.t.c % K) + K) % K;
     } else if (c.t.kind == Tag::Mod && c.t.k == K && c.t.s == 1) {
-      rotate(r, ((c.t.c % K) + K) % K);
+      delta = ((c.t.c % K) + K) % K;
     } else {
       refuse_tag(*r.idx[0].lo, c.t, "a chunk index");
     }
+    // Moved count times a rank is itself again: so must its chunks be (chunk c of the last rank
+    // of a class, moved once, is chunk c + δ of the first).
+    if (delta * s_.count % K) refuse(r.loc, "buffer '" + r.buf + "' rotates by a step that does not come round with the ranks");
+    rotate(r, delta);
     return a;
   }
   static bool same_role(const AVal& a, const AVal& b) {
@@ -596,6 +616,7 @@ class Prover {
       invariant_ranges_.insert({lo, hi, step});
     }
     in_rank_loop_ = true;
+    ++epoch_;
     accesses_.clear();
     send_roles_.clear();
     recv_roles_.clear();
@@ -754,6 +775,7 @@ class Prover {
     for (int64_t r = lo; r < hi; r += step)
       if (!in_range(s_.moved(static_cast<uint32_t>(r)))) refuse(s.loc, "an `on` range the shift does not map onto itself");
     in_on_ = true;
+    ++epoch_;
     for (int64_t r : representatives(lo, hi, step)) {
       AVal& var = slots_[static_cast<size_t>(s.slot)];
       var = AVal{false, r, 0, 1, lin(s_.inner)};

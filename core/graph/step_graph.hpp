@@ -217,6 +217,10 @@ class StepGraph {
   std::string file;
   uint32_t nranks = 0;
   int64_t only_rank = -1;  // >= 0: this graph holds one rank's program only (refs hold peer ranks)
+  // Non-empty: this graph holds these ranks' programs only (ElabOptions::only_ranks, a symmetry's
+  // representatives); messages and collectives with other ranks are unmatched or partial.
+  std::vector<uint32_t> built_ranks;
+  bool partial() const { return only_rank >= 0 || !built_ranks.empty(); }
   std::vector<std::pair<std::string, int64_t>> params;
   bool p2p_matched = false;  // the match pass has run
   // Made by expand_collectives from a graph as written: its declarations were checked there (the

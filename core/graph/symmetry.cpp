@@ -42,6 +42,7 @@ RankPositions rank_positions(const StepGraph& g) {
 
 std::string translation_refusal(const StepGraph& g) {
   if (g.only_rank >= 0) return "the graph holds one rank's program";
+  if (!g.built_ranks.empty()) return "the graph holds some ranks' programs";
   if (g.nranks < 2) return "one rank";
   if (!g.never_ready.empty()) return "a step never becomes ready";
   for (StepId s = 0; s < g.size(); ++s) {

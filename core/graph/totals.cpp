@@ -11,7 +11,7 @@ namespace sg {
 void check_totals(StepGraph& g, Diagnostics& diags) {
   u128 held = 0;
   for (const BufferInfo& b : g.buffers) held += static_cast<u128>(b.chunk_bytes) * b.chunks;
-  held *= g.only_rank >= 0 ? 1 : g.nranks;
+  held *= g.only_rank >= 0 ? 1 : g.nranks;  // (a representatives' build: the whole job's)
   if (held > kMaxBytes && !g.buffers.empty()) {
     const BufferInfo& big = g.buffers.front();
     diags.error(big.loc, "the buffers of all " + std::to_string(g.nranks) +

@@ -11,7 +11,7 @@
 namespace sg {
 
 void warn_unused_buffers(StepGraph& g, Diagnostics& diags) {
-  if (g.only_rank >= 0 || g.nranks < 2 || g.size() == 0 || g.expansion) return;
+  if (g.partial() || g.nranks < 2 || g.size() == 0 || g.expansion) return;
   std::vector<bool> used(g.buffers.size(), false);
   std::vector<Range> rs;
   for (StepId s = 0; s < g.size(); ++s) {
