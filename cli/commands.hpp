@@ -80,6 +80,7 @@ struct SimOpts {
   bool json = false, quiet = false;
   bool allow_defects = false;          // simulate a schedule the check before the run finds a defect in
   std::string collectives = "expand";  // --collectives expand|memo
+  bool engine_defaulted = false;       // neither --model nor --collectives given (sim::PointSpec::engine_defaulted)
   bool no_symmetry = false;            // --no-symmetry: simulate every rank, even where classes of ranks are alike
   std::string nccl_tests;              // --nccl-tests FILE: predict a measured nccl-tests table (cli/sim_nccl_tests.cpp)
   std::string nccl_collective;         // --nccl-collective: the table's collective where its header does not say

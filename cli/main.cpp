@@ -173,8 +173,8 @@ static int run_command(int argc, char** argv) {
   sim->add_option("--max-memory", sopts.max_memory, "refuse instances whose estimated size exceeds this");
   sim->add_option("--platform", sopts.platform,
                   "a generator string (star:…, fat-tree:…, torus:…, dragonfly:…, nodes:…) or a SimGrid .xml file");
-  sim->add_option("--model", sopts.model, "simgrid (contention) or analytic (LogGP / α-β, no contention)")
-      ->check(CLI::IsMember({"simgrid", "analytic"}));
+  CLI::Option* model_opt = sim->add_option("--model", sopts.model, "simgrid (contention) or analytic (LogGP / α-β, no contention)")
+                               ->check(CLI::IsMember({"simgrid", "analytic"}));
   sim->add_option("--algo", sopts.algo,
                   "algorithms for collective steps, e.g. allreduce=ring,bcast=binomial, openmpi, nccl[:gpus=G] (default: NCCL's choice on "
                   "nodes: platforms, Open MPI's elsewhere)");
@@ -193,10 +193,11 @@ static int run_command(int argc, char** argv) {
                   "dataflow sends (outside on-blocks): at most K messages in flight per rank pair, a runtime's FIFO of K slots, so a "
                   "pipelined schedule pipelines (default: none; NCCL's own calls have one a channel)")
       ->check(CLI::Range(1u, 1u << 20));
-  sim->add_option("--collectives", sopts.collectives,
-                  "expand (default): every collective instance becomes its algorithm's messages in the job's graph; memo: each "
-                  "instance takes the times of its algorithm run alone on its members' hosts, simulated once per shape (docs/sim.md, "
-                  "\"Collectives costed once per shape\")");
+  CLI::Option* collectives_opt =
+      sim->add_option("--collectives", sopts.collectives,
+                      "expand (default): every collective instance becomes its algorithm's messages in the job's graph; memo: each "
+                      "instance takes the times of its algorithm run alone on its members' hosts, simulated once per shape (docs/sim.md, "
+                      "\"Collectives costed once per shape\")");
   sim->add_flag("--no-symmetry", sopts.no_symmetry,
                 "simulate every rank, even where the schedule and the platform prove classes of ranks alike (the analytic engine "
                 "then simulates one rank a class: docs/sim.md, \"Symmetry\")");
@@ -331,7 +332,10 @@ static int run_command(int argc, char** argv) {
     if (*check) return sg::cli::cmd_check(kopts);
     if (*analyze) return sg::cli::cmd_analyze(aopts);
     if (*verify) return sg::cli::cmd_verify(vopts);
-    if (*sim) return sg::cli::cmd_sim(sopts);
+    if (*sim) {
+      sopts.engine_defaulted = model_opt->count() == 0 && collectives_opt->count() == 0;
+      return sg::cli::cmd_sim(sopts);
+    }
     if (*exec) return sg::cli::cmd_exec(eopts);
     if (*calibrate) return calopts.nccl_tests.empty() ? sg::cli::cmd_calibrate(calopts) : sg::cli::cmd_calibrate_nccl_tests(calopts);
     if (*env) return sg::cli::cmd_env(envopts);

@@ -255,6 +255,7 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
   spec.options = plan.sim;
   spec.quiet = o.quiet;
   spec.memo = o.collectives == "memo";
+  spec.engine_defaulted = o.engine_defaulted && o.loggp.empty();
   if (!o.trace.empty()) {
     // One file per point when there are several: NAME.SCHEDULE.nN[.VALUE].json
     spec.trace_file = o.trace;

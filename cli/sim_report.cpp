@@ -118,6 +118,7 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
     if (!r.check_line.empty())
       std::cout << "  " << r.check_line
                 << (r.check.is_object() && r.check.value("state", "") == "defect" ? " (simulated anyway: --allow-defects)" : "") << "\n";
+    if (!r.engine_note.empty()) std::cout << "  engine: " << r.engine_note << "\n";
     if (!r.wire.empty()) std::cout << "  " << r.wire << "\n";
     if (r.window_min >= 0) std::cout << "  " << window_line(r) << "\n";
     if (!r.error.empty()) {

@@ -44,6 +44,7 @@ void to_json(nlohmann::json& j, const PointResult& r) {
   if (!r.param.empty()) j[r.param] = r.param_value;
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.wire.empty()) j["wire"] = r.wire;
+  if (!r.engine_note.empty()) j["engine_note"] = r.engine_note;
   if (!r.symmetry_json.is_null()) j["symmetry"] = r.symmetry_json;
   if (!r.memo_json.is_null()) j["memo"] = r.memo_json;
   if (r.window_min >= 0) j["window"] = {{"min_bytes", r.window_min}, {"max_bytes", r.window_max}};
@@ -106,6 +107,7 @@ PointResult point_from_json(const nlohmann::json& j) {
   r.model = j.at("model");
   r.network_model = j.at("network_model");
   r.wire = j.value("wire", "");
+  r.engine_note = j.value("engine_note", "");
   r.symmetry = j.value("_symmetry", "");
   if (j.contains("symmetry")) r.symmetry_json = j.at("symmetry");
   r.memo = j.value("_memo", "");
@@ -361,7 +363,22 @@ PointResult run_point(const PointSpec& p) {
     }
     if (!one_class && !reps) s.diags = before;
   }
+  SizeEstimate est;
+  bo.estimate = &est;
   if (!one_class && !reps) b = build(s, t, bo);
+  const uint64_t too_big = est.too_big ? est.steps : b.expansion.too_big_steps;
+  if (!b.ok() && too_big && p.engine_defaulted && (p.options.model != Model::Analytic || !p.memo)) {
+    // The default engine cannot hold it: the scalable one, said so.
+    PointSpec q = p;
+    q.engine_defaulted = false;
+    q.options.model = Model::Analytic;
+    q.memo = true;
+    PointResult alt = run_point(q);
+    alt.engine_note = "the default (SimGrid, every collective expanded) would build " + with_commas(too_big) + " steps, past " +
+                      (p.max_memory ? human_bytes(p.max_memory) : std::string("2^32 steps")) +
+                      ": simulated with --model analytic --collectives memo (docs/sim.md, \"Collectives costed once per shape\")";
+    return alt;
+  }
   if (!b.ok()) {
     r.status = 2;
     r.error = b.unsupported ? "unsupported (" + b.unsupported_reason + ")" : "bad input";

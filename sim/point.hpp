@@ -28,6 +28,10 @@ struct PointSpec {
   // --collectives memo: each collective instance timed by its algorithm run alone, once per shape
   // (sim/memo_collectives.hpp), instead of expanded into the job's graph.
   bool memo = false;
+  // Neither the engine nor the collectives' treatment was chosen: where the default (SimGrid,
+  // every collective expanded) cannot hold the instance, the point is simulated with the
+  // analytic engine and the collectives costed once per shape instead, and says so (engine_note).
+  bool engine_defaulted = false;
 };
 
 // One point's outcome (serialisable: MPI processes send these).
@@ -37,6 +41,7 @@ struct PointResult {
   // The protocol's line: its wire overhead, where the program has one (MSCCL LL, LL128), or what
   // NCCL runs for a library NCCL schedule named on GPU nodes (its channels, chunks and costs).
   std::string wire;
+  std::string engine_note;  // the engine chosen for the default's sake (PointSpec::engine_defaulted)
   // Whether ranks alike were simulated once a class (sim/symmetry.hpp): the line, and as JSON.
   std::string symmetry;
   nlohmann::json symmetry_json = nullptr;

@@ -389,3 +389,34 @@ TEST_CASE("the representatives' programs stand for the job, collectives costed o
   }
   CHECK(used >= 4);
 }
+
+TEST_CASE("where the default engine cannot hold a job, the scalable one runs it and says so", "[symmetry][memo]") {
+  sg::sim::PointSpec p;
+  p.target = "train_step";
+  p.n = 64;
+  p.platform = sgtest::platform("dgx-h100:nodes=8");
+  p.sets = {{"tp", "4"}, {"pp", "4"}, {"cp", "1"}, {"layers", "8"}, {"microbatches", "4"}, {"buckets", "2"}};
+  p.max_memory = 64ull << 20;  // the expansion's 1.8 M steps and the simulator's state do not fit
+  p.engine_defaulted = true;   // (neither --model nor --collectives given)
+  p.quiet = true;
+  sg::sim::PointResult a = sg::sim::run_point(p);
+  INFO(a.error << a.engine_note);
+  REQUIRE(a.error.empty());
+  CHECK(a.model == "analytic");
+  CHECK(a.engine_note.find("would build 1,782,912 steps") != std::string::npos);
+  CHECK(!a.memo_json.is_null());
+  // The same as asking for it.
+  p.engine_defaulted = false;
+  p.options.model = sg::sim::Model::Analytic;
+  p.memo = true;
+  sg::sim::PointResult b = sg::sim::run_point(p);
+  REQUIRE(b.error.empty());
+  CHECK(b.engine_note.empty());
+  CHECK(a.time_s == b.time_s);
+  // Chosen, the default refuses with the size, as before.
+  p.options.model = sg::sim::Model::SimGrid;
+  p.memo = false;
+  sg::sim::PointResult c = sg::sim::run_point(p);
+  CHECK(c.status == 2);
+  CHECK(c.engine_note.empty());
+}

@@ -1765,6 +1765,7 @@ std::unique_ptr<StepGraph> elaborate(Session& session, const Target& target, con
   uint64_t later = opts.consumer_bytes ? opts.consumer_bytes(est, opts.nranks) : 0;
   uint64_t need = sat_add(est.bytes, later);
   if (est.steps >= 0xfffffff0ULL || (opts.max_memory && need > opts.max_memory)) {
+    if (out) out->too_big = true;
     auto& d = session.diags.error(s.loc,
                                   "instance too big to build: " + with_commas(est.steps) + " steps (" + with_commas(est.transfers) +
                                       " transfers) for N = " + std::to_string(opts.nranks) + " would need about " + human_bytes(need) +

@@ -26,6 +26,7 @@ struct SizeEstimate {
   uint64_t work = 0;           // statements executed (loops multiplied where the estimate could)
   bool ok = true;              // false: the estimate itself hit an error (elaboration will report it)
   bool too_much_work = false;  // counting stopped at ElabOptions::max_work
+  bool too_big = false;        // elaborate() refused it: past the memory limit or 2^32 steps
   Loc work_loc;                // the loop running when it stopped
 };
 

@@ -109,6 +109,7 @@ class Expander {
     uint64_t later = steps * consumer_per_step_;
     uint64_t bytes = steps * StepGraph::kBytesPerStep + deps * 4 + later;
     if (max_memory_ && bytes > max_memory_) {
+      if (report) report->too_big_steps = steps;
       auto& d = diags_.error(Loc{}, "expanding the collectives would need about " + human_bytes(bytes) + " (" + with_commas(steps) +
                                         " steps" + (later ? ", " + human_bytes(later) + " of it for the simulator's state" : "") + ")");
       d.notes.push_back({Loc{}, "the memory limit is " + human_bytes(max_memory_) +

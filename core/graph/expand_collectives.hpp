@@ -60,6 +60,7 @@ struct ExpandedInstance {
 struct ExpandReport {
   std::vector<ExpandedInstance> instances;
   uint64_t expanded = 0, kept = 0;
+  uint64_t too_big_steps = 0;  // refused past the memory limit: the steps it would have had
 };
 
 // The most members of group `g` on one node of `gpus_per_node` ranks (ranks gpus·k … gpus·k +
