@@ -398,14 +398,15 @@ schedule hier_misrouted(mp = 4) {
     // alone per shape, instead of 370 M steps of expansion (docs/sim.md).
     SimOpts big;
     big.targets = {"train_step"};
-    big.ranks = "1024";
+    big.ranks = "131072";
     big.model = "analytic";
-    big.platform = "dgx-h100:nodes=128";
+    big.platform = "dgx-h100:nodes=16384";
     big.collectives = "memo";
     big.top = 3;
-    sim("\n   The defaults (Llama 3 405B: tp 8, pp 16, dp 8) on 1,024 H100s, each collective instance costed from its\n"
-        "   algorithm run alone on its members' GPUs, once per shape, and one rank simulated for each pipeline stage\n"
-        "   (`sim train_step -n 1024 --platform dgx-h100:nodes=128 --collectives memo --model analytic`; the\n"
+    sim("\n   The defaults (Llama 3 405B: tp 8, pp 16, dp 1,024) on 131,072 H100s: the schedule's text proves the\n"
+        "   ranks of each pipeline stage alike, so only the 16 stages' representatives are built and simulated, and\n"
+        "   each collective instance is costed from its algorithm run alone on its members' GPUs, once per shape\n"
+        "   (`sim train_step -n 131072 --platform dgx-h100:nodes=16384 --collectives memo --model analytic`; the\n"
         "   `collectives costed` line says what that leaves out)\n\n",
         big);
   }
