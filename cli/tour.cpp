@@ -404,7 +404,7 @@ schedule hier_misrouted(mp = 4) {
     big.collectives = "memo";
     big.top = 3;
     sim("\n   The defaults (Llama 3 405B: tp 8, pp 16, dp 1,024) on 131,072 H100s: the schedule's text proves the\n"
-        "   ranks of each pipeline stage alike, so only the 16 stages' representatives are built and simulated, and\n"
+        "   data-parallel replicas alike, so only one rank of each class is built and simulated (128 of them), and\n"
         "   each collective instance is costed from its algorithm run alone on its members' GPUs, once per shape\n"
         "   (`sim train_step -n 131072 --platform dgx-h100:nodes=16384 --collectives memo --model analytic`; the\n"
         "   `collectives costed` line says what that leaves out)\n\n",

@@ -374,8 +374,9 @@ PointResult run_point(const PointSpec& p) {
     q.options.model = Model::Analytic;
     q.memo = true;
     PointResult alt = run_point(q);
-    alt.engine_note = "the default (SimGrid, every collective expanded) would build " + with_commas(too_big) + " steps, past " +
-                      (p.max_memory ? human_bytes(p.max_memory) : std::string("2^32 steps")) +
+    alt.engine_note = "the default (SimGrid, every collective expanded) would build " + with_commas(too_big) + " steps" +
+                      (est.too_big ? std::string(" before expanding its collectives") : std::string(" with its collectives expanded")) +
+                      ", past " + (p.max_memory ? human_bytes(p.max_memory) : std::string("2^32 steps")) +
                       ": simulated with --model analytic --collectives memo (docs/sim.md, \"Collectives costed once per shape\")";
     return alt;
   }

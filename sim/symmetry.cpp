@@ -493,6 +493,7 @@ bool simulate_representatives(const StepGraph& part, const RankSymmetry& group, 
       auto it = recvs.find({c, from, pi.tag});
       if (it == recvs.end() || i >= it->second.size()) return false;  // (a message nobody takes: the full graph says who waits)
       StepId r = it->second[i];
+      if (g.range_bytes(g.range(s)) != g.range_bytes(g.range(r))) return false;  // (a size mismatch: the full graph reports it)
       g.p2p[g.ref(s)].match = r;
       g.p2p[g.ref(r)].match = s;
     }

@@ -242,6 +242,50 @@ schedule hidden_error() {
   in.buffers.push_back({"A", 4, 1});
   CHECK(prove_shift(in, RankSymmetry{{}, 8}, RankShift{1, 8, 8}).find("depends on the rank in a way the proof does not follow (line 27)") !=
         std::string::npos);
+  // A second review's: an all-gather over every rank, where member k reads its own block k (the
+  // shift maps the group onto itself, each rank to another place); a size mismatch with a rank
+  // not built (the pairing of a representatives' build must report it as the full graph does).
+  std::string more = write("review2.sched", R"(schedule places(size = 256KiB) {
+  buffer B[N] bytes size;
+  buffer G[2] bytes size;
+  init B contrib;
+  init G contrib;
+  expect nothing;
+  on r in 0 .. N { compute g flops (2 - r % 2) * 50M reads B[0] writes G[0]; }
+  allgather B;
+}
+schedule sizes(size = 1MiB) {
+  buffer B[2] bytes size;
+  buffer C[2] bytes 2 * size;
+  init B contrib;
+  expect nothing;
+  on r in 0 .. N {
+    compute k flops (1 + r % 2) * 1G writes B[0];
+    isend B[0] to (r + 2) % N as a;
+    irecv C[0] from (r + N - 2) % N as b;
+    wait a, b;
+  }
+}
+)");
+  auto pl = build(more + ":places", 8);
+  REQUIRE(pl);
+  CHECK(prove_shift(pl->in, RankSymmetry{{}, 8}, RankShift{2, 4, 8}).find("outside `on` blocks") != std::string::npos);
+  for (const std::string& target : {more + ":places", more + ":sizes"}) {
+    for (bool memo : {false, true}) {
+      sg::sim::PointSpec p;
+      p.target = target;
+      p.n = 8;
+      p.memo = memo;
+      p.options.model = sg::sim::Model::Analytic;
+      p.quiet = true;
+      sg::sim::PointResult x = sg::sim::run_point(p);
+      p.options.symmetry = false;
+      sg::sim::PointResult y = sg::sim::run_point(p);
+      INFO(target << (memo ? " memo" : "") << ": " << x.symmetry << " / " << x.error);
+      CHECK(x.status == y.status);
+      CHECK(x.time_s == y.time_s);
+    }
+  }
   for (const char* name : {"interleaved", "no_wrap", "hidden_error"}) {
     sg::sim::PointSpec p;
     p.target = file + ":" + name;

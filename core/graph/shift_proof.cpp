@@ -415,12 +415,23 @@ class Prover {
   }
   // A collective's group inside an `on` block: either every member the representative's own
   // moved (the group moves with the rank), or the same group for every rank, mapped onto itself.
-  void group(const Expr* e, const Loc& at) {
-    if (!e) return;  // the frame's group: every rank here (calls are refused)
-    AVal g = eval(*e);
-    if (!g.group) refuse(e->loc, "an integer where a group is needed");
+  // A collective whose member k reads or writes its own block k (allgather, reduce-scatter)
+  // tells its members' places apart: a group mapped onto itself with its members moved to other
+  // places does not map the collective's accesses.
+  static bool positional(CollKind k) { return k == CollKind::Allgather || k == CollKind::ReduceScatter; }
+  void group(const Expr* e, const Loc& at, bool positional_kind) {
+    AVal g;
+    if (e) {
+      g = eval(*e);
+      if (!g.group) refuse(e->loc, "an integer where a group is needed");
+    } else {
+      g.group = true;  // the frame's group: every rank here (calls are refused)
+      g.count = in_.nranks;
+    }
     if (g.t.kind == Tag::Inv) {
       if (!invariant_set(g.v, g.count, g.stride)) refuse(at, "a group the shift does not map onto itself");
+      if (positional_kind)
+        refuse(at, "an all-gather or reduce-scatter over a group the shift maps onto itself, its members to other places");
       return;
     }
     for (uint32_t j = 0; j < g.count; ++j)
@@ -456,7 +467,9 @@ class Prover {
   std::vector<GroupInfo> groups_;
   std::vector<std::vector<Global>> per_rank_;
 
-  void global(const Stmt& st, const Expr* over, std::vector<int64_t>& key) {
+  std::vector<char> rec_positional_;  // per record: a member's place decides its accesses
+
+  void global(const Stmt& st, const Expr* over, std::vector<int64_t>& key, bool positional_kind) {
     GroupInfo g{0, in_.nranks, 1};
     if (over) {
       AVal a = eval(*over);
@@ -465,6 +478,8 @@ class Prover {
     }
     key.insert(key.begin(), st.id);
     uint32_t rec = recs_.emplace(key, static_cast<uint32_t>(recs_.size())).first->second;
+    if (rec_positional_.size() <= rec) rec_positional_.resize(rec + 1, 0);
+    rec_positional_[rec] = positional_kind;
     auto [it, fresh] = group_ids_.emplace(std::make_tuple(g.start, g.count, g.stride), static_cast<uint32_t>(groups_.size()));
     if (fresh) groups_.push_back(g);
     if (per_rank_.empty()) per_rank_.resize(in_.nranks);
@@ -476,20 +491,24 @@ class Prover {
 
   void check_globals() {
     if (per_rank_.empty()) return;
-    std::set<std::pair<uint32_t, uint32_t>> mapped;  // (a, b): the shift maps group a onto group b
-    auto maps = [&](uint32_t a, uint32_t b) {
-      if (mapped.count({a, b})) return true;
+    // (a, b, places): the shift maps group a onto group b (each member to its own place in b)
+    std::set<std::tuple<uint32_t, uint32_t, bool>> mapped;
+    auto maps = [&](uint32_t a, uint32_t b, bool places) {
+      if (mapped.count({a, b, places})) return true;
       const GroupInfo &ga = groups_[a], &gb = groups_[b];
       if (ga.count != gb.count) return false;
-      for (uint32_t j = 0; j < ga.count; ++j)
-        if (gb.index_of(s_.moved(ga.member(j))) < 0) return false;
-      mapped.insert({a, b});
+      for (uint32_t j = 0; j < ga.count; ++j) {
+        int64_t at = gb.index_of(s_.moved(ga.member(j)));
+        if (at < 0 || (places && at != j)) return false;
+      }
+      mapped.insert({a, b, places});
       return true;
     };
     for (uint32_t x = 0; x < in_.nranks; ++x) {
       const auto &a = per_rank_[x], &b = per_rank_[s_.moved(x)];
       bool same = a.size() == b.size();
-      for (size_t i = 0; same && i < a.size(); ++i) same = a[i].rec == b[i].rec && a[i].epoch == b[i].epoch && maps(a[i].group, b[i].group);
+      for (size_t i = 0; same && i < a.size(); ++i)
+        same = a[i].rec == b[i].rec && a[i].epoch == b[i].epoch && maps(a[i].group, b[i].group, rec_positional_[a[i].rec]);
       if (!same)
         throw NotProved{"ranks " + std::to_string(x) + " and " + std::to_string(s_.moved(x)) +
                         " run different statements outside `on` blocks"};
@@ -729,7 +748,7 @@ class Prover {
         std::vector<int64_t> key;
         ref(s.src, &key);
         ref(s.dst, &key);
-        if (!in_on_) global(st, nullptr, key);
+        if (!in_on_) global(st, nullptr, key, false);
         return;
       }
       case StmtKind::Compute: {
@@ -739,7 +758,7 @@ class Prover {
         if (s.flops) key.push_back(inv(*s.flops, "a compute's flops"));
         for (const auto* list : {&s.inputs, &s.outputs, &s.reads, &s.writes})
           for (const Ref& r : *list) ref(r, &key);
-        if (!in_on_) global(st, nullptr, key);
+        if (!in_on_) global(st, nullptr, key, false);
         return;
       }
       case StmtKind::Coll: {
@@ -749,11 +768,11 @@ class Prover {
         ref(s.into, &key);
         if (!in_on_) {
           if (s.root) refuse(st.loc, "a rooted collective outside an `on` block (its root would have to move)");
-          global(st, s.over.get(), key);
+          global(st, s.over.get(), key, positional(s.what));
           return;
         }
         if (s.root) rank(*s.root, "a root");
-        group(s.over.get(), st.loc);
+        group(s.over.get(), st.loc, positional(s.what));
         return;
       }
       case StmtKind::On: on(static_cast<const OnStmt&>(st)); return;
