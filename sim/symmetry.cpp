@@ -264,6 +264,51 @@ RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions&
   return group;
 }
 
+// Collectives costed alone (RuntimeOptions::collective_times, for g's instances): each of the
+// quotient's instance members takes the time of the representative's step it is, in its own
+// instance.
+CollectiveTimes quotient_times(const StepGraph& g, const Quotient& q, const CollectiveTimes& ct) {
+  CollectiveTimes out;
+  std::vector<double> t;
+  for (const Instance& in : q.graph.instances) {
+    t.clear();
+    for (uint32_t k = 0; k < in.steps_cnt; ++k) {
+      StepId fs = q.instance_full[in.steps_off + k];
+      uint32_t i = g.coll(fs).instance;
+      int64_t at = g.groups[g.instances[i].group].index_of(g.rank(fs));
+      t.push_back(ct.has(i) ? ct.at(i, static_cast<uint32_t>(at)) : 0.0);
+    }
+    out.table.push_back(out.add(t));
+  }
+  return out;
+}
+
+// Simulates the quotient q of `built` (the representatives' programs, built alone: not every
+// rank's) with the classes' ports; false where it deadlocks (the full graph then says who waits
+// for whom). `use` says what stood for the job.
+bool run_built_quotient(const StepGraph& built, Quotient& q, QuotientRun& run, const Platform& p, const SimOptions& o,
+                        std::chrono::steady_clock::time_point t0, SymmetryUse& use, SimResult& out) {
+  run.quotient = &q;
+  SimOptions oq = o;
+  CollectiveTimes qtimes;
+  if (const CollectiveTimes* ct = o.runtime.collective_times) {
+    qtimes = quotient_times(built, q, *ct);
+    oq.runtime.collective_times = &qtimes;
+  }
+  oq.quotient = &run;
+  SimResult r = simulate(q.graph, p, oq);
+  if (!r.completed && r.error.empty()) return false;
+  use = SymmetryUse{};
+  use.nranks = built.nranks;
+  use.used = true;
+  use.by_text = true;
+  use.shift = q.shift;
+  use.quotient_steps = q.graph.size();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out = std::move(r);
+  return true;
+}
+
 }  // namespace
 
 SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOptions& o, SymmetryUse& use) {
@@ -297,21 +342,9 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   }
   run.quotient = &q;
   SimOptions oq = o;
-  // Collectives costed alone: each of the quotient's instance members takes the time of the
-  // representative's step it is, in its own instance.
   CollectiveTimes qtimes;
   if (const CollectiveTimes* ct = o.runtime.collective_times) {
-    std::vector<double> t;
-    for (const Instance& in : q.graph.instances) {
-      t.clear();
-      for (uint32_t k = 0; k < in.steps_cnt; ++k) {
-        StepId fs = q.instance_full[in.steps_off + k];
-        uint32_t i = g.coll(fs).instance;
-        int64_t at = g.groups[g.instances[i].group].index_of(g.rank(fs));
-        t.push_back(ct->has(i) ? ct->at(i, static_cast<uint32_t>(at)) : 0.0);
-      }
-      qtimes.table.push_back(qtimes.add(t));
-    }
+    qtimes = quotient_times(g, q, *ct);
     oq.runtime.collective_times = &qtimes;
   }
   oq.watch = watch;
@@ -330,7 +363,7 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
   return r;
 }
 
-std::string one_class_refusal(const StepGraph& one, const Platform& p, const SimOptions& o) {
+std::string one_class_refusal(const StepGraph& one, const Platform& p, const SimOptions& o, std::vector<uint32_t>* port) {
   if (std::string why = engine_refusal(o); !why.empty()) return why;
   if (one.only_rank != 0) return "not rank 0's program";
   if (!one.prove_shift) return "no schedule text to prove a shift from";
@@ -347,20 +380,16 @@ std::string one_class_refusal(const StepGraph& one, const Platform& p, const Sim
   std::string why;
   if (!check.invariant(message_pairs(one), RankSymmetry{{shift}, one.nranks}, ports, why))
     return "the platform tells the ranks apart (" + why + ")";
+  if (port) *port = std::move(ports);
   return "";
 }
 
 bool simulate_one_class(const StepGraph& one, const Platform& p, const SimOptions& o, SymmetryUse& use, SimResult& out) {
   auto t0 = std::chrono::steady_clock::now();
-  if (!one_class_refusal(one, p, o).empty()) return false;
+  QuotientRun run;
+  if (!one_class_refusal(one, p, o, &run.port).empty()) return false;
   const uint32_t n = one.nranks;
   const RankSymmetry group{{RankShift{1, n, n}}, n};
-  QuotientRun run;
-  {
-    PlatformCheck check(p, o);
-    std::string why;
-    check.invariant(message_pairs(one), group, run.port, why);
-  }
   // Rank 0's program as the quotient: its i-th send of a statement is taken by its i-th receive
   // of that statement (the receiver runs rank 0's program moved, and receives once per send of
   // the statement's executions, in order: shift_proof.cpp).
@@ -391,20 +420,8 @@ bool simulate_one_class(const StepGraph& one, const Platform& p, const SimOption
   for (StepId s = 0; s < q.graph.size(); ++s)  // (the quotient keeps rank 0's steps in their order)
     q.dst[s] = q.graph.kind(s) == StepKind::Send ? peer[s] : 0;
   q.full_steps = uint64_t{one.size()} * n;
-  run.quotient = &q;
-  SimOptions oq = o;
-  oq.quotient = &run;
-  SimResult r = simulate(q.graph, p, oq);
-  if (!r.completed && r.error.empty()) return false;  // who waits for whom: every rank's graph
-  use = SymmetryUse{};
-  use.nranks = n;
-  use.used = true;
-  use.by_text = true;
+  if (!run_built_quotient(one, q, run, p, o, t0, use, out)) return false;
   use.one_program = true;
-  use.shift = q.shift;
-  use.quotient_steps = q.graph.size();
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out = std::move(r);
   return true;
 }
 
@@ -429,7 +446,8 @@ RankSymmetry text_shifts(const StepGraph& g) {
   return group;
 }
 
-std::string representatives_refusal(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o) {
+std::string representatives_refusal(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o,
+                                    std::vector<uint32_t>* port) {
   if (std::string why = engine_refusal(o); !why.empty()) return why;
   if (group.none()) return "no shift proved from the text";
   if (part.only_rank >= 0 || part.built_ranks.empty()) return "not a representatives' build";
@@ -438,14 +456,12 @@ std::string representatives_refusal(const StepGraph& part, const RankSymmetry& g
   for (uint32_t c = 0; c < group.classes(); ++c) reps.push_back(group.representative(c));
   std::sort(reps.begin(), reps.end());
   if (reps != part.built_ranks) return "built for other ranks";
-  auto built = [&](uint32_t r) { return std::binary_search(reps.begin(), reps.end(), r); };
   for (StepId s = 0; s < part.size(); ++s) {
     StepKind k = part.kind(s);
     if (k == StepKind::Send || k == StepKind::Recv) {
       if (!part.local(s)) return "a choreographic transfer";
       const P2PInfo& pi = part.p2p_info(s);
       if (pi.peer == kAnyRank || (part.flags(s) & (kFlagAnySource | kFlagAnyTag))) return "a wildcard receive";
-      (void)built;
     }
     if (k == StepKind::Collective) {
       const Instance& in = part.instances[part.coll(s).instance];
@@ -457,19 +473,15 @@ std::string representatives_refusal(const StepGraph& part, const RankSymmetry& g
   std::vector<uint32_t> ports;
   std::string why;
   if (!check.invariant(message_pairs(part), group, ports, why)) return "the platform tells the ranks apart (" + why + ")";
+  if (port) *port = std::move(ports);
   return "";
 }
 
 bool simulate_representatives(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o, SymmetryUse& use,
                               SimResult& out) {
   auto t0 = std::chrono::steady_clock::now();
-  if (!representatives_refusal(part, group, p, o).empty()) return false;
   QuotientRun run;
-  {
-    PlatformCheck check(p, o);
-    std::string why;
-    check.invariant(message_pairs(part), group, run.port, why);
-  }
+  if (!representatives_refusal(part, group, p, o, &run.port).empty()) return false;
   // A message from a representative to a rank not built is taken, in the quotient, by the
   // receive of that rank's representative that stands for the rank's own: the i-th send from a to
   // b = g(c) (c its class's representative) with tag t is c's i-th receive from g⁻¹(a) with tag t
@@ -507,35 +519,8 @@ bool simulate_representatives(const StepGraph& part, const RankSymmetry& group, 
   }
   // Each representative's steps stand for one on each rank of its class.
   q.full_steps = uint64_t{part.size()} * group.size();
-  run.quotient = &q;
-  SimOptions oq = o;
-  CollectiveTimes qtimes;
-  if (const CollectiveTimes* ct = o.runtime.collective_times) {
-    std::vector<double> t;
-    for (const Instance& in : q.graph.instances) {
-      t.clear();
-      for (uint32_t k = 0; k < in.steps_cnt; ++k) {
-        StepId fs = q.instance_full[in.steps_off + k];
-        uint32_t i = part.coll(fs).instance;
-        int64_t at = part.groups[part.instances[i].group].index_of(part.rank(fs));
-        t.push_back(ct->has(i) ? ct->at(i, static_cast<uint32_t>(at)) : 0.0);
-      }
-      qtimes.table.push_back(qtimes.add(t));
-    }
-    oq.runtime.collective_times = &qtimes;
-  }
-  oq.quotient = &run;
-  SimResult r = simulate(q.graph, p, oq);
-  if (!r.completed && r.error.empty()) return false;
-  use = SymmetryUse{};
-  use.nranks = part.nranks;
-  use.used = true;
-  use.by_text = true;
+  if (!run_built_quotient(part, q, run, p, o, t0, use, out)) return false;
   use.representatives_only = true;
-  use.shift = q.shift;
-  use.quotient_steps = q.graph.size();
-  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  out = std::move(r);
   return true;
 }
 

@@ -50,7 +50,8 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
 // collectives (a ring), on the α-β analytic engine. The full graph is never built.
 //
 // Whether `one` (rank 0's program) can stand for the job on this platform ("" if so, else why not).
-std::string one_class_refusal(const StepGraph& one, const Platform& p, const SimOptions& o);
+// `port` (if given): the engine's ports for the classes of links, where it can.
+std::string one_class_refusal(const StepGraph& one, const Platform& p, const SimOptions& o, std::vector<uint32_t>* port = nullptr);
 // simulate() of the job from rank 0's program; false (use untouched) where it cannot (then the
 // caller builds the full graph): a refusal above, or a quotient that deadlocks (the report of who
 // waits for whom needs every rank).
@@ -66,7 +67,8 @@ bool simulate_one_class(const StepGraph& one, const Platform& p, const SimOption
 // of the instances not built are compared: CollectiveMemo::images_alike).
 RankSymmetry text_shifts(const StepGraph& g);
 // Whether `part` (built for `group`'s representatives) can stand for the job ("" if so).
-std::string representatives_refusal(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o);
+std::string representatives_refusal(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o,
+                                    std::vector<uint32_t>* port = nullptr);
 // simulate() of the job from `part`; false (use untouched) where it cannot: a refusal above, or a
 // quotient that deadlocks.
 bool simulate_representatives(const StepGraph& part, const RankSymmetry& group, const Platform& p, const SimOptions& o, SymmetryUse& use,
