@@ -34,6 +34,7 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -49,7 +50,7 @@ namespace {
 // Landed: LogGP, reached the destination's NIC. Join, Stream: α-β, a flow starts sharing its ports;
 // a flow's bytes have all streamed (id: the flow, valid if `version` is still the flow's). Hop: a
 // message whose bytes have left lands after its protocol's hop latency (MessageCost::after).
-enum class Kind : uint8_t { Arrival, Landed, Local, Join, Stream, Hop };
+enum class Kind : uint8_t { Arrival, Landed, Local, Join, Stream, Hop, Gang };
 
 struct Event {
   double t;
@@ -100,6 +101,8 @@ class AnalyticTimer : public Timer {
       double cap = 1.0 / pa.per_byte;
       if (mc.cap > 0) cap = std::min(cap, mc.cap);
       uint32_t f = ports_.add(send, pa.send_port, pa.recv_port, k, cap);
+      if (flow_ports_.size() <= f) flow_ports_.resize(f + 1);
+      flow_ports_[f] = {pa.send_port, pa.recv_port};
       if (mc.costed) {  // bytes first, then the hop (call_cost.hpp): the slot frees when the bytes have left
         if (pa.lat + mc.after > 0) hop_[send] = pa.lat + mc.after;
         push(now_ + o_.runtime.message_latency + mc.before, f, Kind::Join);
@@ -145,6 +148,66 @@ class AnalyticTimer : public Timer {
 
   void hold(StepId step, uint32_t, double seconds) override { push(now_ + seconds, step, Kind::Local); }
 
+  // Collectives on shared ports (α-β): a collective costed as a whole runs as one "gang" at a
+  // speed rho <= 1 of its run alone (its members end when the time it has run, at that speed,
+  // reaches theirs). On each port its members' messages crossed alone it counts as E = the
+  // flow-seconds there / its time alone more flows, so the schedule's own messages there get
+  // C / (n + E); and it runs, there, at the share its flows get against the rate they had alone:
+  //   rho = min over its ports of min(1, C / ((n + E_all) · r)),  r = bytes / flow-seconds alone
+  // (n: the schedule's messages on the port now, E_all: every collective's load there). Alone,
+  // E·r = bytes / its time alone <= C: rho = 1 and its times are the run alone's exactly.
+  bool collective(uint32_t instance, const StepId* steps, const double* seconds, uint32_t n) override {
+    const CollectiveTimes* ct = o_.runtime.collective_times;
+    if (o_.loggp.enabled || !ct || !ct->has_uses(instance)) return false;
+    const uint32_t tab = ct->table[instance], base = ct->uses_off[tab];
+    const double span = ct->span[tab];
+    uint32_t id;
+    if (!free_gangs_.empty()) {
+      id = free_gangs_.back();
+      free_gangs_.pop_back();
+    } else {
+      id = static_cast<uint32_t>(gangs_.size());
+      gangs_.emplace_back();
+    }
+    Gang& G = gangs_[id];
+    G.members.clear();
+    G.ports.clear();
+    G.next = 0;
+    G.tau = 0;
+    G.last = now_;
+    G.rho = 1;
+    for (uint32_t k = 0; k < n; ++k) G.members.push_back({seconds[k], steps[k]});
+    std::sort(G.members.begin(), G.members.end());
+    const GroupInfo* group = ct->peers_are_ranks ? nullptr : &g_.groups[g_.instances[instance].group];
+    for (uint32_t k = 0; k < n && span > 0; ++k) {
+      uint32_t self = full(g_.rank(steps[k]));
+      for (uint32_t u = ct->member_uses[base + k]; u < ct->member_uses[base + k + 1]; ++u) {
+        const CollectiveTimes::Use& x = ct->uses[u];
+        uint32_t peer = group ? group->member(x.peer) : x.peer;
+        uint32_t port = x.out ? path(host(self), host(peer)).send_port : path(host(peer), host(self)).recv_port;
+        if (!ports_.constrained(port)) continue;
+        auto it =
+            std::find_if(G.ports.begin(), G.ports.end(), [&](const GangPort& gp) { return gp.port == port && gp.windowed == x.windowed; });
+        if (it == G.ports.end()) it = G.ports.insert(G.ports.end(), GangPort{port, x.windowed, 0, 0});
+        it->e += x.flow_s;  // (flow-seconds, divided by the span below)
+        it->r += x.bytes;   // (bytes, divided by the flow-seconds below)
+      }
+    }
+    for (GangPort& gp : G.ports) {
+      gp.r /= gp.e;
+      gp.e /= span;
+      if (gangs_on_.size() <= gp.port) gangs_on_.resize(gp.port + 1);
+      std::vector<uint32_t>& on = gangs_on_[gp.port];
+      if (std::find(on.begin(), on.end(), id) == on.end()) on.push_back(id);  // (once: a port may hold a windowed part and another)
+      reload(gp.port);
+    }
+    ++live_gangs_;
+    stream_updates();
+    for (const GangPort& gp : gangs_[id].ports) touch(gp.port, id);
+    refresh(id, true);
+    return true;
+  }
+
   void run(Runtime& rt, size_t steps) {
     n_ = steps;
     rt.start(0);
@@ -158,11 +221,14 @@ class AnalyticTimer : public Timer {
         case Kind::Join:
           ports_.join(e.id, e.t, updates_);
           stream_updates();
+          if (live_gangs_) touch(flow_ports_[e.id].first, kNoGang), touch(flow_ports_[e.id].second, kNoGang);
           break;
         case Kind::Stream: {
           StepId send = kNoStep;
+          auto [p0, p1] = ports_.group_ports(e.id);
           if (!ports_.finish(e.id, e.version, e.t, send, updates_)) break;  // superseded by a later end
           stream_updates();
+          if (live_gangs_) touch(p0, kNoGang), touch(p1, kNoGang);
           rt.sent(send, e.t);
           auto hop = hop_.find(send);
           if (hop == hop_.end()) {
@@ -180,6 +246,7 @@ class AnalyticTimer : public Timer {
           rt.arrived(e.id, e.t);
           break;
         case Kind::Local: rt.done(e.id, e.t); break;
+        case Kind::Gang: gang_end(rt, e.id, e.version); break;
       }
     }
   }
@@ -187,6 +254,101 @@ class AnalyticTimer : public Timer {
 
  private:
   uint32_t host(uint32_t rank) const { return o_.map.empty() ? rank : o_.map[rank]; }
+  uint32_t full(uint32_t rank) const { return o_.quotient ? o_.quotient->full_rank(rank) : rank; }  // (a quotient's rank is a class)
+
+  struct GangPort {
+    uint32_t port;
+    bool windowed;  // its messages there took slots of their pairs' windows
+    double e, r;    // the flows it keeps on the port (on average, alone), and their rate alone (bytes/s)
+  };
+  struct Gang {
+    std::vector<std::pair<double, StepId>> members;  // (its time alone, its step), earliest first
+    std::vector<GangPort> ports;
+    size_t next = 0;                    // the first member not ended
+    double tau = 0, last = 0, rho = 1;  // its time alone run by `last`, at speed rho since
+    uint32_t version = 0;
+  };
+  static constexpr uint32_t kNoGang = 0xffffffffu;
+
+  // A port's collectives' load: their flows, where windowed ones count once (calls on one pair
+  // share its window: two all-reduces over the same NCCL connections keep as many messages in
+  // flight as one, each half of them), and each windowed gang's part of them.
+  struct PortLoad {
+    double sum_w = 0, max_w = 0, sum_u = 0;
+    double total() const { return max_w + sum_u; }
+    double part(const GangPort& gp) const { return gp.windowed ? (sum_w > 0 ? gp.e * max_w / sum_w : 0) : gp.e; }
+  };
+  PortLoad port_load(uint32_t port) const {
+    PortLoad l;
+    if (port >= gangs_on_.size()) return l;
+    for (uint32_t id : gangs_on_[port])
+      for (const GangPort& gp : gangs_[id].ports)
+        if (gp.port == port) {
+          if (gp.windowed) l.sum_w += gp.e, l.max_w = std::max(l.max_w, gp.e);
+          else l.sum_u += gp.e;
+        }
+    return l;
+  }
+  // The port's load as the schedule's messages there see it (PortSharing::add_load).
+  void reload(uint32_t port) {
+    const double now = port_load(port).total();
+    ports_.add_load(port, gangs_on_[port].empty() ? -ports_.load(port) : now - ports_.load(port), now_, updates_);
+  }
+  // rho = min over its ports of min(1, its flows' share there / their rate alone).
+  double gang_speed(const Gang& G) const {
+    double rho = 1;
+    for (const GangPort& gp : G.ports) {
+      PortLoad l = port_load(gp.port);
+      double n = static_cast<double>(ports_.flows_on(gp.port)) + l.total();
+      double need = gp.e * gp.r;  // bytes/s it moved there alone
+      if (n > 0 && need > 0) rho = std::min(rho, ports_.capacity(gp.port) / n * l.part(gp) / need);
+    }
+    return rho;
+  }
+  // The gang at its speed now: its next end moves where the speed changed (or `force`).
+  void refresh(uint32_t id, bool force) {
+    Gang& G = gangs_[id];
+    double rho = gang_speed(G);
+    if (!force && rho == G.rho) return;
+    G.tau += G.rho * (now_ - G.last);
+    G.last = now_;
+    G.rho = rho;
+    double left = std::max(0.0, G.members[G.next].first - G.tau);
+    push(rho > 0 ? now_ + left / rho : std::numeric_limits<double>::infinity(), id, Kind::Gang, ++G.version);
+  }
+  // The gangs on `port` (but `skip`) at their speed now.
+  void touch(uint32_t port, uint32_t skip) {
+    if (port >= gangs_on_.size()) return;
+    for (uint32_t id : gangs_on_[port])
+      if (id != skip) refresh(id, false);
+  }
+  // A gang's next member(s) end; the gang leaves its ports after its last.
+  void gang_end(Runtime& rt, uint32_t id, uint32_t version) {
+    Gang& G = gangs_[id];
+    if (G.version != version || G.next >= G.members.size()) return;  // superseded
+    const double t = G.members[G.next].first;
+    done_.clear();
+    while (G.next < G.members.size() && G.members[G.next].first <= t) done_.push_back(G.members[G.next++].second);
+    if (G.next < G.members.size()) {  // (from the last change of speed: alone, exactly its time alone after the last entry)
+      push(G.last + (G.members[G.next].first - G.tau) / G.rho, id, Kind::Gang, ++G.version);
+    } else {
+      --live_gangs_;
+      ++G.version;
+      std::vector<GangPort> ports = std::move(G.ports);
+      G.ports.clear();
+      free_gangs_.push_back(id);
+      for (const GangPort& gp : ports) {
+        std::vector<uint32_t>& on = gangs_on_[gp.port];
+        auto at = std::find(on.begin(), on.end(), id);
+        if (at != on.end()) on.erase(at);
+        reload(gp.port);
+      }
+      stream_updates();
+      for (const GangPort& gp : ports) touch(gp.port, kNoGang);
+    }
+    std::vector<StepId> ended = done_;  // (rt.done may start gangs of its own)
+    for (StepId s : ended) rt.done(s, now_);
+  }
 
   // A host pair's L and G as the platform's network model has them (the model's latency and
   // bandwidth factors and TCP window bound, as SimGrid applies them to a lone message), and its
@@ -258,6 +420,12 @@ class AnalyticTimer : public Timer {
   std::unordered_set<StepId> posted_;                                             // rendezvous receives posted before their send
   std::unordered_map<StepId, double> hop_;                                        // sends streaming whose hop latency follows
   std::unordered_map<uint64_t, Path> paths_;
+  std::vector<std::pair<uint32_t, uint32_t>> flow_ports_;  // per flow id: its ports
+  std::vector<Gang> gangs_;
+  std::vector<uint32_t> free_gangs_;
+  std::vector<std::vector<uint32_t>> gangs_on_;  // per port: the gangs on it
+  std::vector<StepId> done_;
+  uint32_t live_gangs_ = 0;
   double now_ = 0;
   size_t n_ = 0;
   uint64_t seq_ = 0, events_ = 0;

@@ -1,7 +1,9 @@
 #include "sim/memo_collectives.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -29,6 +31,64 @@ void put(std::string& key, const void* p, size_t n) { key.append(static_cast<con
 template <class T>
 void put(std::string& key, T v) {
   put(key, &v, sizeof v);
+}
+
+// Per member of a collective run alone (its ranks are the members' places): its messages to and
+// from each peer, their bytes and the seconds they streamed (from when each began to move to its
+// arrival, less the route's latency).
+template <class Host>
+std::vector<std::vector<CollectiveTimes::Use>> member_uses(const StepGraph& a, const SimResult& r, uint32_t members, const Host& host,
+                                                           const Platform& p, uint32_t window) {
+  std::map<std::pair<uint32_t, uint32_t>, std::pair<double, double>> pair;  // (from, to): bytes, seconds
+  std::set<std::pair<uint32_t, uint32_t>> windowed;
+  std::map<std::pair<uint32_t, uint32_t>, double> lat;
+  std::vector<uint32_t> ids;
+  for (StepId x = 0; x < a.size() && x < r.arrivals.size() && x < r.transfer_starts.size(); ++x) {
+    if (a.kind(x) != StepKind::Send || a.peer(x) == kAnyRank) continue;
+    if (!std::isfinite(r.arrivals[x]) || !std::isfinite(r.transfer_starts[x])) continue;
+    std::pair<uint32_t, uint32_t> uv{a.rank(x), a.peer(x)};
+    if (uv.first >= members || uv.second >= members || uv.first == uv.second) continue;
+    auto [lit, fresh] = lat.try_emplace(uv, 0.0);
+    if (fresh) {
+      double l = 0;
+      p.route(host(uv.first), host(uv.second), ids, l);
+      lit->second = p.lat_factor * l;
+    }
+    bool entry = false;
+    const CallCost* cc = a.call_cost(x, entry);
+    if ((cc ? cc->window : window) > 0) windowed.insert(uv);
+    auto& [bytes, secs] = pair[uv];
+    bytes += static_cast<double>(a.range_bytes(a.range(x)));
+    secs += std::max(0.0, r.arrivals[x] - r.transfer_starts[x] - lit->second);
+  }
+  std::vector<std::vector<CollectiveTimes::Use>> out(members);
+  for (const auto& [uv, bs] : pair) {
+    if (bs.first <= 0 || bs.second <= 0) continue;
+    bool w = windowed.count(uv) > 0, local = same_node(p, host(uv.first), host(uv.second));
+    out[uv.first].push_back({uv.second, true, w, local, bs.first, bs.second});
+    out[uv.second].push_back({uv.first, false, w, local, bs.first, bs.second});
+  }
+  // Each member's load, by direction, window and node boundary (the port it takes), is the mean
+  // of the members' that have such messages: a tree's inner members and leaves load their ports
+  // alike, as the members of a ring do, so that a shift that keeps the members' times keeps their
+  // ports' loads too (CollectiveTimes::uses_alike). What a port carries alone still fits it (a
+  // mean of members' loads is at most the largest).
+  auto cls = [](const CollectiveTimes::Use& v) { return (v.out ? 4u : 0u) + (v.windowed ? 2u : 0u) + (v.local ? 1u : 0u); };
+  std::array<double, 8> bytes{}, secs{}, have{};
+  std::vector<std::array<double, 16>> own(members);
+  for (uint32_t k = 0; k < members; ++k) {
+    own[k].fill(0);
+    for (const CollectiveTimes::Use& v : out[k]) own[k][2 * cls(v)] += v.bytes, own[k][2 * cls(v) + 1] += v.flow_s;
+    for (uint32_t c = 0; c < 8; ++c)
+      if (own[k][2 * c] > 0) bytes[c] += own[k][2 * c], secs[c] += own[k][2 * c + 1], have[c] += 1;
+  }
+  for (uint32_t k = 0; k < members; ++k)
+    for (CollectiveTimes::Use& v : out[k]) {
+      uint32_t c = cls(v);
+      v.bytes *= bytes[c] / have[c] / own[k][2 * c];
+      v.flow_s *= secs[c] / have[c] / own[k][2 * c + 1];
+    }
+  return out;
 }
 
 }  // namespace
@@ -130,7 +190,10 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
         SimOptions so = o;
         so.map.assign(group.count, 0);
         for (uint32_t k = 0; k < group.count; ++k) so.map[k] = host(k);
-        so.trace = false;
+        // The analytic engine (α-β) shares a costed collective's ports with other traffic: it
+        // needs what each member moved alone, and how long it streamed (the run's trace).
+        const bool uses = o.model == Model::Analytic && !o.loggp.enabled;
+        so.trace = uses;
         so.progress = nullptr;
         so.quotient = nullptr;
         so.runtime.collective_times = nullptr;
@@ -156,6 +219,7 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
         sh.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
         out.shapes.push_back(sh);
         shape_table.push_back(out.times.add(t));
+        if (uses) out.times.add_uses(shape_table.back(), member_uses(*a.g, r, group.count, host, p, o.runtime.window), sh.seconds);
       }
       sit->second = shit->second;
     }
@@ -193,7 +257,8 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
         put(ikey, most);
         bool alike = route_key(ikey, [&](uint32_t k) { return host_of(sorted[k]); }) == key;
         for (uint32_t k = 0; alike && k < group.count; ++k)
-          alike = out.times.seconds[out.times.off[table] + k] == out.times.seconds[out.times.off[table] + order[k]];
+          alike = out.times.seconds[out.times.off[table] + k] == out.times.seconds[out.times.off[table] + order[k]] &&
+                  out.times.uses_alike(table, k, table, order[k]);
         if (!alike) {
           out.images_alike = false;
           out.images_why =

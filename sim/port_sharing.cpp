@@ -12,7 +12,7 @@ bool later(const Member& a, const Member& b) { return a.first > b.first || (a.fi
 }  // namespace
 
 PortSharing::PortSharing(std::vector<double> capacity)
-    : capacity_(std::move(capacity)), flows_on_(capacity_.size(), 0), members_(capacity_.size()) {}
+    : capacity_(std::move(capacity)), flows_on_(capacity_.size(), 0), load_(capacity_.size(), 0.0), members_(capacity_.size()) {}
 
 uint32_t PortSharing::add(StepId send, uint32_t send_port, uint32_t recv_port, double bytes, double cap) {
   uint32_t id;
@@ -35,8 +35,14 @@ uint32_t PortSharing::add(StepId send, uint32_t send_port, uint32_t recv_port, d
 double PortSharing::rate(const Group& g) const {
   double r = g.cap;
   for (uint32_t p : g.port)
-    if (constrained(p)) r = std::min(r, capacity_[p] / static_cast<double>(std::max<uint32_t>(1, flows_on_[p])));
+    if (constrained(p)) r = std::min(r, capacity_[p] / std::max(1.0, static_cast<double>(flows_on_[p]) + load_[p]));
   return r;
+}
+
+void PortSharing::add_load(uint32_t port, double e, double now, std::vector<Update>& out) {
+  if (!constrained(port)) return;
+  load_[port] += e;
+  reshare(port, now, kNoStep, out);
 }
 
 void PortSharing::reschedule(uint32_t gid, double now, bool force, std::vector<Update>& out) {

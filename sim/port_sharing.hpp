@@ -18,6 +18,7 @@
 // of N senders updates N groups, not K·N flows, at each change.
 #pragma once
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/graph/step_graph.hpp"
@@ -52,6 +53,17 @@ class PortSharing {
 
   size_t active() const { return active_; }
 
+  // Collectives costed as wholes on a port (sim/analytic.cpp, "Collectives on shared ports"):
+  // they count as `e` more flows there (e: the flows they kept on it, on average, in their run
+  // alone); the groups on the port reshare.
+  void add_load(uint32_t port, double e, double now, std::vector<Update>& out);
+  double load(uint32_t port) const { return constrained(port) ? load_[port] : 0.0; }
+  uint32_t flows_on(uint32_t port) const { return constrained(port) ? flows_on_[port] : 0; }
+  double capacity(uint32_t port) const { return constrained(port) ? capacity_[port] : 0.0; }
+  bool constrained(uint32_t port) const { return port < capacity_.size(); }
+  // A group's two ports (also once it has emptied: until its id is reused by a join).
+  std::pair<uint32_t, uint32_t> group_ports(uint32_t group) const { return {groups_[group].port[0], groups_[group].port[1]}; }
+
  private:
   struct Flow {
     StepId send = kNoStep;
@@ -67,7 +79,6 @@ class PortSharing {
     uint32_t version = 0;
     std::vector<std::pair<double, uint32_t>> members;  // (w at which it ends, flow): a min-heap
   };
-  bool constrained(uint32_t port) const { return port < capacity_.size(); }
   double rate(const Group& g) const;
   // Brings the group to `now` at its old rate, gives it its new rate and schedules its first end
   // (where the rate or the first member changed, or `force`).
@@ -78,6 +89,7 @@ class PortSharing {
 
   std::vector<double> capacity_;
   std::vector<uint32_t> flows_on_;              // per port: its flows
+  std::vector<double> load_;                    // per port: collectives' flows (add_load)
   std::vector<std::vector<uint32_t>> members_;  // per port: its groups
   std::vector<Flow> flows_;
   std::vector<uint32_t> free_flows_;

@@ -354,6 +354,17 @@ void Runtime::issue(StepId s) {
       coll_entry_[i] = {now_, s};
       const CollectiveTimes* ct = o_.collective_times;
       bool timed = ct && ct->has(i);
+      if (timed && ct->has_uses(i)) {  // the engine may share its ports with other traffic
+        const StepId* m = g_.instance_steps.data() + in.steps_off;
+        const double* t = ct->seconds.data() + ct->off[ct->table[i]];
+        for (uint32_t k = 0; k < in.steps_cnt; ++k) {
+          busy_begin(g_.rank(m[k]), 1);
+          in_flight(g_.rank(m[k]), g_.stmt(m[k]), true);
+        }
+        if (timer_.collective(i, m, t, in.steps_cnt)) return;
+        for (uint32_t k = 0; k < in.steps_cnt; ++k) timer_.hold(m[k], g_.rank(m[k]), t[k]);
+        return;
+      }
       for (uint32_t k = 0; k < in.steps_cnt; ++k) {
         StepId m = g_.instance_steps[in.steps_off + k];
         double t = timed ? ct->at(i, k) : 0;

@@ -24,6 +24,8 @@
 //   it is costed as a whole (RuntimeOptions::collective_times), on each member that member's time
 //   after the last member's entry.
 #pragma once
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <unordered_map>
@@ -50,6 +52,59 @@ struct CollectiveTimes {
     off.push_back(static_cast<uint32_t>(seconds.size()));
     seconds.insert(seconds.end(), times.begin(), times.end());
     return static_cast<uint32_t>(off.size() - 1);
+  }
+
+  // What each member moved in the run alone, for the analytic engine's shared ports (sim/analytic.cpp,
+  // "Collectives on shared ports"): per table, per member, its messages to (out) or from one peer,
+  // their bytes and the seconds they streamed, summed. The peer is a member's place in the
+  // instance's group, or with `peers_are_ranks` (a quotient's tables, one per instance) a rank of
+  // the full graph. A table without (uses_off empty or shorter) holds its members for their times.
+  struct Use {
+    uint32_t peer = 0;
+    bool out = false;
+    bool windowed = false;  // its messages took slots of the pair's window (NCCL's FIFO: shared by every call on the pair)
+    bool local = false;     // the peer is on the member's node
+    double bytes = 0, flow_s = 0;
+  };
+  std::vector<uint32_t> uses_off;  // per table: where its members' entries start in `member_uses` (members + 1 of them)
+  std::vector<uint32_t> member_uses;
+  std::vector<Use> uses;
+  std::vector<double> span;  // per table with uses: its run alone's last exit
+  bool peers_are_ranks = false;
+  // Whether member k of table a's instance and member k2 of table b's load alike ports: per
+  // direction, window and node boundary (which port a message takes: a GPU's NVLink or its NIC,
+  // a host's link), the same bytes and seconds in all. (Per peer would refuse a tree, whose
+  // members' parents and children are not each other's images, but whose members are alike.)
+  bool uses_alike(uint32_t a, uint32_t k, uint32_t b, uint32_t k2) const {
+    bool ua = a < uses_off.size(), ub = b < uses_off.size();
+    if (!ua && !ub) return true;
+    if (ua != ub) return false;
+    auto sums = [&](uint32_t t, uint32_t m) {
+      std::array<double, 16> x{};
+      for (uint32_t u = member_uses[uses_off[t] + m]; u < member_uses[uses_off[t] + m + 1]; ++u) {
+        const Use& v = uses[u];
+        size_t c = (v.out ? 4u : 0u) + (v.windowed ? 2u : 0u) + (v.local ? 1u : 0u);
+        x[2 * c] += v.bytes;
+        x[2 * c + 1] += v.flow_s;
+      }
+      return x;
+    };
+    std::array<double, 16> x = sums(a, k), y = sums(b, k2);
+    for (size_t i = 0; i < x.size(); ++i)
+      if (std::abs(x[i] - y[i]) > 1e-12 * std::max(std::abs(x[i]), std::abs(y[i]))) return false;
+    return true;
+  }
+  bool has_uses(uint32_t instance) const { return has(instance) && table[instance] < uses_off.size(); }
+  // A table's uses, after add(): per member k, uses[member_uses[uses_off[t] + k] .. member_uses[uses_off[t] + k + 1]).
+  void add_uses(uint32_t t, const std::vector<std::vector<Use>>& per_member, double alone_s) {
+    if (uses_off.size() != t) return;  // (tables with uses come first and in order)
+    uses_off.push_back(static_cast<uint32_t>(member_uses.size()));
+    for (const auto& m : per_member) {
+      member_uses.push_back(static_cast<uint32_t>(uses.size()));
+      uses.insert(uses.end(), m.begin(), m.end());
+    }
+    member_uses.push_back(static_cast<uint32_t>(uses.size()));
+    span.push_back(alone_s);
   }
 };
 const char* protocol_name(Protocol p);
@@ -120,6 +175,10 @@ class Timer {
   // Step `step` on `rank` ends `seconds` from now (Runtime::done), using nothing of the rank's or
   // the network's: a collective costed as a whole.
   virtual void hold(StepId step, uint32_t rank, double seconds) = 0;
+  // A collective costed as a whole whose members' messages alone are known (CollectiveTimes::
+  // has_uses): its `n` member steps end their `seconds` from now, slowed where the engine shares
+  // their ports with other traffic. False: the engine does not (the runtime then holds each).
+  virtual bool collective(uint32_t /*instance*/, const StepId* /*steps*/, const double* /*seconds*/, uint32_t /*n*/) { return false; }
 };
 
 class Runtime {

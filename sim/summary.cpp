@@ -80,6 +80,8 @@ void critical_path(const StepGraph& g, const Runtime& rt, const SimOptions& o, u
         const StepId* first = g.instance_steps.data() + inst.steps_off;
         auto kk = static_cast<uint32_t>(std::find(first, first + inst.steps_cnt, s) - first);
         coll_comm = kk < inst.steps_cnt ? ct->at(i, kk) : std::max(0.0, end(s) - at_entry);
+        // Slowed by other traffic on its ports (the analytic engine's collectives on shared ports).
+        if (kk < inst.steps_cnt && end(s) - at_entry > coll_comm * (1 + 1e-6) + 1e-9) coll_comm = end(s) - at_entry;
         coll_comm = std::min(coll_comm, pred == kNoStep ? end(s) : end(s) - end(pred));
       }
     }

@@ -162,6 +162,35 @@ std::vector<std::pair<uint32_t, uint32_t>> message_pairs(const StepGraph& g) {
   return out;
 }
 
+// The above, and the pairs a collective costed alone sent on (CollectiveTimes::uses: the analytic
+// engine puts its load on their ports, which the shift must map as it maps the messages').
+// With `reps`, only the pairs of the members that are its representatives (from and to them: the
+// quotient runs their parts alone, on their ports).
+std::vector<std::pair<uint32_t, uint32_t>> message_pairs(const StepGraph& g, const CollectiveTimes* ct,
+                                                         const RankSymmetry* reps = nullptr) {
+  std::vector<std::pair<uint32_t, uint32_t>> out = message_pairs(g);
+  if (!ct || ct->uses_off.empty()) return out;
+  std::unordered_set<uint64_t> seen;
+  for (const auto& [a, b] : out) seen.insert((uint64_t{a} << 32) | b);
+  std::set<std::pair<uint32_t, uint32_t>> done;  // (table, group): the same pairs
+  for (uint32_t i = 0; i < g.instances.size(); ++i) {
+    const Instance& in = g.instances[i];
+    if (!ct->has_uses(i) || !done.insert({ct->table[i], in.group}).second) continue;
+    const GroupInfo& group = g.groups[in.group];
+    const uint32_t base = ct->uses_off[ct->table[i]];
+    for (uint32_t k = 0; k < group.count; ++k) {
+      if (reps && !reps->representative_rank(group.member(k))) continue;
+      for (uint32_t u = ct->member_uses[base + k]; u < ct->member_uses[base + k + 1]; ++u) {
+        const CollectiveTimes::Use& x = ct->uses[u];
+        uint32_t a = group.member(k), b = group.member(x.peer);
+        if (!x.out) std::swap(a, b);
+        if (seen.insert((uint64_t{a} << 32) | b).second) out.emplace_back(a, b);
+      }
+    }
+  }
+  return out;
+}
+
 // Collectives costed alone (RuntimeOptions::collective_times): each member's time is its
 // image's, in the image instance, so the shift keeps the collectives' times too.
 bool times_invariant(const StepGraph& g, const RankPositions& rp, const RankShift& shift, const CollectiveTimes* ct, std::string& why) {
@@ -191,9 +220,20 @@ bool times_invariant(const StepGraph& g, const RankPositions& rp, const RankShif
       StepId m = g.instance_steps[in.steps_off + k];
       StepId t = rp.at(shift.moved(g.rank(m)), rp.pos[m]);
       one_image = one_image && g.coll(t).instance == image;
-      if (time_of(m) == time_of(t)) continue;
+      // And the ports its messages alone loaded (the analytic engine's collectives on shared
+      // ports) are its image's, their peers moved.
+      bool uses = true;
+      uint32_t ti = g.coll(t).instance;
+      if (ct->has_uses(i) || ct->has_uses(ti)) {
+        const GroupInfo &gi = g.groups[in.group], &gt = g.groups[g.instances[ti].group];
+        auto place = [](const GroupInfo& gr, uint32_t r) { return static_cast<uint32_t>(gr.index_of(r)); };
+        uses =
+            ct->has_uses(i) && ct->has_uses(ti) && ct->uses_alike(ct->table[i], place(gi, g.rank(m)), ct->table[ti], place(gt, g.rank(t)));
+      }
+      if (time_of(m) == time_of(t) && uses) continue;
       Loc at = g.loc(m);
-      why = "ranks " + std::to_string(g.rank(m)) + " and " + std::to_string(g.rank(t)) + " take different times in the collective" +
+      why = "ranks " + std::to_string(g.rank(m)) + " and " + std::to_string(g.rank(t)) + " take different " +
+            (time_of(m) != time_of(t) ? "times" : "links") + " in the collective" +
             (at.valid() ? " of line " + std::to_string(at.line) : std::string()) + ", costed alone";
       return false;
     }
@@ -207,7 +247,7 @@ bool times_invariant(const StepGraph& g, const RankPositions& rp, const RankShif
 // a shift is remembered; moving a shift's blocks j at a time is a shift the graph allows too.
 RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions& o, const RankPositions& rp, std::vector<uint32_t>& port,
                         std::string& why_not, bool& by_text) {
-  const std::vector<std::pair<uint32_t, uint32_t>> all = message_pairs(g);
+  const std::vector<std::pair<uint32_t, uint32_t>> all = message_pairs(g, o.runtime.collective_times);
   const std::vector<RankShift> candidates = candidate_shifts(g.nranks);
   PlatformCheck check(p, o);
   std::vector<RankShift> allowed;  // by the graph
@@ -245,8 +285,8 @@ RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions&
       }
       RankSymmetry bigger = group.with(shift);
       pairs.clear();
-      for (const auto& pr : all)
-        if (bigger.representative_rank(pr.first)) pairs.push_back(pr);
+      for (const auto& pr : all)  // (to a representative too: a collective's part loads its receiving ports)
+        if (bigger.representative_rank(pr.first) || bigger.representative_rank(pr.second)) pairs.push_back(pr);
       if (check.invariant(pairs, bigger, ports, why)) {
         group = bigger;
         group_by_text = group_by_text && text;
@@ -269,16 +309,34 @@ RankSymmetry find_shift(const StepGraph& g, const Platform& p, const SimOptions&
 // instance.
 CollectiveTimes quotient_times(const StepGraph& g, const Quotient& q, const CollectiveTimes& ct) {
   CollectiveTimes out;
+  out.peers_are_ranks = true;
   std::vector<double> t;
+  std::vector<std::vector<CollectiveTimes::Use>> uses;
+  // With what each member moved alone (the analytic engine's shared ports): every table has its
+  // members' uses, their peers as the full graph's ranks (a quotient's table is one instance's).
+  const bool with_uses = !ct.uses_off.empty();
   for (const Instance& in : q.graph.instances) {
     t.clear();
+    uses.assign(in.steps_cnt, {});
+    double span = 0;
     for (uint32_t k = 0; k < in.steps_cnt; ++k) {
       StepId fs = q.instance_full[in.steps_off + k];
       uint32_t i = g.coll(fs).instance;
-      int64_t at = g.groups[g.instances[i].group].index_of(g.rank(fs));
-      t.push_back(ct.has(i) ? ct.at(i, static_cast<uint32_t>(at)) : 0.0);
+      const GroupInfo& group = g.groups[g.instances[i].group];
+      auto at = static_cast<uint32_t>(group.index_of(g.rank(fs)));
+      t.push_back(ct.has(i) ? ct.at(i, at) : 0.0);
+      if (!with_uses || !ct.has_uses(i)) continue;
+      uint32_t tab = ct.table[i], base = ct.uses_off[tab];
+      span = std::max(span, ct.span[tab]);
+      for (uint32_t u = ct.member_uses[base + at]; u < ct.member_uses[base + at + 1]; ++u) {
+        CollectiveTimes::Use x = ct.uses[u];
+        x.peer = group.member(x.peer);
+        uses[k].push_back(x);
+      }
     }
-    out.table.push_back(out.add(t));
+    uint32_t tab = out.add(t);
+    out.table.push_back(tab);
+    if (with_uses) out.add_uses(tab, uses, span);
   }
   return out;
 }
@@ -472,7 +530,8 @@ std::string representatives_refusal(const StepGraph& part, const RankSymmetry& g
   PlatformCheck check(p, o);
   std::vector<uint32_t> ports;
   std::string why;
-  if (!check.invariant(message_pairs(part), group, ports, why)) return "the platform tells the ranks apart (" + why + ")";
+  if (!check.invariant(message_pairs(part, o.runtime.collective_times, &group), group, ports, why))
+    return "the platform tells the ranks apart (" + why + ")";
   if (port) *port = std::move(ports);
   return "";
 }

@@ -330,7 +330,7 @@ TEST_CASE("the simulator uses the proof and gets the full simulation's answer", 
   p.platform = sgtest::platform("dgx-h100:nodes=4");
   p.options.model = sg::sim::Model::Analytic;
   p.memo = true;
-  p.sets = {{"tp", "2"}, {"pp", "2"}, {"cp", "2"}, {"layers", "4"}, {"microbatches", "4"}, {"buckets", "2"}};
+  p.sets = {{"tp", "4"}, {"pp", "2"}, {"cp", "2"}, {"layers", "4"}, {"microbatches", "4"}, {"buckets", "2"}};
   p.quiet = true;
   sg::sim::PointResult a = sg::sim::run_point(p);
   REQUIRE(a.error.empty());
@@ -409,7 +409,8 @@ TEST_CASE("the representatives' programs stand for the job, collectives costed o
                                                                           {64, 4, 4, 1, 1, "dgx-h100:nodes=8"},
                                                                           {48, 2, 2, 3, 0, "dgx-h100:nodes=6"},
                                                                           {32, 2, 2, 2, 1, "fat-tree:leaves=4,per_leaf=8"},
-                                                                          {64, 8, 2, 1, 0, "dgx-h100:nodes=8"}}) {
+                                                                          {64, 8, 2, 1, 0, "dgx-h100:nodes=8"},
+                                                                          {32, 4, 2, 2, 1, "dgx-h100:nodes=4"}}) {
     sg::sim::PointSpec p;
     p.target = "train_step";
     p.n = n;
@@ -431,7 +432,11 @@ TEST_CASE("the representatives' programs stand for the job, collectives costed o
     check_as_every_rank(a, b);
     CHECK(std::abs(a.compute_s - b.compute_s) <= 1e-9 * b.time_s);
   }
-  CHECK(used >= 4);
+  // Where the data-parallel members share a node or a leaf (tp·cp < 8), the text's shift moves a
+  // member whose all-reduce sends over NVLink onto one whose sends leave by the NIC: their ports'
+  // loads differ (the analytic engine shares a costed collective's ports), so the platform check
+  // refuses it and the graph's check finds the shifts that hold. One member a node: built alone.
+  CHECK(used >= 2);
 }
 
 TEST_CASE("where the default engine cannot hold a job, the scalable one runs it and says so", "[symmetry][memo]") {
