@@ -5,10 +5,13 @@ time broken down into compute, communication exposed per parallelism, and idle (
 bubble, and waits for other ranks).
 
     python3 bench/train_step_scale.py [--stepgraph build/stepgraph] [--collectives memo] [N ...]   (default 128 256 512)
-    python3 bench/train_step_scale.py --compare [N ...]   memo against the expansion, both in this run
+    python3 bench/train_step_scale.py --compare [--simgrid] [--set K=V ...] [N ...]   memo against the expansion, in this run
 
 --compare runs every N both ways and prints the ratios of wall time and peak memory (the
-expansion, every message an event, is the baseline) and the step times' relative difference.
+expansion, every message an event, is the baseline) and the step times' relative difference;
+with --simgrid, SimGrid's engine on the expansion too (the reference where it can run), and memo's
+step time against it. --set passes the schedule's parameters (smaller layers and micro-batches
+let SimGrid run at larger N).
 
 Each N runs `stepgraph sim train_step -n N --platform dgx-h100:nodes=N/8 --set tp=8 --set pp=16
 --set cp=1 --model analytic --json --top 64` (with `--collectives memo` when given: each collective
@@ -44,10 +47,15 @@ def kind_of(line):
 MAX_MEMORY = None  # --max-memory, passed through
 
 
-def run(stepgraph, n, collectives):
+SETS = []  # --set, passed through
+
+
+def run(stepgraph, n, collectives, model="analytic"):
     """Runs one N; returns its JSON, wall seconds and peak resident KiB (wait4's, this child's own)."""
     cmd = [stepgraph, "sim", "train_step", "-n", str(n), "--platform", "dgx-h100:nodes=%d" % (n // 8), "--set", "tp=8", "--set", "pp=16",
-           "--set", "cp=1", "--model", "analytic", "--json", "--top", "64", "--collectives", collectives]
+           "--set", "cp=1", "--model", model, "--json", "--top", "64", "--collectives", collectives]
+    for kv in SETS:
+        cmd += ["--set", kv]
     if MAX_MEMORY:
         cmd += ["--max-memory", MAX_MEMORY]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
@@ -64,17 +72,22 @@ def run(stepgraph, n, collectives):
 
 
 def compare(a):
-    print("sim train_step (tp 8, pp 16, cp 1), analytic engine, dgx-h100 nodes of 8: collectives costed once per shape (memo) "
-          "against expanded (the baseline), both measured here\n")
+    print("sim train_step (tp 8, pp 16, cp 1%s), analytic engine, dgx-h100 nodes of 8: collectives costed once per shape (memo) "
+          "against expanded (the baseline), both measured here\n" % "".join(", " + kv for kv in SETS))
+    sg = a.simgrid
     print("| N | expanded wall s | memo wall s | wall ratio | expanded peak GiB | memo peak GiB | peak ratio | expanded step s | memo step s | "
-          "step difference |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "step difference |" + (" SimGrid wall s | SimGrid step s | memo against SimGrid |" if sg else ""))
+    print("|---|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if sg else ""))
     for n in a.ranks:
         je, we, pe = run(a.stepgraph, n, "expand")
         jm, wm, pm = run(a.stepgraph, n, "memo")
         diff = (jm["time_s"] - je["time_s"]) / je["time_s"]
-        print("| %s | %.1f | %.1f | %.1fx | %.2f | %.2f | %.1fx | %.6f | %.6f | %+.2e |" %
-              ("{:,}".format(n), we, wm, we / wm, pe / 1048576.0, pm / 1048576.0, pe / pm, je["time_s"], jm["time_s"], diff))
+        row = "| %s | %.1f | %.1f | %.1fx | %.2f | %.2f | %.1fx | %.6f | %.6f | %+.2e |" % (
+            "{:,}".format(n), we, wm, we / wm, pe / 1048576.0, pm / 1048576.0, pe / pm, je["time_s"], jm["time_s"], diff)
+        if sg:
+            js, ws, _ = run(a.stepgraph, n, "expand", "simgrid")
+            row += " %.1f | %.6f | %+.2e |" % (ws, js["time_s"], (jm["time_s"] - js["time_s"]) / js["time_s"])
+        print(row, flush=True)
         print("N = %d done" % n, file=sys.stderr)
 
 
@@ -84,10 +97,13 @@ def main():
     ap.add_argument("--collectives", default="expand", choices=["expand", "memo"])
     ap.add_argument("--compare", action="store_true", help="memo against the expansion, both in this run")
     ap.add_argument("--max-memory", help="passed to stepgraph sim (its refusal limit; default 80 %% of available memory)")
+    ap.add_argument("--simgrid", action="store_true", help="with --compare: SimGrid's engine on the expansion too")
+    ap.add_argument("--set", action="append", default=[], help="KEY=VALUE, a train_step parameter (passed to stepgraph sim)")
     ap.add_argument("ranks", nargs="*", type=int, default=[128, 256, 512])
     a = ap.parse_args()
-    global MAX_MEMORY
+    global MAX_MEMORY, SETS
     MAX_MEMORY = a.max_memory
+    SETS = a.set
     if a.compare:
         compare(a)
         return

@@ -8,11 +8,13 @@
 // same latency, bandwidth and links, up to renaming the links, and the same node boundary).
 //
 // In the job's run (sim/runtime.hpp, CollectiveTimes), an instance completes on member k at the
-// last member's entry plus member k's time alone. Exact for a collective that runs alone with its
-// members entering together (a test holds it to the expansion at 1e-9 on every library
-// algorithm); not modelled, and said so in the report: an early member's progress before the
-// last one enters, and contention between the collective and other traffic on shared links
-// (other collectives, the schedule's own messages).
+// last member's entry plus member k's time alone; with the analytic engine (α-β), slowed where
+// its ports are shared with other traffic (its members' messages alone are recorded for that:
+// CollectiveTimes::uses; sim/analytic.cpp, "Collectives on shared ports"). Exact for a collective
+// that runs alone with its members entering together (a test holds it to the expansion at 1e-9 on
+// every library algorithm); not modelled, and said so in the report: an early member's progress
+// before the last one enters, and (shared ports) how sharing slows a collective inside: as a
+// whole, at its most crowded port's share.
 #pragma once
 #include <cstdint>
 #include <string>

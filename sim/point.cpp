@@ -245,18 +245,19 @@ void memo_report(const CollectiveMemo& m, PointResult& r) {
                            human_time(x.seconds) + " alone" + (busbw > 0 ? ", busbw " + fmt("%.2f", busbw) + " GB/s" : std::string()) +
                            " (simulated once: " + with_commas(x.steps) + " steps, " + fmt("%.3f", x.wall_s) + " s)");
   }
-  const char* left_out =
-      "an early member's progress before the last one enters, and contention between a collective and other traffic (other "
-      "collectives, the schedule's own messages) on shared links";
+  // The analytic engine (α-β) shares each instance's ports with other traffic (its members'
+  // messages alone recorded: CollectiveTimes::uses); the others hold each member for its time.
+  const bool shared = !m.times.uses_off.empty();
+  const char* left_out = shared ? "an early member's progress before the last one enters, and how a shared port slows a collective "
+                                  "inside (it slows as a whole, at its most crowded port's share)"
+                                : "an early member's progress before the last one enters, and contention between a collective and other "
+                                  "traffic (other collectives, the schedule's own messages) on shared links";
   r.memo = with_commas(m.instances) + " collective instance" + (m.instances == 1 ? "" : "s") + " costed from " +
            with_commas(m.shapes.size()) + " shape" + (m.shapes.size() == 1 ? "" : "s") + " simulated alone (" + fmt("%.3f", m.wall_s) +
-           " s), instead of " + with_commas(m.expanded_steps) +
-           " steps expanded; each from its last member's entry; not modelled: " + left_out;
-  r.memo_json = {{"instances", m.instances},
-                 {"shapes", m.shapes.size()},
-                 {"steps_not_expanded", m.expanded_steps},
-                 {"wall_s", m.wall_s},
-                 {"not_modelled", left_out}};
+           " s), instead of " + with_commas(m.expanded_steps) + " steps expanded; each from its last member's entry" +
+           (shared ? ", sharing its links' ports with the other traffic there" : "") + "; not modelled: " + left_out;
+  r.memo_json = {{"instances", m.instances}, {"shapes", m.shapes.size()}, {"steps_not_expanded", m.expanded_steps},
+                 {"wall_s", m.wall_s},       {"shared_ports", shared},    {"not_modelled", left_out}};
 }
 
 // The built-in platform, read once for every point that names none.
