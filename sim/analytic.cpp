@@ -151,11 +151,13 @@ class AnalyticTimer : public Timer {
   // Collectives on shared ports (α-β): a collective costed as a whole runs as one "gang" at a
   // speed rho <= 1 of its run alone (its members end when the time it has run, at that speed,
   // reaches theirs). On each port its members' messages crossed alone it counts as E = the
-  // flow-seconds there / its time alone more flows, so the schedule's own messages there get
-  // C / (n + E); and it runs, there, at the share its flows get against the rate they had alone:
-  //   rho = min over its ports of min(1, C / ((n + E_all) · r)),  r = bytes / flow-seconds alone
-  // (n: the schedule's messages on the port now, E_all: every collective's load there). Alone,
-  // E·r = bytes / its time alone <= C: rho = 1 and its times are the run alone's exactly.
+  // flow-seconds there / its time alone more flows (calls on one pair's window: once, shared:
+  // PortLoad), so the schedule's own messages there get C / (n + L) (n: theirs on the port now,
+  // L: the collectives' load there); and it runs, there, at the share its flows get against the
+  // rate they had alone:
+  //   rho = min over its ports of min(1, C / (n + L) · f / (E · r)),  r = bytes / flow-seconds alone
+  // (f: its part of L, E unless windowed). Alone, f = L = E and E·r = bytes / its time alone <= C:
+  // rho = 1 and its times are the run alone's exactly.
   bool collective(uint32_t instance, const StepId* steps, const double* seconds, uint32_t n) override {
     const CollectiveTimes* ct = o_.runtime.collective_times;
     if (o_.loggp.enabled || !ct || !ct->has_uses(instance)) return false;
