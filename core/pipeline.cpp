@@ -148,13 +148,28 @@ Built build(Session& s, const Target& t, const BuildOptions& o) {
                                                                [](const Instance& in) { return in.complete && in.consistent; }));
   if (expand) {
     auto t2 = Clock::now();
-    auto x = expand_collectives(*b.graph, s, o.algo, s.diags, &b.expansion, o.elab.max_memory, o.consumer_bytes_per_step);
+    auto x = expand_collectives(*b.graph, s, o.algo, library_instantiation(s), s.diags, &b.expansion, o.elab.max_memory,
+                                o.consumer_bytes_per_step);
     b.expand_s = since(t2);
     if (!x) return finish_failed();
     if (o.keep_as_written) b.as_written = std::move(b.graph);
     b.graph = std::move(x);
   }
   return b;
+}
+
+Instantiation library_instantiation(Session& s) {
+  Instantiation in;
+  in.algorithm = [&s](const Target& t, const ElabOptions& o, Diagnostics& diags) -> std::unique_ptr<StepGraph> {
+    // elaborate reports to the session's diagnostics: the algorithm's go to the caller's.
+    std::swap(s.diags, diags);
+    auto g = elaborate(s, t, o);
+    bool ok = g && run_passes(*g, s.diags, {}, nullptr);
+    std::swap(s.diags, diags);
+    return ok ? std::move(g) : nullptr;
+  };
+  in.passes = [](StepGraph& g, Diagnostics& diags) { return run_passes(g, diags, {}, nullptr); };
+  return in;
 }
 
 std::string expansion_line(const ExpandedInstance& e) {

@@ -83,4 +83,9 @@ std::vector<std::string> dump_point_names();
 // "allreduce over 8 ranks, 1.0 MiB: ring_allreduce (why)": what became of one instance.
 std::string expansion_line(const ExpandedInstance& e);
 
+// The pipeline's instantiation for expand_collectives: a library algorithm elaborated and through
+// the passes (its diagnostics in the caller's, apart from the session's), and the passes again
+// over the expanded graph.
+Instantiation library_instantiation(Session& s);
+
 }  // namespace sg

@@ -149,7 +149,7 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
       AlgoChoice here = choice;
       here.gpus_per_node = per_node;
       ExpandReport rep;
-      a.g = expand_collectives(*alone, s, here, diags, &rep);
+      a.g = expand_collectives(*alone, s, here, library_instantiation(s), diags, &rep);
       if (!a.g) return false;
       a.report = rep.instances.empty() ? ExpandedInstance{} : rep.instances[0];
       a.report.members = group.count;

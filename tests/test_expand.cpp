@@ -12,6 +12,7 @@
 
 #include "core/graph/expand_collectives.hpp"
 #include "core/graph/nccl_tuning.hpp"
+#include "core/pipeline.hpp"
 #include "test_util.hpp"
 
 using namespace sg;
@@ -87,7 +88,7 @@ Expanded expand(const std::string& text, uint32_t n, const AlgoChoice& choice, u
     e.errors = e.b.errors;
     return e;
   }
-  e.g = expand_collectives(*e.b.graph, *e.b.session, choice, e.b.session->diags, &e.rep, max_memory);
+  e.g = expand_collectives(*e.b.graph, *e.b.session, choice, library_instantiation(*e.b.session), e.b.session->diags, &e.rep, max_memory);
   e.errors = e.b.session->diags.render(e.b.session->sources);
   return e;
 }

@@ -15,8 +15,6 @@
 #include <set>
 
 #include "core/base/errors.hpp"
-#include "core/graph/elaborate.hpp"
-#include "core/graph/passes.hpp"
 
 namespace sg {
 
@@ -75,8 +73,9 @@ namespace {
 
 class Expander {
  public:
-  Expander(const StepGraph& g, Session& s, const AlgoChoice& c, Diagnostics& d, uint64_t max_memory, uint64_t consumer_per_step)
-      : g_(g), s_(s), choice_(c), diags_(d), max_memory_(max_memory), consumer_per_step_(consumer_per_step) {}
+  Expander(const StepGraph& g, Session& s, const AlgoChoice& c, const Instantiation& inst, Diagnostics& d, uint64_t max_memory,
+           uint64_t consumer_per_step)
+      : g_(g), s_(s), choice_(c), inst_(inst), diags_(d), max_memory_(max_memory), consumer_per_step_(consumer_per_step) {}
 
   std::unique_ptr<StepGraph> run(ExpandReport* report) {
     if (g_.only_rank >= 0) {
@@ -123,7 +122,7 @@ class Expander {
       rep.instances[i].exit = std::move(ends_[i].second);
     }
     out_->expansion = true;
-    if (!run_passes(*out_, diags_, {}, nullptr)) return nullptr;
+    if (!inst_.passes(*out_, diags_)) return nullptr;
     if (report) *report = std::move(rep);
     return std::move(out_);
   }
@@ -242,11 +241,8 @@ class Expander {
     // The algorithm's own diagnostics (a chunk size that size / N rounds down, a refused N) are
     // about the library file, not the user's program: keep them apart.
     Diagnostics scratch;
-    std::swap(s_.diags, scratch);
-    auto ag = elaborate(s_, Target{prog, sc}, o);
-    bool ok = ag && run_passes(*ag, s_.diags, {}, nullptr);
-    std::swap(s_.diags, scratch);
-    if (!ok) {
+    auto ag = inst_.algorithm(Target{prog, sc}, o, scratch);
+    if (!ag) {
       if (const Diagnostic* why = scratch.unsupported_since(0)) {
         en.refused = unsupported_reason(*why);
         refused = en.refused;
@@ -592,6 +588,7 @@ class Expander {
   const StepGraph& g_;
   Session& s_;
   const AlgoChoice& choice_;
+  const Instantiation& inst_;
   Diagnostics& diags_;
   uint64_t max_memory_;
   uint64_t consumer_per_step_;  // the simulator's state a step, counted against max_memory_
@@ -616,9 +613,9 @@ class Expander {
 
 }  // namespace
 
-std::unique_ptr<StepGraph> expand_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, Diagnostics& diags,
-                                              ExpandReport* report, uint64_t max_memory, uint64_t consumer_per_step) {
-  return Expander(g, s, choice, diags, max_memory, consumer_per_step).run(report);
+std::unique_ptr<StepGraph> expand_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, const Instantiation& inst,
+                                              Diagnostics& diags, ExpandReport* report, uint64_t max_memory, uint64_t consumer_per_step) {
+  return Expander(g, s, choice, inst, diags, max_memory, consumer_per_step).run(report);
 }
 
 }  // namespace sg

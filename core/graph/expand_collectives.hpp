@@ -31,12 +31,14 @@
 // step becomes a single no-op step.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "core/dsl/session.hpp"
 #include "core/graph/algorithm_choice.hpp"
+#include "core/graph/elaborate.hpp"
 #include "core/graph/step_graph.hpp"
 
 namespace sg {
@@ -68,15 +70,27 @@ struct ExpandReport {
 // choice for an instance over g.
 uint32_t gpus_in_group(const GroupInfo& g, uint32_t gpus_per_node);
 
-// Returns the expanded graph, which has been through the pass pipeline again (match,
-// collectives, prune, validate), or null after reporting an error to `diags`. `g` must have
-// been through the pipeline (its instances formed) and hold every rank (not only_rank). The
-// algorithms are loaded and elaborated through `s` (their diagnostics stay out of `diags`
-// unless an algorithm fails for another reason than refusing the group size). A refused group
-// size falls back to another algorithm of the kind, with a note at the collective's statement.
-// `max_memory` (0: no limit) refuses an expansion whose estimated size exceeds it, counting
-// `consumer_per_step` bytes a step more for what the graph's consumer keeps (the simulator's state).
-std::unique_ptr<StepGraph> expand_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, Diagnostics& diags,
-                                              ExpandReport* report = nullptr, uint64_t max_memory = 0, uint64_t consumer_per_step = 0);
+// How the expansion gets its graphs: handed in by the pipeline (core/pipeline.hpp,
+// `library_instantiation`), so that a graph transform never calls back into the pipeline that
+// calls it.
+struct Instantiation {
+  // A library algorithm's graph for `t` with `o`, through the passes; its diagnostics in `diags`
+  // (kept apart from the user's); null where it fails.
+  std::function<std::unique_ptr<StepGraph>(const Target& t, const ElabOptions& o, Diagnostics& diags)> algorithm;
+  // The passes over the expanded graph (match, collectives, prune, validate); false with errors in `diags`.
+  std::function<bool(StepGraph& g, Diagnostics& diags)> passes;
+};
+
+// Returns the expanded graph, which has been through `inst.passes`, or null after reporting an
+// error to `diags`. `g` must have been through the pipeline (its instances formed) and hold
+// every rank (not only_rank). The algorithms are loaded through `s` and instantiated by
+// `inst.algorithm` (their diagnostics stay out of `diags` unless an algorithm fails for another
+// reason than refusing the group size). A refused group size falls back to another algorithm of
+// the kind, with a note at the collective's statement. `max_memory` (0: no limit) refuses an
+// expansion whose estimated size exceeds it, counting `consumer_per_step` bytes a step more for
+// what the graph's consumer keeps (the simulator's state).
+std::unique_ptr<StepGraph> expand_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, const Instantiation& inst,
+                                              Diagnostics& diags, ExpandReport* report = nullptr, uint64_t max_memory = 0,
+                                              uint64_t consumer_per_step = 0);
 
 }  // namespace sg
