@@ -40,6 +40,7 @@
 #include <unordered_set>
 
 #include "sim/call_cost.hpp"
+#include "sim/free_list.hpp"
 #include "sim/port_sharing.hpp"
 #include "sim/sim.hpp"
 
@@ -101,8 +102,6 @@ class AnalyticTimer : public Timer {
       double cap = 1.0 / pa.per_byte;
       if (mc.cap > 0) cap = std::min(cap, mc.cap);
       uint32_t f = ports_.add(send, pa.send_port, pa.recv_port, k, cap);
-      if (flow_ports_.size() <= f) flow_ports_.resize(f + 1);
-      flow_ports_[f] = {pa.send_port, pa.recv_port};
       if (mc.costed) {  // bytes first, then the hop (call_cost.hpp): the slot frees when the bytes have left
         if (pa.lat + mc.after > 0) hop_[send] = pa.lat + mc.after;
         push(now_ + o_.runtime.message_latency + mc.before, f, Kind::Join);
@@ -163,14 +162,7 @@ class AnalyticTimer : public Timer {
     if (o_.loggp.enabled || !ct || !ct->has_uses(instance)) return false;
     const uint32_t tab = ct->table[instance], base = ct->uses_off[tab];
     const double span = ct->span[tab];
-    uint32_t id;
-    if (!free_gangs_.empty()) {
-      id = free_gangs_.back();
-      free_gangs_.pop_back();
-    } else {
-      id = static_cast<uint32_t>(gangs_.size());
-      gangs_.emplace_back();
-    }
+    const uint32_t id = take_id(gangs_, free_gangs_);
     Gang& G = gangs_[id];
     G.members.clear();
     G.ports.clear();
@@ -181,6 +173,7 @@ class AnalyticTimer : public Timer {
     for (uint32_t k = 0; k < n; ++k) G.members.push_back({seconds[k], steps[k]});
     std::sort(G.members.begin(), G.members.end());
     const GroupInfo* group = ct->peers_are_ranks ? nullptr : &g_.groups[g_.instances[instance].group];
+    port_at_.clear();  // (port, windowed) -> its entry in G.ports, which keep the order they first appear in
     for (uint32_t k = 0; k < n && span > 0; ++k) {
       uint32_t self = full(g_.rank(steps[k]));
       for (uint32_t u = ct->member_uses[base + k]; u < ct->member_uses[base + k + 1]; ++u) {
@@ -188,19 +181,18 @@ class AnalyticTimer : public Timer {
         uint32_t peer = group ? group->member(x.peer) : x.peer;
         uint32_t port = x.out ? path(host(self), host(peer)).send_port : path(host(peer), host(self)).recv_port;
         if (!ports_.constrained(port)) continue;
-        auto it =
-            std::find_if(G.ports.begin(), G.ports.end(), [&](const GangPort& gp) { return gp.port == port && gp.windowed == x.windowed; });
-        if (it == G.ports.end()) it = G.ports.insert(G.ports.end(), GangPort{port, x.windowed, 0, 0});
-        it->e += x.flow_s;  // (flow-seconds, divided by the span below)
-        it->r += x.bytes;   // (bytes, divided by the flow-seconds below)
+        auto [at, fresh] = port_at_.try_emplace(uint64_t{port} << 1 | uint64_t{x.windowed}, static_cast<uint32_t>(G.ports.size()));
+        if (fresh) G.ports.push_back(GangPort{port, x.windowed, 0, 0});
+        GangPort& gp = G.ports[at->second];
+        gp.e += x.flow_s;  // (flow-seconds, divided by the span below)
+        gp.r += x.bytes;   // (bytes, divided by the flow-seconds below)
       }
     }
     for (GangPort& gp : G.ports) {
       gp.r /= gp.e;
       gp.e /= span;
       if (gangs_on_.size() <= gp.port) gangs_on_.resize(gp.port + 1);
-      std::vector<uint32_t>& on = gangs_on_[gp.port];
-      if (std::find(on.begin(), on.end(), id) == on.end()) on.push_back(id);  // (once: a port may hold a windowed part and another)
+      gangs_on_[gp.port].push_back(OnPort{id, gp.windowed, gp.e});
       reload(gp.port);
     }
     ++live_gangs_;
@@ -223,7 +215,10 @@ class AnalyticTimer : public Timer {
         case Kind::Join:
           ports_.join(e.id, e.t, updates_);
           stream_updates();
-          if (live_gangs_) touch(flow_ports_[e.id].first, kNoGang), touch(flow_ports_[e.id].second, kNoGang);
+          if (live_gangs_) {
+            auto [p0, p1] = ports_.flow_ports(e.id);
+            touch(p0, kNoGang), touch(p1, kNoGang);
+          }
           break;
         case Kind::Stream: {
           StepId send = kNoStep;
@@ -283,12 +278,10 @@ class AnalyticTimer : public Timer {
   PortLoad port_load(uint32_t port) const {
     PortLoad l;
     if (port >= gangs_on_.size()) return l;
-    for (uint32_t id : gangs_on_[port])
-      for (const GangPort& gp : gangs_[id].ports)
-        if (gp.port == port) {
-          if (gp.windowed) l.sum_w += gp.e, l.max_w = std::max(l.max_w, gp.e);
-          else l.sum_u += gp.e;
-        }
+    for (const OnPort& x : gangs_on_[port]) {
+      if (x.windowed) l.sum_w += x.e, l.max_w = std::max(l.max_w, x.e);
+      else l.sum_u += x.e;
+    }
     return l;
   }
   // The port's load as the schedule's messages there see it (PortSharing::add_load).
@@ -321,8 +314,8 @@ class AnalyticTimer : public Timer {
   // The gangs on `port` (but `skip`) at their speed now.
   void touch(uint32_t port, uint32_t skip) {
     if (port >= gangs_on_.size()) return;
-    for (uint32_t id : gangs_on_[port])
-      if (id != skip) refresh(id, false);
+    for (const OnPort& x : gangs_on_[port])
+      if (x.gang != skip) refresh(x.gang, false);  // (a gang there twice, windowed and not: the second finds its speed kept)
   }
   // A gang's next member(s) end; the gang leaves its ports after its last.
   void gang_end(Runtime& rt, uint32_t id, uint32_t version) {
@@ -340,9 +333,8 @@ class AnalyticTimer : public Timer {
       G.ports.clear();
       free_gangs_.push_back(id);
       for (const GangPort& gp : ports) {
-        std::vector<uint32_t>& on = gangs_on_[gp.port];
-        auto at = std::find(on.begin(), on.end(), id);
-        if (at != on.end()) on.erase(at);
+        std::vector<OnPort>& on = gangs_on_[gp.port];
+        on.erase(std::remove_if(on.begin(), on.end(), [&](const OnPort& x) { return x.gang == id; }), on.end());
         reload(gp.port);
       }
       stream_updates();
@@ -422,10 +414,16 @@ class AnalyticTimer : public Timer {
   std::unordered_set<StepId> posted_;                                             // rendezvous receives posted before their send
   std::unordered_map<StepId, double> hop_;                                        // sends streaming whose hop latency follows
   std::unordered_map<uint64_t, Path> paths_;
-  std::vector<std::pair<uint32_t, uint32_t>> flow_ports_;  // per flow id: its ports
   std::vector<Gang> gangs_;
   std::vector<uint32_t> free_gangs_;
-  std::vector<std::vector<uint32_t>> gangs_on_;  // per port: the gangs on it
+  // Per port: the gangs on it, each part once (a gang may have a windowed part and another there).
+  struct OnPort {
+    uint32_t gang;
+    bool windowed;
+    double e;  // its flows there (GangPort::e)
+  };
+  std::vector<std::vector<OnPort>> gangs_on_;
+  std::unordered_map<uint64_t, uint32_t> port_at_;  // (collective()'s scratch)
   std::vector<StepId> done_;
   uint32_t live_gangs_ = 0;
   double now_ = 0;

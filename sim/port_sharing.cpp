@@ -1,5 +1,7 @@
 #include "sim/port_sharing.hpp"
 
+#include "sim/free_list.hpp"
+
 #include <algorithm>
 #include <limits>
 
@@ -15,14 +17,7 @@ PortSharing::PortSharing(std::vector<double> capacity)
     : capacity_(std::move(capacity)), flows_on_(capacity_.size(), 0), load_(capacity_.size(), 0.0), members_(capacity_.size()) {}
 
 uint32_t PortSharing::add(StepId send, uint32_t send_port, uint32_t recv_port, double bytes, double cap) {
-  uint32_t id;
-  if (!free_flows_.empty()) {
-    id = free_flows_.back();
-    free_flows_.pop_back();
-  } else {
-    id = static_cast<uint32_t>(flows_.size());
-    flows_.emplace_back();
-  }
+  uint32_t id = take_id(flows_, free_flows_);
   Flow& f = flows_[id];
   f.send = send;
   f.port[0] = send_port;
@@ -85,13 +80,7 @@ void PortSharing::join(uint32_t id, double now, std::vector<Update>& out) {
     }
   }
   if (gid == kNoStep) {  // a new group, on its ports
-    if (!free_groups_.empty()) {
-      gid = free_groups_.back();
-      free_groups_.pop_back();
-    } else {
-      gid = static_cast<uint32_t>(groups_.size());
-      groups_.emplace_back();
-    }
+    gid = take_id(groups_, free_groups_);
     Group& g = groups_[gid];  // (its version is kept across reuse: an old end of this id must not match)
     g.port[0] = f.port[0];
     g.port[1] = f.port[1];

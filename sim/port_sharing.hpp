@@ -61,6 +61,8 @@ class PortSharing {
   uint32_t flows_on(uint32_t port) const { return constrained(port) ? flows_on_[port] : 0; }
   double capacity(uint32_t port) const { return constrained(port) ? capacity_[port] : 0.0; }
   bool constrained(uint32_t port) const { return port < capacity_.size(); }
+  // A flow's two ports (send, receive), from add() until it ends.
+  std::pair<uint32_t, uint32_t> flow_ports(uint32_t flow) const { return {flows_[flow].port[0], flows_[flow].port[1]}; }
   // A group's two ports (also once it has emptied: until its id is reused by a join).
   std::pair<uint32_t, uint32_t> group_ports(uint32_t group) const { return {groups_[group].port[0], groups_[group].port[1]}; }
 

@@ -341,20 +341,26 @@ CollectiveTimes quotient_times(const StepGraph& g, const Quotient& q, const Coll
   return out;
 }
 
+// The options of a run of the quotient q of g: its classes' ports (`run`, whose quotient it
+// becomes) and, where collectives are costed alone, their times for q's instances (kept in `qtimes`).
+SimOptions quotient_options(const StepGraph& g, const Quotient& q, QuotientRun& run, const SimOptions& o, CollectiveTimes& qtimes) {
+  run.quotient = &q;
+  SimOptions oq = o;
+  if (const CollectiveTimes* ct = o.runtime.collective_times) {
+    qtimes = quotient_times(g, q, *ct);
+    oq.runtime.collective_times = &qtimes;
+  }
+  oq.quotient = &run;
+  return oq;
+}
+
 // Simulates the quotient q of `built` (the representatives' programs, built alone: not every
 // rank's) with the classes' ports; false where it deadlocks (the full graph then says who waits
 // for whom). `use` says what stood for the job.
 bool run_built_quotient(const StepGraph& built, Quotient& q, QuotientRun& run, const Platform& p, const SimOptions& o,
                         std::chrono::steady_clock::time_point t0, SymmetryUse& use, SimResult& out) {
-  run.quotient = &q;
-  SimOptions oq = o;
   CollectiveTimes qtimes;
-  if (const CollectiveTimes* ct = o.runtime.collective_times) {
-    qtimes = quotient_times(built, q, *ct);
-    oq.runtime.collective_times = &qtimes;
-  }
-  oq.quotient = &run;
-  SimResult r = simulate(q.graph, p, oq);
+  SimResult r = simulate(q.graph, p, quotient_options(built, q, run, o, qtimes));
   if (!r.completed && r.error.empty()) return false;
   use = SymmetryUse{};
   use.nranks = built.nranks;
@@ -398,15 +404,9 @@ SimResult simulate_symmetric(const StepGraph& g, const Platform& p, const SimOpt
     q = quotient_graph(g, rp, shift);
     for (StepId s : o.watch) watch.push_back(s < g.size() ? q.step_of(g, rp, s) : s);
   }
-  run.quotient = &q;
-  SimOptions oq = o;
   CollectiveTimes qtimes;
-  if (const CollectiveTimes* ct = o.runtime.collective_times) {
-    qtimes = quotient_times(g, q, *ct);
-    oq.runtime.collective_times = &qtimes;
-  }
+  SimOptions oq = quotient_options(g, q, run, o, qtimes);
   oq.watch = watch;
-  oq.quotient = &run;
   SimResult r = simulate(q.graph, p, oq);
   if (!r.completed && r.error.empty()) {  // who waits for whom, rank by rank: the full graph's
     use.why_not = "the quotient deadlocked; the report needs every rank";
