@@ -13,6 +13,7 @@
 
 #include "core/base/sizes.hpp"
 #include "core/interp/check.hpp"
+#include "core/interp/send_policy.hpp"
 #include "core/pipeline.hpp"
 #include "verify/verify.hpp"
 
@@ -88,7 +89,7 @@ Precheck precheck(const std::string& target, uint32_t n, const std::vector<std::
     }
     verify::VerifyOptions vo;
     vo.engine = verify::Engine::Explicit;
-    vo.modes = {g.connection_slots ? SendMode::Bounded : rendezvous ? SendMode::Rendezvous : SendMode::Eager};
+    vo.modes = {send_policy(g).fifo() ? SendMode::Bounded : rendezvous ? SendMode::Rendezvous : SendMode::Eager};
     vo.deadline = t0 + std::chrono::milliseconds(static_cast<int64_t>(kPrecheckSeconds * 1000));
     verify::VerifyReport rep = verify::verify_graph(g, vo);
     verify::Verdict w = rep.worst();

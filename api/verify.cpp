@@ -6,6 +6,7 @@
 
 #include "api/api.hpp"
 #include "core/interp/check.hpp"
+#include "core/interp/send_policy.hpp"
 #include "core/io/writers.hpp"
 
 namespace sg::api {
@@ -67,11 +68,10 @@ VerifyPoint verify_point(Opened& o, const BuildOptions& bo_in, const VerifyReque
   bool built = g != nullptr;
   if (built) {
     // The program's own send semantics when it has them (MSCCL: its connections' slots).
-    if (r.slots) g->connection_slots = r.slots;
-    if (r.semantics == Semantics::Auto)
-      vo.modes =
-          g->connection_slots ? std::vector<SendMode>{SendMode::Bounded} : std::vector<SendMode>{SendMode::Rendezvous, SendMode::Eager};
-    if (std::find(vo.modes.begin(), vo.modes.end(), SendMode::Bounded) != vo.modes.end() && !g->connection_slots) g->connection_slots = 1;
+    SendPolicy sp = send_policy(*g, r.slots);
+    if (r.semantics == Semantics::Auto) vo.modes = sp.default_modes();
+    if (sp.fifo() || std::find(vo.modes.begin(), vo.modes.end(), SendMode::Bounded) != vo.modes.end())
+      g->connection_slots = sp.bounded_slots();
   }
   // The explicit engine runs the interpreter: refuse what it could not hold.
   if (built && vo.engine != verify::Engine::Z3) built = interpreter_fits(*g, o.t, bo.elab, o.s.diags);

@@ -1,10 +1,8 @@
 #include "core/pipeline.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -15,7 +13,7 @@
 #include "core/graph/passes.hpp"
 #include "core/graph/shift_proof.hpp"
 #include "core/io/writers.hpp"
-#include "core/msccl/lower.hpp"
+#include "core/msccl/open.hpp"
 
 namespace sg {
 
@@ -32,46 +30,13 @@ struct FrontEnd {
   std::unique_ptr<StepGraph> (*elaborate)(Session& s, const Target& t, const ElabOptions& o, SizeEstimate* est);
 };
 
-bool ends_with_xml(const std::string& spec) {
-  if (spec.size() < 4) return false;
-  std::string tail = spec.substr(spec.size() - 4);
-  for (char& c : tail) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return tail == ".xml";
-}
-
-// MSCCL XML (core/msccl/): a file whose name ends in .xml.
-Target open_msccl(Session& s, const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    s.diags.error(Loc{}, "'" + path + "' is a directory, not an MSCCL algorithm file");
-    return {};
-  }
-  std::string err;
-  uint32_t id = s.sources.load(path, err);
-  if (id == 0) {
-    s.diags.error(Loc{}, err);
-    return {};
-  }
-  std::shared_ptr<msccl::Program> p = msccl::read_program(s.sources, id, s.diags);
-  if (!p) return {};
-  Target t;
-  t.other_name = p->name.empty() ? std::filesystem::path(path).stem().string() : p->name;
-  t.other_loc = p->loc;
-  t.other_params = {"size", "inplace"};
-  t.fixed_ranks = p->ngpus;
-  t.other = s.keep(p);
-  return t;
-}
-
 const std::vector<FrontEnd>& front_ends() {
   static const std::vector<FrontEnd> table = {
-      {"the schedule language", [](const std::string& spec) { return !ends_with_xml(spec); },
+      {"the schedule language", [](const std::string& spec) { return !msccl::claims(spec); },
        [](Session& s, const std::string& spec) { return s.resolve(spec); },
        [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate* est) { return elaborate(s, t, o, est); }},
-      {"MSCCL XML", ends_with_xml, open_msccl,
-       [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate*) {
-         return msccl::lower(s, *static_cast<const msccl::Program*>(t.other), o);
-       }},
+      {"MSCCL XML", msccl::claims, msccl::open_target,
+       [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate*) { return msccl::elaborate_target(s, t, o); }},
   };
   return table;
 }

@@ -16,6 +16,7 @@
 #include "core/base/sizes.hpp"
 #include "core/graph/stream_order.hpp"
 #include "core/interp/bus_bandwidth.hpp"
+#include "core/interp/send_policy.hpp"
 #include "core/io/writers.hpp"
 #include "core/pipeline.hpp"
 #include "exec/executor.hpp"
@@ -120,7 +121,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   // FIFO connections (an MSCCL program): a send completes once its message is in the connection,
   // which the executor does by copying it (Executor's buffered sends); the transfer lane of
   // --transport nccl issues sends that complete with their receive, so it cannot run them.
-  if (g->connection_slots && stream) {
+  if (send_policy(*g).fifo() && stream) {
     say(me == 0 ? "stepgraph: error: exec of " + g->schedule +
                       ": its sends go into FIFO connections (MSCCL) and complete without their receiver, which --transport nccl's "
                       "grouped transfers do not; use --transport staged or auto\n"

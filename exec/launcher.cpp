@@ -43,14 +43,21 @@
 #include "exec/launcher.hpp"
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <initializer_list>
 #include <optional>
-#include <sstream>
-#include <thread>
+
+#include "exec/launcher_sources.hpp"
 
 namespace sg::exec {
+
+using launcher_detail::cross_check;
+using launcher_detail::Env;
+using launcher_detail::parse_int;
+using launcher_detail::quote;
+using launcher_detail::read_slurm;
+using launcher_detail::read_source;
+using launcher_detail::shown;
+using launcher_detail::Source;
+using launcher_detail::starts_with;
 
 namespace {
 
@@ -60,124 +67,6 @@ constexpr const char* kLocalSizeUnknown = "local size unknown";
 constexpr const char* kWorldUnknown = "world size unknown";
 constexpr const char* kMasterUnknown = "MASTER_ADDR unknown";
 constexpr const char* kSharedDevices = "more ranks on this node";
-
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
-
-class Env {
- public:
-  Env(const std::function<const char*(const char*)>& get, const std::vector<std::string>& names) : get_(get), names_(names) {}
-  const char* raw(const char* name) const { return get_ ? get_(name) : nullptr; }
-  bool has(const char* name) const { return raw(name) != nullptr; }
-  std::string str(const char* name) const {
-    const char* v = raw(name);
-    return v ? std::string(v) : std::string();
-  }
-  bool any(std::initializer_list<const char*> names) const {
-    for (const char* n : names)
-      if (has(n)) return true;
-    return false;
-  }
-  // A variable whose name starts with `prefix`: from the listed names when the caller gave them,
-  // else by probing a few well-known ones.
-  bool has_prefix(const char* prefix, std::initializer_list<const char*> probes) const {
-    if (!names_.empty()) return std::any_of(names_.begin(), names_.end(), [&](const std::string& n) { return starts_with(n, prefix); });
-    return any(probes);
-  }
-
- private:
-  const std::function<const char*(const char*)>& get_;
-  const std::vector<std::string>& names_;
-};
-
-// A strict integer: optional '-', then 1 to 18 digits, nothing else.
-std::optional<int64_t> parse_int(const std::string& s) {
-  size_t i = 0;
-  bool neg = false;
-  if (i < s.size() && s[i] == '-') {
-    neg = true;
-    ++i;
-  }
-  if (i == s.size() || s.size() - i > 18) return std::nullopt;
-  int64_t v = 0;
-  for (; i < s.size(); ++i) {
-    if (s[i] < '0' || s[i] > '9') return std::nullopt;
-    v = v * 10 + (s[i] - '0');
-  }
-  return neg ? -v : v;
-}
-
-std::string quote(const std::string& s) { return "'" + s + "'"; }
-
-struct Field {
-  std::string var;  // the variable it came from ("" when none)
-  int64_t value = -1;
-  std::string text;  // the variable's text when it is not the value itself (a tasks-per-node list)
-  bool known() const { return !var.empty(); }
-  std::string show() const { return var + "=" + (text.empty() ? std::to_string(value) : quote(text) + " (" + std::to_string(value) + ")"); }
-};
-
-// One launcher's view of this process.
-struct Source {
-  std::string label;  // "Open MPI's mpiexec"
-  bool present = false, ok = false;
-  Field rank, size, local_rank, local_size, node;
-};
-
-// Reads one variable into `f`: false (with a warning) when it is set but malformed.
-bool read_field(const Env& env, const char* var, Field& f, const std::string& label, std::vector<std::string>& warnings) {
-  const char* v = env.raw(var);
-  if (!v) return true;
-  std::optional<int64_t> n = parse_int(v);
-  if (!n) {
-    warnings.push_back(std::string(var) + "=" + quote(v) + " is not a number: " + label + " variables ignored");
-    return false;
-  }
-  if (*n < 0) {
-    warnings.push_back(std::string(var) + "=" + v + " is negative: " + label + " variables ignored");
-    return false;
-  }
-  f.var = var;
-  f.value = *n;
-  return true;
-}
-
-// Local size from Slurm's tasks-per-node lists ("2(x3),1"): the entry of node `node_id`, or the
-// common value when every node has the same count and the node is unknown.
-bool slurm_local_size(const std::string& spec, int64_t node_id, int64_t& out) {
-  std::vector<std::pair<int64_t, int64_t>> runs;  // (tasks, nodes)
-  std::stringstream ss(spec);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    int64_t reps = 1;
-    size_t paren = item.find('(');
-    std::string count = item.substr(0, paren);
-    if (paren != std::string::npos) {
-      if (item.size() < paren + 4 || item.compare(paren, 2, "(x") != 0 || item.back() != ')') return false;
-      std::optional<int64_t> r = parse_int(item.substr(paren + 2, item.size() - paren - 3));
-      if (!r || *r <= 0) return false;
-      reps = *r;
-    }
-    std::optional<int64_t> c = parse_int(count);
-    if (!c || *c <= 0) return false;
-    runs.emplace_back(*c, reps);
-  }
-  if (runs.empty()) return false;
-  if (node_id < 0) {
-    for (const auto& r : runs)
-      if (r.first != runs[0].first) return false;
-    out = runs[0].first;
-    return true;
-  }
-  int64_t first = 0;
-  for (const auto& r : runs) {
-    if (node_id < first + r.second) {
-      out = r.first;
-      return true;
-    }
-    first += r.second;
-  }
-  return false;
-}
 
 // The first host of a Slurm host list: "gpu[003-005,9],login1" → "gpu003", "a1,a2" → "a1".
 std::string first_host(const std::string& list) {
@@ -195,114 +84,6 @@ std::string first_host(const std::string& list) {
     }
   }
   return out;
-}
-
-Source read_source(const Env& env, const std::string& label, const char* rank_var, std::initializer_list<const char*> size_vars,
-                   const char* local_rank_var, const char* local_size_var, const char* node_var, std::vector<std::string>& warnings) {
-  Source s;
-  s.label = label;
-  const char* size_var = nullptr;
-  for (const char* v : size_vars)
-    if (env.has(v)) {
-      size_var = v;
-      break;
-    }
-  s.present = env.has(rank_var) || size_var != nullptr;
-  if (!s.present) return s;
-  bool good = read_field(env, rank_var, s.rank, label, warnings);
-  if (good && size_var) good = read_field(env, size_var, s.size, label, warnings);
-  if (good && local_rank_var) good = read_field(env, local_rank_var, s.local_rank, label, warnings);
-  if (good && local_size_var) good = read_field(env, local_size_var, s.local_size, label, warnings);
-  if (good && node_var) good = read_field(env, node_var, s.node, label, warnings);
-  if (!good) return s;
-  auto bad = [&](const std::string& why) {
-    warnings.push_back(why + ": " + label + " variables ignored");
-    return s;
-  };
-  if (!s.rank.known()) return bad(std::string(size_var) + " is set but " + rank_var + " is not");
-  if (s.size.known() && s.size.value == 0) return bad(s.size.show() + " is not a positive size");
-  if (s.local_size.known() && s.local_size.value == 0) return bad(s.local_size.show() + " is not a positive size");
-  if (s.size.known() && s.rank.value >= s.size.value) return bad(s.rank.show() + " is not below " + s.size.show());
-  if (s.local_rank.known() && s.local_size.known() && s.local_rank.value >= s.local_size.value)
-    return bad(s.local_rank.show() + " is not below " + s.local_size.show());
-  if (s.local_size.known() && s.size.known() && s.local_size.value > s.size.value)
-    return bad(s.local_size.show() + " exceeds " + s.size.show());
-  if (s.local_rank.known() && s.size.known() && s.local_rank.value >= s.size.value)
-    return bad(s.local_rank.show() + " is not below " + s.size.show());
-  s.ok = true;
-  return s;
-}
-
-// Slurm: the size is the step's when there is one, the local size from a tasks-per-node list.
-Source read_slurm(const Env& env, std::vector<std::string>& warnings) {
-  Source s = read_source(env, "Slurm's", "SLURM_PROCID", {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS"}, "SLURM_LOCALID", nullptr,
-                         "SLURM_NODEID", warnings);
-  if (!s.ok) return s;
-  for (const char* v : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NTASKS_PER_NODE"}) {
-    if (!env.has(v)) continue;
-    int64_t local = 0;
-    // SLURM_NTASKS_PER_NODE is one count for every node; the other two list the nodes in order.
-    bool uniform = std::string(v) == "SLURM_NTASKS_PER_NODE";
-    if (!slurm_local_size(env.str(v), s.node.known() && !uniform ? s.node.value : -1, local)) {
-      warnings.push_back(std::string(v) + "=" + quote(env.str(v)) +
-                         (s.node.known() && !uniform ? " is malformed or has no entry for " + s.node.show()
-                                                     : std::string(" is malformed or uneven (and SLURM_NODEID unset)")) +
-                         ": the local size is not taken from it");
-      break;
-    }
-    if (s.local_rank.known() && s.local_rank.value >= local) {
-      warnings.push_back(s.local_rank.show() + " is not below " + v + "=" + quote(env.str(v)) + "'s " + std::to_string(local) +
-                         ": the local size is not taken from it");
-      break;
-    }
-    s.local_size.var = v;
-    s.local_size.value = local;
-    s.local_size.text = env.str(v);
-    break;
-  }
-  return s;
-}
-
-std::string join(const std::vector<std::string>& v, const std::string& sep) {
-  std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? sep : "") + v[i];
-  return out;
-}
-
-// The variables a source set, for notes: "SLURM_PROCID=3, SLURM_NTASKS=4".
-std::string shown(const Source& s) {
-  std::vector<std::string> parts;
-  for (const Field* f : {&s.rank, &s.size, &s.local_rank, &s.local_size, &s.node})
-    if (f->known()) parts.push_back(f->show());
-  return join(parts, ", ");
-}
-
-// Another source that describes this same process: it must agree with the winner; where it does,
-// it fills what the winner lacks.
-void cross_check(Source& win, const Source& other, std::vector<std::string>& warnings, std::vector<std::string>& notes) {
-  bool agree = true;
-  auto compare = [&](const Field& a, const Field& b) {
-    if (a.known() && b.known() && a.value != b.value) {
-      warnings.push_back(a.show() + " and " + b.show() + " disagree: using " + a.var + " (" + win.label + ")");
-      agree = false;
-    }
-  };
-  compare(win.rank, other.rank);
-  compare(win.size, other.size);
-  compare(win.local_rank, other.local_rank);
-  compare(win.local_size, other.local_size);
-  compare(win.node, other.node);
-  if (!agree) return;
-  std::vector<std::string> filled;
-  for (auto [w, o] : {std::pair{&win.size, &other.size},
-                      {&win.local_rank, &other.local_rank},
-                      {&win.local_size, &other.local_size},
-                      {&win.node, &other.node}})
-    if (!w->known() && o->known()) {
-      *w = *o;
-      filled.push_back(o->show());
-    }
-  if (!filled.empty()) notes.push_back(join(filled, ", ") + " filled in from " + other.label + " variables (they agree on the rank)");
 }
 
 void assign_device(LaunchInfo& L, int device_count) {
@@ -614,110 +395,6 @@ void complete_from_mpi(LaunchInfo& L, const MpiFacts& m, int device_count) {
     if (!L.master_addr.empty()) drop(kMasterUnknown);
   }
   assign_device(L, device_count);
-}
-
-namespace {
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-// A value is safe in `export K=V` unquoted when it has only these characters.
-std::string shell_word(const std::string& s) {
-  bool safe = !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' || c == ':';
-  });
-  if (safe) return s;
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string num_or_unknown(int64_t v) { return v < 0 ? std::string("unknown") : std::to_string(v); }
-
-}  // namespace
-
-std::string launch_json(const LaunchInfo& L) {
-  std::ostringstream o;
-  o << "{\n"
-    << "  \"launcher\": " << json_string(L.launcher) << ",\n"
-    << "  \"mpi\": " << json_string(L.mpi) << ",\n"
-    << "  \"rank\": " << L.rank << ",\n"
-    << "  \"world_size\": " << L.world_size << ",\n"
-    << "  \"local_rank\": " << L.local_rank << ",\n"
-    << "  \"local_size\": " << L.local_size << ",\n"
-    << "  \"node\": " << L.node << ",\n"
-    << "  \"device\": " << L.device << ",\n"
-    << "  \"backend\": " << json_string(L.backend) << ",\n"
-    << "  \"master_addr\": " << json_string(L.master_addr) << ",\n"
-    << "  \"master_port\": " << L.master_port << ",\n"
-    << "  \"warnings\": [";
-  for (size_t i = 0; i < L.warnings.size(); ++i) o << (i ? ",\n    " : "\n    ") << json_string(L.warnings[i]);
-  o << (L.warnings.empty() ? "]" : "\n  ]") << "\n}\n";
-  return o.str();
-}
-
-std::string launch_text(const LaunchInfo& L) {
-  std::ostringstream o;
-  auto line = [&](const char* key, const std::string& value) {
-    o << key << std::string(12 - std::string(key).size(), ' ') << value << "\n";
-  };
-  line("launcher", L.launcher);
-  line("mpi", L.mpi.empty() ? std::string("-") : L.mpi);
-  line("rank", std::to_string(L.rank) + " of " + num_or_unknown(L.world_size));
-  line("local rank", (L.local_rank_known ? std::to_string(L.local_rank) : std::string("unknown")) + " of " + num_or_unknown(L.local_size));
-  line("node", num_or_unknown(L.node));
-  line("device", (L.device < 0 ? std::string("none") : std::to_string(L.device)) + ", backend " + L.backend + ": " + L.backend_reason);
-  line("master", (L.master_addr.empty() ? std::string("unknown") : L.master_addr) + ":" + std::to_string(L.master_port));
-  line("warnings", L.warnings.empty() ? std::string("none") : std::to_string(L.warnings.size()));
-  for (const std::string& w : L.warnings) o << "  warning: " << w << "\n";
-  for (const std::string& n : L.notes) o << "  note: " << n << "\n";
-  return o.str();
-}
-
-std::string launch_export(const LaunchInfo& L) {
-  std::vector<std::string> parts;
-  parts.push_back("RANK=" + std::to_string(L.rank));
-  if (L.world_size >= 0) parts.push_back("WORLD_SIZE=" + std::to_string(L.world_size));
-  if (L.local_rank_known) parts.push_back("LOCAL_RANK=" + std::to_string(L.local_rank));
-  if (L.local_size >= 0) parts.push_back("LOCAL_WORLD_SIZE=" + std::to_string(L.local_size));
-  if (!L.master_addr.empty()) parts.push_back("MASTER_ADDR=" + shell_word(L.master_addr));
-  parts.push_back("MASTER_PORT=" + std::to_string(L.master_port));
-  return "export " + join(parts, " ") + "\n";
-}
-
-std::string job_pointer(int64_t rank, int64_t world_size, int64_t speaker, int exit_code, const std::string& gist) {
-  std::string who = "rank " + std::to_string(rank) + (world_size > 0 ? " of " + std::to_string(world_size) : std::string());
-  std::string where = speaker >= 0 ? "rank " + std::to_string(speaker) : std::string("another rank");
-  std::string out = "stepgraph: error: " + who + " exits with code " + std::to_string(exit_code) + ": ";
-  out += gist.empty() ? where + " printed why" : gist + "; " + where + " printed the whole message";
-  return out + "\n";
-}
-
-void let_others_speak(int64_t world_size) {
-  if (world_size > 1) std::this_thread::sleep_for(std::chrono::milliseconds(250));
-}
-
-void wait_for_speaker(int64_t world_size) {
-  if (world_size > 1) std::this_thread::sleep_for(std::chrono::seconds(3));
 }
 
 }  // namespace sg::exec

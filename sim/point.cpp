@@ -10,6 +10,7 @@
 #include "core/base/input_file.hpp"
 #include "core/base/sizes.hpp"
 #include "core/interp/bus_bandwidth.hpp"
+#include "core/interp/send_policy.hpp"
 #include "core/io/output_file.hpp"
 #include "core/io/trace.hpp"
 #include "core/io/writers.hpp"
@@ -331,8 +332,8 @@ PointResult run_point(const PointSpec& p) {
     return r;
   }
   // A program with FIFO connections (MSCCL) buffers its sends: under --protocol auto they go
-  // eagerly (its slots are not modelled in time; verify's bounded semantics checks them).
-  if (g->connection_slots && so.runtime.protocol == Protocol::Auto) so.runtime.protocol = Protocol::Eager;
+  // eagerly (core/interp/send_policy.hpp).
+  if (send_policy(*g).fifo() && so.runtime.protocol == Protocol::Auto) so.runtime.protocol = Protocol::Eager;
   so.runtime.wire_factor = g->wire_factor;
   if (!so.runtime.message_latency_given) so.runtime.message_latency = g->message_latency;
   r.wire = nccl_line.empty() ? g->wire_why : nccl_line;

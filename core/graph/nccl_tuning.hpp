@@ -2,7 +2,7 @@
 // count for each collective (src/graph/tuning.cc and src/enqueue.cc, NCCL v2.30.7), on the
 // machine a platform describes (NcclHardware: the GPU generation, its NVLinks, the NICs and
 // their PCIe path, the host CPU; a `nodes:` platform is an H100 node, the presets name others,
-// sim/platform/presets.cpp). algorithm_choice.cpp turns its answer into a library schedule and
+// sim/platform/presets.cpp). nccl_choice.cpp turns its answer into a library schedule and
 // its parameters; it is a file of its own because it is a model of another library's decisions,
 // with its own tables and its own sources, like Open MPI's tables are.
 #pragma once

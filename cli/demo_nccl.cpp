@@ -1,4 +1,4 @@
-// The tour's NCCL tables (part of step 9, cli/tour.cpp): a real nccl-tests table shipped in
+// The tour's NCCL tables (part of step 9, cli/demo.cpp): a real nccl-tests table shipped in
 // bench/nccl_accuracy/tables, predicted row by row on the preset as shipped, then `calibrate
 // --nccl-tests` fitted on half of it with the same machine's all-gather held out.
 #include <cstdio>
@@ -27,7 +27,7 @@ std::string tables_dir() {
 
 }  // namespace
 
-int tour_nccl_tables(int rc) {
+int demo_nccl_tables(int rc) {
   const std::string dir = tables_dir();
   if (dir.empty()) {
     std::cout << "\n   (the shipped nccl-tests tables are not beside this binary: bench/nccl_accuracy/tables)\n";

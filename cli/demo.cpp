@@ -24,11 +24,11 @@
 
 namespace sg::cli {
 
-// Step 11: an MSCCL XML file verified and simulated (cli/tour_msccl.cpp); steps 12 on: real runs
-// under mpiexec (cli/tour_exec.cpp). Each returns the tour's exit code.
-int tour_msccl(int rc);
-int tour_exec(int rc);
-int tour_nccl_tables(int rc);  // step 9's measured tables (cli/tour_nccl.cpp)
+// Step 11: an MSCCL XML file verified and simulated (cli/demo_msccl.cpp); steps 12 on: real runs
+// under mpiexec (cli/demo_exec.cpp). Each returns the tour's exit code.
+int demo_msccl(int rc);
+int demo_exec(int rc);
+int demo_nccl_tables(int rc);  // step 9's measured tables (cli/demo_nccl.cpp)
 
 namespace {
 
@@ -489,7 +489,7 @@ schedule hier_misrouted(mp = 4) {
                         : r.expansions[0].substr(r.expansions[0].find("(NCCL")))
                 << "\n";
     }
-    rc = tour_nccl_tables(rc);
+    rc = demo_nccl_tables(rc);
   }
   {
     // Context-parallel attention: the same step graphs, analysed and simulated with their tiles.
@@ -513,7 +513,7 @@ schedule hier_misrouted(mp = 4) {
     so.platform = "nodes:count=1,gpus=8,nvlink=450GBps,nic=400Gbps,speed=400Tf";
     sim("\n    `sim ring_attention,zigzag_ring_attention,… -n 8 --model analytic --platform nodes:…,speed=400Tf`\n\n", so);
   }
-  return tour_exec(tour_msccl(rc));
+  return demo_exec(demo_msccl(rc));
 }
 
 }  // namespace sg::cli

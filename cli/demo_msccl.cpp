@@ -47,7 +47,7 @@ std::string replace_first(std::string s, const std::string& from, const std::str
 
 }  // namespace
 
-int tour_msccl(int rc) {
+int demo_msccl(int rc) {
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path dir = fs::temp_directory_path() / "stepgraph-tour";

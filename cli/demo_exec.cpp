@@ -15,9 +15,9 @@
 
 namespace sg::cli {
 
-int tour_python(int rc, const std::string& mpi, const std::string& tmp);
+int demo_python(int rc, const std::string& mpi, const std::string& tmp);
 
-int tour_exec(int rc) {
+int demo_exec(int rc) {
   namespace fs = std::filesystem;
   std::string tmp = fs::temp_directory_path().string();
   // Execution: real processes under mpiexec, the same graphs on real buffers.
@@ -176,11 +176,11 @@ int tour_exec(int rc) {
       " --device host-staged --transport nccl --iters 1; echo \"   exit code $?\" ) 2>&1 "
       "| grep -v -e '^---' -e '^$' -e 'Primary job' -e 'non-zero exit' -e 'mpiexec detected' -e 'the job to be' -e 'Process name' "
       "-e 'Exit code:'");
-  return tour_python(rc, mpi, tmp);
+  return demo_python(rc, mpi, tmp);
 }
 
 // Step 19: the same library from Python, and a schedule run on torch tensors (python/).
-int tour_python(int rc, const std::string& mpi, const std::string& tmp) {
+int demo_python(int rc, const std::string& mpi, const std::string& tmp) {
   namespace fs = std::filesystem;
   fs::path pkg = fs::read_symlink("/proc/self/exe").parent_path() / "python";
   if (!fs::exists(pkg / "stepgraph" / "__init__.py")) {
