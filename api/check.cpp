@@ -1,10 +1,10 @@
 // `check` as a library call: build one N, run the reference interpreter on symbolic values and
-// check the postconditions (core/interp/check.hpp).
+// check the postconditions (core/interp/run_check.hpp).
 #include <algorithm>
 
 #include "api/api.hpp"
 #include "core/base/sizes.hpp"
-#include "core/interp/check.hpp"
+#include "core/interp/run_check.hpp"
 #include "core/io/writers.hpp"
 
 namespace sg::api {

@@ -12,7 +12,7 @@
 #include <chrono>
 
 #include "core/base/sizes.hpp"
-#include "core/interp/check.hpp"
+#include "core/interp/run_check.hpp"
 #include "core/interp/send_policy.hpp"
 #include "core/pipeline.hpp"
 #include "verify/verify.hpp"

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "api/api.hpp"
-#include "core/interp/check.hpp"
+#include "core/interp/run_check.hpp"
 #include "core/interp/send_policy.hpp"
 #include "core/io/writers.hpp"
 

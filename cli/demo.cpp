@@ -16,7 +16,7 @@
 #include "cli/sim_command.hpp"
 #include "core/base/sizes.hpp"
 #include "core/dsl/library.hpp"
-#include "core/interp/check.hpp"
+#include "core/interp/run_check.hpp"
 #include "core/io/output_file.hpp"
 #include "core/io/writers.hpp"
 #include "core/pipeline.hpp"

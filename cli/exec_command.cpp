@@ -23,8 +23,8 @@
 #include "core/pipeline.hpp"
 #include "exec/exec_point.hpp"
 #include "exec/launcher.hpp"
+#include "exec/mpi_collective.hpp"
 #include "exec/mpi_world.hpp"
-#include "exec/native.hpp"
 #include "exec/transport.hpp"
 #endif
 

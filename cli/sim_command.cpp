@@ -243,7 +243,7 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
 }
 
 PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index) {
-  const Point& pt = plan.points[index];
+  const SweepPoint& pt = plan.points[index];
   sim::PointSpec spec;
   spec.target = plan.targets[pt.target];
   spec.n = pt.n;

@@ -14,7 +14,8 @@
 
 namespace sg::cli {
 
-struct Point {
+// One point of a sweep: a target at N ranks, with the swept parameter's value.
+struct SweepPoint {
   size_t target = 0;  // index into PointPlan::targets
   uint32_t n = 0;
   uint64_t value = 0;  // the swept parameter's value
@@ -29,7 +30,7 @@ struct PointPlan {
   std::vector<bool> sweeps;
   std::string param;  // the swept parameter ("" if none)
   uint64_t max_memory = 0;
-  std::vector<Point> points;
+  std::vector<SweepPoint> points;
   sim::SimOptions sim;
   AlgoChoice algo;               // --algo: collective steps' algorithms (empty: Open MPI's choice)
   sim::PlatformChoice platform;  // --platform, read once (api::read_platform)

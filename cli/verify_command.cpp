@@ -15,7 +15,7 @@
 #include "cli/commands.hpp"
 #include "cli/shared.hpp"
 #include "core/base/sizes.hpp"
-#include "core/interp/check.hpp"
+#include "core/interp/run_check.hpp"
 #include "core/io/writers.hpp"
 #include "core/pipeline.hpp"
 #include "verify/verify.hpp"

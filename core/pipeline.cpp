@@ -33,7 +33,7 @@ struct FrontEnd {
 const std::vector<FrontEnd>& front_ends() {
   static const std::vector<FrontEnd> table = {
       {"the schedule language", [](const std::string& spec) { return !msccl::claims(spec); },
-       [](Session& s, const std::string& spec) { return s.resolve(spec); },
+       [](Session& s, const std::string& spec) { return s.open_schedule(spec); },
        [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate* est) { return elaborate(s, t, o, est); }},
       {"MSCCL XML", msccl::claims, msccl::open_target,
        [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate*) { return msccl::elaborate_target(s, t, o); }},

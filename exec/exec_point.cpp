@@ -21,7 +21,7 @@
 #include "core/pipeline.hpp"
 #include "exec/executor.hpp"
 #include "exec/launcher.hpp"
-#include "exec/native.hpp"
+#include "exec/mpi_collective.hpp"
 
 namespace sg::exec {
 
@@ -232,12 +232,12 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   // MPI's own collective on the same inputs, for --check: the postcondition's range before the
   // run (an all-to-all's input buffer), compared afterwards with ours, element for element.
   // It runs on the postconditions' groups (one call per group), as the schedule does.
-  NativeGroup ng;
-  native_group(*g, world, ng);
+  MpiCollectiveGroup ng;
+  mpi_collective_group(*g, world, ng);
   row.group_ranks = ng.size > 0 ? ng.size : size;
   row.native_why = ng.why;
   const Expectation* x = ng.x;
-  Native ref;  // set up once the inputs are known
+  MpiCollective ref;  // set up once the inputs are known
   ref.kind = row.kind;
   // Only where the postcondition's buffer holds inputs: initialised by `init`, written by no
   // compute step (a training step's gradients are computed: MPI would get other inputs).
@@ -274,7 +274,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   }
   if (req.check) {
     one(nullptr, true, true);
-    CheckResult cr = ex.check();
+    CheckResult cr = ex.compare_expected();
     if (!cr.error.empty()) {
       say("stepgraph exec: rank " + std::to_string(me) + ": " + cr.error + "\n");
       abort_job(3);
@@ -301,7 +301,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     unsigned long long differ = 0;
     if (compare_mpi && x) {
       uint64_t esize = dtype_size(shown_type);
-      ref = native_for(x->kind, shown_type, ex.reduce_op(), ng.root, input.size(), ng.size);
+      ref = mpi_collective_for(x->kind, shown_type, ex.reduce_op(), ng.root, input.size(), ng.size);
       ref.a = input;
       ref.run(ng.comm);
       // Where MPI's result is, and the part of ours it must equal.
@@ -351,7 +351,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     if (row.comm_s > 0) row.overlap = hidden / row.comm_s;
   }
   if (req.compare_native && ng.why.empty()) {
-    Native nat = native_for(row.kind, shown_type, ex.reduce_op(), ng.root, row.size, ng.size);
+    MpiCollective nat = mpi_collective_for(row.kind, shown_type, ex.reduce_op(), ng.root, row.size, ng.size);
     if (!nat.available()) row.native_why = "MPI has no collective for its postcondition";
     else
       row.native_s = slowest_mean(world, req.warmup, req.iters, [&](bool) {

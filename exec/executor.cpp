@@ -41,9 +41,9 @@ bool Executor::fill_inputs(std::string& err) {
   return ok;
 }
 RunResult Executor::run(bool compute, bool values) { return impl_->run(compute, values); }
-CheckResult Executor::check() const {
+CheckResult Executor::compare_expected() const {
   impl_->down_all();  // device mode: the check reads the host mirrors
-  CheckResult r = impl_->check();
+  CheckResult r = impl_->compare_expected();
   r.error = impl_->dev_error;
   return r;
 }

@@ -111,8 +111,8 @@ class Executor {
   // that a compute step's time is its flops).
   RunResult run(bool compute = true, bool values = true);
   // Compares every chunk a postcondition covers on this rank with its expected value.
-  CheckResult check() const;
-  // Whether the schedule computes attention (then check() leaves the attention outputs unchecked
+  CheckResult compare_expected() const;
+  // Whether the schedule computes attention (then compare_expected() leaves the attention outputs unchecked
   // and check_attention compares them with the one-rank reference).
   // How this rank's runs move messages (after setup), one line: e.g. "12 steps; 3 receives posted
   // at the start, 3 matched by probe; 9 persistent requests", or why a path is not taken.

@@ -78,7 +78,7 @@ bool Executor::Impl::fill_inputs() {
   return dev_error.empty();
 }
 
-CheckResult Executor::Impl::check() const {
+CheckResult Executor::Impl::compare_expected() const {
   CheckResult r;
   if (!initial) {
     initial = std::make_unique<MachineState>(g);

@@ -406,7 +406,7 @@ struct Executor::Impl {
   // ---- executor_fill_check.cpp ----
   Value initial_value(uint32_t b, uint32_t c) const;
   bool fill_inputs();
-  CheckResult check() const;
+  CheckResult compare_expected() const;
   std::vector<AttentionOutput> attention_outputs();
   void down_all();
   void up_all();

@@ -1,5 +1,5 @@
 // libFuzzer harness for the front end: the input is the text of a .sched file. It goes the road
-// `stepgraph check` takes (core/interp/check.hpp, run_check): parse, build (elaborate and the passes) at
+// `stepgraph check` takes (core/interp/run_check.hpp, run_check): parse, build (elaborate and the passes) at
 // N = 2, 3 and 4, then the interpreter and the postconditions, with every diagnostic rendered
 // (a location past the end of the text must not crash the caret line). One property besides
 // "no crash": a program that parses prints to text that parses again and prints the same
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "core/dsl/printer.hpp"
-#include "core/interp/check.hpp"
+#include "core/interp/run_check.hpp"
 #include "core/pipeline.hpp"
 
 namespace {

@@ -15,7 +15,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/interp/check.hpp"
+#include "core/interp/run_check.hpp"
 #include "core/pipeline.hpp"
 
 namespace {

@@ -7,7 +7,7 @@
 // per kind; the table of kinds is sim/platform/kinds.cpp), without SimGrid, and they are the routes
 // SimGrid's zones use (same links, same order, same names: tests/platform/test_kinds.cpp holds
 // every host pair of small instances against Host::route_to). For an XML file the hosts and routes come
-// from SimGrid: build_simgrid or resolve_xml_platform (sim/simgrid_platform.hpp) fills them.
+// from SimGrid: build_simgrid or load_xml_platform (sim/simgrid_platform.hpp) fills them.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -89,7 +89,7 @@ struct Platform {
   PlatformKind kind = PlatformKind::Star;
   std::string spec;             // normalised: kind, resolved sizes, the keys given, the model
   bool ideal = false;           // model == NetModel::Ideal
-  uint32_t hosts = 0;           // hosts available (>= ranks); Xml: 0 until build_simgrid / resolve_xml_platform
+  uint32_t hosts = 0;           // hosts available (>= ranks); Xml: 0 until build_simgrid / load_xml_platform
   double speed = 1e12;          // flops/s per host (spec key `speed=`); Xml: the first host's
   std::vector<LinkInfo> links;  // every link of the platform (Xml: those the routes use, once resolved)
   std::string xml;              // Xml: the file's path, as given
@@ -189,7 +189,7 @@ using sg::parse_flops;
 using sg::parse_time;
 
 // Sets an Xml platform's links, hosts and route tables from SimGrid's answers, routes[a][b] for
-// every ordered host pair (build_simgrid and resolve_xml_platform call it).
+// every ordered host pair (build_simgrid and load_xml_platform call it).
 struct XmlRoute {
   std::vector<uint32_t> links;  // indices into the `links` given with it
   double latency = 0;

@@ -194,7 +194,7 @@ PointResult run_point(const PointSpec& p) {
     return r;
   }
 #ifdef STEPGRAPH_HAVE_SIMGRID
-  if (platform.kind == PlatformKind::Xml && !resolve_xml_platform(platform, perr)) {
+  if (platform.kind == PlatformKind::Xml && !load_xml_platform(platform, perr)) {
     r.status = 2;
     r.error = "bad --platform '" + choice.spec + "': " + perr;
     return r;

@@ -32,6 +32,6 @@ void build_simgrid(Platform& p, simgrid::s4u::Engine& e, std::vector<simgrid::s4
 // sends them back. For what needs them before or without a SimGrid run in this process (the
 // analytic backend, a check of the host count against the ranks). Does nothing for the
 // generated kinds. Returns false with a message (the file does not load, too few hosts).
-bool resolve_xml_platform(Platform& p, std::string& err);
+bool load_xml_platform(Platform& p, std::string& err);
 
 }  // namespace sg::sim

@@ -52,8 +52,8 @@ refuses core_graph core/msccl/program.hpp
 refuses core_io core/msccl/program.hpp
 refuses core_msccl core/io/writers.hpp
 sees core_pipeline core/pipeline.hpp
-refuses core_pipeline core/interp/check.hpp
-sees core_interp core/interp/check.hpp
+refuses core_pipeline core/interp/run_check.hpp
+sees core_interp core/interp/run_check.hpp
 # the backends know core/ and themselves, never each other
 sees sim,core core/interp/value.hpp
 refuses sim,core verify/verdict.hpp

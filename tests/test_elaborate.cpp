@@ -167,7 +167,7 @@ TEST_CASE("one rank's program equals that rank's part of the whole graph", "[ela
       auto ix = g.rank_index();
       for (uint32_t r = 0; r < n; ++r) {
         Session s;
-        Target t = s.resolve(e.name);
+        Target t = s.open_schedule(e.name);
         ElabOptions o;
         o.nranks = n;
         o.only_rank = r;
@@ -192,7 +192,7 @@ TEST_CASE("the size estimate counts exactly what elaboration builds", "[elaborat
   for (const auto& e : library()) {
     for (uint32_t n : {2u, 5u, 8u, 16u}) {
       Session s;
-      Target t = s.resolve(e.name);
+      Target t = s.open_schedule(e.name);
       ElabOptions o;
       o.nranks = n;
       SizeEstimate est;
@@ -205,7 +205,7 @@ TEST_CASE("the size estimate counts exactly what elaboration builds", "[elaborat
         one.only_rank = r;
         Session s2;
         SizeEstimate est2;
-        auto g2 = elaborate(s2, s2.resolve(e.name), one, &est2);
+        auto g2 = elaborate(s2, s2.open_schedule(e.name), one, &est2);
         REQUIRE(g2);
         CHECK(est2.steps == g2->size());
       }
@@ -215,7 +215,7 @@ TEST_CASE("the size estimate counts exactly what elaboration builds", "[elaborat
 
 TEST_CASE("an instance too big to build is refused before building", "[elaborate][estimate]") {
   Session s;
-  Target t = s.resolve("ring_allreduce");
+  Target t = s.open_schedule("ring_allreduce");
   ElabOptions o;
   o.nranks = 4096;
   o.max_memory = uint64_t{1} << 30;
@@ -447,7 +447,7 @@ TEST_CASE("check's interpreter is counted before the graph is built", "[elaborat
   // Issue 23: check ring_allreduce -n 8192 built its 268 M-step graph (8.7 GB, 150-210 s) before
   // refusing it for the interpreter's state. Now the interpreter's need is part of the estimate.
   Session s;
-  Target t = s.resolve("ring_allreduce");
+  Target t = s.open_schedule("ring_allreduce");
   ElabOptions o;
   o.nranks = 8192;
   o.max_memory = uint64_t{16} << 30;
@@ -466,7 +466,7 @@ TEST_CASE("check's interpreter is counted before the graph is built", "[elaborat
   o2.nranks = 64;
   count_interpreter(o2);
   SizeEstimate e2;
-  auto g2 = elaborate(s2, s2.resolve("ring_allreduce"), o2, &e2);
+  auto g2 = elaborate(s2, s2.open_schedule("ring_allreduce"), o2, &e2);
   REQUIRE(g2);
   CHECK(interpreter_bytes(e2, 64) >= interpreter_bytes(*g2));
 }
@@ -498,7 +498,7 @@ TEST_CASE("byte sizes and totals past 4 EiB are refused where they arise, never 
   ElabOptions o;
   o.nranks = 4;
   o.sets = {{"size", "8388607TiB"}};
-  auto g = elaborate(s, s.resolve("ring_allreduce"), o);
+  auto g = elaborate(s, s.open_schedule("ring_allreduce"), o);
   CHECK_FALSE(g);
   REQUIRE(s.diags.error_count() == 1);  // not followed by "used before it is declared" at every use
   const Diagnostic& d = s.diags.all()[0];

@@ -97,7 +97,7 @@ Expanded expand(const std::string& text, uint32_t n, const AlgoChoice& choice, u
 // the expansion sets them.
 std::vector<uint64_t> library_sends(const std::string& sched, uint32_t n, uint64_t bytes, bool rooted, uint32_t root) {
   Session s;
-  Target t = s.resolve(sched);
+  Target t = s.open_schedule(sched);
   REQUIRE(t.schedule);
   ElabOptions o;
   o.nranks = n;

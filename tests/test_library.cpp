@@ -37,7 +37,7 @@ TEST_CASE("the interpreter checks the whole library for N in 2..17 and powers of
     int ok = 0;
     for (uint32_t n : ns) {
       Session s;
-      Target t = s.resolve(e.name);
+      Target t = s.open_schedule(e.name);
       ElabOptions o;
       o.nranks = n;
       // train_step's defaults are a 405B model on multiples of 128 ranks: a small model here
@@ -100,7 +100,7 @@ TEST_CASE("grid schedules check for other model-parallel widths", "[library][int
       for (uint32_t n = 2; n <= 17; ++n) {
         if (n % mp) continue;
         Session s;
-        Target t = s.resolve(name);
+        Target t = s.open_schedule(name);
         ElabOptions o;
         o.nranks = n;
         o.sets = {{"mp", std::to_string(mp)}};
@@ -118,7 +118,7 @@ TEST_CASE("Megatron-LM's tensor-parallel pair checks for any number of layers, e
     for (int layers : {1, 2, 5}) {
       for (uint32_t n : {4u, 8u, 12u}) {
         Session s;
-        Target t = s.resolve(name);
+        Target t = s.open_schedule(name);
         ElabOptions o;
         o.nranks = n;
         o.sets = {{"mp", "2"}, {"layers", std::to_string(layers)}};
@@ -150,7 +150,7 @@ TEST_CASE("parameters change the library schedules' shape, not their correctness
   for (const auto& k : cases) {
     for (uint32_t n : {5u, 8u, 13u}) {
       Session s;
-      Target t = s.resolve(k.name);
+      Target t = s.open_schedule(k.name);
       ElabOptions o;
       o.nranks = n;
       o.sets = k.sets;

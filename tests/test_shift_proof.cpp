@@ -30,7 +30,7 @@ struct Built {
 // Null where the schedule does not build at n (its parameters' requirements).
 std::unique_ptr<Built> build(const std::string& target, uint32_t n, std::vector<std::pair<std::string, std::string>> sets = {}) {
   auto b = std::make_unique<Built>();
-  b->t = b->s.resolve(target);
+  b->t = b->s.open_schedule(target);
   REQUIRE(b->t.schedule);
   ElabOptions o;
   o.nranks = n;
@@ -254,7 +254,7 @@ schedule hidden_error() {
   CHECK(prove_shift(b->in, RankSymmetry{{}, 4}, RankShift{1, 4, 4}).find("does not come round") != std::string::npos);
   // Rank 3 divides by zero; a build of rank 0 alone would not.
   Session s;
-  Target t = s.resolve(file + ":hidden_error");
+  Target t = s.open_schedule(file + ":hidden_error");
   REQUIRE(t.schedule);
   ShiftProofInput in;
   in.program = t.program;

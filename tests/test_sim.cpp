@@ -51,7 +51,7 @@ std::unique_ptr<Built> build(const std::string& target, uint32_t n, std::vector<
   auto b = std::make_unique<Built>();
   Target t;
   if (text.empty()) {
-    t = b->s.resolve(target);
+    t = b->s.open_schedule(target);
   } else {
     const Program* p = b->s.load_text(target + ".sched", text);
     INFO(b->s.diags.render(b->s.sources));
@@ -231,7 +231,7 @@ TEST_CASE("the step time's breakdown: compute, communication exposed by statemen
 
 TEST_CASE("a simulated deadlock ends with the ranks, steps and lines that wait, never a hang", "[sim][deadlock]") {
   Session s;
-  Target t = s.resolve((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "ring_shift.sched").string() + ":bad");
+  Target t = s.open_schedule((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "ring_shift.sched").string() + ":bad");
   REQUIRE(t.schedule);
   ElabOptions o;
   o.nranks = 4;

@@ -150,7 +150,7 @@ TEST_CASE("the stream order is laid on one rank's own program and prints per gro
   CHECK(o.groups == 2);
   // Rank 1's program alone (only_rank, what exec elaborates) has the same steps in the same order.
   Session s;
-  Target t = s.resolve("ring_allgather");
+  Target t = s.open_schedule("ring_allgather");
   ElabOptions eo;
   eo.nranks = 3;
   eo.only_rank = 1;

@@ -6,7 +6,7 @@
 #include "core/dsl/session.hpp"
 #include "core/graph/elaborate.hpp"
 #include "core/graph/passes.hpp"
-#include "core/interp/check.hpp"
+#include "core/interp/run_check.hpp"
 
 namespace sgtest {
 
@@ -42,7 +42,7 @@ inline Built build(const std::string& text, uint32_t n, const std::string& sched
 // Elaborates a library schedule.
 inline Built build_lib(const std::string& name, uint32_t n, std::vector<std::pair<std::string, std::string>> sets = {}) {
   Built b;
-  sg::Target t = b.session->resolve(name);
+  sg::Target t = b.session->open_schedule(name);
   if (!t.schedule) {
     b.errors = b.session->diags.render(b.session->sources);
     return b;

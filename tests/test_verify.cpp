@@ -73,7 +73,7 @@ TEST_CASE("the defect matrix: every defect is found under the right semantics, a
       std::string sched = m[1];
       uint32_t n = static_cast<uint32_t>(std::stoul(m[2]));
       Session s;
-      Target t = s.resolve(e.path().string() + ":" + sched);
+      Target t = s.open_schedule(e.path().string() + ":" + sched);
       REQUIRE(t.schedule);
       auto g = build_for_verify(s, t, n);
       INFO(e.path().filename().string() << ":" << sched << " N=" << n << "\n" << s.diags.render(s.sources));
@@ -106,7 +106,7 @@ TEST_CASE("the defect matrix: every defect is found under the right semantics, a
 
 TEST_CASE("a deadlock counterexample names each stuck rank and the wait-for cycle", "[verify][counterexample]") {
   Session s;
-  Target t = s.resolve((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "ring_shift.sched").string() + ":bad");
+  Target t = s.open_schedule((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "ring_shift.sched").string() + ":bad");
   auto g = build_for_verify(s, t, 4);
   REQUIRE(g);
   for (auto engine : {Engine::Explicit, Engine::Z3}) {
@@ -129,7 +129,7 @@ TEST_CASE("a deadlock counterexample names each stuck rank and the wait-for cycl
 
 TEST_CASE("a wrong-result counterexample gives the chunk, the expected and actual terms and the writers", "[verify][counterexample]") {
   Session s;
-  Target t = s.resolve((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "wildcard_gather.sched").string() + ":bad");
+  Target t = s.open_schedule((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "wildcard_gather.sched").string() + ":bad");
   auto g = build_for_verify(s, t, 3);
   REQUIRE(g);
   VerifyReport rep = verify_graph(*g, both_engines());
@@ -180,7 +180,7 @@ TEST_CASE("every library schedule verifies ok for N = 2..32 under both semantics
   for (const auto& e : library()) {
     for (uint32_t n = 2; n <= 32; ++n) {
       Session s;
-      Target t = s.resolve(e.name);
+      Target t = s.open_schedule(e.name);
       auto g = build_for_verify(s, t, n);
       if (!g) {
         INFO(e.name << " N=" << n << "\n" << s.diags.render(s.sources));
@@ -214,7 +214,7 @@ TEST_CASE("train_step verifies at small shapes; a backward receive on the forwar
     auto sets = small;
     sets.insert(sets.end(), sh.sets.begin(), sh.sets.end());
     Session s;
-    Target t = s.resolve("train_step");
+    Target t = s.open_schedule("train_step");
     auto g = build_for_verify(s, t, sh.n, sets);
     INFO("N=" << sh.n << "\n" << s.diags.render(s.sources));
     REQUIRE(g);
@@ -234,7 +234,7 @@ TEST_CASE("train_step verifies at small shapes; a backward receive on the forwar
   fs::path bad = fs::temp_directory_path() / ("stepgraph_train_step_bad." + std::to_string(::getpid()) + ".sched");
   std::ofstream(bad) << src;
   Session s;
-  Target t = s.resolve(bad.string());
+  Target t = s.open_schedule(bad.string());
   auto sets = small;
   sets.insert(sets.end(), shapes[0].sets.begin(), shapes[0].sets.end());
   auto g = build_for_verify(s, t, 8, sets);
@@ -272,14 +272,14 @@ TEST_CASE("rings on one tag verify ok with z3 in both encodings (the false wrong
       for (bool fixed : {true, false}) {
         Session s;
         const Program* p = s.load_text("ring.sched", text);
-        Target t = std::string(sched) == "nonblocking" ? Target{p, p->find(sched)} : s.resolve(sched);
+        Target t = std::string(sched) == "nonblocking" ? Target{p, p->find(sched)} : s.open_schedule(sched);
         auto g = build_for_verify(s, t, n);
         REQUIRE(g);
         VerifyOptions vo;
         vo.engine = Engine::Z3;
-        vo.z3_opts.fixed_lanes = fixed;
+        vo.z3_opts.fixed_queues = fixed;
         VerifyReport rep = verify_graph(*g, vo);
-        INFO(sched << " N=" << n << (fixed ? " fixed lanes" : " every compatible pair"));
+        INFO(sched << " N=" << n << (fixed ? " fixed queues" : " every compatible pair"));
         for (const auto& m : rep.modes) {
           INFO(mode_name(m.mode) << ": " << m.z3_result.note << "\n" << render_text(m.z3_result.cx, s.sources));
           CHECK(m.z3_result.verdict == Verdict::Ok);
@@ -333,7 +333,7 @@ schedule idle_ranks() {
 TEST_CASE("every library schedule verifies at N = 1 (ok, or refused by its require)", "[verify][edge][library]") {
   for (const auto& e : library()) {
     Session s;
-    Target t = s.resolve(e.name);
+    Target t = s.open_schedule(e.name);
     auto g = build_for_verify(s, t, 1);
     INFO(e.name << "\n" << s.diags.render(s.sources));
     if (!g) {
@@ -350,7 +350,7 @@ TEST_CASE("a time limit makes the run undecided, not wrong: each semantics says 
   // A wildcard reduction over 15 senders: more matchings than either engine gets through in
   // 0.3 s.
   Session s;
-  Target t = s.resolve((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "wildcard_sum.sched").string() + ":fixed");
+  Target t = s.open_schedule((fs::path(STEPGRAPH_SOURCE_DIR) / "tests" / "verify_cases" / "wildcard_sum.sched").string() + ":fixed");
   auto g = build_for_verify(s, t, 16);
   REQUIRE(g);
   VerifyOptions vo;
@@ -398,7 +398,7 @@ TEST_CASE("the explicit and Z3 engines agree on the whole library", "[verify][ag
   for (const auto& e : library()) {
     for (uint32_t n : {2u, 3u, 4u, 5u, 8u}) {
       Session s;
-      Target t = s.resolve(e.name);
+      Target t = s.open_schedule(e.name);
       auto g = build_for_verify(s, t, n);
       if (!g) continue;
       VerifyReport rep = verify_graph(*g, both_engines());
@@ -482,11 +482,11 @@ TEST_CASE("the explicit and Z3 engines agree on structured programs: rings, shif
     vo.explicit_opts.max_executions = 5000;
     VerifyReport rep = verify_graph(*g, vo);
     // Small ones again with every compatible pair a candidate: the general encoding (value
-    // variables over candidate pairs), not only the fixed pairs of uncontested lanes.
+    // variables over candidate pairs), not only the fixed pairs of uncontested queues.
     VerifyReport rep_general;
     if (sc.nranks <= 6) {
       vo.engine = Engine::Z3;
-      vo.z3_opts.fixed_lanes = false;
+      vo.z3_opts.fixed_queues = false;
       rep_general = verify_graph(*g, vo);
       ++general;
     }
@@ -539,7 +539,7 @@ TEST_CASE("a receive that can take a message of another size: unmatched, naming 
   };
   for (Want w : {Want{"bad", 2, 15, 14, true}, Want{"some_orders", 3, 32, 33, true}, Want{"smaller", 2, 51, 50, false}}) {
     Session s;
-    Target t = s.resolve(file.string() + ":" + w.sched);
+    Target t = s.open_schedule(file.string() + ":" + w.sched);
     auto g = build_for_verify(s, t, w.n);
     REQUIRE(g);
     for (auto engine : {Engine::Explicit, Engine::Z3}) {

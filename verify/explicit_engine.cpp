@@ -12,7 +12,7 @@
 #include <set>
 #include <unordered_set>
 
-#include "core/graph/lanes.hpp"
+#include "core/graph/match_queues.hpp"
 #include "core/interp/postcondition.hpp"
 #include "core/interp/trail_notes.hpp"
 #include "core/io/writers.hpp"
@@ -155,20 +155,20 @@ class Explorer {
     if (p2p_.empty() && !p2p_listed_) {
       for (StepId s = 0; s < g_.size(); ++s)
         if (g_.local(s) && (g_.kind(s) == StepKind::Send || g_.kind(s) == StepKind::Recv)) p2p_.push_back(s);
-      lane_ = lane_partners(g_);
+      queue_ = queue_partners(g_);
       p2p_listed_ = true;
     }
     if (offer_size_mismatch(r, matching)) return;
-    // unmatched: a pending MPI operation that nothing left in the program can match. In a lane
+    // unmatched: a pending MPI operation that nothing left in the program can match. In a queue
     // no wildcard contests that is its one partner by MPI's order (the second of two sends into
-    // a lane with one receive can never be taken); elsewhere, any compatible operation still
+    // a queue with one receive can never be taken); elsewhere, any compatible operation still
     // unmatched.
     for (StepId s : p2p_) {
       if (!(r.status[s] & kStepIssued) || r.partner[s] != kNoStep) continue;
       bool is_recv = g_.kind(s) == StepKind::Recv;
       bool fits = false;
-      if (lane_[s] != kLaneContested) {
-        fits = lane_[s] != kNoStep && r.partner[lane_[s]] == kNoStep;
+      if (queue_[s] != kQueueContested) {
+        fits = queue_[s] != kNoStep && r.partner[queue_[s]] == kNoStep;
       } else {
         for (StepId x : p2p_) {
           if (fits) break;
@@ -268,7 +268,7 @@ class Explorer {
   };
   std::unordered_set<std::pair<uint64_t, uint64_t>, PairHash> seen_;  // fingerprints of states explored
   std::vector<StepId> p2p_;                                           // the MPI sends and receives
-  std::vector<StepId> lane_;                                          // lane_partners(g_)
+  std::vector<StepId> queue_;                                         // queue_partners(g_)
   bool p2p_listed_ = false;
 };
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "core/graph/lanes.hpp"
+#include "core/graph/match_queues.hpp"
 #include "verify/z3_engine_impl.hpp"
 
 namespace sg::verify::detail {
@@ -48,7 +48,7 @@ void Encoder::build() {
     c_.push_back(ctx_.int_const(("c" + k).c_str()));
   }
   // Candidate pairs, computed from MPI's rules here rather than taken from the match pass.
-  // A lane no wildcard receive contests (core/graph/lanes.hpp) pairs its k-th receive with its
+  // A queue no wildcard receive contests (core/graph/match_queues.hpp) pairs its k-th receive with its
   // k-th send only: the non-overtaking and posted-order constraints below imply it (if
   // receive j took send i, sends 1..i-1 went to receives posted before j, and receives 1..j-1
   // took sends before i, so i = j), and stating it keeps deterministic programs (rings,
@@ -56,8 +56,8 @@ void Encoder::build() {
   // constraints that would follow. Elsewhere every compatible pair is a candidate.
   pairs_of_.assign(n_, {});
   P2PEnds ends = p2p_ends(g_);
-  lane_ = lane_partners(g_);
-  const std::vector<StepId>& lane = lane_;
+  queue_ = queue_partners(g_);
+  const std::vector<StepId>& queue = queue_;
   auto add_pair = [&](StepId r, StepId m) {
     if (!p2p_compatible(g_, r, m)) return;
     size_t idx = pr_.size();
@@ -73,10 +73,10 @@ void Encoder::build() {
   for (auto& [dst, sr] : ends) {
     for (StepId r : sr.second) {
       tick();
-      if (lane[r] == kLaneContested || !o_.fixed_lanes) {
+      if (queue[r] == kQueueContested || !o_.fixed_queues) {
         for (StepId m : sr.first) add_pair(r, m);
-      } else if (lane[r] != kNoStep) {
-        add_pair(r, lane[r]);
+      } else if (queue[r] != kNoStep) {
+        add_pair(r, queue[r]);
       }
     }
   }

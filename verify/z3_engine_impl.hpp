@@ -156,7 +156,7 @@ class Encoder {
   std::vector<std::pair<StepId, StepId>> pr_;
   std::vector<std::vector<size_t>> pairs_of_;
   std::vector<StepId> wait_of_;
-  std::vector<StepId> lane_;  // lane_partners(g_)
+  std::vector<StepId> queue_;  // queue_partners(g_)
   std::vector<uint8_t> status_;
   std::vector<StepId> partner_;
   std::unordered_map<uint64_t, StepId> prior_;

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/graph/lanes.hpp"
+#include "core/graph/match_queues.hpp"
 #include "core/interp/postcondition.hpp"
 #include "core/io/writers.hpp"
 #include "verify/static_checks.hpp"
@@ -38,11 +38,11 @@ std::vector<std::pair<StepId, StepId>> Encoder::matching_from_model(bool only_wi
 }
 
 // ------------------------------------------------------------------ queries
-// A pending operation nothing left can match: in an uncontested lane, its one partner by
+// A pending operation nothing left can match: in an uncontested queue, its one partner by
 // MPI's order is missing or taken (with every compatible pair a candidate too, since no
 // execution pairs it otherwise); elsewhere, every candidate is taken.
 z3::expr Encoder::unmatched(StepId o) {
-  if (lane_[o] != kLaneContested) return I_[o] && !matched(o) && (lane_[o] == kNoStep ? ctx_.bool_val(true) : matched(lane_[o]));
+  if (queue_[o] != kQueueContested) return I_[o] && !matched(o) && (queue_[o] == kNoStep ? ctx_.bool_val(true) : matched(queue_[o]));
   std::vector<z3::expr> others;
   for (size_t p : pairs_of_[o]) {
     StepId x = g_.kind(o) == StepKind::Recv ? pr_[p].second : pr_[p].first;

@@ -100,7 +100,7 @@ Target Session::pick(const Program* prog, const std::string& wanted, const std::
   return {prog, prog->schedules.back().get()};
 }
 
-Target Session::resolve(const std::string& spec) {
+Target Session::open_schedule(const std::string& spec) {
   std::string path = spec, wanted;
   std::error_code ec;
   // FILE:SCHEDULE — but a path that exists as written wins (it may contain ':').

@@ -71,7 +71,7 @@ class Session {
   // Parses text given directly (tests, property tests).
   const Program* load_text(const std::string& name, const std::string& text);
   // "FILE[:SCHEDULE]" or a library name. Reports errors; returns an empty Target on failure.
-  Target resolve(const std::string& spec);
+  Target open_schedule(const std::string& spec);
   // A `call` target seen from `from`.
   Target find_callee(const Program& from, const std::string& name);
   // Keeps a front end's program alive as long as the session (Target::other points into it).

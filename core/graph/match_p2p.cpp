@@ -7,7 +7,7 @@
 #include <map>
 #include <tuple>
 
-#include "core/graph/lanes.hpp"
+#include "core/graph/match_queues.hpp"
 #include "core/graph/passes.hpp"
 
 namespace sg {

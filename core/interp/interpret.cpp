@@ -111,7 +111,7 @@ InterpResult Interp::run() {
       }
     }
     // Nothing else can run: resolve one deferred wildcard receive, then go on.
-    if (!o_.choose || !resolve_wildcard()) break;
+    if (!o_.choose || !choose_wildcard_sender()) break;
   }
   if (pruned_) {
     res.pruned = true;

@@ -91,7 +91,7 @@ class Interp {
   void deliver(uint32_t dst, Msg m);
   void progress(uint32_t rank);
   bool held_back(const std::deque<StepId>& posted, size_t before, const Msg& m) const;
-  bool resolve_wildcard();
+  bool choose_wildcard_sender();
   struct Fingerprint;
   std::pair<uint64_t, uint64_t> fingerprint() const;
   static uint64_t mix64(uint64_t x);

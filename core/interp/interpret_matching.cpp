@@ -71,7 +71,7 @@ bool Interp::held_back(const std::deque<StepId>& posted, size_t before, const Ms
 
 // At a fixpoint: one pending deferred wildcard receive takes one of its eligible messages, the
 // pair `choose` picks among all of them. Returns false when there is none.
-bool Interp::resolve_wildcard() {
+bool Interp::choose_wildcard_sender() {
   std::vector<std::pair<StepId, StepId>> opts;  // (receive, send)
   std::vector<size_t> idx;                      // the message's place in its queue
   for (uint32_t rank = 0; rank < g_.nranks; ++rank) {

@@ -30,7 +30,7 @@
 #include <set>
 #include <unordered_map>
 
-#include "core/graph/lanes.hpp"
+#include "core/graph/match_queues.hpp"
 #include "core/io/writers.hpp"
 
 namespace sg {

@@ -1,5 +1,5 @@
 // The xml kind in SimGrid: loading the file into the engine and asking SimGrid for its hosts and
-// every route (xml_zone, which build_simgrid calls through the table), and resolve_xml_platform,
+// every route (xml_zone, which build_simgrid calls through the table), and load_xml_platform,
 // which does the same in a child process. SimGrid builds only.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -98,7 +98,7 @@ namespace s4u = simgrid::s4u;
 
 namespace {
 
-// The child's answer to resolve_xml_platform: a flat binary record.
+// The child's answer to load_xml_platform: a flat binary record.
 struct Writer {
   std::string out;
   void u32(uint32_t v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
@@ -182,7 +182,7 @@ std::string resolve_in_child(Platform p) {
 
 }  // namespace
 
-bool resolve_xml_platform(Platform& p, std::string& err) {
+bool load_xml_platform(Platform& p, std::string& err) {
   if (p.kind != PlatformKind::Xml) return true;
   int fd[2];
   if (pipe(fd) != 0) {

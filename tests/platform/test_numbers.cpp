@@ -164,7 +164,7 @@ TEST_CASE("simgrid: an XML file in range loads as before", "[platform][range][xm
   TempDir t;
   Platform p = parse_ok(t.write("ok.xml", xml_with_link("bandwidth=\"100MiBps\" latency=\"1h\"")), 2);
   std::string err;
-  REQUIRE(resolve_xml_platform(p, err));
+  REQUIRE(load_xml_platform(p, err));
   CHECK(p.hosts == 2);
   CHECK(p.links.size() == 1);
   CHECK(p.links[0].lat == 3600);

@@ -1,6 +1,6 @@
 // The xml platform kind (sim/platform/xml.cpp, xml_simgrid.cpp): a SimGrid platform file's path,
 // with model=; with SimGrid, its hosts in file order and its routes, in this process
-// (build_simgrid) and from a child process (resolve_xml_platform).
+// (build_simgrid) and from a child process (load_xml_platform).
 #include "tests/platform/util.hpp"
 
 #include <filesystem>
@@ -113,7 +113,7 @@ TEST_CASE("simgrid: xml platform, hosts in file order, routes from SimGrid", "[p
   // The same, from this process, with the SimGrid work in a child process.
   Platform q = parse_ok(path, 2);
   std::string err;
-  REQUIRE(resolve_xml_platform(q, err));
+  REQUIRE(load_xml_platform(q, err));
   CHECK(q.hosts == 3);
   CHECK(q.host_names == std::vector<std::string>{"b", "a", "c"});
   CHECK(q.host_speeds == std::vector<double>{2e9, 1e9, 1e9});
@@ -126,12 +126,12 @@ TEST_CASE("simgrid: xml platform, hosts in file order, routes from SimGrid", "[p
   CHECK(q.route_bw(0, 2) == 1e9);
   CHECK(q.describe() == "xml, 3 hosts from " + path + ", 3 links, model ideal");
   Platform four = parse_ok(path, 4);
-  CHECK_FALSE(resolve_xml_platform(four, err));
+  CHECK_FALSE(load_xml_platform(four, err));
   CHECK(err.find("3 hosts, but 4 ranks need 4") != std::string::npos);
   std::string broken = (dir / "broken.xml").string();
   std::ofstream(broken) << "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\"><host id=\"a\"/></zone>";
   Platform b = parse_ok(broken, 1);
-  CHECK_FALSE(resolve_xml_platform(b, err));
+  CHECK_FALSE(load_xml_platform(b, err));
   INFO(err);
   CHECK(err.find("platform file " + broken + ": Parse error") != std::string::npos);
   std::filesystem::remove_all(dir);

@@ -1,4 +1,4 @@
-#include "exec/native.hpp"
+#include "exec/mpi_collective.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -73,7 +73,7 @@ bool set_native_algo(const std::string& spec, std::string& err) {
   return true;
 }
 
-bool Native::available() const {
+bool MpiCollective::available() const {
   switch (kind) {
     case ExpectKind::Allreduce:
     case ExpectKind::Reduce:
@@ -85,7 +85,7 @@ bool Native::available() const {
   }
 }
 
-void Native::run(MPI_Comm c) {
+void MpiCollective::run(MPI_Comm c) {
   int me = 0;
   MPI_Comm_rank(c, &me);
   switch (kind) {
@@ -102,13 +102,13 @@ void Native::run(MPI_Comm c) {
   }
 }
 
-NativeGroup::~NativeGroup() {
+MpiCollectiveGroup::~MpiCollectiveGroup() {
   int done = 0;
   MPI_Finalized(&done);
   if (comm != MPI_COMM_NULL && !done) MPI_Comm_free(&comm);
 }
 
-void native_group(const StepGraph& g, MPI_Comm world, NativeGroup& ng) {
+void mpi_collective_group(const StepGraph& g, MPI_Comm world, MpiCollectiveGroup& ng) {
   int me = 0;
   MPI_Comm_rank(world, &me);
   const Expectation* first = nullptr;
@@ -144,8 +144,8 @@ void native_group(const StepGraph& g, MPI_Comm world, NativeGroup& ng) {
   if (ng.comm != MPI_COMM_NULL) MPI_Comm_set_errhandler(ng.comm, MPI_ERRORS_RETURN);
 }
 
-Native native_for(ExpectKind kind, DType t, ReduceOp op, int root, uint64_t bytes, int size) {
-  Native n;
+MpiCollective mpi_collective_for(ExpectKind kind, DType t, ReduceOp op, int root, uint64_t bytes, int size) {
+  MpiCollective n;
   n.kind = kind;
   n.t = exec::mpi_type(t);
   n.op = exec::mpi_op(op, t);

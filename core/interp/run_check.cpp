@@ -1,4 +1,4 @@
-#include "core/interp/check.hpp"
+#include "core/interp/run_check.hpp"
 
 #include "core/base/sizes.hpp"
 #include "core/interp/trail_notes.hpp"

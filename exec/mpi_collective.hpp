@@ -17,7 +17,7 @@ namespace sg::exec {
 bool set_native_algo(const std::string& spec, std::string& err);
 
 // MPI's own collective for a postcondition's kind on `bytes` per rank of one element type.
-struct Native {
+struct MpiCollective {
   ExpectKind kind = ExpectKind::Nothing;
   int root = 0;
   std::vector<unsigned char> a, b;  // the buffer (in place), and the receive buffer where MPI needs one
@@ -33,22 +33,22 @@ struct Native {
 // per group, as the schedule does it (seed 002's all-reduce in every model-parallel group is
 // MPI_Allreduce on each group's communicator, not one over the world). Needs postconditions of
 // one kind on groups of one size that no rank shares; otherwise `why` says so and nothing runs.
-struct NativeGroup {
+struct MpiCollectiveGroup {
   const Expectation* x = nullptr;  // this rank's postcondition (null: this rank is in none)
   MPI_Comm comm = MPI_COMM_NULL;   // its group's communicator (owned; null when x is)
   int size = 0;                    // ranks per group
   int index = -1;                  // this rank's place in its group
   int root = 0;                    // the postcondition's root, as a place in its group (0 when it has none)
   std::string why;                 // non-empty: no native collective, and why (the same on every rank)
-  NativeGroup() = default;
-  NativeGroup(const NativeGroup&) = delete;
-  NativeGroup& operator=(const NativeGroup&) = delete;
-  ~NativeGroup();
+  MpiCollectiveGroup() = default;
+  MpiCollectiveGroup(const MpiCollectiveGroup&) = delete;
+  MpiCollectiveGroup& operator=(const MpiCollectiveGroup&) = delete;
+  ~MpiCollectiveGroup();
 };
 // Collective over `world` (every rank calls it).
-void native_group(const StepGraph& g, MPI_Comm world, NativeGroup& ng);
+void mpi_collective_group(const StepGraph& g, MPI_Comm world, MpiCollectiveGroup& ng);
 
 // The collective for `kind` on `bytes` per rank of type t, with op and root; zeroed buffers.
-Native native_for(ExpectKind kind, DType t, ReduceOp op, int root, uint64_t bytes, int size);
+MpiCollective mpi_collective_for(ExpectKind kind, DType t, ReduceOp op, int root, uint64_t bytes, int size);
 
 }  // namespace sg::exec

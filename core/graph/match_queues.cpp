@@ -1,4 +1,4 @@
-#include "core/graph/lanes.hpp"
+#include "core/graph/match_queues.hpp"
 
 #include <map>
 #include <tuple>
@@ -16,29 +16,29 @@ P2PEnds p2p_ends(const StepGraph& g) {
   return ends;
 }
 
-std::vector<StepId> lane_partners(const StepGraph& g) {
+std::vector<StepId> queue_partners(const StepGraph& g) {
   std::vector<StepId> out(g.size(), kNoStep);
   for (const auto& [dst, sr] : p2p_ends(g)) {
     std::vector<StepId> wild;
-    std::map<std::pair<uint32_t, int32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> lanes;
-    for (StepId m : sr.first) lanes[{g.rank(m), g.p2p_info(m).tag}].first.push_back(m);
+    std::map<std::pair<uint32_t, int32_t>, std::pair<std::vector<StepId>, std::vector<StepId>>> queues;
+    for (StepId m : sr.first) queues[{g.rank(m), g.p2p_info(m).tag}].first.push_back(m);
     for (StepId r : sr.second) {
       if (g.flags(r) & (kFlagAnySource | kFlagAnyTag)) {
         wild.push_back(r);
-        out[r] = kLaneContested;
+        out[r] = kQueueContested;
       } else {
-        lanes[{g.p2p_info(r).peer, g.p2p_info(r).tag}].second.push_back(r);
+        queues[{g.p2p_info(r).peer, g.p2p_info(r).tag}].second.push_back(r);
       }
     }
-    for (const auto& [lane, ms_rs] : lanes) {
+    for (const auto& [queue, ms_rs] : queues) {
       const auto& [ms, rs] = ms_rs;
       bool contested = false;
       for (StepId w : wild) {
         const P2PInfo& p = g.p2p_info(w);
-        if ((p.peer == kAnyRank || p.peer == lane.first) && (p.tag == kAnyTag || p.tag == lane.second)) contested = true;
+        if ((p.peer == kAnyRank || p.peer == queue.first) && (p.tag == kAnyTag || p.tag == queue.second)) contested = true;
       }
-      for (size_t k = 0; k < ms.size(); ++k) out[ms[k]] = contested ? kLaneContested : k < rs.size() ? rs[k] : kNoStep;
-      for (size_t k = 0; k < rs.size(); ++k) out[rs[k]] = contested ? kLaneContested : k < ms.size() ? ms[k] : kNoStep;
+      for (size_t k = 0; k < ms.size(); ++k) out[ms[k]] = contested ? kQueueContested : k < rs.size() ? rs[k] : kNoStep;
+      for (size_t k = 0; k < rs.size(); ++k) out[rs[k]] = contested ? kQueueContested : k < ms.size() ? ms[k] : kNoStep;
     }
   }
   return out;
