@@ -262,7 +262,7 @@ int hand_table(bool quick, const std::vector<int>& procs, int iters, int warmup,
 // The device transports on the stand-in device (--device host-staged: host memory playing the
 // GPU, its two lanes deferred), ring all-reduce against MPI_Allreduce on the same sizes: staged
 // through host mirrors, MPI on the device memory itself (what a CUDA-aware MPI does) and IPC
-// (each rank copies from the sender's mapped memory: exec/executor_ipc.cpp), next to exec on
+// (each rank copies from the sender's mapped memory: exec/executor/executor_ipc.cpp), next to exec on
 // plain host memory (--device cpu). The CPU's view of issue 30's transports: on a GPU the same
 // rows are bench/gpu_run.sh's, against a device-to-device copy.
 int transport_table(bool quick, int procs, int iters) {

@@ -128,7 +128,7 @@ if [ "$q" != quick ]; then
   # cuDNN's backward tile (first run on a GPU here).
   STEPGRAPH_ATTN=cudnn run 150 mpiexec -n 4 build/stepgraph exec zigzag_ring_attention_bwd --device cuda $T
   $E ring_allreduce --device cuda --set size=256MiB --iters 10 --warmup 3
-  # CUDA IPC between the 4 ranks (exec/executor_ipc.cpp), first run on a GPU here: against the
+  # CUDA IPC between the 4 ranks (exec/executor/executor_ipc.cpp), first run on a GPU here: against the
   # staged row above and bench_gpu's D2D copy (issue 30: >= 50 % of what a D2D copy allows).
   $E ring_allreduce --device cuda --transport ipc --set size=256MiB --iters 10 --warmup 3
   STEPGRAPH_ATTN=gemm $E zigzag_ring_attention --device cuda --transport ipc $T

@@ -12,8 +12,8 @@
 #include <mpi.h>
 
 #include "core/io/output_file.hpp"
-#include "exec/calibrate.hpp"
-#include "exec/mpi_world.hpp"
+#include "exec/mpi/calibrate.hpp"
+#include "exec/mpi/mpi_world.hpp"
 #endif
 
 namespace sg::cli {

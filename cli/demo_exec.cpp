@@ -10,7 +10,7 @@
 #include "core/io/output_file.hpp"
 
 #ifdef STEPGRAPH_HAVE_MPI
-#include "exec/mpi_world.hpp"
+#include "exec/mpi/mpi_world.hpp"
 #endif
 
 namespace sg::cli {

@@ -1,4 +1,4 @@
-// `stepgraph env [--json] [--export]`: prints what exec/launcher.cpp detects from the environment.
+// `stepgraph env [--json] [--export]`: prints what exec/launch/launcher.cpp detects from the environment.
 // Built with MPI (STEPGRAPH_HAVE_MPI), when a launcher was detected (never for a single process:
 // a singleton MPI_Init is slow and noisy) and the environment leaves the local rank or size, the
 // world size or the master address unknown, it asks MPI: MPI_Init, a shared-memory split
@@ -8,7 +8,7 @@
 // Under a launcher this binary's MPI cannot join (Open MPI's build under MPICH's Hydra, say) env
 // still reads every variable and prints this process's line: it needs no MPI to do so, and a
 // PyTorch job under that launcher needs its rank. Only the commands that join an MPI job (exec,
-// calibrate, the distributed sim sweep) refuse such a launcher (exec/mpi_world.hpp).
+// calibrate, the distributed sim sweep) refuse such a launcher (exec/mpi/mpi_world.hpp).
 // A program started after it in the same slot may not be able to call MPI_Init again (Hydra's
 // PMI_FD is one connection per slot): there, `--no-mpi`.
 #include "cli/env_command.hpp"
@@ -25,10 +25,10 @@
 #include <string>
 #include <vector>
 
-#include "exec/launcher.hpp"
+#include "exec/launch/launcher.hpp"
 
 #ifdef STEPGRAPH_HAVE_MPI
-#include "exec/mpi_world.hpp"
+#include "exec/mpi/mpi_world.hpp"
 #endif
 
 #ifdef STEPGRAPH_HAVE_MPI

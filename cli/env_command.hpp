@@ -1,5 +1,5 @@
 // `stepgraph env`: which launcher, MPI, rank, local rank, node, device and backend this process
-// sees, and the rendezvous address for PyTorch (cli/env_command.cpp, over exec/launcher.hpp).
+// sees, and the rendezvous address for PyTorch (cli/env_command.cpp, over exec/launch/launcher.hpp).
 #pragma once
 
 namespace sg::cli {

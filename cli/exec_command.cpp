@@ -22,9 +22,9 @@
 #include "core/base/units.hpp"
 #include "core/pipeline.hpp"
 #include "exec/exec_point.hpp"
-#include "exec/launcher.hpp"
-#include "exec/mpi_collective.hpp"
-#include "exec/mpi_world.hpp"
+#include "exec/launch/launcher.hpp"
+#include "exec/mpi/mpi_collective.hpp"
+#include "exec/mpi/mpi_world.hpp"
 #include "exec/transport.hpp"
 #endif
 

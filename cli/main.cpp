@@ -12,7 +12,7 @@
 #include "cli/huge_pages.hpp"
 #include "core/base/errors.hpp"
 #include "core/pipeline.hpp"
-#include "exec/launcher.hpp"
+#include "exec/launch/launcher.hpp"
 
 namespace {
 

@@ -15,7 +15,7 @@
 #ifdef STEPGRAPH_HAVE_MPI
 #include <mpi.h>
 
-#include "exec/mpi_world.hpp"
+#include "exec/mpi/mpi_world.hpp"
 #endif
 
 namespace sg::cli {

@@ -20,9 +20,9 @@ namespace sg {
 namespace {
 
 // A front end: which targets it reads, how it opens one, how it elaborates an instance. The
-// entry whose `claims` accepts a spec reads it (they claim disjoint specs: the schedule language
-// everything the others do not). The language is entry 0, the front end of a Target built by
-// hand from a parsed program.
+// first entry after the language whose `claims` accepts a spec reads it; the schedule language,
+// entry 0 (also the front end of a Target built by hand from a parsed program), reads every spec
+// no other entry claims, so a new front end is one line here and nothing else in this table.
 struct FrontEnd {
   const char* name;
   bool (*claims)(const std::string& spec);
@@ -32,8 +32,7 @@ struct FrontEnd {
 
 const std::vector<FrontEnd>& front_ends() {
   static const std::vector<FrontEnd> table = {
-      {"the schedule language", [](const std::string& spec) { return !msccl::claims(spec); },
-       [](Session& s, const std::string& spec) { return s.open_schedule(spec); },
+      {"the schedule language", nullptr, [](Session& s, const std::string& spec) { return s.open_schedule(spec); },
        [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate* est) { return elaborate(s, t, o, est); }},
       {"MSCCL XML", msccl::claims, msccl::open_target,
        [](Session& s, const Target& t, const ElabOptions& o, SizeEstimate*) { return msccl::elaborate_target(s, t, o); }},
@@ -53,8 +52,9 @@ uint64_t default_memory_limit() { return memory_room().available / 10 * 8; }
 
 Target open_target(Session& s, const std::string& spec, const DumpRequest* dump) {
   const auto& fe = front_ends();
-  for (size_t i = 0; i < fe.size(); ++i) {
-    if (!fe[i].claims(spec)) continue;
+  for (size_t k = 1; k <= fe.size(); ++k) {
+    size_t i = k % fe.size();  // the others first, then the language
+    if (i != 0 && !fe[i].claims(spec)) continue;
     Target t = fe[i].open(s, spec);
     t.front_end = static_cast<uint8_t>(i);
     if (t.program && !s.diags.has_errors() && dump && dump->sink && dump->wants("parse")) dump->sink("parse", print_program(*t.program));

@@ -19,9 +19,9 @@
 #include "core/interp/send_policy.hpp"
 #include "core/io/writers.hpp"
 #include "core/pipeline.hpp"
-#include "exec/executor.hpp"
-#include "exec/launcher.hpp"
-#include "exec/mpi_collective.hpp"
+#include "exec/executor/executor.hpp"
+#include "exec/launch/launcher.hpp"
+#include "exec/mpi/mpi_collective.hpp"
 
 namespace sg::exec {
 

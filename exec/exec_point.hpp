@@ -14,7 +14,7 @@
 #include "core/device/device_ops.hpp"
 #include "core/device/stream_comm.hpp"
 #include "core/graph/step_graph.hpp"
-#include "exec/attention_exec.hpp"
+#include "exec/attention/attention_exec.hpp"
 
 namespace sg::exec {
 
@@ -65,7 +65,7 @@ struct PointRow {
   uint64_t attention_checked = 0;
   uint64_t value = 0;  // the swept parameter's value at this point
   // Attention schedules, checked or not: the layout (its shape), and the work in the count
-  // FlashAttention's and ring attention's benchmarks report (exec/attention_exec.hpp), for TFLOP/s.
+  // FlashAttention's and ring attention's benchmarks report (exec/attention/attention_exec.hpp), for TFLOP/s.
   AttentionLayout shape;
   bool shaped() const { return shape.active; }
   double model_flops() const { return shaped() ? attention_model_flops(shape) : 0; }

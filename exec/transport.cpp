@@ -3,9 +3,9 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "exec/host_device.hpp"
-#include "exec/mpi_stream_comm.hpp"
-#include "exec/mpi_types.hpp"
+#include "exec/executor/host_device.hpp"
+#include "exec/mpi/mpi_stream_comm.hpp"
+#include "exec/mpi/mpi_types.hpp"
 #ifdef STEPGRAPH_HAVE_CUDA
 #include "exec/cuda/cuda_ops.hpp"
 #include "exec/cuda/device.hpp"

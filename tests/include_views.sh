@@ -57,17 +57,17 @@ sees core_interp core/interp/run_check.hpp
 # the backends know core/ and themselves, never each other
 sees sim,core core/interp/value.hpp
 refuses sim,core verify/verdict.hpp
-refuses sim,core exec/executor.hpp
+refuses sim,core exec/executor/executor.hpp
 refuses sim,core api/api.hpp
 refuses verify,core sim/sim.hpp
-refuses verify,core exec/values.hpp
+refuses verify,core exec/executor/values.hpp
 refuses exec,core sim/sim.hpp
 refuses exec,core exec/cuda/cuda_ops.hpp
-refuses exec_cuda,core exec/executor.hpp
+refuses exec_cuda,core exec/executor/executor.hpp
 refuses exec_cuda,core verify/verdict.hpp
 # the library face: core, sim and verify, never exec or the command line
 sees api,core,sim,verify sim/sim.hpp
-refuses api,core,sim,verify exec/executor.hpp
+refuses api,core,sim,verify exec/executor/executor.hpp
 refuses api,core,sim,verify cli/commands.hpp
 refuses cli,api,core,sim,verify,exec tests/test_util.hpp
 

@@ -46,14 +46,14 @@ fresh
 printf '#include <sim/sim.hpp>\n' >"$scratch/src/sim/escape.cpp"
 expect "an angle include of our own folder" 'sim/escape.cpp:1: includes <sim/sim.hpp> with angle brackets'
 fresh
-printf '#include "exec/executor.hpp"  // for Executor<T>\n' >"$scratch/src/sim/escape.cpp"
-expect "a comment with an angle bracket after the include" 'sim/escape.cpp:1: includes "exec/executor.hpp"'
+printf '#include "exec/executor/executor.hpp"  // for Executor<T>\n' >"$scratch/src/sim/escape.cpp"
+expect "a comment with an angle bracket after the include" 'sim/escape.cpp:1: includes "exec/executor/executor.hpp"'
 fresh
-printf '#include "exec/executor.hpp"\n' >"$scratch/src/sim/escape.h"
-expect "a .h file" 'sim/escape.h:1: includes "exec/executor.hpp"'
+printf '#include "exec/executor/executor.hpp"\n' >"$scratch/src/sim/escape.h"
+expect "a .h file" 'sim/escape.h:1: includes "exec/executor/executor.hpp"'
 fresh
-printf '#include "exec/executor.hpp"\n' >"$scratch/src/fuzz/escape.cpp"
-expect "fuzz/" 'fuzz/escape.cpp:1: includes "exec/executor.hpp"'
+printf '#include "exec/executor/executor.hpp"\n' >"$scratch/src/fuzz/escape.cpp"
+expect "fuzz/" 'fuzz/escape.cpp:1: includes "exec/executor/executor.hpp"'
 fresh
 mkdir -p "$scratch/src/core/newfolder"
 printf '#include "sim/sim.hpp"\n' >"$scratch/src/core/newfolder/a.cpp"

@@ -10,7 +10,7 @@
 #include <limits>
 #include <vector>
 
-#include "exec/attention_kernels.hpp"
+#include "exec/attention/attention_kernels.hpp"
 #include "exec/half.hpp"
 
 namespace {

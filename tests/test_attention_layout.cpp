@@ -1,4 +1,4 @@
-// Attention items in the layouts people declare (exec/attention_layout.hpp): a buffer's
+// Attention items in the layouts people declare (exec/attention/attention_layout.hpp): a buffer's
 // `shape [...] layout LETTERS` read in its role, and every element moved to the place the
 // kernels' layout [2][batch][heads][rows][width] gives it, and back. The positions here are
 // computed by the test from the letters alone (row-major over the declared extents), not by the
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/graph/layout.hpp"
-#include "exec/attention_layout.hpp"
+#include "exec/attention/attention_layout.hpp"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/interp/input_values.hpp"
-#include "exec/attention_kernels.hpp"
+#include "exec/attention/attention_kernels.hpp"
 #include "exec/cuda/attention.cuh"
 #include "exec/cuda/attention_gemm.cuh"
 #include "exec/cuda/device.hpp"
@@ -30,7 +30,7 @@ bool have_device() {
   return p.count > 0;
 }
 
-// The CPU's arithmetic on one element, as exec/kernels.cpp does it (f16 / bf16 in float,
+// The CPU's arithmetic on one element, as exec/executor/kernels.cpp does it (f16 / bf16 in float,
 // rounded to nearest even).
 float op_f(ReduceOp op, float a, float b) {
   switch (op) {

@@ -397,7 +397,7 @@ TEST_CASE("the GPU path's staged transport, with host memory as the device, give
     // Staged (MPI on host mirrors) at N = 4, MPI on the "device" memory itself (what CUDA-aware
     // MPI does) at N = 3, NCCL's rules (transfers matched by issue order, in groups issued in
     // the stream order, core/graph/stream_order.hpp) kept by MPI at N = 4, and IPC (each rank
-    // copies from the sender's mapped memory, exec/executor_ipc.cpp) at N = 4.
+    // copies from the sender's mapped memory, exec/executor/executor_ipc.cpp) at N = 4.
     for (const char* transport : {"staged", "cuda-aware", "nccl", "ipc"}) {
       int n = std::string(transport) == "cuda-aware" ? 3 : 4;
       Ran r = exec(

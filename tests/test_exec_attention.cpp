@@ -1,5 +1,5 @@
 // Attention schedules under mpiexec: real tiles on real q, k, v, checked against full attention
-// computed on one rank from the same inputs (exec/attention_exec.hpp, exec/attention_check.cpp).
+// computed on one rank from the same inputs (exec/attention/attention_exec.hpp, exec/attention/attention_check.cpp).
 // Every variant of the library, forward and backward, both masks; a schedule that computes the
 // wrong tiles is caught by the numbers; bad layouts are refused with a located diagnostic.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Launcher and environment detection (exec/launcher.hpp) on synthetic environments: every
+// Launcher and environment detection (exec/launch/launcher.hpp) on synthetic environments: every
 // launcher, the traps (PMI_RANK under Hydra or Slurm's pmi2, mpiexec inside an sbatch job,
 // torchrun under srun), disagreements, malformed values; then `stepgraph env` itself, alone and
 // under mpiexec.
@@ -19,7 +19,7 @@
 #include <sstream>
 #include <string>
 
-#include "exec/launcher.hpp"
+#include "exec/launch/launcher.hpp"
 
 using sg::exec::LaunchInfo;
 namespace fs = std::filesystem;

@@ -47,7 +47,7 @@ class DeviceOps {
   // dst[i] = dst[i] op src[i] for n elements of type t, on the device.
   virtual bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) = 0;
 
-  // One attention tile on device memory, in the chunk layouts of exec/attention_exec.hpp:
+  // One attention tile on device memory, in the chunk layouts of exec/attention/attention_exec.hpp:
   // forward, out0 = O|lse; backward, q is the bundle (with bf16: q, dO as bf16, lse, D as fp32),
   // out0 = dQ, out1 = dKV. planes = batch × heads of one item.
   struct AttentionTile {

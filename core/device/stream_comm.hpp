@@ -1,7 +1,7 @@
 // A stream-ordered transport: transfers enqueued on the device's transfer lane in groups, matched
 // between two ranks by the order they are issued in, and free to block until every peer of the
 // group has issued its side: NCCL's model (exec/cuda/nccl_comm.hpp), and an MPI stand-in that
-// keeps the same rules on host memory (exec/mpi_stream_comm.hpp) so that the executor's
+// keeps the same rules on host memory (exec/mpi/mpi_stream_comm.hpp) so that the executor's
 // stream-ordered path (core/graph/stream_order.hpp) is tested on machines without a GPU.
 //
 // In core/ for the same reason as DeviceOps: the executor (exec/) drives it and exec/cuda

@@ -1,5 +1,5 @@
 // MPI match queues: the messages of one source, tag and communicator into one destination (named
-// apart from the executor's device lanes, exec/executor_lanes.cpp).
+// apart from the executor's device lanes, exec/executor/executor_lanes.cpp).
 //
 // Where no wildcard receive at the destination can take a queue's messages, MPI's order fixes the
 // matching: the k-th receive of the queue (in program order, which is posting order for `on`-block

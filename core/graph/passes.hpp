@@ -10,18 +10,18 @@
 
 namespace sg {
 
-// match.cpp: pairs local-view (MPI) sends and receives: fixed pairs where matching is
+// match_p2p.cpp: pairs local-view (MPI) sends and receives: fixed pairs where matching is
 // deterministic, candidate sets where a receive uses a wildcard.
 void match_p2p(StepGraph& g, Diagnostics& diags);
-// totals.cpp: refuses an instance whose buffers or moved bytes come to more than 4 EiB, so that
+// check_totals.cpp: refuses an instance whose buffers or moved bytes come to more than 4 EiB, so that
 // every byte total downstream is exact in 64 bits.
 void check_totals(StepGraph& g, Diagnostics& diags);
-// collectives.cpp: forms collective instances (the k-th collective of every member of a group)
+// group_collectives.cpp: forms collective instances (the k-th collective of every member of a group)
 // and marks incomplete or inconsistent ones.
 void group_collectives(StepGraph& g, Diagnostics& diags);
-// unused.cpp: warns about a buffer no step reads or writes and no postcondition covers.
+// warn_unused_buffers.cpp: warns about a buffer no step reads or writes and no postcondition covers.
 void warn_unused_buffers(StepGraph& g, Diagnostics& diags);
-// prune.cpp: drops dependencies implied by another dependency of the same step.
+// prune_deps.cpp: drops dependencies implied by another dependency of the same step.
 void prune_deps(StepGraph& g, Diagnostics& diags);
 // (expand_collectives.hpp, run on request after these: a new graph with every collective
 // replaced by a library algorithm, which goes through these passes again.)

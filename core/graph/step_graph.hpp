@@ -75,7 +75,7 @@ struct BufferInfo {
   uint32_t stmt = 0;  // the declaring statement
   // What the declaration said beyond the byte count: its `shape [s0, s1, …]` extents (empty for
   // `bytes E`) and whether it named a dtype (else dtype is the default f32), with where they
-  // were written. Exec lays attention tiles out from them (exec/attention_exec.hpp).
+  // were written. Exec lays attention tiles out from them (exec/attention/attention_exec.hpp).
   std::vector<uint64_t> shape{};
   // `layout LETTERS` after the shape: one letter an extent, b(atch) s(equence rows) h(eads)
   // d(im) and 2 (K/V), d last; empty when none was written (elaborate checks the letters,

@@ -2,7 +2,7 @@
 // small integer, a function of (buffer, rank, chunk, element) for a contribution d(r, c) and of
 // (buffer, item, element) for an item x(i), so that sums over any number of ranks are exact in
 // every supported type and a wrong element is a wrong answer, not rounding. In core/ because
-// both backends fill with them: the CPU executor (exec/values.hpp) and the device-side fill of
+// both backends fill with them: the CPU executor (exec/executor/values.hpp) and the device-side fill of
 // the CUDA path (exec/cuda/kernels.cu), which must produce the same numbers.
 #pragma once
 #include <cstdint>

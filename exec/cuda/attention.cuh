@@ -1,5 +1,5 @@
 // Launchers of the attention tile kernels (attention.cu): the GPU counterparts of
-// exec/attention_kernels.hpp's attn_fwd_tile, attn_merge and attn_bwd_tile, with the same layouts
+// exec/attention/attention_kernels.hpp's attn_fwd_tile, attn_merge and attn_bwd_tile, with the same layouts
 // and semantics (fp32 accumulation, online softmax; a query row that sees no key leaves its
 // accumulator untouched; causal: key u visible to query t iff u <= t + offset). `planes` is
 // batch × heads. Plain types, so that the header compiles under g++ and nvcc; every launcher

@@ -32,7 +32,7 @@ int launch_attn_fwd_gemm(void* cublas, void* workspace, uint32_t slab, const voi
 // GEMMs, a kernel for P = exp(S − lse) and dS = P ⊙ (dP − D) (masked), then dQ += scale·dS·K,
 // dK += scale·dSᵀ·Q and dV += Pᵀ·dO as GEMMs accumulating in place (β = 1). Same meaning as
 // launch_attn_bwd, but `bundle` is the tile's own bundle, not a widened one: per query row q and
-// dO in the input type (bf16 or fp32), then lse and D as fp32 (exec/attention_exec.hpp), which
+// dO in the input type (bf16 or fp32), then lse and D as fp32 (exec/attention/attention_exec.hpp), which
 // the GEMMs read with a row stride. For bf16 inputs P and dS are rounded to bf16 for the GEMMs
 // that take them, as FlashAttention does.
 uint32_t attn_gemm_bwd_slab(uint32_t planes, uint32_t rows_q, uint32_t rows_k, bool bf16);

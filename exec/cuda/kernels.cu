@@ -18,7 +18,7 @@ struct Arith {  // arithmetic types: computed in the type itself (integers wrap)
   __device__ static T op(DevOp o, T a, T b) {
     switch (o) {
       case DevOp::Sum: return static_cast<T>(a + b);
-      case DevOp::Max: return a < b ? b : a;  // std::max(dst, src), as the CPU path (exec/kernels.cpp)
+      case DevOp::Max: return a < b ? b : a;  // std::max(dst, src), as the CPU path (exec/executor/kernels.cpp)
       case DevOp::Min: return b < a ? b : a;  // std::min(dst, src)
       case DevOp::Prod: return static_cast<T>(a * b);
     }

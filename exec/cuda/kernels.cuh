@@ -12,7 +12,7 @@ enum class DevType : uint8_t { F16, BF16, F32, F64, I8, I32, I64, U8 };
 enum class DevOp : uint8_t { Sum, Max, Min, Prod };
 
 // dst[i] = dst[i] OP src[i] for n elements; f16 and bf16 computed in float and rounded to
-// nearest even, as the CPU path (exec/kernels.cpp) does, so both give the same bits.
+// nearest even, as the CPU path (exec/executor/kernels.cpp) does, so both give the same bits.
 int launch_reduce(DevType t, DevOp op, void* dst, const void* src, size_t n, void* stream);
 
 // The deterministic inputs of core/interp/input_values.hpp, written on the device: n elements
