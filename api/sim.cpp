@@ -56,12 +56,10 @@ nlohmann::json SimResult::json() const {
 sim::PlatformChoice read_platform(const std::string& given) {
   if (given.empty()) return sim::default_platform();
   sim::PlatformChoice c;
-  std::string err;
-  sim::PlatformErrorAt at;
-  if (sim::read_platform(given, c, err, &at)) return c;
   Session s;
-  std::string rendered = sim::platform_diagnostic(s, given, err, at);
-  throw BadInput("bad --platform '" + given + "': " + err, rendered, diagnostics_json(s.diags, s.sources));
+  if (sim::read_platform(given, c, s.sources, s.diags)) return c;
+  sim::PlatformError e = sim::platform_error(s, 0);
+  throw BadInput("bad --platform '" + given + "': " + e.message, e.located, diagnostics_json(s.diags, s.sources));
 }
 
 SimResult simulate(const SimRequest& r) {

@@ -138,9 +138,8 @@ Row run_stepgraph(const char* schedule, uint32_t n, const char* size, sim::Model
   if (!build(schedule, n, size, g, r)) return r;
   r.elab_s = since(t0);
   sim::Platform p;
-  std::string err;
-  if (!sim::parse_platform(kPlatform, n, p, err)) {
-    set_error(r, err);
+  if (Session ps; !sim::parse_platform(kPlatform, n, p, ps.sources, ps.diags)) {
+    set_error(r, ps.diags.render(ps.sources));
     return r;
   }
   sim::SimOptions so;
@@ -168,9 +167,8 @@ namespace sg4 = simgrid::s4u;
 Row run_handwritten(uint32_t n, bool driver) {
   Row r;
   sim::Platform p;
-  std::string err;
-  if (!sim::parse_platform(kPlatform, n, p, err)) {
-    set_error(r, err);
+  if (Session ps; !sim::parse_platform(kPlatform, n, p, ps.sources, ps.diags)) {
+    set_error(r, ps.diags.render(ps.sources));
     return r;
   }
   auto t0 = Clock::now();

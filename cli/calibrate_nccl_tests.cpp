@@ -22,7 +22,6 @@ namespace sg::cli {
 
 using sim::NcclCalibration;
 using sim::Platform;
-using sim::PlatformErrorAt;
 using sim::PlatformKind;
 
 namespace {
@@ -124,12 +123,10 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
   }
   // The platform: a `nodes` kind (a preset), without a calibration of its own.
   Platform p;
-  std::string err;
-  PlatformErrorAt at;
-  if (!sim::parse_platform(o.platform, tables[0].n, p, err, &at)) {
-    std::string d = sim::platform_diagnostic(ses, o.platform, err, at);
-    if (d.empty()) return fail("bad --platform '" + o.platform + "': " + err);
-    std::cerr << d;
+  if (size_t from = ses.diags.all().size(); !sim::parse_platform(o.platform, tables[0].n, p, ses.sources, ses.diags)) {
+    sim::PlatformError e = sim::platform_error(ses, from);
+    if (e.located.empty()) return fail("bad --platform '" + o.platform + "': " + e.message);
+    std::cerr << e.located;
     return 2;
   }
   if (p.kind != PlatformKind::Nodes)
@@ -176,6 +173,7 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
     return plan_rc == 0 && e.empty();
   };
   sim::NcclFit fit;
+  std::string err;
   if (!sim::fit_nccl_calibration(measured, predict, fit, err, &host)) return plan_rc ? plan_rc : report(tables[0].path + ": ", err);
   const std::string calibrated = with_calibration(base_no_host, fit.k) + ",nccl_host=" + fmt("%.3f", host.host_s * 1e6) + "us";
   const std::string host_said = host_given                          ? "as given"

@@ -94,12 +94,11 @@ int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std
   // to issue a call (NcclCalibration::host_s; 0 off GPU nodes, where no NCCL runs).
   const std::string spec = o.platform.empty() ? std::string(sim::default_platform_spec()) : o.platform;
   sim::Platform platform;
-  sim::PlatformErrorAt at;
-  if (!sim::parse_platform(spec, t.n, platform, err, &at)) {
+  if (size_t from = ses.diags.all().size(); !sim::parse_platform(spec, t.n, platform, ses.sources, ses.diags)) {
     if (!tmp.empty()) std::filesystem::remove(tmp);
-    std::string d = sim::platform_diagnostic(ses, spec, err, at);
-    if (d.empty()) return fail("bad --platform '" + spec + "': " + err);
-    std::cerr << d;
+    sim::PlatformError e = sim::platform_error(ses, from);
+    if (e.located.empty()) return fail("bad --platform '" + spec + "': " + e.message);
+    std::cerr << e.located;
     return 2;
   }
   const double host = platform.kind == sim::PlatformKind::Nodes ? platform.nodes.nccl.host_s : 0.0;

@@ -105,15 +105,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     arg = "@" + scratch.path;
   }
   sg::sim::Platform p;
-  std::string err;
-  if (!sg::sim::parse_platform(arg, nranks, p, err)) return 0;
+  sg::SourceManager sm;
+  sg::Diagnostics diags;
+  if (!sg::sim::parse_platform(arg, nranks, p, sm, diags)) {
+    (void)diags.render(sm);  // the error's place is in the text it names
+    return 0;
+  }
   use(p);
 
   sg::sim::Platform q;
-  std::string err2;
-  if (!sg::sim::parse_platform(p.spec, nranks, q, err2) || q.spec != p.spec || q.hosts != p.hosts || q.links.size() != p.links.size()) {
+  sg::SourceManager sm2;
+  sg::Diagnostics diags2;
+  if (!sg::sim::parse_platform(p.spec, nranks, q, sm2, diags2) || q.spec != p.spec || q.hosts != p.hosts ||
+      q.links.size() != p.links.size()) {
     std::fprintf(stderr, "normalised spec does not read back\n--- input ---\n%s\n--- normalised ---\n%s\n--- again ---\n%s\n%s\n",
-                 spec.c_str(), p.spec.c_str(), q.spec.c_str(), err2.c_str());
+                 spec.c_str(), p.spec.c_str(), q.spec.c_str(), diags2.render(sm2).c_str());
     std::abort();
   }
   return 0;

@@ -117,26 +117,13 @@ SpecFileText join_spec_file(const std::string& file) {
 namespace detail {
 
 // What read_platform found: the kind and its items, or a kind written whole (XML), read completely
-// (nothing in it depends on the rank count). An @FILE's places map back into the file.
+// (nothing in it depends on the rank count); and the text it came from, for size_platform's errors.
 struct ReadSpec {
   const Kind* kind = nullptr;
   std::string kname;  // the name a kind's errors start with (a preset's, as written)
   Spec items;         // KIND[:ITEMS]: the items, with their places
   std::optional<Platform> whole;
-  std::string file;                               // the @FILE the spec came from ("" if none)
-  std::vector<std::pair<size_t, size_t>> starts;  // its lines: (offset in the joined text, in the file)
-  // A place in the joined text of an @FILE is the same place in the file.
-  void map(PlatformErrorAt& at) const {
-    if (file.empty() || !at.file.empty() || at.length == 0) return;
-    auto it = std::upper_bound(starts.begin(), starts.end(), std::make_pair(at.offset, SIZE_MAX));
-    if (it == starts.begin()) {
-      at.length = 0;
-      return;
-    }
-    --it;
-    at.file = file;
-    at.offset = it->second + (at.offset - it->first);
-  }
+  SpecText source;  // the string as given, or the @FILE the spec came from
 };
 
 }  // namespace detail
@@ -144,21 +131,16 @@ struct ReadSpec {
 namespace {
 
 // The spec text itself (an @FILE's joined lines, or the string as given) into `r`.
-bool read_text(const std::string& spec_in, detail::ReadSpec& r, std::string& err, PlatformErrorAt& at) {
+bool read_text(const std::string& spec_in, detail::ReadSpec& r, detail::PlatformReport& rep) {
   std::string spec = trim(spec_in);
   const size_t lead = spec.empty() ? 0 : spec_in.find(spec[0]);  // where `spec` starts in spec_in
-  if (spec.empty()) {
-    err = "empty platform spec (e.g. ";
-    err += default_platform_spec();
-    err += ')';
-    return false;
-  }
+  if (spec.empty()) return rep.error(std::string("empty platform spec (e.g. ") + default_platform_spec() + ')');
   // A kind written other than KIND[:ITEMS] (an XML file's path) says so itself.
   for (const detail::Kind& k : detail::kinds()) {
     if (!k.parse_whole) continue;
     Platform p;
     p.kind = k.kind;
-    std::optional<bool> ok = k.parse_whole(spec, lead, p, err, at);
+    std::optional<bool> ok = k.parse_whole(spec, lead, p, rep);
     if (!ok) continue;
     if (!*ok) return false;
     detail::set_model_constants(p);
@@ -176,7 +158,7 @@ bool read_text(const std::string& spec_in, detail::ReadSpec& r, std::string& err
     if (k.parse && (kl == k.name || std::find(k.also.begin(), k.also.end(), kl) != k.also.end())) found = &k;
   if (!found) {
     // "unknown platform 'ring' (star, fat-tree, torus, dragonfly, nodes, or a SimGrid .xml file)"
-    err = "unknown platform '" + kind + "' (";
+    std::string err = "unknown platform '" + kind + "' (";
     const auto& all = detail::kinds();
     for (size_t i = 0; i < all.size(); i++) {
       if (i) err += ", ";
@@ -184,60 +166,42 @@ bool read_text(const std::string& spec_in, detail::ReadSpec& r, std::string& err
       err += all[i].listed_as ? all[i].listed_as : all[i].name;
     }
     err += ')';
-    at.offset = lead;
-    at.length = std::max<size_t>(kind.size(), 1);
-    return false;
+    return rep.error_at(lead, std::max<size_t>(kind.size(), 1), std::move(err));
   }
   r.kind = found;
   // A preset is named as written (its numbers come from the name: sim/platform/presets.hpp).
   r.kname = detail::find_preset(kl) ? kl : std::string(kind_name(found->kind));
-  if (!detail::split_items(body, r.items, r.kname, err, lead + colon + 1)) {
-    at.offset = r.items.err_offset;
-    at.length = r.items.err_length;
-    return false;
-  }
-  return true;
+  return detail::split_items(body, r.items, r.kname, rep, lead + colon + 1);
 }
 
 }  // namespace
 
-bool read_platform(const std::string& spec_in, PlatformChoice& out, std::string& err, PlatformErrorAt* at_out) {
+bool read_platform(const std::string& spec_in, PlatformChoice& out, SourceManager& sm, Diagnostics& diags) {
   auto r = std::make_shared<detail::ReadSpec>();
   PlatformChoice c;
   c.given = spec_in;
   c.spec = spec_in;
-  err.clear();
-  PlatformErrorAt at;
-  auto refuse = [&]() {
-    r->map(at);
-    if (at_out) *at_out = at;
-    return false;
-  };
+  r->source.text = spec_in;
+  detail::PlatformReport rep(sm, diags, r->source);
   std::string spec = spec_in;  // the text read_text reads: the string as given, or an @FILE's lines
   // @FILE: the spec string is in a file (what `stepgraph calibrate` writes); '#' starts a comment.
   if (std::string t = trim(spec_in); !t.empty() && t[0] == '@') {
     const std::string path = t.substr(1);
-    std::string file;
-    if (!read_input_file(path, file, err)) {
-      err = "platform file: " + err;
-      return refuse();
-    }
+    std::string file, err;
+    if (!read_input_file(path, file, err)) return rep.error("platform file: " + err);
     SpecFileText j = join_spec_file(file);
-    if (j.text.empty()) {
-      err = "platform file '" + path + "' holds no platform spec";
-      return refuse();
-    }
+    if (j.text.empty()) return rep.error("platform file '" + path + "' holds no platform spec");
     // A file naming a file (itself, say) would be read without end.
-    if (j.text[0] == '@') {
-      err = "platform file '" + path + "' names another (" + j.text.substr(0, j.text.find(',')) + "): it must hold the spec itself";
-      return refuse();
-    }
+    if (j.text[0] == '@')
+      return rep.error("platform file '" + path + "' names another (" + j.text.substr(0, j.text.find(',')) +
+                       "): it must hold the spec itself");
     c.gamma = j.gamma;
-    r->file = path;
-    r->starts = std::move(j.starts);
+    r->source.name = path;
+    r->source.text = std::move(file);
+    r->source.starts = std::move(j.starts);
     spec = j.text;
   }
-  if (!read_text(spec, *r, err, at)) return refuse();
+  if (!read_text(spec, *r, rep)) return false;
   c.read = std::move(r);
   out = std::move(c);
   return true;
@@ -245,14 +209,15 @@ bool read_platform(const std::string& spec_in, PlatformChoice& out, std::string&
 
 PlatformChoice default_platform() {
   PlatformChoice c;
-  std::string err;
-  if (!read_platform(default_platform_spec(), c, err)) throw std::logic_error("the default platform does not read: " + err);
+  SourceManager sm;
+  Diagnostics diags;
+  if (!read_platform(default_platform_spec(), c, sm, diags))
+    throw std::logic_error("the default platform does not read: " + diags.render(sm));
   c.given.clear();
   return c;
 }
 
-bool size_platform(const PlatformChoice& c, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at_out) {
-  err.clear();
+bool size_platform(const PlatformChoice& c, uint32_t nranks, Platform& out, SourceManager& sm, Diagnostics& diags) {
   if (!c.read) throw std::logic_error("size_platform: the platform '" + c.spec + "' was not read (read_platform)");
   const detail::ReadSpec& r = *c.read;
   if (r.whole) {
@@ -263,23 +228,17 @@ bool size_platform(const PlatformChoice& c, uint32_t nranks, Platform& out, std:
   Platform p;
   p.ranks = nranks;
   p.kind = r.kind->kind;
-  detail::Spec s = r.items;  // a kind's parser marks what it used and where an error points
-  if (!r.kind->parse(r.kname, s, p, err)) {
-    PlatformErrorAt at;
-    at.offset = s.err_offset;
-    at.length = s.err_length;
-    r.map(at);
-    if (at_out) *at_out = at;
-    return false;
-  }
+  detail::Spec s = r.items;  // a kind's parser marks what it used
+  detail::PlatformReport rep(sm, diags, r.source);
+  if (!r.kind->parse(r.kname, s, p, rep)) return false;
   detail::set_model_constants(p);
   out = std::move(p);
   return true;
 }
 
-bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at) {
+bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, SourceManager& sm, Diagnostics& diags) {
   PlatformChoice c;
-  return read_platform(spec, c, err, at) && size_platform(c, nranks, out, err, at);
+  return read_platform(spec, c, sm, diags) && size_platform(c, nranks, out, sm, diags);
 }
 
 }  // namespace sg::sim

@@ -17,6 +17,7 @@
 #include "core/graph/nccl_tuning.hpp"
 
 #include "core/base/units.hpp"
+#include "core/dsl/diagnostics.hpp"
 
 namespace sg::sim {
 
@@ -135,14 +136,6 @@ struct Platform {
   std::shared_ptr<const detail::Routing> routing;  // filled by parse_platform / build_simgrid
 };
 
-// Where a refused platform's error points, when it points somewhere: `length` bytes from byte
-// `offset` of the spec string as given (file empty) or of the file named (an XML platform, an
-// @FILE spec). The caller renders it as a located diagnostic (sim/point.cpp).
-struct PlatformErrorAt {
-  std::string file;
-  size_t offset = 0, length = 0;  // length 0: nowhere in particular
-};
-
 namespace detail {
 struct ReadSpec;  // a spec read, before it is sized (sim/platform.cpp)
 }
@@ -161,22 +154,27 @@ struct PlatformChoice {
   bool defaulted() const { return given.empty(); }  // nothing was given: the result says the default was used
 };
 
-// Reads a spec string, "@FILE" or a path to a SimGrid .xml file into `out`. False with the message
-// and, where `at` is given, the place it is about (in the string or in the file).
-bool read_platform(const std::string& spec, PlatformChoice& out, std::string& err, PlatformErrorAt* at = nullptr);
+// A refused platform is reported into `diags` as one error, located where it points somewhere:
+// into the spec string as given (the file "--platform", its text added to `sm`), into an @FILE or
+// into an XML platform file (added to `sm` under the path given). An error about the platform as a
+// whole (too few hosts, a file that cannot be read) has no location (Loc{}).
+
+// Reads a spec string, "@FILE" or a path to a SimGrid .xml file into `out`. False with the error
+// reported.
+bool read_platform(const std::string& spec, PlatformChoice& out, SourceManager& sm, Diagnostics& diags);
 // The built-in default, read (it cannot fail).
 PlatformChoice default_platform();
 // The platform `c` describes for a run of `nranks` (a generator sizes itself from it where the spec
-// leaves a size out). False with the message (a number out of range, too few hosts for nranks)
-// and where it points.
-bool size_platform(const PlatformChoice& c, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at = nullptr);
+// leaves a size out). False with the error reported (a number out of range, pointing at it; too
+// few hosts for nranks).
+bool size_platform(const PlatformChoice& c, uint32_t nranks, Platform& out, SourceManager& sm, Diagnostics& diags);
 
 // read_platform then size_platform. Parses a spec string or a path to a SimGrid .xml platform file. `nranks` is how many hosts the
 // run needs (a generator sizes itself from it where the spec leaves a size out: `star` gets
-// nranks hosts; `nodes` without count= gets ceil(nranks / gpus) nodes). Returns false with a
-// message (bad key, bad unit, a number out of range, too few hosts for nranks, a file that cannot
-// be read) and, where `at` is given, the place it is about.
-bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, std::string& err, PlatformErrorAt* at = nullptr);
+// nranks hosts; `nodes` without count= gets ceil(nranks / gpus) nodes). Returns false with the
+// error reported (bad key, bad unit, a number out of range, too few hosts for nranks, a file that
+// cannot be read).
+bool parse_platform(const std::string& spec, uint32_t nranks, Platform& out, SourceManager& sm, Diagnostics& diags);
 
 // The built-in default, used when --platform is not given (say which in output).
 const char* default_platform_spec();

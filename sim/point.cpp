@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "core/base/format.hpp"
-#include "core/base/input_file.hpp"
 #include "core/base/sizes.hpp"
 #include "core/interp/bus_bandwidth.hpp"
 #include "core/interp/send_policy.hpp"
@@ -143,21 +142,15 @@ const PlatformChoice& default_choice() {
 
 }  // namespace
 
-// A platform error that points somewhere, as a file:line:col diagnostic with the line and a caret:
-// into the --platform string itself (shown as the file "--platform", the way --set values are) or
-// into the file it names. "" where the error points nowhere in particular.
-std::string platform_diagnostic(Session& s, const std::string& spec, const std::string& msg, const PlatformErrorAt& at) {
-  if (at.length == 0) return {};
-  std::string text = spec, err;
-  if (!at.file.empty() && !read_input_file(at.file, text, err)) return {};
-  if (at.offset > text.size()) return {};
-  Loc loc;
-  loc.file = s.sources.add(at.file.empty() ? "--platform" : at.file, text);
-  size_t line_start = text.rfind('\n', at.offset == 0 ? 0 : at.offset - 1);
-  line_start = line_start == std::string::npos || at.offset == 0 ? 0 : line_start + 1;
-  loc.line = static_cast<uint32_t>(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
-  loc.col = static_cast<uint32_t>(at.offset - line_start + 1);
-  return render_diagnostic(s.diags.error(loc, msg, static_cast<uint32_t>(at.length)), s.sources);
+PlatformError platform_error(const Session& s, size_t from) {
+  const std::vector<Diagnostic>& all = s.diags.all();
+  const Diagnostic* d = nullptr;
+  for (size_t i = from; i < all.size() && !d; ++i)
+    if (all[i].severity == Severity::Error) d = &all[i];
+  for (size_t i = all.size(); i-- > 0 && !d;)  // (folded into the same error reported before)
+    if (all[i].severity == Severity::Error) d = &all[i];
+  if (!d) return {};
+  return {d->message, d->loc.valid() ? render_diagnostic(*d, s.sources) : std::string()};
 }
 
 PointResult run_point(const PointSpec& p) {
@@ -185,20 +178,17 @@ PointResult run_point(const PointSpec& p) {
   // The platform first: on GPU nodes the collectives expand as NCCL's would.
   const PlatformChoice& choice = p.platform.is_read() ? p.platform : default_choice();
   Platform platform;
-  std::string perr;
-  PlatformErrorAt at;
-  if (!size_platform(choice, p.n, platform, perr, &at)) {
+  auto refuse_platform = [&](size_t from) {
+    PlatformError e = platform_error(s, from);
     r.status = 2;
-    r.diag = platform_diagnostic(s, choice.spec, perr, at);
-    r.error = "bad --platform '" + choice.spec + "': " + perr;  // (for JSON, tables and exec --predict; diag says where)
+    r.diag = e.located;
+    r.error = "bad --platform '" + choice.spec + "': " + e.message;  // (for JSON, tables and exec --predict; diag says where)
     return r;
-  }
+  };
+  if (size_t from = s.diags.all().size(); !size_platform(choice, p.n, platform, s.sources, s.diags)) return refuse_platform(from);
 #ifdef STEPGRAPH_HAVE_SIMGRID
-  if (platform.kind == PlatformKind::Xml && !load_xml_platform(platform, perr)) {
-    r.status = 2;
-    r.error = "bad --platform '" + choice.spec + "': " + perr;
-    return r;
-  }
+  if (size_t from = s.diags.all().size(); platform.kind == PlatformKind::Xml && !load_xml_platform(platform, s.diags))
+    return refuse_platform(from);
 #endif
   if (choice.defaulted()) platform.spec += " (the default; --platform to choose)";
   r.network_model = model_name(platform.model);

@@ -82,11 +82,16 @@ struct PointResult {
 
 PointResult run_point(const PointSpec& p);
 
-// A platform error that points somewhere (parse_platform's `at`), rendered as a file:line:col
-// diagnostic with the line and a caret: into the --platform string itself (shown as the file
-// "--platform") or into the file it names; "" where it points nowhere in particular. The
-// diagnostic is added to s.diags too (as data, for api::BadInput).
-std::string platform_diagnostic(Session& s, const std::string& spec, const std::string& msg, const PlatformErrorAt& at);
+// A refused platform, as read_platform, size_platform, parse_platform or load_xml_platform
+// reported it into s.diags (from index `from` on): its message, and where it points somewhere
+// (into the --platform string itself, shown as the file "--platform", or into the file it names)
+// the diagnostic rendered as file:line:col with the line and a caret ("" where it points nowhere
+// in particular: the caller says "bad --platform 'SPEC': MESSAGE").
+struct PlatformError {
+  std::string message;
+  std::string located;
+};
+PlatformError platform_error(const Session& s, size_t from);
 
 // The public JSON of a point (`sim --json`).
 void to_json(nlohmann::json& j, const PointResult& r);

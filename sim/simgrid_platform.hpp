@@ -31,7 +31,8 @@ void build_simgrid(Platform& p, simgrid::s4u::Engine& e, std::vector<simgrid::s4
 // without creating a SimGrid engine in this process: a child process (fork) loads the file and
 // sends them back. For what needs them before or without a SimGrid run in this process (the
 // analytic backend, a check of the host count against the ranks). Does nothing for the
-// generated kinds. Returns false with a message (the file does not load, too few hosts).
-bool load_xml_platform(Platform& p, std::string& err);
+// generated kinds. Returns false with the error reported into `diags`, without a location (the
+// file does not load, too few hosts).
+bool load_xml_platform(Platform& p, Diagnostics& diags);
 
 }  // namespace sg::sim

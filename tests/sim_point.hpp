@@ -14,9 +14,10 @@ namespace sgtest {
 inline sg::sim::PlatformChoice platform(const std::string& spec) {
   sg::sim::PlatformChoice c;
   if (spec.empty()) return c;
-  std::string err;
+  sg::SourceManager sm;
+  sg::Diagnostics diags;
   INFO("platform " << spec);
-  REQUIRE(sg::sim::read_platform(spec, c, err));
+  REQUIRE(sg::sim::read_platform(spec, c, sm, diags));
   return c;
 }
 

@@ -71,8 +71,9 @@ std::unique_ptr<Built> build(const std::string& target, uint32_t n, std::vector<
 
 SimResult run(const StepGraph& g, Model m, const std::string& spec = kStar, SimOptions o = {}) {
   Platform p;
-  std::string err;
-  REQUIRE(parse_platform(spec, g.nranks, p, err));
+  sg::SourceManager sm;
+  sg::Diagnostics diags;
+  REQUIRE(parse_platform(spec, g.nranks, p, sm, diags));
   o.model = m;
   SimResult r = simulate(g, p, o);
   INFO(r.error);

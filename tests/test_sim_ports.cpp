@@ -38,8 +38,9 @@ Timed simulate_text(const std::string& text, uint32_t n, const std::string& spec
   INFO(s.diags.render(s.sources));
   REQUIRE(b.ok());
   Platform p;
-  std::string err;
-  REQUIRE(parse_platform(spec, n, p, err));
+  sg::SourceManager sm;
+  sg::Diagnostics diags;
+  REQUIRE(parse_platform(spec, n, p, sm, diags));
   SimOptions o;
   o.model = m;
   o.trace = true;

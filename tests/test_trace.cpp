@@ -140,8 +140,9 @@ std::unique_ptr<Run> simulate_target(const std::string& target, uint32_t n, Mode
   INFO(run->s.diags.render(run->s.sources));
   REQUIRE(b.ok());
   run->g = std::move(b.graph);
-  std::string err;
-  REQUIRE(parse_platform(spec, n, run->p, err));
+  sg::SourceManager sm;
+  sg::Diagnostics diags;
+  REQUIRE(parse_platform(spec, n, run->p, sm, diags));
   run->o.model = m;
   run->o.trace = true;
   run->r = simulate(*run->g, run->p, run->o);

@@ -223,7 +223,9 @@ bool DragonflyBuilder::build() {
 
 }  // namespace
 
-bool dragonfly_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return DragonflyBuilder(name, s, p, err).build(); }
+bool dragonfly_parse(const std::string& name, Spec& s, Platform& p, PlatformReport& rep) {
+  return DragonflyBuilder(name, s, p, rep).build();
+}
 
 void dragonfly_describe(const Platform& p, std::string& s) { describe_hops(s, p.dragonfly.bw, p.dragonfly.lat); }
 

@@ -264,7 +264,7 @@ bool FatTreeBuilder::build() {
 
 }  // namespace
 
-bool fat_tree_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return FatTreeBuilder(name, s, p, err).build(); }
+bool fat_tree_parse(const std::string& name, Spec& s, Platform& p, PlatformReport& rep) { return FatTreeBuilder(name, s, p, rep).build(); }
 
 void fat_tree_describe(const Platform& p, std::string& s) { describe_hops(s, p.fat_tree.bw, p.fat_tree.lat); }
 

@@ -21,11 +21,11 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "core/base/units.hpp"
+#include "core/dsl/diagnostics.hpp"
 #include "sim/platform.hpp"
 
 namespace simgrid::s4u {  // as simgrid/forward.h declares them: the table names a zone builder in every build
@@ -54,10 +54,40 @@ struct Spec {
   std::string kind_text;
   std::vector<std::pair<std::string, std::string>> items;  // key, value (value empty: a bare item)
   std::map<std::string, std::string> given;                // key -> value as given (trimmed)
-  // Where each given value is in the spec string (offset, length), and where an error points
-  // (length 0: nowhere in particular): parse_platform turns it into a PlatformErrorAt.
+  // Where each given value is in the spec text read (offset, length), for an error about it
+  // (PlatformReport::error_at).
   std::map<std::string, std::pair<size_t, size_t>> at, key_at;  // a value's place; a key's (or a bare item's)
-  size_t err_offset = 0, err_length = 0;
+};
+
+// The text a spec was read from, for pointing its errors into it: the --platform string as given
+// (shown as the file "--platform"), or an @FILE (its path and contents; the spec read is its
+// lines joined, and `starts` maps a place in that back into the file).
+struct SpecText {
+  std::string name = "--platform";
+  std::string text;
+  std::vector<std::pair<size_t, size_t>> starts;  // an @FILE's lines: (offset in the joined text, in the file)
+};
+
+// Where the errors of reading or sizing one platform go: located diagnostics in `diags`, their
+// Locs in `sm` (the text they point into is added to it on the first error that needs it).
+// Each error function returns false, for `return rep.error(…)`.
+class PlatformReport {
+ public:
+  PlatformReport(SourceManager& sm, Diagnostics& diags, const SpecText& spec) : sm_(sm), diags_(diags), spec_(spec) {}
+  // An error about the platform as a whole: nowhere in particular.
+  bool error(std::string message);
+  // An error about `length` bytes from byte `offset` of the spec text read (an @FILE's joined
+  // lines mapped back into the file).
+  bool error_at(size_t offset, size_t length, std::string message);
+  // An error about `length` bytes from byte `offset` of another file (an XML platform's).
+  bool error_in(const std::string& name, const std::string& text, size_t offset, size_t length, std::string message);
+
+ private:
+  bool error_in_file(uint32_t file, size_t offset, size_t length, std::string message);
+  SourceManager& sm_;
+  Diagnostics& diags_;
+  const SpecText& spec_;
+  uint32_t spec_file_ = 0;  // spec_.text in sm_, once added
 };
 
 bool parse_count(const std::string& text, uint64_t& out, std::string& why);
@@ -65,8 +95,8 @@ bool parse_list(const std::string& text, std::vector<uint32_t>& out, std::string
 std::string join_list(const std::vector<uint32_t>& v);
 uint64_t cdiv(uint64_t a, uint64_t b);
 // KEY=VALUE and bare items, comma separated, into `s`; errors start with `kind`. `base` is where
-// `body` starts in the spec string (for Spec::at and the error's place).
-bool split_items(const std::string& body, Spec& s, const std::string& kind, std::string& err, size_t base = 0);
+// `body` starts in the spec text read (for Spec::at and the error's place).
+bool split_items(const std::string& body, Spec& s, const std::string& kind, PlatformReport& rep, size_t base = 0);
 
 // The numbers a platform may hold (docs/sim.md, "Numbers in range"), the same for a spec and an
 // XML file: bandwidths from 1 B/s to 1 PB/s, latencies from 0 to 1 hour, host speeds from 1 flop/s
@@ -84,9 +114,9 @@ bool latency_in_range(double s, std::string& why);
 bool speed_in_range(double flops, std::string& why);
 
 // An XML platform file's bandwidths, latencies and speeds, checked before SimGrid reads it (SimGrid
-// aborts on a negative bandwidth and takes a negative latency): false with the reason in err and
-// the value's place in `text` in at (the file's offset and length).
-bool check_xml_numbers(const std::string& path, const std::string& text, std::string& err, PlatformErrorAt& at);
+// aborts on a negative bandwidth and takes a negative latency): false with the error reported,
+// pointing at the value in the file.
+bool check_xml_numbers(const std::string& path, const std::string& text, PlatformReport& rep);
 // The SimGrid network-model constants of p.model (Platform::lat_factor and the others).
 void set_model_constants(Platform& p);
 
@@ -103,28 +133,27 @@ void describe_hops(std::string& s, double bw, double lat);
 // its keys and makes its links and routes.
 class Builder {
  public:
-  Builder(const std::string& kind, Spec& s, Platform& p, std::string& err) : kind_(kind), s_(s), p_(p), err_(err) {}
+  Builder(const std::string& kind, Spec& s, Platform& p, PlatformReport& rep) : kind_(kind), s_(s), p_(p), rep_(rep) {}
 
-  bool fail(const std::string& msg) {
-    err_ = kind_ + ": " + msg;
-    return false;
-  }
+  // An error about the platform as a whole.
+  bool fail(const std::string& msg) { return rep_.error(kind_ + ": " + msg); }
   // An error about the key (or bare item) `k`, pointing at it.
   bool fail_at_key(const std::string& k, const std::string& msg) {
-    if (auto it = s_.key_at.find(k); it != s_.key_at.end()) std::tie(s_.err_offset, s_.err_length) = it->second;
+    if (auto it = s_.key_at.find(k); it != s_.key_at.end()) return rep_.error_at(it->second.first, it->second.second, kind_ + ": " + msg);
     return fail(msg);
   }
+  // An error about the value of `key`, pointing at it.
   bool fail_key(const std::string& key, const std::string& why) {
     std::string v = s_.given.count(key) ? s_.given.at(key) : "";
-    if (auto it = s_.at.find(key); it != s_.at.end()) std::tie(s_.err_offset, s_.err_length) = it->second;
-    err_ = kind_;
-    err_ += ": ";
-    err_ += key;
-    err_ += '=';
-    err_ += v;
-    err_ += ": ";
-    err_ += why;
-    return false;
+    std::string msg = kind_;
+    msg += ": ";
+    msg += key;
+    msg += '=';
+    msg += v;
+    msg += ": ";
+    msg += why;
+    if (auto it = s_.at.find(key); it != s_.at.end()) return rep_.error_at(it->second.first, it->second.second, std::move(msg));
+    return rep_.error(std::move(msg));
   }
 
   // Every key must be one of `keys` (a bare item only where `bare_ok`).
@@ -262,19 +291,19 @@ class Builder {
   std::string kind_;
   Spec& s_;
   Platform& p_;
-  std::string& err_;
+  PlatformReport& rep_;
 };
 
 // ---------------------------------------------------------------------------------------------
 // The table of kinds (sim/platform/kinds.cpp)
 // ---------------------------------------------------------------------------------------------
 // A kind written KIND[:ITEMS]: reads the items in `s`, sets p's parameters, normalised spec, links
-// and routing (a Builder does the work); errors start with `name`. False with the message in err.
-using ParseFn = bool(const std::string& name, Spec& s, Platform& p, std::string& err);
+// and routing (a Builder does the work); errors start with `name`. False with the error reported.
+using ParseFn = bool(const std::string& name, Spec& s, Platform& p, PlatformReport& rep);
 // A kind written some other way (xml: a file's path): std::nullopt when `spec` is not of this
-// kind; otherwise whether it parsed (false with the message in err).
-// `base` is where `spec` starts in the string as given; `at` says where an error points.
-using ParseWholeFn = std::optional<bool>(const std::string& spec, size_t base, Platform& p, std::string& err, PlatformErrorAt& at);
+// kind; otherwise whether it parsed (false with the error reported).
+// `base` is where `spec` starts in the spec text read.
+using ParseWholeFn = std::optional<bool>(const std::string& spec, size_t base, Platform& p, PlatformReport& rep);
 // Appends describe()'s middle, what follows "<kind>, <hosts>" (" hosts on a non-blocking switch, …").
 using DescribeFn = void(const Platform& p, std::string& s);
 // SimGrid's name of host h.

@@ -139,7 +139,7 @@ bool NodesBuilder::build() {
 
 }  // namespace
 
-bool nodes_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return NodesBuilder(name, s, p, err).build(); }
+bool nodes_parse(const std::string& name, Spec& s, Platform& p, PlatformReport& rep) { return NodesBuilder(name, s, p, rep).build(); }
 
 void nodes_describe(const Platform& p, std::string& s) {
   s += " ";

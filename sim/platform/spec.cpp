@@ -4,7 +4,9 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <utility>
 
 #include "sim/platform/kind.hpp"
 
@@ -142,17 +144,48 @@ void set_model_constants(Platform& p) {
   }
 }
 
-bool split_items(const std::string& body, Spec& s, const std::string& kind, std::string& err, size_t base) {
-  // Where the trimmed text of body[b, e) starts, as an offset into the spec string.
+bool PlatformReport::error(std::string message) {
+  diags_.error(Loc{}, std::move(message));
+  return false;
+}
+
+bool PlatformReport::error_at(size_t offset, size_t length, std::string message) {
+  if (!spec_.starts.empty()) {  // a place in the joined lines of an @FILE is the same place in the file
+    auto it = std::upper_bound(spec_.starts.begin(), spec_.starts.end(), std::make_pair(offset, SIZE_MAX));
+    if (it == spec_.starts.begin()) return error(std::move(message));
+    --it;
+    offset = it->second + (offset - it->first);
+  }
+  if (offset > spec_.text.size()) return error(std::move(message));
+  if (spec_file_ == 0) spec_file_ = sm_.add(spec_.name, spec_.text);
+  return error_in_file(spec_file_, offset, length, std::move(message));
+}
+
+bool PlatformReport::error_in(const std::string& name, const std::string& text, size_t offset, size_t length, std::string message) {
+  if (offset > text.size()) return error(std::move(message));
+  return error_in_file(sm_.add(name, text), offset, length, std::move(message));
+}
+
+bool PlatformReport::error_in_file(uint32_t file, size_t offset, size_t length, std::string message) {
+  const std::string& text = sm_.file(file).text();
+  size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+  line_start = line_start == std::string::npos || offset == 0 ? 0 : line_start + 1;
+  Loc loc;
+  loc.file = file;
+  loc.line = static_cast<uint32_t>(1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
+  loc.col = static_cast<uint32_t>(offset - line_start + 1);
+  diags_.error(loc, std::move(message), static_cast<uint32_t>(std::max<size_t>(length, 1)));
+  return false;
+}
+
+bool split_items(const std::string& body, Spec& s, const std::string& kind, PlatformReport& rep, size_t base) {
+  // Where the trimmed text of body[b, e) starts, as an offset into the spec text.
   auto place = [&](size_t b, size_t e) {
     while (b < e && std::isspace(static_cast<unsigned char>(body[b]))) b++;
     return base + b;
   };
   auto fail_at = [&](size_t offset, size_t length, std::string msg) {
-    err = std::move(msg);
-    s.err_offset = offset;
-    s.err_length = std::max<size_t>(length, 1);
-    return false;
+    return rep.error_at(offset, std::max<size_t>(length, 1), std::move(msg));
   };
   size_t start = 0;
   while (start <= body.size()) {

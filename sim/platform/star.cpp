@@ -59,7 +59,7 @@ bool StarBuilder::build() {
 
 }  // namespace
 
-bool star_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return StarBuilder(name, s, p, err).build(); }
+bool star_parse(const std::string& name, Spec& s, Platform& p, PlatformReport& rep) { return StarBuilder(name, s, p, rep).build(); }
 
 void star_describe(const Platform& p, std::string& s) {
   s += " hosts";

@@ -133,7 +133,7 @@ bool TorusBuilder::build() {
 
 }  // namespace
 
-bool torus_parse(const std::string& name, Spec& s, Platform& p, std::string& err) { return TorusBuilder(name, s, p, err).build(); }
+bool torus_parse(const std::string& name, Spec& s, Platform& p, PlatformReport& rep) { return TorusBuilder(name, s, p, rep).build(); }
 
 void torus_describe(const Platform& p, std::string& s) { describe_hops(s, p.torus.bw, p.torus.lat); }
 

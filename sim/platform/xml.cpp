@@ -3,7 +3,6 @@
 // host names and its part of describe(); loading the file into SimGrid is xml_simgrid.cpp.
 #include <algorithm>
 #include <stdexcept>
-#include <tuple>
 
 #include "core/base/input_file.hpp"
 #include "sim/platform/kind.hpp"
@@ -31,7 +30,7 @@ struct TableRouting final : Routing {
 
 }  // namespace
 
-std::optional<bool> xml_parse(const std::string& spec, size_t base, Platform& p, std::string& err, PlatformErrorAt& at) {
+std::optional<bool> xml_parse(const std::string& spec, size_t base, Platform& p, PlatformReport& rep) {
   // An XML file: the spec is the path, or the path then ",model=…".
   std::string lower = spec;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -41,28 +40,20 @@ std::optional<bool> xml_parse(const std::string& spec, size_t base, Platform& p,
   if (xml_end == std::string::npos) return std::nullopt;
   p.xml = trim(spec.substr(0, xml_end));
   Spec s;
-  auto refuse = [&]() {
-    at.offset = s.err_offset;
-    at.length = s.err_length;
-    return false;
-  };
-  if (xml_end < spec.size() && !split_items(spec.substr(xml_end + 1), s, p.xml, err, base + xml_end + 1)) return refuse();
+  if (xml_end < spec.size() && !split_items(spec.substr(xml_end + 1), s, p.xml, rep, base + xml_end + 1)) return false;
   for (auto& [k, v] : s.items)
     if (k != "model") {
-      err = p.xml + ": an XML platform takes only model= (its hosts, links and speeds come from the file), not '" + k + "'";
-      std::tie(s.err_offset, s.err_length) = s.key_at[k];
-      return refuse();
+      const auto& [offset, length] = s.key_at[k];
+      return rep.error_at(offset, length,
+                          p.xml + ": an XML platform takes only model= (its hosts, links and speeds come from the file), not '" + k + "'");
     }
-  Builder b(p.xml, s, p, err);
-  if (!b.model()) return refuse();
+  Builder b(p.xml, s, p, rep);
+  if (!b.model()) return false;
   // Read here, in both engines: a FIFO or a device is refused before SimGrid would read it for
   // ever, and the numbers are checked before SimGrid aborts on them.
-  std::string text;
-  if (!read_input_file(p.xml, text, err)) {
-    err = "platform file: " + err;
-    return false;
-  }
-  if (!check_xml_numbers(p.xml, text, err, at)) return false;
+  std::string text, err;
+  if (!read_input_file(p.xml, text, err)) return rep.error("platform file: " + err);
+  if (!check_xml_numbers(p.xml, text, rep)) return false;
   p.spec = p.xml + ",model=" + model_name(p.model);
   p.speed = 0;
   return true;

@@ -145,7 +145,7 @@ bool check_one(const NumberAttr& a, const std::string& text, std::string& why) {
 
 }  // namespace
 
-bool check_xml_numbers(const std::string& path, const std::string& t, std::string& err, PlatformErrorAt& at) {
+bool check_xml_numbers(const std::string& path, const std::string& t, PlatformReport& rep) {
   std::vector<Attr> attrs;
   size_t i = 0;
   while ((i = t.find('<', i)) != std::string::npos) {
@@ -182,11 +182,8 @@ bool check_xml_numbers(const std::string& path, const std::string& t, std::strin
         std::string why;
         if (!check_one(*n, trim(one), why)) {
           size_t lead = one.find_first_not_of(" \t\n\r");
-          at.file = path;
-          at.offset = a.offset + from + (lead == std::string::npos ? 0 : lead);
-          at.length = std::max<size_t>(trim(one).size(), 1);
-          err = element + (id.empty() ? "" : " '" + id + "'") + ": " + a.name + "=" + trim(one) + ": " + why;
-          return false;
+          return rep.error_in(path, t, a.offset + from + (lead == std::string::npos ? 0 : lead), std::max<size_t>(trim(one).size(), 1),
+                              element + (id.empty() ? "" : " '" + id + "'") + ": " + a.name + "=" + trim(one) + ": " + why);
         }
         from = to + 1;
       }

@@ -182,20 +182,23 @@ std::string resolve_in_child(Platform p) {
 
 }  // namespace
 
-bool load_xml_platform(Platform& p, std::string& err) {
+bool load_xml_platform(Platform& p, Diagnostics& diags) {
+  auto refuse = [&](std::string message) {
+    diags.error(Loc{}, std::move(message));
+    return false;
+  };
   if (p.kind != PlatformKind::Xml) return true;
   int fd[2];
   if (pipe(fd) != 0) {
-    err = std::string("cannot create a pipe: ") + std::strerror(errno);
-    return false;
+    return refuse(std::string("cannot create a pipe: ") + std::strerror(errno));
   }
   std::fflush(nullptr);
   pid_t pid = fork();
   if (pid < 0) {
-    err = std::string("cannot fork: ") + std::strerror(errno);
+    std::string why = std::strerror(errno);
     close(fd[0]);
     close(fd[1]);
-    return false;
+    return refuse("cannot fork: " + why);
   }
   if (pid == 0) {
     close(fd[0]);
@@ -222,15 +225,15 @@ bool load_xml_platform(Platform& p, std::string& err) {
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || in.empty()) {
-    err = "platform file " + p.xml + ": SimGrid could not load it";
+    std::string err = "platform file " + p.xml + ": SimGrid could not load it";
     if (WIFSIGNALED(status)) err += " (it died with signal " + std::to_string(WTERMSIG(status)) + ")";
-    return false;
+    return refuse(std::move(err));
   }
   Reader r{in};
   if (r.u32() != 1) {
-    err = r.str();
+    std::string err = r.str();
     if (err.empty()) err = "platform file " + p.xml + ": SimGrid could not load it";
-    return false;
+    return refuse(std::move(err));
   }
   uint32_t n = r.u32();
   std::vector<std::string> names(n);
@@ -259,10 +262,7 @@ bool load_xml_platform(Platform& p, std::string& err) {
       for (uint32_t id : route.links)
         if (r.ok) route.latency += links[id].lat;
     }
-  if (!r.ok || r.at != in.size()) {
-    err = "platform file " + p.xml + ": a garbled answer from the process that loaded it";
-    return false;
-  }
+  if (!r.ok || r.at != in.size()) return refuse("platform file " + p.xml + ": a garbled answer from the process that loaded it");
   p.host_names = std::move(names);
   p.host_speeds = std::move(speeds);
   p.speed = p.host_speeds.empty() ? 0 : p.host_speeds[0];

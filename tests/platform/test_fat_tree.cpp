@@ -47,8 +47,8 @@ TEST_CASE("simgrid: an all-to-all is slower on an oversubscribed fat tree", "[pl
     double t = -1;
     std::string r = in_child([spec]() -> std::string {
       Platform p;
-      std::string err;
-      if (!parse_platform(spec, 16, p, err)) return "parse: " + err;
+      Reported rep;
+      if (!parse_platform(spec, 16, p, rep.sm, rep.diags)) return "parse: " + rep.message();
       auto e = quiet_engine();
       std::vector<s4u::Host*> hosts;
       build_simgrid(p, *e, hosts);

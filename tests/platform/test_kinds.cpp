@@ -65,12 +65,12 @@ TEST_CASE("@FILE: a spec read from a file, which may not name another file", "[p
     std::ofstream(self) << "@" << self << "\n";  // once read without end: a stack overflow
   }
   Platform p;
-  std::string err;
-  INFO(err);
-  REQUIRE(parse_platform("@" + spec, 4, p, err));
+  Reported e;
+  REQUIRE(parse_platform("@" + spec, 4, p, e.sm, e.diags));
   CHECK(p.spec == "star:hosts=4,bw=100Gbps,lat=1us,model=ideal");
-  CHECK_FALSE(parse_platform("@" + self, 4, p, err));
-  CHECK(err == "platform file '" + self + "' names another (@" + self + "): it must hold the spec itself");
+  CHECK_FALSE(parse_platform("@" + self, 4, p, e.sm, e.diags));
+  CHECK(e.message() == "platform file '" + self + "' names another (@" + self + "): it must hold the spec itself");
+  CHECK_FALSE(e.located());
   std::remove(spec.c_str());
   std::remove(self.c_str());
 }
@@ -156,8 +156,8 @@ TEST_CASE("simgrid: every route is SimGrid's, and a lone message takes latency +
   for (const char* spec : kGenerated) {
     std::string r = in_child([spec]() -> std::string {
       Platform p;
-      std::string err;
-      if (!parse_platform(spec, 1, p, err)) return "parse: " + err;
+      Reported rep;
+      if (!parse_platform(spec, 1, p, rep.sm, rep.diags)) return "parse: " + rep.message();
       auto e = quiet_engine();
       std::vector<s4u::Host*> hosts;
       std::vector<s4u::Link*> links;
@@ -178,8 +178,8 @@ TEST_CASE("simgrid: the non-ideal models' lone message is what lone_message_time
                            "torus:3,lat=5ms,model=cm02", "nodes:count=2,gpus=2,model=lv08"}) {
     std::string r = in_child([spec]() -> std::string {
       Platform p;
-      std::string err;
-      if (!parse_platform(spec, 1, p, err)) return "parse: " + err;
+      Reported rep;
+      if (!parse_platform(spec, 1, p, rep.sm, rep.diags)) return "parse: " + rep.message();
       auto e = quiet_engine();
       std::vector<s4u::Host*> hosts;
       build_simgrid(p, *e, hosts);

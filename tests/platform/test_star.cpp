@@ -74,8 +74,8 @@ TEST_CASE("simgrid: cross traffic is on in cm02 and off in the ideal model", "[p
   auto exchange = [](const char* spec) {
     std::string r = in_child([spec]() -> std::string {
       Platform p;
-      std::string err;
-      if (!parse_platform(spec, 2, p, err)) return "parse: " + err;
+      Reported rep;
+      if (!parse_platform(spec, 2, p, rep.sm, rep.diags)) return "parse: " + rep.message();
       auto e = quiet_engine();
       std::vector<s4u::Host*> hosts;
       build_simgrid(p, *e, hosts);

@@ -75,8 +75,8 @@ TEST_CASE("simgrid: xml platform, hosts in file order, routes from SimGrid", "[p
   }
   std::string r = in_child([path]() -> std::string {
     Platform p;
-    std::string err;
-    if (!parse_platform(path + ",model=ideal", 3, p, err)) return "parse: " + err;
+    Reported rep;
+    if (!parse_platform(path + ",model=ideal", 3, p, rep.sm, rep.diags)) return "parse: " + rep.message();
     auto e = quiet_engine();
     std::vector<s4u::Host*> hosts;
     build_simgrid(p, *e, hosts);
@@ -97,8 +97,8 @@ TEST_CASE("simgrid: xml platform, hosts in file order, routes from SimGrid", "[p
   CHECK(r == "");
   std::string r2 = in_child([path]() -> std::string {
     Platform p;
-    std::string err;
-    if (!parse_platform(path, 4, p, err)) return "parse: " + err;
+    Reported rep;
+    if (!parse_platform(path, 4, p, rep.sm, rep.diags)) return "parse: " + rep.message();
     auto e = quiet_engine();
     std::vector<s4u::Host*> hosts;
     try {
@@ -112,8 +112,8 @@ TEST_CASE("simgrid: xml platform, hosts in file order, routes from SimGrid", "[p
 
   // The same, from this process, with the SimGrid work in a child process.
   Platform q = parse_ok(path, 2);
-  std::string err;
-  REQUIRE(load_xml_platform(q, err));
+  Reported e;
+  REQUIRE(load_xml_platform(q, e.diags));
   CHECK(q.hosts == 3);
   CHECK(q.host_names == std::vector<std::string>{"b", "a", "c"});
   CHECK(q.host_speeds == std::vector<double>{2e9, 1e9, 1e9});
@@ -126,14 +126,16 @@ TEST_CASE("simgrid: xml platform, hosts in file order, routes from SimGrid", "[p
   CHECK(q.route_bw(0, 2) == 1e9);
   CHECK(q.describe() == "xml, 3 hosts from " + path + ", 3 links, model ideal");
   Platform four = parse_ok(path, 4);
-  CHECK_FALSE(load_xml_platform(four, err));
-  CHECK(err.find("3 hosts, but 4 ranks need 4") != std::string::npos);
+  CHECK_FALSE(load_xml_platform(four, e.diags));
+  CHECK(e.message().find("3 hosts, but 4 ranks need 4") != std::string::npos);
+  CHECK_FALSE(e.located());
   std::string broken = (dir / "broken.xml").string();
   std::ofstream(broken) << "<platform version=\"4.1\"><zone id=\"w\" routing=\"Full\"><host id=\"a\"/></zone>";
   Platform b = parse_ok(broken, 1);
-  CHECK_FALSE(load_xml_platform(b, err));
-  INFO(err);
-  CHECK(err.find("platform file " + broken + ": Parse error") != std::string::npos);
+  Reported e2;
+  CHECK_FALSE(load_xml_platform(b, e2.diags));
+  INFO(e2.message());
+  CHECK(e2.message().find("platform file " + broken + ": Parse error") != std::string::npos);
   std::filesystem::remove_all(dir);
 }
 #endif

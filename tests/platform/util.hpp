@@ -12,6 +12,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <unistd.h>
@@ -32,22 +33,42 @@ namespace platform_test {
 
 using namespace sg::sim;
 
+// Where a platform's errors go (read_platform, size_platform, parse_platform, load_xml_platform),
+// and what the tests read of the first: its message, the file it points into ("" where it points
+// nowhere in particular), and the text it points at.
+struct Reported {
+  sg::SourceManager sm;
+  sg::Diagnostics diags;
+  const sg::Diagnostic* first() const { return diags.all().empty() ? nullptr : &diags.all().front(); }
+  std::string message() const { return first() ? first()->message : std::string(); }
+  bool located() const { return first() && first()->loc.valid(); }
+  std::string file() const { return located() ? sm.file(first()->loc.file).name() : std::string(); }
+  uint32_t line() const { return located() ? first()->loc.line : 0; }
+  uint32_t col() const { return located() ? first()->loc.col : 0; }
+  std::string pointed() const {
+    if (!located()) return {};
+    std::string_view l = sm.file(first()->loc.file).line(first()->loc.line);
+    size_t from = first()->loc.col - 1;
+    return from > l.size() ? std::string() : std::string(l.substr(from, first()->length));
+  }
+};
+
 inline Platform parse_ok(const std::string& spec, uint32_t n) {
   Platform p;
-  std::string err;
+  Reported e;
   INFO(spec << " -n " << n);
-  bool ok = parse_platform(spec, n, p, err);
-  INFO(err);
+  bool ok = parse_platform(spec, n, p, e.sm, e.diags);
+  INFO(e.message());
   REQUIRE(ok);
   return p;
 }
 
 inline std::string parse_err(const std::string& spec, uint32_t n) {
   Platform p;
-  std::string err;
+  Reported e;
   INFO(spec << " -n " << n);
-  REQUIRE_FALSE(parse_platform(spec, n, p, err));
-  return err;
+  REQUIRE_FALSE(parse_platform(spec, n, p, e.sm, e.diags));
+  return e.message();
 }
 
 inline bool rel_eq(double a, double b, double tol) { return std::fabs(a - b) <= tol * std::max(std::fabs(a), std::fabs(b)); }
