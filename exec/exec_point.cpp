@@ -177,7 +177,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
                   : job_pointer(me, size, 0, 2));
       return 2;
     }
-    // Real tiles on CPUs: about 25 GFLOP/s per core (exec/attention_kernels); --check's
+    // Real tiles on CPUs: about 25 GFLOP/s per core (exec/attention/attention_kernels); --check's
     // reference on rank 0 does all ranks' tiles at once in double precision. Say so before a run
     // of the library's default sizes (128K tokens) takes hours.
     double mine = 0, most = 0, total = 0;

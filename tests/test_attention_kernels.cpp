@@ -1,4 +1,4 @@
-// Attention tile numerics (exec/attention_kernels) against the double-precision oracle: a sequence
+// Attention tile numerics (exec/attention/attention_kernels) against the double-precision oracle: a sequence
 // split into 1–8 blocks and its tiles merged in any order gives whole-sequence attention, forward
 // and backward, for fp32 and bf16 inputs; empty and fully masked rows never make NaN; and the
 // oracle's gradients agree with finite differences of its own forward.

@@ -1,6 +1,6 @@
 // --check for attention schedules: every rank's outputs against full attention on one rank.
 // Rank 0 gathers the output items, rebuilds the whole sequence's inputs from the same per-item
-// fills the ranks started from, runs the double-precision reference (exec/attention_kernels)
+// fills the ranks started from, runs the double-precision reference (exec/attention/attention_kernels)
 // and compares element by element.
 #include <climits>
 #include <cmath>

@@ -1,4 +1,4 @@
-// The attention plan's two halves (internal to exec/attention_plan*.cpp, included by nothing
+// The attention plan's two halves (internal to exec/attention/attention_plan*.cpp, included by nothing
 // else): plan_attention (exec/attention/attention_plan.cpp), collective over the ranks, calls plan_local
 // (exec/attention/attention_plan_local.cpp) for what one rank can read and check alone.
 #pragma once

@@ -45,7 +45,7 @@ class HostDeviceOps final : public DeviceOps {
   bool to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) override;
   bool copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) override;
   bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) override;
-  bool attention_tile(const AttentionTile& t, std::string& err) override;  // the CPU tiles (exec/attention_kernels)
+  bool attention_tile(const AttentionTile& t, std::string& err) override;  // the CPU tiles (exec/attention/attention_kernels)
   bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) override;
   bool select_lane(int k, double timeout_s, std::string& err) override;
   bool mark(int& id, std::string& err) override;
