@@ -52,16 +52,13 @@ uint64_t default_memory_limit() { return memory_room().available / 10 * 8; }
 
 Target open_target(Session& s, const std::string& spec, const DumpRequest* dump) {
   const auto& fe = front_ends();
-  for (size_t k = 1; k <= fe.size(); ++k) {
-    size_t i = k % fe.size();  // the others first, then the language
-    if (i != 0 && !fe[i].claims(spec)) continue;
-    Target t = fe[i].open(s, spec);
-    t.front_end = static_cast<uint8_t>(i);
-    if (t.program && !s.diags.has_errors() && dump && dump->sink && dump->wants("parse")) dump->sink("parse", print_program(*t.program));
-    return t;
-  }
-  s.diags.error(Loc{}, "no front end reads '" + spec + "'");
-  return {};
+  size_t i = 1;
+  while (i < fe.size() && !fe[i].claims(spec)) ++i;
+  if (i == fe.size()) i = 0;  // the schedule language reads what no other front end claims
+  Target t = fe[i].open(s, spec);
+  t.front_end = static_cast<uint8_t>(i);
+  if (t.program && !s.diags.has_errors() && dump && dump->sink && dump->wants("parse")) dump->sink("parse", print_program(*t.program));
+  return t;
 }
 
 Built build(Session& s, const Target& t, const BuildOptions& o) {
