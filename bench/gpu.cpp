@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dsl/diagnostics.hpp"
 #include "exec/cuda/attention.cuh"
 #include "exec/cuda/attention_gemm.cuh"
 #include "exec/cuda/device.hpp"
@@ -69,19 +70,20 @@ void part_reduce(bool quick) {
   std::printf("| size | type | reduce GB/s | copy GB/s | ratio |\n|---|---|---|---|---|\n");
   std::vector<size_t> sizes =
       quick ? std::vector<size_t>{size_t{1} << 20} : std::vector<size_t>{size_t{64} << 20, size_t{256} << 20, size_t{1} << 30};
-  std::string err;
+  Diagnostics diags;
   cuda::Stream st;
-  if (!st.create(err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+  if (!st.create(diags)) std::fprintf(stderr, "%s\n", diags.messages().c_str()), std::exit(3);
   for (size_t bytes : sizes)
     for (DType t : {DType::F32, DType::BF16}) {
       cuda::DeviceMemory a, b, c;
-      if (!a.allocate(bytes, err) || !b.allocate(bytes, err) || !c.allocate(bytes, err))
-        std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+      if (!a.allocate(bytes, diags) || !b.allocate(bytes, diags) || !c.allocate(bytes, diags))
+        std::fprintf(stderr, "%s\n", diags.messages().c_str()), std::exit(3);
       CK(cudaMemset(a.data(), 0, bytes));
       CK(cudaMemset(b.data(), 0, bytes));
       size_t n = bytes / dtype_size(t);
       double red = fastest_ms(quick ? 2 : 10, [&] {
-        if (!cuda::device_reduce(t, ReduceOp::Sum, a.data(), b.data(), n, st, err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+        if (!cuda::device_reduce(t, ReduceOp::Sum, a.data(), b.data(), n, st, diags))
+          std::fprintf(stderr, "%s\n", diags.messages().c_str()), std::exit(3);
         CK(cudaStreamSynchronize(static_cast<cudaStream_t>(st.handle())));
       });
       double cpy = fastest_ms(quick ? 2 : 10, [&] { CK(cudaMemcpy(c.data(), b.data(), bytes, cudaMemcpyDeviceToDevice)); });
@@ -95,8 +97,8 @@ struct Blas {
   cuda::Stream st;
   cublasHandle_t h = nullptr;
   Blas() {
-    std::string err;
-    if (!st.create(err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    Diagnostics diags;
+    if (!st.create(diags)) std::fprintf(stderr, "%s\n", diags.messages().c_str()), std::exit(3);
     if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) std::fprintf(stderr, "bench_gpu: cublasCreate failed\n"), std::exit(3);
     cublasSetStream(h, static_cast<cudaStream_t>(st.handle()));
   }
@@ -119,16 +121,16 @@ void part_attention(bool quick) {
       "|---|---|---|---|---|---|\n");
   const uint32_t planes = quick ? 2 : 32, rows = quick ? 256 : 4096, dim = quick ? 64 : 128;
   const double flops = 4.0 * planes * rows * double(rows) * dim;
-  std::string err;
+  Diagnostics diags;
   Blas blas;
   cuda::Stream& st = blas.st;
   cublasHandle_t h = blas.h;
   for (bool bf16 : {false, true}) {
     size_t es = bf16 ? 2 : 4, qn = size_t{planes} * rows * dim;
     cuda::DeviceMemory q, kv, o, s;
-    if (!q.allocate(qn * es, err) || !kv.allocate(2 * qn * es, err) || !o.allocate(size_t{planes} * rows * (dim + 1) * 4, err) ||
-        !s.allocate(size_t{planes} * rows * rows * (bf16 ? 2 : 4), err))
-      std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    if (!q.allocate(qn * es, diags) || !kv.allocate(2 * qn * es, diags) || !o.allocate(size_t{planes} * rows * (dim + 1) * 4, diags) ||
+        !s.allocate(size_t{planes} * rows * rows * (bf16 ? 2 : 4), diags))
+      std::fprintf(stderr, "%s\n", diags.messages().c_str()), std::exit(3);
     CK(cudaMemset(q.data(), 0, qn * es));
     CK(cudaMemset(kv.data(), 0, 2 * qn * es));
     CK(cudaMemset(o.data(), 0, size_t{planes} * rows * (dim + 1) * 4));
@@ -141,8 +143,8 @@ void part_attention(bool quick) {
     // The cuBLAS tile (attention_gemm.cuh): its GEMMs plus the softmax and merge kernels.
     const uint32_t slab = cuda::attn_gemm_slab(planes, rows, rows, dim, bf16);
     cuda::DeviceMemory ws;
-    if (!ws.allocate(cuda::attn_gemm_workspace(planes, slab, rows, dim, bf16), err))
-      std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    if (!ws.allocate(cuda::attn_gemm_workspace(planes, slab, rows, dim, bf16), diags))
+      std::fprintf(stderr, "%s\n", diags.messages().c_str()), std::exit(3);
     double gemm_tile = fastest_ms(quick ? 2 : 5, [&] {
       int rc = cuda::launch_attn_fwd_gemm(h, ws.data(), slab, q.data(), kv.data(), reinterpret_cast<float*>(o.data()), bf16, planes, rows,
                                           rows, dim, false, 0.088f, 0, st.handle());
@@ -187,7 +189,7 @@ void part_attention_bwd(bool quick) {
       "|---|---|---|---|---|---|\n");
   const uint32_t planes = quick ? 2 : 32, rows = quick ? 256 : 4096, dim = quick ? 64 : 128;
   const double flops = 10.0 * planes * rows * double(rows) * dim;
-  std::string err;
+  Diagnostics diags;
   Blas blas;
   cuda::Stream& st = blas.st;
   cublasHandle_t h = blas.h;
@@ -196,10 +198,10 @@ void part_attention_bwd(bool quick) {
     const size_t es = bf16 ? 2 : 4, qn = size_t{planes} * rows * dim, rows_all = size_t{planes} * rows;
     const size_t scores = rows_all * rows;
     cuda::DeviceMemory wide, raw, kv, dq, dkv, sp, dps;
-    if (!wide.allocate(rows_all * (2 * dim + 2) * 4, err) || !raw.allocate(rows_all * (2 * dim * es + 8), err) ||
-        !kv.allocate(2 * qn * es, err) || !dq.allocate(qn * 4, err) || !dkv.allocate(2 * qn * 4, err) || !sp.allocate(scores * es, err) ||
-        !dps.allocate(scores * es, err))
-      std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    if (!wide.allocate(rows_all * (2 * dim + 2) * 4, diags) || !raw.allocate(rows_all * (2 * dim * es + 8), diags) ||
+        !kv.allocate(2 * qn * es, diags) || !dq.allocate(qn * 4, diags) || !dkv.allocate(2 * qn * 4, diags) ||
+        !sp.allocate(scores * es, diags) || !dps.allocate(scores * es, diags))
+      std::fprintf(stderr, "%s\n", diags.messages().c_str()), std::exit(3);
     // Zeros (lse 0): every score visible, exp(0) = 1; the values do not change the work.
     CK(cudaMemset(wide.data(), 0, rows_all * (2 * dim + 2) * 4));
     CK(cudaMemset(raw.data(), 0, rows_all * (2 * dim * es + 8)));
@@ -214,7 +216,8 @@ void part_attention_bwd(bool quick) {
     });
     const uint32_t slab = cuda::attn_gemm_bwd_slab(planes, rows, rows, bf16);
     cuda::DeviceMemory ws;
-    if (!ws.allocate(cuda::attn_gemm_bwd_workspace(planes, slab, rows, bf16), err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+    if (!ws.allocate(cuda::attn_gemm_bwd_workspace(planes, slab, rows, bf16), diags))
+      std::fprintf(stderr, "%s\n", diags.messages().c_str()), std::exit(3);
     double gemm_tile = fastest_ms(quick ? 2 : 3, [&] {
       int rc =
           cuda::launch_attn_bwd_gemm(h, ws.data(), slab, raw.data(), kv.data(), reinterpret_cast<float*>(dq.data()),
@@ -268,8 +271,8 @@ int main(int argc, char** argv) {
     std::printf("bench_gpu: no CUDA device (%s): nothing measured\n", p.reason.c_str());
     return 0;
   }
-  std::string err;
-  if (!cuda::use_device(0, err)) std::fprintf(stderr, "%s\n", err.c_str()), std::exit(3);
+  Diagnostics diags;
+  if (!cuda::use_device(0, diags)) std::fprintf(stderr, "%s\n", diags.messages().c_str()), std::exit(3);
   std::printf("# bench_gpu on %s\n", p.names[0].c_str());
   if (part == 0 || part == 1) part_reduce(quick);
   if (part == 0 || part == 2) part_attention(quick);

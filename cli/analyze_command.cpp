@@ -32,8 +32,7 @@ std::string human_flops(double f) {
 
 int cmd_analyze(const AnalyzeOpts& o) {
   api::AnalyzeRequest req;
-  std::string err;
-  if (!o.algo.empty() && !parse_algo_choice(o.algo, req.algo, err)) return fail(err);
+  if (Diagnostics diags; !o.algo.empty() && !parse_algo_choice(o.algo, req.algo, diags)) return fail(diags.messages());
   req.unit = o.unit;
   Prepared p;
   if (int rc = prepare(o.c, p, true)) return rc;

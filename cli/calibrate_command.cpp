@@ -23,17 +23,17 @@ int cmd_calibrate(const CalibrateOpts&) { return fail("this stepgraph was built 
 #else
 int cmd_calibrate(const CalibrateOpts& o) {
   std::vector<uint64_t> sizes;
-  std::string err;
-  if (!parse_geometric(o.sizes, true, sizes, err)) return fail("bad --sizes '" + o.sizes + "': " + err);
+  Diagnostics diags;
+  if (!parse_geometric(o.sizes, true, sizes, diags)) return fail("bad --sizes '" + o.sizes + "': " + diags.messages());
   if (exec::LauncherCheck job = exec::check_launcher(-1); !job.ok) return exec::report_refusal(job);
   int me = 0, n = 1;
   if (exec::join_mpi_job(me, n, false) != 0) return 2;
   exec::Calibration c;
-  bool ok = exec::calibrate(MPI_COMM_WORLD, sizes, o.iters, c, err);
+  bool ok = exec::calibrate(MPI_COMM_WORLD, sizes, o.iters, c, diags);
   int rc = 0;
   if (me == 0) {
     if (!ok) {
-      rc = fail(err);
+      rc = fail(diags.messages());
     } else {
       std::string spec = exec::calibration_platform(c);
       if (o.json) {
@@ -68,8 +68,8 @@ int cmd_calibrate(const CalibrateOpts& o) {
         }
       }
       OutputFile out;
-      if (!out.open(o.output, err)) {
-        rc = fail(err);
+      if (!out.open(o.output, diags)) {
+        rc = fail(diags.messages());
       } else {
         std::ostream& f = out.stream();
         f << "# written by stepgraph calibrate: " << c.nodes << " node(s), " << c.per_node << " ranks per node\n";
@@ -78,7 +78,7 @@ int cmd_calibrate(const CalibrateOpts& o) {
         // Not part of the platform: the reduction speed, read by `exec --predict @FILE` (sim --gamma).
         f << "# gamma=" << c.gamma_s_per_byte * 1e9 << "ns\n";
         f << spec << "\n";
-        if (!out.close(err)) rc = fail(err);
+        if (!out.close(diags)) rc = fail(diags.messages());
         else if (!o.json)
           std::printf("\nplatform %s\nwritten to %s: use it as `stepgraph sim … --platform @%s` or `exec … --predict @%s`\n", spec.c_str(),
                       o.output.c_str(), o.output.c_str(), o.output.c_str());

@@ -58,17 +58,17 @@ std::string without_key(const std::string& spec, const std::string& key, bool& h
 }
 
 // Every row of `t` predicted with `so`: predicted / measured, split at 1 MiB. Non-zero where the
-// points cannot be planned (the error printed); 0 with `err` set where a row does not simulate
-// (the located diagnostic where there is one).
+// points cannot be planned (the error printed); 0 with an error in `diags` where a row does not
+// simulate (its message the rendered, located diagnostic where there is one).
 int ratios(Session& ses, const SimOpts& so, const LoadedTable& t, std::vector<double>& small, std::vector<double>& large,
-           std::vector<double>* times_s, std::string& err) {
+           std::vector<double>* times_s, Diagnostics& diags) {
   std::vector<sim::PointResult> res;
   std::vector<char> host_bound;
   if (int rc = predict_nccl_table(ses, so, t, res, host_bound)) return rc;
   for (size_t i = 0; i < t.table.rows.size(); ++i) {
     const sim::PointResult& p = res[i];
     if (!p.completed || !p.error.empty()) {
-      err = p.diag.empty() ? (p.error.empty() ? "the simulation did not complete" : p.error) : p.diag;
+      diags.fail(p.diag.empty() ? (p.error.empty() ? "the simulation did not complete" : p.error) : p.diag);
       return 0;
     }
     double us = 0;
@@ -80,13 +80,15 @@ int ratios(Session& ses, const SimOpts& so, const LoadedTable& t, std::vector<do
   return 0;
 }
 
-// A failure `err` of the fit or of a prediction: a rendered diagnostic as it is, else one line.
-int report(const std::string& what, const std::string& err) {
-  if (err.find(": error:") != std::string::npos) {
-    std::cerr << err;
+// A failure of the fit or of a prediction (the errors in `diags`): a rendered diagnostic as it is,
+// else one line.
+int report(const std::string& what, const Diagnostics& diags) {
+  const std::string text = diags.messages();
+  if (text.find(": error:") != std::string::npos) {
+    std::cerr << text;
     return 2;
   }
-  return fail(what + err);
+  return fail(what + text);
 }
 
 // FILE or FILE:COLLECTIVE (for a table whose header does not say it): the path and the collective.
@@ -162,19 +164,20 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
     host.may_bound.push_back(small_row(r) ? 1 : 0);
   }
   int plan_rc = 0;
-  sim::PredictFn predict = [&](const NcclCalibration& k, std::vector<double>& t, std::string& e) {
+  sim::PredictFn predict = [&](const NcclCalibration& k, std::vector<double>& t, Diagnostics& d) {
     SimOpts s = so;
     s.platform = with_calibration(base_no_host, k) + ",nccl_host=0s";
     std::vector<double> small, large;
     t.clear();
-    e.clear();
-    plan_rc = ratios(ses, s, fit_rows, small, large, &t, e);
-    if (plan_rc && e.empty()) e = "planning failed";
-    return plan_rc == 0 && e.empty();
+    const uint64_t errors = d.error_count();
+    plan_rc = ratios(ses, s, fit_rows, small, large, &t, d);
+    if (plan_rc && d.error_count() == errors) d.fail("planning failed");
+    return plan_rc == 0 && d.error_count() == errors;
   };
   sim::NcclFit fit;
-  std::string err;
-  if (!sim::fit_nccl_calibration(measured, predict, fit, err, &host)) return plan_rc ? plan_rc : report(tables[0].path + ": ", err);
+  Diagnostics fit_diags;
+  if (!sim::fit_nccl_calibration(measured, predict, fit, fit_diags, &host))
+    return plan_rc ? plan_rc : report(tables[0].path + ": ", fit_diags);
   const std::string calibrated = with_calibration(base_no_host, fit.k) + ",nccl_host=" + fmt("%.3f", host.host_s * 1e6) + "us";
   const std::string host_said = host_given                          ? "as given"
                                 : !host.kept                        ? "fitted"
@@ -197,9 +200,9 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
       SimOpts s = so;
       s.platform = after ? calibrated : base;
       std::vector<double> small, large;
-      err.clear();
-      if (int rc = ratios(ses, s, t, small, large, nullptr, err)) return rc;
-      if (!err.empty()) return report(tables[i].path + ": ", err);
+      Diagnostics diags;
+      if (int rc = ratios(ses, s, t, small, large, nullptr, diags)) return rc;
+      if (diags.has_errors()) return report(tables[i].path + ": ", diags);
       ErrorSummary* into = after ? h.after : h.before;
       into[0] = summarise_errors(small);
       into[1] = summarise_errors(large);
@@ -214,7 +217,7 @@ int cmd_calibrate_nccl_tests(const CalibrateOpts& o) {
   for (const Held& h : held)
     file += "#   " + h.file + " (" + h.rows + "): below 1 MiB " + cell(h.after[0]) + ", from 1 MiB " + cell(h.after[1]) + "\n";
   file += "# Use: stepgraph sim --platform @FILE …  (nodes= says the node count: edit it for another)\n" + calibrated + "\n";
-  if (!write_output_file(o.output, file, err)) return fail(err);
+  if (Diagnostics diags; !write_output_file(o.output, file, diags)) return fail(diags.messages());
 
   if (o.json) {
     nlohmann::json j = {{"platform", base},

@@ -7,6 +7,7 @@
 
 #include "core/base/errors.hpp"
 #include "core/base/sizes.hpp"  // parse_size, for the flags
+#include "core/dsl/diagnostics.hpp"
 #include "core/io/writers.hpp"
 
 namespace sg::cli {
@@ -137,7 +138,8 @@ int report_internal_error(const InternalError& e);
 // left on device") and returns at least 2.
 int check_standard_output(int rc);
 
-// "8" | "2..17" (inclusive) | "4,8,16" | mixtures "2..5,8". Returns false with a message.
-bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err);
+// "8" | "2..17" (inclusive) | "4,8,16" | mixtures "2..5,8". Returns false with a message in
+// `diags` ("empty range 5..2"; the caller names the flag).
+bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, Diagnostics& diags);
 
 }  // namespace sg::cli

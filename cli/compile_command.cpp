@@ -31,8 +31,7 @@ void print_expansion(const ExpandReport& rep) {
 
 int cmd_compile(const CompileOpts& o) {
   AlgoChoice choice;
-  std::string err;
-  if (!o.algo.empty() && !parse_algo_choice(o.algo, choice, err)) return fail(err);
+  if (Diagnostics diags; !o.algo.empty() && !parse_algo_choice(o.algo, choice, diags)) return fail(diags.messages());
   bool expand = o.expand || !o.algo.empty();
   if (expand && o.rank >= 0) return fail("--expand needs the whole graph: it cannot be combined with --rank");
   Prepared p;
@@ -89,9 +88,10 @@ int cmd_compile(const CompileOpts& o) {
   }
   print_warnings(p.s);
   OutputFile file;
+  Diagnostics file_diags;
   std::ostream* os = &std::cout;
   if (!o.output.empty()) {
-    if (!file.open(o.output, err)) return fail(err);
+    if (!file.open(o.output, file_diags)) return fail(file_diags.messages());
     os = &file.stream();
   }
   if (o.format == "stream") *os << stream_text;
@@ -109,7 +109,7 @@ int cmd_compile(const CompileOpts& o) {
       *os << "build time    " << buf << "\n";
     }
   }
-  if (!o.output.empty() && !file.close(err)) return fail(err);  // standard output: main checks it
+  if (!o.output.empty() && !file.close(file_diags)) return fail(file_diags.messages());  // standard output: main checks it
   return 0;
 }
 

@@ -75,8 +75,7 @@ void check_first_finding(const char* file, const char* text, uint32_t n) {
 
 int cmd_demo(const std::string& ranks) {
   std::vector<uint32_t> ns;
-  std::string err;
-  if (!parse_rank_list(ranks, ns, err)) return fail("bad -n '" + ranks + "': " + err);
+  if (Diagnostics diags; !parse_rank_list(ranks, ns, diags)) return fail("bad -n '" + ranks + "': " + diags.messages());
   int rc = 0;
   std::cout << "stepgraph " << STEPGRAPH_VERSION << " — the built-in tour\n\n";
   std::cout << "1. compile ring_allreduce -n 8 --format stats\n\n";
@@ -431,11 +430,12 @@ schedule hier_misrouted(mp = 4) {
     if (t[1] > 0) std::cout << "   SimGrid is " << std::to_string(t[0] / t[1]).substr(0, 4) << "x slower: the shared uplinks\n";
     // GPU nodes: NCCL's algorithm, and the two engines agreeing where only the ports are shared.
     std::string wrapper = (std::filesystem::temp_directory_path() / "stepgraph_demo_allreduce.sched").string();
-    if (!write_output_file(wrapper,
+    if (Diagnostics diags;
+        !write_output_file(wrapper,
                            "# One all-reduce over every rank.\nschedule allreduce_all(size = 256MiB) {\n  buffer data[1] bytes size;\n"
                            "  init data contrib;\n  expect allreduce(data);\n  allreduce data;\n}\n",
-                           err))
-      return fail(err);
+                           diags))
+      return fail(diags.messages());
     std::cout << "\n   On GPU nodes nothing inside the network is shared: an all-reduce of 256 MiB over 2 nodes of 8 GPUs\n"
                  "   expands as NCCL's tuning model picks (its ring over channels), and the analytic engine's ports (NVLink and\n"
                  "   NIC at once, each link shared by what crosses it) agree with SimGrid\n\n";

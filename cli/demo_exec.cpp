@@ -51,7 +51,7 @@ int demo_exec(int rc) {
   run(mpi + "-n 4 '" + self +
       "' exec zigzag_ring_attention_bwd --sweep seq=512,1024 --set heads=4 --set dim=64 --check --iters 3 --warmup 1");
   std::string declared = tmp + "/stepgraph_demo_declared_attention.sched";
-  if (std::string err;
+  if (Diagnostics diags;
       !write_output_file(declared,
                          "# Ring attention written by hand in Megatron's sequence-major layouts (kv fused as [s, h, 2*d], O\n"
                          "# without its lse): the shapes, layouts and input type come from the declarations.\n"
@@ -65,13 +65,13 @@ int demo_exec(int rc) {
                          "      let j = (r - s) % N;\n      if s < N - 1 { send cur[s % 2] from r to (r + 1) % N into cur[(s + 1) % 2]; }\n"
                          "      if j < r { compute attn(Q[r], cur[s % 2]) into O[r] mask full at r; }\n"
                          "      if j == r { compute attn(Q[r], cur[s % 2]) into O[r] mask causal at r; }\n    }\n  }\n}\n",
-                         err))
-    return std::max(rc, fail(err));
+                         diags))
+    return std::max(rc, fail(diags.messages()));
   std::cout << "\n    A ring attention written by hand in Megatron's layouts: `buffer Q[N] shape [blk, heads, dim] layout shd\n"
                "    dtype bf16`, kv fused as `shape [blk, heads, 2 * dim] layout sh2d`, O without its lse (exec keeps it)\n\n";
   run(mpi + "-n 4 '" + self + "' exec " + declared + " --check --iters 1 --warmup 0 | grep -v '^#  '");
   std::string apart = tmp + "/stepgraph_demo_kv_apart.sched";
-  if (std::string err;
+  if (Diagnostics diags;
       !write_output_file(apart,
                          "# flash-attn's layout (bshd) with K and V as two buffers, rotated in two double buffers.\n"
                          "schedule ring_kv(seq = 512, heads = 2, dim = 32, batch = 2) {\n  let blk = seq / N;\n"
@@ -88,24 +88,24 @@ int demo_exec(int rc) {
                          "        send cv[s % 2] from r to (r + 1) % N into cv[(s + 1) % 2];\n      }\n"
                          "      if j < r { compute attn(Q[r], ck[s % 2], cv[s % 2]) into O[r] mask full at r; }\n"
                          "      if j == r { compute attn(Q[r], ck[s % 2], cv[s % 2]) into O[r] mask causal at r; }\n    }\n  }\n}\n",
-                         err))
-    return std::max(rc, fail(err));
+                         diags))
+    return std::max(rc, fail(diags.messages()));
   std::cout << "\n    flash-attn's layout with K and V as two buffers: `compute attn(Q[r], ck[s % 2], cv[s % 2])`, batch 2\n\n";
   run(mpi + "-n 4 '" + self + "' exec " + apart + " --check --iters 1 --warmup 0 | grep -v '^#  '");
   std::string stall = tmp + "/stepgraph_demo_stall.sched";
-  if (std::string err; !write_output_file(stall,
-                                          "# Both ranks receive first: a deadlock.\n"
-                                          "schedule recv_first() {\n"
-                                          "  buffer a[2] bytes 8;\n"
-                                          "  init a owned;\n"
-                                          "  expect allgather(a);\n"
-                                          "  on r in 0 .. 2 {\n"
-                                          "    recv a[1 - r] from 1 - r;\n"
-                                          "    send a[r] to 1 - r;\n"
-                                          "  }\n"
-                                          "}\n",
-                                          err))
-    return std::max(rc, fail(err));
+  if (Diagnostics diags; !write_output_file(stall,
+                                            "# Both ranks receive first: a deadlock.\n"
+                                            "schedule recv_first() {\n"
+                                            "  buffer a[2] bytes 8;\n"
+                                            "  init a owned;\n"
+                                            "  expect allgather(a);\n"
+                                            "  on r in 0 .. 2 {\n"
+                                            "    recv a[1 - r] from 1 - r;\n"
+                                            "    send a[r] to 1 - r;\n"
+                                            "  }\n"
+                                            "}\n",
+                                            diags))
+    return std::max(rc, fail(diags.messages()));
   std::cout << "\n15. a hang becomes a report: a program whose ranks both receive first. exec checks first and refuses it\n"
                "    (verify finds the deadlock); run anyway with `--allow-defects --timeout 1`, each rank names the step\n"
                "    it waits on, its peer and the source line, and the job ends with exit 3\n\n";
@@ -165,13 +165,13 @@ int demo_exec(int rc) {
       "' exec zigzag_ring_attention --set seq=1024 --set heads=4 --set dim=32 --device host-staged --transport nccl "
       "--check --iters 1 --warmup 0 | grep -v '^#  '");
   std::string unsafe = tmp + "/stepgraph_demo_unsafe.sched";
-  if (std::string err; !write_output_file(
+  if (Diagnostics diags; !write_output_file(
           unsafe,
           "schedule unsafe_ring(size = 48KiB) {\n  buffer data[N] bytes size / N;\n  init data owned;\n  expect allgather(data);\n"
           "  on r in 0 .. N {\n    for s in 0 .. N - 1 {\n      send data[(r - s) % N] to (r + 1) % N;\n"
           "      recv data[(r - s - 1) % N] from (r - 1) % N;\n    }\n  }\n}\n",
-          err))
-    return std::max(rc, fail(err));
+          diags))
+    return std::max(rc, fail(diags.messages()));
   run("( " + mpi + "-n 3 '" + self + "' exec " + unsafe +
       " --device host-staged --transport nccl --iters 1; echo \"   exit code $?\" ) 2>&1 "
       "| grep -v -e '^---' -e '^$' -e 'Primary job' -e 'non-zero exit' -e 'mpiexec detected' -e 'the job to be' -e 'Process name' "
@@ -188,7 +188,7 @@ int demo_python(int rc, const std::string& mpi, const std::string& tmp) {
     return rc;
   }
   std::string script = tmp + "/stepgraph_demo_torch.py";
-  if (std::string err; !write_output_file(
+  if (Diagnostics diags; !write_output_file(
           script,
           "import sys\n"
           "import stepgraph\n"
@@ -216,8 +216,8 @@ int demo_python(int rc, const std::string& mpi, const std::string& tmp) {
           "    stepgraph.compile('ring_allreduce', n=n, set={'size': '1MiB', 'sise': '2'})\n"
           "except stepgraph.StepgraphError as e:\n"
           "    if r == 0: print('    bad input raises StepgraphError: ' + e.diagnostics[0]['message'])\n",
-          err))
-    return std::max(rc, fail(err));
+          diags))
+    return std::max(rc, fail(diags.messages()));
   std::cout << "\n19. Python: `import stepgraph` calls the same library (results equal `--json`), and `stepgraph.torch` runs a\n"
                "    checked schedule on torch tensors inside a torch.distributed job (gloo here; docs/python.md):\n"
                "    `PYTHONPATH="

@@ -63,9 +63,9 @@ int demo_msccl(int rc) {
                                    R"(dstoff="0" cnt="1" depid="-1" deps="-1" hasdep="1"/>
     </tb>
   </gpu>)");
-  std::string err;
-  if (!write_output_file(race, kRace, err) || !write_output_file(fixed, text, err) || !write_output_file(half, half_text, err))
-    return std::max(rc, fail(err));
+  Diagnostics diags;
+  if (!write_output_file(race, kRace, diags) || !write_output_file(fixed, text, diags) || !write_output_file(half, half_text, diags))
+    return std::max(rc, fail(diags.messages()));
   std::cout << "\n11. MSCCL XML, the files msccl-tools writes and MSCCL and RCCL load: a two-GPU all-gather whose\n"
                "    thread blocks race (tb 1 copies into o[0] while tb 0 sends it), `stepgraph verify FILE.xml`\n"
                "    (-n is the file's ngpus; connections hold 2 messages with Simple, as NCCL_STEPS makes them)\n\n";

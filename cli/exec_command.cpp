@@ -63,14 +63,14 @@ double predict(const ExecOpts& o, int size, const api::Params& params, uint64_t 
 }  // namespace
 
 int cmd_exec(const ExecOpts& o) {
-  std::string err;
+  Diagnostics diags;
   // Before MPI_Init: a launcher whose job this MPI cannot join (each process would run alone).
   exec::LauncherCheck job = exec::check_launcher(-1);
   if (!job.ok) return exec::report_refusal(job);
-  if (!o.native_algo.empty() && !exec::set_native_algo(o.native_algo, err)) {
+  if (!o.native_algo.empty() && !exec::set_native_algo(o.native_algo, diags)) {
     // Every process reads the same flag: the launcher's rank 0 says why, the others point to it.
     if (job.speaks()) {
-      fail(err);
+      fail(diags.messages());
       exec::let_others_speak(job.world_size);
       return 2;
     }
@@ -112,11 +112,11 @@ int cmd_exec(const ExecOpts& o) {
   api::Params params;
   for (const std::string& kv : o.sets) {
     std::pair<std::string, std::string> p;
-    if (!parse_set(kv, p, err)) return refuse(err);
+    if (!parse_set(kv, p, diags)) return refuse(diags.messages());
     params.push_back(p);
   }
   uint64_t max_memory = 0;
-  if (!parse_memory_limit(o.max_memory, max_memory, err)) return refuse(err);
+  if (!parse_memory_limit(o.max_memory, max_memory, diags)) return refuse(diags.messages());
   DType dtype = DType::F32;
   bool dtype_forced = !o.dtype.empty();
   if (dtype_forced && !parse_dtype(o.dtype, dtype)) return refuse("bad --dtype '" + o.dtype + "'");
@@ -129,7 +129,7 @@ int cmd_exec(const ExecOpts& o) {
     if (eq == std::string::npos || eq == 0)
       return refuse("--sweep needs NAME=RANGE, e.g. size=1KiB..64MiB or seq=1024,2048, got '" + o.sweep + "'");
     sweep_param = o.sweep.substr(0, eq);
-    if (!parse_geometric(o.sweep.substr(eq + 1), true, values, err)) return refuse("bad --sweep '" + o.sweep + "': " + err);
+    if (!parse_geometric(o.sweep.substr(eq + 1), true, values, diags)) return refuse("bad --sweep '" + o.sweep + "': " + diags.messages());
     for (const auto& [k, v] : params)
       if (k == sweep_param) return refuse("--set " + k + "=" + v + " and --sweep " + o.sweep + " both give " + sweep_param + ": keep one");
   }

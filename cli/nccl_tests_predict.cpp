@@ -40,10 +40,10 @@ std::string schedule_text(const TestColl& c) {
 }  // namespace
 
 int load_nccl_table(Session& ses, const std::string& path, const std::string& ranks, const std::string& collective, LoadedTable& out) {
-  std::string err;
   out.path = path;
-  out.file = ses.sources.load(path, err);
-  if (!out.file) return fail("--nccl-tests: " + err);
+  Diagnostics unread;
+  out.file = ses.sources.load(path, unread);
+  if (!out.file) return fail("--nccl-tests: " + unread.messages());
   if (!read_nccl_tests(ses.sources, out.file, out.table, ses.diags)) {
     std::cerr << ses.diags.render(ses.sources);
     return 2;
@@ -55,7 +55,7 @@ int load_nccl_table(Session& ses, const std::string& path, const std::string& ra
   }
   if (!ranks.empty()) {
     std::vector<uint32_t> ns;
-    if (!parse_rank_list(ranks, ns, err) || ns.size() != 1)
+    if (Diagnostics diags; !parse_rank_list(ranks, ns, diags) || ns.size() != 1)
       return fail("--nccl-tests takes one -n (the table's rank count), got '" + ranks + "'");
     out.n = ns[0];
   } else {
@@ -67,7 +67,7 @@ int load_nccl_table(Session& ses, const std::string& path, const std::string& ra
 
 int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std::vector<sim::PointResult>& results,
                        std::vector<char>& host_bound) {
-  std::string err, target;
+  std::string target;
   std::filesystem::path tmp;
   if (!o.targets.empty()) {
     target = o.targets[0];
@@ -87,7 +87,7 @@ int predict_nccl_table(Session& ses, const SimOpts& o, const LoadedTable& t, std
       return 2;
     }
     tmp = std::filesystem::temp_directory_path() / ("stepgraph_nccl_tests_" + std::to_string(getpid()) + ".sched");
-    if (!write_output_file(tmp.string(), schedule_text(*coll), err)) return fail(err);
+    if (Diagnostics diags; !write_output_file(tmp.string(), schedule_text(*coll), diags)) return fail(diags.messages());
     target = tmp.string();
   }
   // The platform, once, with a located error (every row would fail on it), and its host's time

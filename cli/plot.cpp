@@ -31,12 +31,10 @@ bool have_gnuplot() { return std::system("command -v gnuplot >/dev/null 2>&1") =
 
 }  // namespace
 
-bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results, std::string& err) {
+bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results, Diagnostics& diags) {
   namespace fs = std::filesystem;
-  if (!have_gnuplot()) {
-    err = "--plot needs gnuplot, which is not installed (apt-get install gnuplot-nox; `bash run.sh` installs it)";
-    return false;
-  }
+  if (!have_gnuplot())
+    return diags.fail("--plot needs gnuplot, which is not installed (apt-get install gnuplot-nox; `bash run.sh` installs it)");
   // x: the swept parameter, else N.
   bool by_param = !plan.param.empty();
   bool x_bytes = by_param && plan.param == "size";
@@ -47,17 +45,11 @@ bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poin
     if (!lines.count(r.schedule)) order.push_back(r.schedule);
     lines[r.schedule].push_back(&r);
   }
-  if (lines.empty()) {
-    err = "--plot: no point finished, nothing to draw";
-    return false;
-  }
+  if (lines.empty()) return diags.fail("--plot: no point finished, nothing to draw");
   fs::path dir = fs::temp_directory_path() / ("stepgraph_plot_" + std::to_string(::getpid()));
   std::error_code ec;
   fs::create_directories(dir, ec);
-  if (ec) {
-    err = "--plot: cannot create '" + dir.string() + "': " + ec.message();
-    return false;
-  }
+  if (ec) return diags.fail("--plot: cannot create '" + dir.string() + "': " + ec.message());
   std::string script, time_plot, bw_plot;
   for (size_t k = 0; k < order.size(); ++k) {
     fs::path dat = dir / ("line" + std::to_string(k) + ".dat");
@@ -66,8 +58,8 @@ bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poin
       double x = by_param ? static_cast<double>(r->param_value) : r->n;
       d << x << " " << r->time_s << " " << (r->busbw > 0 ? r->busbw : 0) << "\n";
     }
-    if (!write_output_file(dat.string(), d.str(), err)) {
-      err = "--plot: " + err;
+    if (size_t from = diags.size(); !write_output_file(dat.string(), d.str(), diags)) {
+      diags.locate_from(from, Loc{}, "--plot: ");
       return false;
     }
     std::string src = quote(dat.string());
@@ -97,18 +89,16 @@ bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poin
   script += "plot " + bw_plot + "\n";
   script += "unset multiplot\n";
   fs::path gp = dir / "plot.gp";
-  if (!write_output_file(gp.string(), script, err)) {
-    err = "--plot: " + err;
+  if (size_t from = diags.size(); !write_output_file(gp.string(), script, diags)) {
+    diags.locate_from(from, Loc{}, "--plot: ");
     return false;
   }
   std::string cmd = "gnuplot " + quote(gp.string()) + " 2>" + quote((dir / "gnuplot.err").string());
-  std::string picture;
-  if (std::system(cmd.c_str()) != 0 || !read_input_file(drawn.string(), picture, err) || picture.empty()) {
-    err = "gnuplot failed; its input and messages are in " + dir.string();
-    return false;
-  }
-  if (!write_output_file(o.plot, picture, err)) {
-    err = "--plot: " + err;
+  InputFile picture;  // (why it could not be read: gnuplot's messages say more)
+  if (std::system(cmd.c_str()) != 0 || !(picture = read_input_file(drawn.string())).ok || picture.text.empty())
+    return diags.fail("gnuplot failed; its input and messages are in " + dir.string());
+  if (size_t from = diags.size(); !write_output_file(o.plot, picture.text, diags)) {
+    diags.locate_from(from, Loc{}, "--plot: ");
     return false;
   }
   fs::remove_all(dir, ec);

@@ -20,33 +20,33 @@ int fail(const std::string& msg) {
   return 2;
 }
 
-bool parse_set(const std::string& kv, std::pair<std::string, std::string>& out, std::string& err) {
+bool parse_set(const std::string& kv, std::pair<std::string, std::string>& out, Diagnostics& diags) {
   auto eq = kv.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return err = "--set needs NAME=VALUE, got '" + kv + "'", false;
+  if (eq == std::string::npos || eq == 0 || eq + 1 == kv.size()) return diags.fail("--set needs NAME=VALUE, got '" + kv + "'");
   out = {kv.substr(0, eq), kv.substr(eq + 1)};
   return true;
 }
 
-bool parse_memory_limit(const std::string& text, uint64_t& out, std::string& err) {
+bool parse_memory_limit(const std::string& text, uint64_t& out, Diagnostics& diags) {
   if (text.empty()) return out = default_memory_limit(), true;
   if (parse_size(text, out)) return true;
-  return err = "bad --max-memory '" + text + "' (use e.g. 3GiB, 512MiB, 1000000)", false;
+  return diags.fail("bad --max-memory '" + text + "' (use e.g. 3GiB, 512MiB, 1000000)");
 }
 
 int target_request(const Common& c, api::TargetRequest& r) {
   r.target = c.target;
-  std::string err;
+  Diagnostics diags;
   for (const auto& kv : c.sets) {
     std::pair<std::string, std::string> p;
-    if (!parse_set(kv, p, err)) return fail(err);
+    if (!parse_set(kv, p, diags)) return fail(diags.messages());
     r.params.push_back(p);
   }
   if (!c.max_memory.empty()) {
     uint64_t limit = 0;
-    if (!parse_memory_limit(c.max_memory, limit, err)) return fail(err);
+    if (!parse_memory_limit(c.max_memory, limit, diags)) return fail(diags.messages());
     r.max_memory = limit;
   }
-  if (!c.ranks.empty() && !parse_rank_list(c.ranks, r.ranks, err)) return fail("bad -n '" + c.ranks + "': " + err);
+  if (!c.ranks.empty() && !parse_rank_list(c.ranks, r.ranks, diags)) return fail("bad -n '" + c.ranks + "': " + diags.messages());
   r.dump_after = c.dump_after;
   return 0;
 }
@@ -65,9 +65,9 @@ std::string repeated_set(const std::vector<std::string>& sets) {
 }
 
 int check_standard_output(int rc) {
-  std::string err;
-  if (flush_standard_output(err)) return rc;
-  return std::max(rc, fail(err));
+  Diagnostics diags;
+  if (flush_standard_output(diags)) return rc;
+  return std::max(rc, fail(diags.messages()));
 }
 
 int report_internal_error(const InternalError& e) {
@@ -130,7 +130,7 @@ std::string rank_ranges(const std::vector<uint32_t>& ns) {
 
 // "a..b" doubles from a up to b (b included); "a,b,c" as listed; mixtures. For rank counts and
 // swept sizes alike: a simulation sweep is read on log axes.
-bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>& out, std::string& err) {
+bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>& out, Diagnostics& diags) {
   out.clear();
   std::stringstream ss(text);
   std::string item;
@@ -146,40 +146,35 @@ bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>&
     auto dots = item.find("..");
     if (dots == std::string::npos) {
       uint64_t x = 0;
-      if (!value(item, x)) return err = "bad value '" + item + "'", false;
+      if (!value(item, x)) return diags.fail("bad value '" + item + "'");
       out.push_back(x);
       continue;
     }
     uint64_t a = 0, b = 0;
     if (!value(item.substr(0, dots), a) || !value(item.substr(dots + 2), b) || a == 0 || b < a)
-      return err = "bad range '" + item + "' (a..b with 0 < a <= b: a, 2a, 4a, … up to b)", false;
+      return diags.fail("bad range '" + item + "' (a..b with 0 < a <= b: a, 2a, 4a, … up to b)");
     for (uint64_t x = a; x <= b; x *= 2) {
       out.push_back(x);
       if (x > b / 2) break;
     }
     if (out.back() != b) out.push_back(b);
   }
-  if (out.empty()) return err = "empty", false;
+  if (out.empty()) return diags.fail("empty");
   return true;
 }
 
-bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::string& err) {
+bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, Diagnostics& diags) {
   out.clear();
-  if (s.empty()) return err = "empty", false;
+  if (s.empty()) return diags.fail("empty");
   // (getline drops a trailing empty entry: `-n 4,` must not pass as `-n 4`)
-  if (s.front() == ',' || s.back() == ',' || s.find(",,") != std::string::npos) return err = "an empty entry in the list", false;
+  if (s.front() == ',' || s.back() == ',' || s.find(",,") != std::string::npos) return diags.fail("an empty entry in the list");
   std::stringstream ss(s);
   std::string part;
   auto num = [&](const std::string& t, uint32_t& v) {
-    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) {
-      err = "'" + t + "' is not a rank count";
-      return false;
-    }
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos)
+      return diags.fail("'" + t + "' is not a rank count");
     v = static_cast<uint32_t>(std::stoul(t));
-    if (v < 1) {
-      err = "the number of ranks must be at least 1";
-      return false;
-    }
+    if (v < 1) return diags.fail("the number of ranks must be at least 1");
     return true;
   };
   while (std::getline(ss, part, ',')) {
@@ -194,9 +189,9 @@ bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::stri
       if (auto colon = hi.find(':'); colon != std::string::npos) how = hi.substr(colon + 1), hi = hi.substr(0, colon);
       uint32_t a, b;
       if (!num(part.substr(0, dots), a) || !num(hi, b)) return false;
-      if (a > b) return err = "empty range " + part, false;
+      if (a > b) return diags.fail("empty range " + part);
       if (how.empty() || how == "+1") {
-        if (b - a > 100000) return err = "range " + part + " is too long", false;
+        if (b - a > 100000) return diags.fail("range " + part + " is too long");
         for (uint32_t v = a; v <= b; ++v) out.push_back(v);
       } else if (how == "x2") {
         for (uint64_t v = a; v <= b; v *= 2) out.push_back(static_cast<uint32_t>(v));
@@ -204,14 +199,14 @@ bool parse_rank_list(const std::string& s, std::vector<uint32_t>& out, std::stri
       } else if (how.size() > 1 && how[0] == '+' && how.find_first_not_of("0123456789", 1) == std::string::npos && how.size() < 10 &&
                  std::stoul(how.substr(1)) > 0) {
         uint32_t k = static_cast<uint32_t>(std::stoul(how.substr(1)));
-        if ((b - a) / k > 100000) return err = "range " + part + " is too long", false;
+        if ((b - a) / k > 100000) return diags.fail("range " + part + " is too long");
         for (uint64_t v = a; v <= b; v += k) out.push_back(static_cast<uint32_t>(v));
       } else {
-        return err = "'" + how + "' in " + part + " is not a step (a..b:x2 doubles, a..b:+k steps by k)", false;
+        return diags.fail("'" + how + "' in " + part + " is not a step (a..b:x2 doubles, a..b:+k steps by k)");
       }
     }
   }
-  if (out.empty()) return err = "no rank count", false;
+  if (out.empty()) return diags.fail("no rank count");
   return true;
 }
 

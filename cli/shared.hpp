@@ -28,12 +28,13 @@ int fail(const api::BadInput& e);
 
 using api::params_json;
 
-// "NAME=VALUE" into the pair; false (with the message) for anything else.
-bool parse_set(const std::string& kv, std::pair<std::string, std::string>& out, std::string& err);
+// "NAME=VALUE" into the pair; false (with the message in `diags`) for anything else.
+bool parse_set(const std::string& kv, std::pair<std::string, std::string>& out, Diagnostics& diags);
 
 // --max-memory SIZE: the bound on an instance's estimate; "" is default_memory_limit(). False with
-// the message ("bad --max-memory 'x' (use e.g. 3GiB, 512MiB, 1000000)"). The one parser of it.
-bool parse_memory_limit(const std::string& text, uint64_t& out, std::string& err);
+// the message in `diags` ("bad --max-memory 'x' (use e.g. 3GiB, 512MiB, 1000000)"). The one
+// parser of it.
+bool parse_memory_limit(const std::string& text, uint64_t& out, Diagnostics& diags);
 
 // The shared flags as a typed request (api/api.hpp). Returns 0, or 2 after saying what is wrong.
 int target_request(const Common& c, api::TargetRequest& r);
@@ -99,7 +100,8 @@ class FoldedWarnings {
 };
 
 // "1KiB..1GiB" (doubling from a to b, b included) or "a,b,c" (sizes when `sizes`, else plain
-// integers). Returns false with a message.
-bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>& out, std::string& err);
+// integers). Returns false with a message in `diags` ("bad range 'a..b' (…)"; the caller names
+// the flag).
+bool parse_geometric(const std::string& text, bool sizes, std::vector<uint64_t>& out, Diagnostics& diags);
 
 }  // namespace sg::cli

@@ -92,8 +92,9 @@ int sim_options(const SimOpts& o, const sim::PlatformChoice& platform, sim::SimO
   if (!o.map.empty()) {
     std::string text = o.map;
     if (text[0] == '@') {
-      std::string err;
-      if (!read_input_file(o.map.substr(1), text, err)) return fail("--map: " + err);
+      InputFile in = read_input_file(o.map.substr(1));
+      if (!in.ok) return fail("--map: " + in.error);
+      text = std::move(in.text);
       std::replace(text.begin(), text.end(), '\n', ',');
     }
     std::stringstream ss(text);
@@ -123,19 +124,18 @@ int sim_options(const SimOpts& o, const sim::PlatformChoice& platform, sim::SimO
 }
 
 int parse_algo(const SimOpts& o, PointPlan& plan) {
-  std::string err;
-  if (!o.algo.empty() && !parse_algo_choice(o.algo, plan.algo, err)) return fail(err);
+  if (Diagnostics diags; !o.algo.empty() && !parse_algo_choice(o.algo, plan.algo, diags)) return fail(diags.messages());
   // NCCL_ALGO and NCCL_PROTO, read as NCCL reads them (core/graph/nccl_tuning.hpp), for NCCL's
   // choice on a GPU platform; a value NCCL would refuse is refused here, at its token.
   for (const char* var : {"NCCL_ALGO", "NCCL_PROTO"}) {
     const char* v = std::getenv(var);
     if (!v || !*v) continue;
     size_t at = 0;
-    if (!parse_nccl_list(v, std::string(var) == "NCCL_PROTO", plan.algo.nccl_enables, err, at)) {
-      Session ses;
-      Loc loc{ses.sources.add(var, v), 1, static_cast<uint32_t>(at + 1)};
-      ses.diags.error(loc, err);
-      std::cerr << ses.diags.render(ses.sources);
+    Diagnostics diags;
+    if (!parse_nccl_list(v, std::string(var) == "NCCL_PROTO", plan.algo.nccl_enables, diags, at)) {
+      Session ses;  // (the variable's value as a source, for the caret under the token at fault)
+      diags.locate_from(0, Loc{ses.sources.add(var, v), 1, static_cast<uint32_t>(at + 1)});
+      std::cerr << diags.render(ses.sources);
       return 2;
     }
   }
@@ -143,10 +143,10 @@ int parse_algo(const SimOpts& o, PointPlan& plan) {
 }
 
 int plan_points(const SimOpts& o, PointPlan& plan) {
-  std::string err;
+  Diagnostics diags;
   // -n as every command reads it: a..b is every count, a..b:x2 doubles (cli/shared.cpp).
   std::vector<uint32_t> ns;
-  if (!o.ranks.empty() && !parse_rank_list(o.ranks, ns, err)) return fail("bad -n '" + o.ranks + "': " + err);
+  if (!o.ranks.empty() && !parse_rank_list(o.ranks, ns, diags)) return fail("bad -n '" + o.ranks + "': " + diags.messages());
   // --set NAME=VALUE for every target that declares NAME; TARGET:NAME=VALUE for one target (its
   // schedule's name or the target as written).
   struct Set {
@@ -168,9 +168,9 @@ int plan_points(const SimOpts& o, PointPlan& plan) {
     auto eq = o.sweep.find('=');
     if (eq == std::string::npos || eq == 0) return fail("--sweep needs NAME=RANGE, e.g. size=1KiB..1GiB, got '" + o.sweep + "'");
     plan.param = o.sweep.substr(0, eq);
-    if (!parse_geometric(o.sweep.substr(eq + 1), true, values, err)) return fail("bad --sweep '" + o.sweep + "': " + err);
+    if (!parse_geometric(o.sweep.substr(eq + 1), true, values, diags)) return fail("bad --sweep '" + o.sweep + "': " + diags.messages());
   }
-  if (!parse_memory_limit(o.max_memory, plan.max_memory, err)) return fail(err);
+  if (!parse_memory_limit(o.max_memory, plan.max_memory, diags)) return fail(diags.messages());
   // Every target must resolve before anything runs.
   std::vector<std::unique_ptr<Session>> sessions;
   std::vector<Target> opened;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "core/dsl/diagnostics.hpp"
 #include "core/graph/algorithm_choice.hpp"
 #include "sim/point.hpp"
 #include "sim/sim.hpp"
@@ -54,6 +55,7 @@ PointResult run_point(const SimOpts& o, const PointPlan& plan, size_t index);
 // only rank 0 gets `root` and the merged results). Shows a progress bar on a terminal.
 int run_points_distributed(const SimOpts& o, const PointPlan& plan, std::vector<PointResult>& results, bool& root);
 int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results);
-bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results, std::string& err);
+// Draws --plot's picture (gnuplot); false with what went wrong in `diags`.
+bool plot_points(const SimOpts& o, const PointPlan& plan, const std::vector<PointResult>& results, Diagnostics& diags);
 
 }  // namespace sg::cli

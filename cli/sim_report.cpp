@@ -73,9 +73,9 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
   if (!o.csv.empty()) {
     OutputFile file;
     std::ostream* os = &std::cout;
-    std::string err;
+    Diagnostics diags;
     if (o.csv != "-") {
-      if (!file.open(o.csv, err)) return std::max(rc, fail("--csv: " + err));
+      if (!file.open(o.csv, diags)) return std::max(rc, fail("--csv: " + diags.messages()));
       os = &file.stream();
     }
     *os << "schedule,ranks," << (plan.param.empty() ? "" : plan.param + ",")
@@ -89,11 +89,11 @@ int report_points(const SimOpts& o, const PointPlan& plan, const std::vector<Poi
           << (bw ? fmt("%.6g", r.algbw) : "") << "," << (bw ? fmt("%.6g", r.busbw) : "") << "," << r.messages << "," << r.bytes << ","
           << (r.completed ? 1 : 0) << "," << fmt("%.3f", r.wall_s) << "\n";
     }
-    if (o.csv != "-" && !file.close(err)) return std::max(rc, fail("--csv: " + err));
+    if (o.csv != "-" && !file.close(diags)) return std::max(rc, fail("--csv: " + diags.messages()));
   }
   if (!o.plot.empty()) {
-    std::string err;
-    if (!plot_points(o, plan, results, err)) return std::max(rc, fail(err));
+    Diagnostics diags;
+    if (!plot_points(o, plan, results, diags)) return std::max(rc, fail(diags.messages()));
   }
   if (o.json || o.csv == "-") {
     std::set<std::string> shown;  // a bad --platform fails every point alike: its error once

@@ -76,6 +76,9 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   // agree on the outcome, and the lowest rank that failed prints them (rank 0 its warnings).
   std::ostringstream diag;
   Session ses;
+  // A failure on this rank, after "stepgraph exec: rank R: ": at its statement (the source line
+  // and a caret) when it has one.
+  auto rank_failure = [&](const Diagnostic& d) { return d.loc.valid() ? render_diagnostic(d, ses.sources) : d.message + "\n"; };
   StreamOrder order;
   std::unique_ptr<StepGraph> g;
   int rc = 0;
@@ -156,14 +159,13 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   Executor& ex = *owned;
   {
     // The lowest rank that refused with a reason of its own says why; every rank exits 2.
-    std::string err;
-    bool ok = ex.setup(err);
-    int failed = ok ? 0 : 1, any = 0, says = ok || err.empty() ? size : me, sayer = size;
+    Diagnostics refused;
+    bool ok = ex.setup(refused);
+    int failed = ok ? 0 : 1, any = 0, says = ok || !refused.has_errors() ? size : me, sayer = size;
     MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, world);
     MPI_Allreduce(&says, &sayer, 1, MPI_INT, MPI_MIN, world);
     if (any) {
-      if (me == sayer && !err.empty() && err.back() == '\n') say(err);  // a rendered diagnostic
-      else if (me == sayer) say("stepgraph: error: " + err + "\n");
+      if (me == sayer) say(refused.render(ses.sources));  // at its statement, or "stepgraph: error: …"
       else say(job_pointer(me, size, sayer < size ? sayer : -1, 2));
       return 2;
     }
@@ -208,7 +210,7 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
       abort_job(3);
     }
     if (!r.completed) {
-      say("stepgraph exec: rank " + std::to_string(me) + ": " + (r.error.empty() ? "the run did not complete" : r.error) + "\n" +
+      say("stepgraph exec: rank " + std::to_string(me) + ": " + (r.error ? rank_failure(*r.error) : "the run did not complete\n") +
           (r.report.empty() ? "" : r.report + "\n"));
       abort_job(3);
     }
@@ -222,9 +224,10 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
     if (!at || std::strtoull(at + 1, nullptr, 10) == req.value) raise(SIGKILL);
   }
   auto fill = [&] {
-    std::string why;
-    if (!ex.fill_inputs(why)) {
-      say("stepgraph exec: rank " + std::to_string(me) + ": " + why + "\n");
+    Diagnostics failed;
+    if (!ex.fill_inputs(failed)) {
+      say("stepgraph exec: rank " + std::to_string(me) + ": " +
+          (failed.all().empty() ? "a device copy failed\n" : rank_failure(failed.all().front())));
       abort_job(3);
     }
   };
@@ -275,8 +278,8 @@ int run_exec_point(const PointRequest& req, MPI_Comm world, PointRow& row) {
   if (req.check) {
     one(nullptr, true, true);
     CheckResult cr = ex.compare_expected();
-    if (!cr.error.empty()) {
-      say("stepgraph exec: rank " + std::to_string(me) + ": " + cr.error + "\n");
+    if (cr.error) {
+      say("stepgraph exec: rank " + std::to_string(me) + ": " + rank_failure(*cr.error));
       abort_job(3);
     }
     unsigned long long w = cr.wrong, all = 0;

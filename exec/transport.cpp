@@ -83,6 +83,7 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
               : out.direct ? "--transport cuda-aware: point-to-point on the stand-in device memory itself, collectives staged"
                            : "staged through host mirrors";
     if (out.ipc) h.host_device.set_shared();
+    if (const char* fault = std::getenv("STEPGRAPH_DEVICE_FAULT")) h.host_device.inject_fault(fault);
     // The stand-in device defers its lanes like a GPU, in an order drawn per rank (and per
     // STEPGRAPH_LANE_SEED), so that a missing wait between lanes, or MPI touching memory before
     // the host saw the mark it needs, shows in --check.
@@ -111,12 +112,12 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
     MPI_Comm_size(node, &local_size);
     MPI_Comm_free(&node);
     int d = cuda::device_for_local_rank(local, dp.count);
-    std::string why;
+    Diagnostics why;
     int bad = h.cuda_device.open(d, dp.names[static_cast<size_t>(d)], why) ? 0 : 1, any = 0;
     MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, world);
     if (any)
       return refuse_here(bad ? "stepgraph: error: --device cuda: rank " + std::to_string(me) + ", device " + std::to_string(d) + ": " +
-                                   why + "\n"
+                                   why.messages() + "\n"
                              : std::string());
     out.device = &h.cuda_device;
     if (o.transport == "nccl") {
@@ -128,19 +129,20 @@ Refusal open_transport(const TransportRequest& o, MPI_Comm world, Transport& out
         return refuse("--transport nccl: NCCL needs a GPU per rank, and " + std::to_string(local_size) + " ranks on a node share " +
                       std::to_string(dp.count) + " device" + (dp.count == 1 ? "" : "s") +
                       " (use --transport staged, or fewer ranks per node)");
-      std::string id, why_id;
+      std::string id;
+      Diagnostics why_id;
       int id_ok = me == 0 ? (cuda::NcclComm::unique_id(id, why_id) ? 1 : 0) : 1, all_id = 0;
       MPI_Allreduce(&id_ok, &all_id, 1, MPI_INT, MPI_MIN, world);
-      if (!all_id) return refuse("--transport nccl: " + why_id);
+      if (!all_id) return refuse("--transport nccl: " + why_id.messages());
       id.resize(128);
       MPI_Bcast(id.data(), 128, MPI_CHAR, 0, world);
       auto nc = std::make_unique<cuda::NcclComm>();
-      std::string why_init;
+      Diagnostics why_init;
       int init_ok = nc->init(id, size, me, h.cuda_device.lane_stream(1), why_init) ? 1 : 0, all_init = 0;
       MPI_Allreduce(&init_ok, &all_init, 1, MPI_INT, MPI_MIN, world);
       if (!all_init) {
         nc->abort();
-        return refuse_here(!init_ok ? "stepgraph: error: --transport nccl: rank " + std::to_string(me) + ": " + why_init + "\n"
+        return refuse_here(!init_ok ? "stepgraph: error: --transport nccl: rank " + std::to_string(me) + ": " + why_init.messages() + "\n"
                                     : std::string());
       }
       h.stream_comm = std::move(nc);

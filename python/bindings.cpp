@@ -35,8 +35,7 @@ api::TargetRequest target_request(const std::string& target, const std::vector<u
 
 AlgoChoice algo_choice(const std::string& spec) {
   AlgoChoice choice;
-  std::string err;
-  if (!spec.empty() && !parse_algo_choice(spec, choice, err)) throw api::BadInput(err);
+  if (Diagnostics diags; !spec.empty() && !parse_algo_choice(spec, choice, diags)) throw api::BadInput(diags.messages());
   return choice;
 }
 

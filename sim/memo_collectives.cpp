@@ -94,7 +94,7 @@ std::vector<std::vector<CollectiveTimes::Use>> member_uses(const StepGraph& a, c
 }  // namespace
 
 bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, const Platform& p, const SimOptions& o, CollectiveMemo& out,
-                      Diagnostics& diags, std::string& err, const RankSymmetry* stands_for) {
+                      Diagnostics& diags, const RankSymmetry* stands_for) {
   auto t0 = std::chrono::steady_clock::now();
   out = CollectiveMemo{};
   out.times.table.assign(g.instances.size(), CollectiveTimes::kNone);
@@ -203,7 +203,8 @@ bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, 
         SimResult r = simulate_symmetric(*a.g, p, so, sym);
         std::string what = expansion_line(a.report);
         if (!r.error.empty() || !r.completed) {
-          err = "costing " + what + " alone: " + (r.error.empty() ? std::string("it deadlocked") : r.error);
+          out.run_failed = true;
+          diags.error(g.loc(s0), "costing " + what + " alone: " + (r.error.empty() ? std::string("it deadlocked") : r.error));
           return false;
         }
         MemoShape sh;

@@ -52,15 +52,19 @@ struct CollectiveMemo {
   // shifts have its shape and its members' times are their images' (else the full graph is needed).
   bool images_alike = true;
   std::string images_why;
+  // memo_collectives returned false because a run alone failed or deadlocked: the simulation's
+  // failure (exit 3), not bad input.
+  bool run_failed = false;
 };
 
 // Times every collective instance of `g` (collectives not expanded) as above, simulating each
-// shape with `o`'s engine and options on platform `p`. False with errors in `diags` where an
-// instance cannot be expanded, or with `err` where a run alone fails or deadlocks.
+// shape with `o`'s engine and options on platform `p`. False with errors in `diags`: where an
+// instance cannot be expanded (bad input), or where a run alone fails or deadlocks ("costing …
+// alone: …" at the collective's statement; then out.run_failed is set).
 // With `stands_for`, `g` holds the representatives' programs of that symmetry
 // (StepGraph::built_ranks): each instance is counted as the full instances it stands for, and its
 // images are compared (CollectiveMemo::images_alike).
 bool memo_collectives(const StepGraph& g, Session& s, const AlgoChoice& choice, const Platform& p, const SimOptions& o, CollectiveMemo& out,
-                      Diagnostics& diags, std::string& err, const RankSymmetry* stands_for = nullptr);
+                      Diagnostics& diags, const RankSymmetry* stands_for = nullptr);
 
 }  // namespace sg::sim

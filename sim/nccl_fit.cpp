@@ -112,7 +112,8 @@ double best_host_floor(const std::vector<double>& measured, const std::vector<do
   return std::min({start, fastest * (1 - 1e-9), cap});  // bounds no row: as given, or just under the fastest call
 }
 
-bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& predict, NcclFit& out, std::string& err, HostFloor* host) {
+bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& predict, NcclFit& out, Diagnostics& diags,
+                          HostFloor* host) {
   out = NcclFit{};
   double h = host ? host->host_s : 0;
   // The rows as nccl-tests times them: the calls `raw` under the floor h.
@@ -127,22 +128,14 @@ bool fit_nccl_calibration(const std::vector<double>& measured, const PredictFn& 
     h = best_host_floor(measured, raw, host->host_s, tells, host->may_bound);
   };
   for (double m : measured)
-    if (!(m > 0) || !std::isfinite(m)) {
-      err = "a measured time that is not positive";
-      return false;
-    }
+    if (!(m > 0) || !std::isfinite(m)) return diags.fail("a measured time that is not positive");
   auto eval = [&](const Vec& x, std::vector<double>& t) {
     ++out.simulations;
-    if (!predict(to_k(x), t, err)) return false;
-    if (t.size() != measured.size()) {
-      err = "the simulation gave " + std::to_string(t.size()) + " times for " + std::to_string(measured.size()) + " rows";
-      return false;
-    }
+    if (!predict(to_k(x), t, diags)) return false;
+    if (t.size() != measured.size())
+      return diags.fail("the simulation gave " + std::to_string(t.size()) + " times for " + std::to_string(measured.size()) + " rows");
     for (double v : t)
-      if (!(v > 0) || !std::isfinite(v)) {
-        err = "the simulation gave a time that is not positive";
-        return false;
-      }
+      if (!(v > 0) || !std::isfinite(v)) return diags.fail("the simulation gave a time that is not positive");
     return true;
   };
   Vec x = {0, 1, 1};

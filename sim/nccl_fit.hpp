@@ -17,13 +17,14 @@
 #include <string>
 #include <vector>
 
+#include "core/dsl/diagnostics.hpp"
 #include "sim/platform.hpp"
 
 namespace sg::sim {
 
-// Predicts every measured row under calibration `k` (seconds, all > 0); false with `err` set
-// stops the fit.
-using PredictFn = std::function<bool(const NcclCalibration& k, std::vector<double>& predicted_s, std::string& err)>;
+// Predicts every measured row under calibration `k` (seconds, all > 0); false with an error in
+// `diags` stops the fit.
+using PredictFn = std::function<bool(const NcclCalibration& k, std::vector<double>& predicted_s, Diagnostics& diags)>;
 
 // The host's floor (NcclCalibration::host_s): a row is max(host, the simulated call), as
 // nccl-tests times calls issued back to back. The callback then predicts the calls without it.
@@ -48,9 +49,9 @@ struct NcclFit {
   int iterations = 0;
 };
 
-// Fits `measured_s` (> 0 each, one per row the callback predicts). False with `err` where the
-// callback fails or a row is not positive.
-bool fit_nccl_calibration(const std::vector<double>& measured_s, const PredictFn& predict, NcclFit& out, std::string& err,
+// Fits `measured_s` (> 0 each, one per row the callback predicts). False with an error in `diags`
+// where the callback fails or a row is not positive.
+bool fit_nccl_calibration(const std::vector<double>& measured_s, const PredictFn& predict, NcclFit& out, Diagnostics& diags,
                           HostFloor* host = nullptr);
 
 // The host that best fits `measured_s` as max(host, call_s) in the summed squared log ratio, in

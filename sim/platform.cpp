@@ -187,9 +187,9 @@ bool read_platform(const std::string& spec_in, PlatformChoice& out, SourceManage
   // @FILE: the spec string is in a file (what `stepgraph calibrate` writes); '#' starts a comment.
   if (std::string t = trim(spec_in); !t.empty() && t[0] == '@') {
     const std::string path = t.substr(1);
-    std::string file, err;
-    if (!read_input_file(path, file, err)) return rep.error("platform file: " + err);
-    SpecFileText j = join_spec_file(file);
+    InputFile in = read_input_file(path);
+    if (!in.ok) return rep.error("platform file: " + in.error);
+    SpecFileText j = join_spec_file(in.text);
     if (j.text.empty()) return rep.error("platform file '" + path + "' holds no platform spec");
     // A file naming a file (itself, say) would be read without end.
     if (j.text[0] == '@')
@@ -197,7 +197,7 @@ bool read_platform(const std::string& spec_in, PlatformChoice& out, SourceManage
                        "): it must hold the spec itself");
     c.gamma = j.gamma;
     r->source.name = path;
-    r->source.text = std::move(file);
+    r->source.text = std::move(in.text);
     r->source.starts = std::move(j.starts);
     spec = j.text;
   }

@@ -354,10 +354,22 @@ PointResult run_point(const PointSpec& p) {
     return false;
   };
   auto cost_collectives = [&]() {
-    std::string merr;
-    if (!memo_collectives(*g, s, bo.algo, platform, so, memo, s.diags, merr, reps ? &reps_group : nullptr)) {
-      r.status = merr.empty() ? 2 : 3;
-      r.error = merr.empty() ? "bad input" : merr;
+    // A run alone that failed (memo.run_failed) is the simulation's failure, exit 3, said by
+    // r.error: not among the session's diagnostics, which get the rest (bad input, notes).
+    Diagnostics md;
+    bool ok = memo_collectives(*g, s, bo.algo, platform, so, memo, md, reps ? &reps_group : nullptr);
+    if (!ok && memo.run_failed) {
+      r.status = 3;
+      r.error = md.messages();
+      r.diag = s.diags.render(s.sources);
+      for (const Diagnostic& d : md.all())
+        if (d.severity != Severity::Error) r.diag += render_diagnostic(d, s.sources);
+      return false;
+    }
+    s.diags.append(md);
+    if (!ok) {
+      r.status = 2;
+      r.error = "bad input";
       r.diag = s.diags.render(s.sources);
       return false;
     }
@@ -483,15 +495,15 @@ PointResult run_point(const PointSpec& p) {
   if (!p.trace_file.empty()) {
     const std::string& file = p.trace_file;
     OutputFile out;
-    std::string err;
-    bool ok = out.open(file, err);
+    Diagnostics diags;
+    bool ok = out.open(file, diags);
     if (ok) {
       write_chrome_trace(out.stream(), *g, s.sources, trace_run(*g, platform, so, res));
-      ok = out.close(err);
+      ok = out.close(diags);
     }
     if (!ok) {
       r.status = 2;
-      r.error = "--trace: " + err;
+      r.error = "--trace: " + diags.messages();
       return r;
     }
     r.trace_file = file;

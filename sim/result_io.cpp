@@ -84,7 +84,7 @@ std::string result_to_json(const SimResult& r) {
   return j.dump();
 }
 
-bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
+bool result_from_json(const std::string& text, SimResult& r, Diagnostics& diags) {
   try {
     json j = json::parse(text);
     r.completed = j.at("completed");
@@ -121,8 +121,7 @@ bool result_from_json(const std::string& text, SimResult& r, std::string& err) {
     r.arrivals = times(j.at("arrivals"));
     return true;
   } catch (const std::exception& e) {
-    err = e.what();
-    return false;
+    return diags.fail(e.what());
   }
 }
 

@@ -3,12 +3,14 @@
 #pragma once
 #include <string>
 
+#include "core/dsl/diagnostics.hpp"
 #include "sim/sim.hpp"
 
 namespace sg::sim {
 
 std::string result_to_json(const SimResult& r);
-bool result_from_json(const std::string& text, SimResult& r, std::string& err);
+// False with the JSON reader's complaint in `diags` when `text` is not a whole result.
+bool result_from_json(const std::string& text, SimResult& r, Diagnostics& diags);
 
 // A time that overflowed to inf (or is NaN) means nothing and has no JSON form: such a result is
 // replaced by an error that says which time and why, with none of its numbers kept. With a

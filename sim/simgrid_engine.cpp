@@ -484,15 +484,14 @@ SimResult simulate_simgrid(const StepGraph& g, const Platform& p, const SimOptio
   close(fd[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  std::string err;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || text.empty()) {
     r.error = WIFSIGNALED(status) ? "the SimGrid simulation died (signal " + std::to_string(WTERMSIG(status)) + ")"
                                   : "the SimGrid simulation failed";
     return r;
   }
   SimResult out;
-  if (!result_from_json(text, out, err)) {
-    r.error = "cannot read the SimGrid simulation's result: " + err;
+  if (Diagnostics diags; !result_from_json(text, out, diags)) {
+    r.error = "cannot read the SimGrid simulation's result: " + diags.messages();
     return r;
   }
   return out;

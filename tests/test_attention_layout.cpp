@@ -22,6 +22,8 @@ BufferInfo declared(const std::vector<uint64_t>& shape, const std::string& layou
   b.name = std::string(1, 'X');  // (GCC 12 -Wrestrict misfires on assigning a literal here)
   b.shape = shape;
   b.layout = layout;
+  b.shape_loc = Loc{1, 7, 12};  // where a refusal points: the layout, else the shape
+  b.layout_loc = Loc{1, 7, 30};
   return b;
 }
 
@@ -46,9 +48,9 @@ void moves_every_element(const Case& c, uint32_t B, uint32_t H, uint32_t S, uint
   BufferInfo b = declared(c.shape, c.letters);
   ItemDims dims;
   ItemLayout L;
-  std::string err;
-  REQUIRE(read_item_layout(b, c.role, c.known_dim, dims, L, err));
-  CHECK(err.empty());
+  Diagnostics diags;
+  REQUIRE(read_item_layout(b, c.role, c.known_dim, dims, L, diags));
+  CHECK(diags.all().empty());
   CHECK(dims == ItemDims{B, H, S, D});
   const bool two = c.role == AttnRole::KV || c.role == AttnRole::DKV;
   const uint32_t parts = two ? 2 : 1;
@@ -111,7 +113,7 @@ TEST_CASE("q, kv and O items in the layouts people use land where the kernels re
 TEST_CASE("a layout the kernels already use is read in place; one that is not is relaid", "[attention][layout]") {
   ItemDims d;
   ItemLayout L;
-  std::string err;
+  Diagnostics err;
   REQUIRE(read_item_layout(declared({3, 5, 4}, "hsd"), AttnRole::Q, 0, d, L, err));
   CHECK(L.kernel);
   REQUIRE(read_item_layout(declared({3, 5, 4}, ""), AttnRole::Q, 0, d, L, err));  // no layout: the kernels' order
@@ -137,19 +139,28 @@ TEST_CASE("layouts that cannot be read are refused with the reason", "[attention
   // What a letter means for the buffer's role (exec reports these at the layout).
   ItemDims d;
   ItemLayout L;
+  // Each refusal is one error at the buffer's layout declaration.
+  auto refusal = [&](const BufferInfo& b, AttnRole r, uint64_t known_dim) {
+    Diagnostics diags;
+    CHECK(!read_item_layout(b, r, known_dim, d, L, diags));
+    REQUIRE(diags.all().size() == 1);
+    CHECK(diags.all()[0].loc.line == 7);
+    CHECK(diags.all()[0].loc.col == 30);
+    return diags.all()[0].message;
+  };
   std::string err;
-  CHECK(!read_item_layout(declared({2, 5, 3, 4}, "2shd"), AttnRole::Q, 0, d, L, err));
+  err = refusal(declared({2, 5, 3, 4}, "2shd"), AttnRole::Q, 0);
   CHECK(err.find("has a 2, which only kv and dkv items have") != std::string::npos);
-  CHECK(!read_item_layout(declared({5, 3, 4}, "shd"), AttnRole::KV, 0, d, L, err));
+  err = refusal(declared({5, 3, 4}, "shd"), AttnRole::KV, 0);
   CHECK(err.find("has no 2 (K then V)") != std::string::npos);
-  CHECK(!read_item_layout(declared({5, 3, 3, 4}, "s2hd"), AttnRole::KV, 0, d, L, err));
+  err = refusal(declared({5, 3, 3, 4}, "s2hd"), AttnRole::KV, 0);
   CHECK(err.find("has a 2-axis of 3") != std::string::npos);
-  CHECK(!read_item_layout(declared({5, 3, 7}, "sh2d"), AttnRole::KV, 0, d, L, err));
+  err = refusal(declared({5, 3, 7}, "sh2d"), AttnRole::KV, 0);
   CHECK(err.find("has a last extent of 7, not 2·dim") != std::string::npos);
-  CHECK(!read_item_layout(declared({5, 3, 12}, "shd"), AttnRole::Bundle, 0, d, L, err));
+  err = refusal(declared({5, 3, 12}, "shd"), AttnRole::Bundle, 0);
   CHECK(err.find("exec's own row format") != std::string::npos);
-  CHECK(!read_item_layout(declared({5, 3, 4}, "shd"), AttnRole::O, 0, d, L, err));
+  err = refusal(declared({5, 3, 4}, "shd"), AttnRole::O, 0);
   CHECK(err.find("nothing else says dim") != std::string::npos);
-  CHECK(!read_item_layout(declared({5, 3, 7}, "shd"), AttnRole::O, 4, d, L, err));
+  err = refusal(declared({5, 3, 7}, "shd"), AttnRole::O, 4);
   CHECK(err.find("has rows of 7, neither dim = 4 nor dim + 1") != std::string::npos);
 }

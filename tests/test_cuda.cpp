@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dsl/diagnostics.hpp"
 #include "core/interp/input_values.hpp"
 #include "exec/attention/attention_kernels.hpp"
 #include "exec/cuda/attention.cuh"
@@ -49,10 +50,10 @@ float load16(DType t, uint16_t v) { return t == DType::F16 ? exec::f16_to_float(
 
 TEST_CASE("device reductions give the CPU's bits for f32, f16 and bf16 under sum, max, min and prod", "[cuda]") {
   if (!have_device()) return;
-  std::string err;
-  REQUIRE(cuda::use_device(0, err));
+  Diagnostics diags;
+  REQUIRE(cuda::use_device(0, diags));
   cuda::Stream st;
-  REQUIRE(st.create(err));
+  REQUIRE(st.create(diags));
   // Odd sizes and an offset of one element: the vector path, the scalar path and the tail.
   for (size_t n : {size_t{1}, size_t{1000}, size_t{1} << 20, (size_t{1} << 20) + 7})
     for (DType t : {DType::F32, DType::F16, DType::BF16})
@@ -76,13 +77,13 @@ TEST_CASE("device reductions give the CPU's bits for f32, f16 and bf16 under sum
           }
           std::memcpy(want.data(), a.data(), off * es);  // the element before the range is untouched
           cuda::DeviceMemory da, db;
-          REQUIRE(da.allocate(bytes, err));
-          REQUIRE(db.allocate(bytes, err));
-          REQUIRE(cuda::copy_to_device(da.data(), a.data(), bytes, st, err));
-          REQUIRE(cuda::copy_to_device(db.data(), b.data(), bytes, st, err));
-          REQUIRE(cuda::device_reduce(t, op, da.data() + off * es, db.data() + off * es, n, st, err));
-          REQUIRE(cuda::copy_to_host(got.data(), da.data(), bytes, st, err));
-          REQUIRE(st.sync(err));
+          REQUIRE(da.allocate(bytes, diags));
+          REQUIRE(db.allocate(bytes, diags));
+          REQUIRE(cuda::copy_to_device(da.data(), a.data(), bytes, st, diags));
+          REQUIRE(cuda::copy_to_device(db.data(), b.data(), bytes, st, diags));
+          REQUIRE(cuda::device_reduce(t, op, da.data() + off * es, db.data() + off * es, n, st, diags));
+          REQUIRE(cuda::copy_to_host(got.data(), da.data(), bytes, st, diags));
+          REQUIRE(st.sync(diags));
           INFO("n = " << n << " type " << dtype_name(t) << " op " << static_cast<int>(op) << " offset " << off);
           CHECK(std::memcmp(got.data(), want.data(), bytes) == 0);
         }
@@ -90,18 +91,18 @@ TEST_CASE("device reductions give the CPU's bits for f32, f16 and bf16 under sum
 
 TEST_CASE("the device-side input fill writes the CPU executor's numbers", "[cuda]") {
   if (!have_device()) return;
-  std::string err;
-  REQUIRE(cuda::use_device(0, err));
+  Diagnostics diags;
+  REQUIRE(cuda::use_device(0, diags));
   cuda::Stream st;
-  REQUIRE(st.create(err));
+  REQUIRE(st.create(diags));
   const size_t n = 4097;
   cuda::DeviceMemory d;
-  REQUIRE(d.allocate(n * 4, err));
+  REQUIRE(d.allocate(n * 4, diags));
   for (int64_t item : {int64_t{-1}, int64_t{7}}) {
-    REQUIRE(cuda::device_fill(DType::I32, d.data(), n, 3, 5, 9, item, st, err));
+    REQUIRE(cuda::device_fill(DType::I32, d.data(), n, 3, 5, 9, item, st, diags));
     std::vector<int32_t> got(n);
-    REQUIRE(cuda::copy_to_host(got.data(), d.data(), n * 4, st, err));
-    REQUIRE(st.sync(err));
+    REQUIRE(cuda::copy_to_host(got.data(), d.data(), n * 4, st, diags));
+    REQUIRE(st.sync(diags));
     for (size_t e = 0; e < n; ++e) {
       int want = item < 0 ? contrib_value(3, 5, 9, e) : item_value(3, 7, e);
       if (got[e] != want) FAIL("element " << e << ": " << got[e] << " != " << want);
@@ -111,20 +112,20 @@ TEST_CASE("the device-side input fill writes the CPU executor's numbers", "[cuda
 
 TEST_CASE("the GPU attention tiles (forward, merge, backward) agree with the CPU tiles", "[cuda][attention]") {
   if (!have_device()) return;
-  std::string err;
-  REQUIRE(cuda::use_device(0, err));
+  Diagnostics diags;
+  REQUIRE(cuda::use_device(0, diags));
   cuda::Stream st;
-  REQUIRE(st.create(err));
+  REQUIRE(st.create(diags));
   // Rows not a multiple of 32 and dim not a multiple of 32: the tails of both loops.
   const exec::TileShape t{1, 3, 70, 70, 40};
   const size_t nq = exec::attn_q_elems(t), nkv = exec::attn_kv_elems(t), no = exec::attn_o_elems(t), nb = exec::attn_bundle_elems(t);
   auto dev_copy = [&](cuda::DeviceMemory& m, const void* host, size_t bytes) {
-    REQUIRE(m.allocate(bytes, err));
-    REQUIRE(cuda::copy_to_device(m.data(), host, bytes, st, err));
+    REQUIRE(m.allocate(bytes, diags));
+    REQUIRE(cuda::copy_to_device(m.data(), host, bytes, st, diags));
   };
   auto back = [&](std::vector<float>& host, const cuda::DeviceMemory& m) {
-    REQUIRE(cuda::copy_to_host(host.data(), m.data(), host.size() * 4, st, err));
-    REQUIRE(st.sync(err));
+    REQUIRE(cuda::copy_to_host(host.data(), m.data(), host.size() * 4, st, diags));
+    REQUIRE(st.sync(diags));
   };
   auto max_diff = [](const std::vector<float>& a, const std::vector<float>& b) {
     double m = 0;
@@ -171,9 +172,9 @@ TEST_CASE("the GPU attention tiles (forward, merge, backward) agree with the CPU
       for (uint32_t slab : {70u, 16u}) {
         INFO("cuBLAS slab " << slab);
         void* h = nullptr;
-        REQUIRE(cuda::attn_gemm_handle(&h, err));
+        REQUIRE(cuda::attn_gemm_handle(&h, diags));
         cuda::DeviceMemory ws, og;
-        REQUIRE(ws.allocate(cuda::attn_gemm_workspace(3, slab, 70, 40, bf16), err));
+        REQUIRE(ws.allocate(cuda::attn_gemm_workspace(3, slab, 70, 40, bf16), diags));
         dev_copy(og, o0.data(), no * 4);
         auto* g = reinterpret_cast<float*>(og.data());
         CHECK(cuda::launch_attn_fwd_gemm(h, ws.data(), slab, dq_in.data(), dkv_in.data(), g, bf16, 3, 70, 70, 40, causal, scale, 0,
@@ -230,9 +231,9 @@ TEST_CASE("the GPU attention tiles (forward, merge, backward) agree with the CPU
       for (uint32_t slab : {70u, 16u}) {
         INFO("cuBLAS backward, slab " << slab);
         void* h = nullptr;
-        REQUIRE(cuda::attn_gemm_handle(&h, err));
+        REQUIRE(cuda::attn_gemm_handle(&h, diags));
         cuda::DeviceMemory ws, gq, gkv;
-        REQUIRE(ws.allocate(cuda::attn_gemm_bwd_workspace(3, slab, 70, bf16), err));
+        REQUIRE(ws.allocate(cuda::attn_gemm_bwd_workspace(3, slab, 70, bf16), diags));
         dev_copy(gq, zq.data(), nq * 4);
         dev_copy(gkv, zkv.data(), nkv * 4);
         CHECK(cuda::launch_attn_bwd_gemm(h, ws.data(), slab, draw.data(), dkv_in.data(), reinterpret_cast<float*>(gq.data()),

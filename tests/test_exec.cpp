@@ -688,3 +688,30 @@ TEST_CASE("option errors say what is wanted, once per job", "[exec][mpi][fail]")
   CHECK(n.rc == 2);
   CHECK(n.out.find("bad -n '4,': an empty entry in the list") != std::string::npos);
 }
+
+TEST_CASE("a device failure is reported at the statement of the step that made it, on every path", "[exec][mpi][fail]") {
+  // Issue 33: a device call fails with a Diagnostic, and the executor places it at its step's
+  // statement with what was being done. STEPGRAPH_DEVICE_FAULT makes the stand-in device refuse
+  // every call of one kind.
+  for (const std::string transport : {"staged", "nccl"}) {
+    Ran r = sh("STEPGRAPH_DEVICE_FAULT=reduce " + kMpi + " -n 2 '" + kBin +
+                   "' exec ring_allreduce --set size=4KiB --device host-staged --iters 1 --transport " + transport,
+               true);
+    INFO(transport << ":\n" << r.out);
+    CHECK(r.rc == 3);
+    CHECK(r.out.find("ring_allreduce.sched:16:7: error: a reduction (data[") != std::string::npos);
+    CHECK(r.out.find(") on host memory standing in for a device: an injected fault (STEPGRAPH_DEVICE_FAULT=reduce)") != std::string::npos);
+    CHECK(r.out.find("\n        send data[(r - s) % N] from r to (r + 1) % N reduce;") != std::string::npos);
+    CHECK(r.out.find("\n        ^\n") != std::string::npos);  // the source line and a caret
+    CHECK(r.out.find("stepgraph exec: rank ") != std::string::npos);
+  }
+  // A copy that is no step's (filling the inputs): the failure without a statement.
+  Ran fill = sh("STEPGRAPH_DEVICE_FAULT=to_device " + kMpi + " -n 2 '" + kBin +
+                    "' exec ring_allreduce --set size=4KiB --device host-staged --iters 1",
+                true);
+  INFO(fill.out);
+  CHECK(fill.rc == 3);
+  CHECK(fill.out.find(": a copy to the device (data) on host memory standing in for a device: an injected fault "
+                      "(STEPGRAPH_DEVICE_FAULT=to_device)\n") != std::string::npos);
+  CHECK(fill.out.find("error:") == std::string::npos);
+}

@@ -151,8 +151,8 @@ TEST_CASE("every algorithm expands every collective kind over world, sub-group a
     CollKind kind = static_cast<CollKind>(ki);
     for (const AlgoName& algo : algorithms_for(kind)) {
       AlgoChoice choice;
-      std::string err;
-      REQUIRE(parse_algo_choice(std::string(coll_name(kind)) + "=" + algo.name, choice, err));
+      Diagnostics diags;
+      REQUIRE(parse_algo_choice(std::string(coll_name(kind)) + "=" + algo.name, choice, diags));
       for (uint32_t n : {2u, 3u, 4u, 5u, 8u}) {
         std::vector<Grp> groups = {{0, n, 1}};
         if (n >= 4) groups.push_back({1, 3, 1});
@@ -248,8 +248,8 @@ schedule t() {
   }
 })";
   AlgoChoice c;
-  std::string err;
-  REQUIRE(parse_algo_choice("alltoall=pairwise,allreduce=ring", c, err));
+  Diagnostics diags;
+  REQUIRE(parse_algo_choice("alltoall=pairwise,allreduce=ring", c, diags));
   Expanded e = expand(text, 8, c);
   INFO(e.errors);
   REQUIRE(e.g);
@@ -316,8 +316,8 @@ schedule t() {
 TEST_CASE("a refused group size falls back, with a note at the collective", "[expand]") {
   const char* text = "schedule t() {\n  buffer data[6] bytes 64;\n  init data owned;\n  expect nothing;\n  allgather data;\n}\n";
   AlgoChoice c;
-  std::string err;
-  REQUIRE(parse_algo_choice("allgather=recursive_doubling", c, err));
+  Diagnostics diags;
+  REQUIRE(parse_algo_choice("allgather=recursive_doubling", c, diags));
   Expanded e = expand(text, 6, c);
   REQUIRE(e.g);
   CHECK(e.rep.instances[0].schedule == "bruck_allgather");
@@ -329,8 +329,8 @@ TEST_CASE("a refused group size falls back, with a note at the collective", "[ex
 TEST_CASE("an expansion too big for the memory limit is refused", "[expand]") {
   const char* text = "schedule t() {\n  buffer data[64] bytes 1MiB;\n  init data contrib;\n  expect nothing;\n  allreduce data;\n}\n";
   AlgoChoice c;
-  std::string err;
-  REQUIRE(parse_algo_choice("allreduce=ring", c, err));
+  Diagnostics diags;
+  REQUIRE(parse_algo_choice("allreduce=ring", c, diags));
   Expanded e = expand(text, 64, c, 64 * 1024);
   CHECK_FALSE(e.g);
   CHECK(e.errors.find("would need about") != std::string::npos);
@@ -338,31 +338,37 @@ TEST_CASE("an expansion too big for the memory limit is refused", "[expand]") {
 
 TEST_CASE("--algo names collectives and algorithms, and says what is allowed", "[expand][algo]") {
   AlgoChoice c;
-  std::string err;
-  CHECK(parse_algo_choice("allreduce=ring,bcast=binomial,reduce_scatter=recursive_halving,barrier=dissemination", c, err));
+  Diagnostics diags;
+  CHECK(parse_algo_choice("allreduce=ring,bcast=binomial,reduce_scatter=recursive_halving,barrier=dissemination", c, diags));
   CHECK(c[CollKind::Allreduce] == "ring_allreduce");
   CHECK(c[CollKind::Bcast] == "binomial_bcast");
   CHECK(c[CollKind::ReduceScatter] == "recursive_halving_reduce_scatter");
   CHECK(c[CollKind::Barrier] == "dissemination_barrier");
   CHECK(c[CollKind::Alltoall].empty());
-  CHECK(parse_algo_choice("alltoall=bruck_alltoall", c, err));  // a full schedule name works too
+  CHECK(parse_algo_choice("alltoall=bruck_alltoall", c, diags));  // a full schedule name works too
   CHECK(c[CollKind::Alltoall] == "bruck_alltoall");
 
   AlgoChoice d;
-  CHECK_FALSE(parse_algo_choice("allreduce=ringg", d, err));
-  CHECK(err ==
+  diags.clear();
+  CHECK_FALSE(parse_algo_choice("allreduce=ringg", d, diags));
+  CHECK(diags.messages() ==
         "unknown algorithm 'ringg' for allreduce (choose from ring, recursive_doubling, rabenseifner, reduce_bcast, binomial, nccl_ring, "
         "nccl_tree, nccl_nvls)");
-  CHECK_FALSE(parse_algo_choice("allreduc=ring", d, err));
-  CHECK(err ==
+  diags.clear();
+  CHECK_FALSE(parse_algo_choice("allreduc=ring", d, diags));
+  CHECK(diags.messages() ==
         "unknown collective 'allreduc' in --algo (choose from allreduce, bcast, reduce, allgather, reduce_scatter, alltoall, barrier)");
-  CHECK_FALSE(parse_algo_choice("allreduce", d, err));
-  CHECK(err.find("COLLECTIVE=ALGORITHM") != std::string::npos);
-  CHECK_FALSE(parse_algo_choice("bcast=binomial,bcast=pipeline", d, err));
-  CHECK(err == "--algo names bcast twice");
-  CHECK_FALSE(parse_algo_choice("", d, err));
-  CHECK_FALSE(parse_algo_choice("allgather=pairwise", d, err));
-  CHECK(err == "unknown algorithm 'pairwise' for allgather (choose from ring, recursive_doubling, bruck, nccl_ring)");
+  diags.clear();
+  CHECK_FALSE(parse_algo_choice("allreduce", d, diags));
+  CHECK(diags.messages().find("COLLECTIVE=ALGORITHM") != std::string::npos);
+  diags.clear();
+  CHECK_FALSE(parse_algo_choice("bcast=binomial,bcast=pipeline", d, diags));
+  CHECK(diags.messages() == "--algo names bcast twice");
+  diags.clear();
+  CHECK_FALSE(parse_algo_choice("", d, diags));
+  diags.clear();
+  CHECK_FALSE(parse_algo_choice("allgather=pairwise", d, diags));
+  CHECK(diags.messages() == "unknown algorithm 'pairwise' for allgather (choose from ring, recursive_doubling, bruck, nccl_ring)");
 }
 
 TEST_CASE("every library algorithm named by --algo exists in the library", "[expand][algo]") {
@@ -441,29 +447,31 @@ TEST_CASE("the default follows Open MPI 4.1's tuned decisions", "[expand][algo]"
 }
 
 TEST_CASE("--algo openmpi and nccl[:gpus=G] pick the default for the kinds not named", "[expand][algo][nccl]") {
-  std::string err;
+  Diagnostics diags;
   AlgoChoice c;
   CHECK(c.defaults == AlgoDefault::Auto);
-  REQUIRE(parse_algo_choice("nccl:gpus=8,allreduce=ring", c, err));
+  REQUIRE(parse_algo_choice("nccl:gpus=8,allreduce=ring", c, diags));
   CHECK(c.defaults == AlgoDefault::Nccl);
   CHECK(c.gpus_per_node == 8);
   CHECK(c[CollKind::Allreduce] == "ring_allreduce");
   AlgoChoice plain;
-  REQUIRE(parse_algo_choice("nccl", plain, err));
+  REQUIRE(parse_algo_choice("nccl", plain, diags));
   CHECK(plain.defaults == AlgoDefault::Nccl);
   CHECK(plain.gpus_per_node == 0);
   AlgoChoice o;
-  REQUIRE(parse_algo_choice("bcast=binomial,openmpi", o, err));
+  REQUIRE(parse_algo_choice("bcast=binomial,openmpi", o, diags));
   CHECK(o.defaults == AlgoDefault::OpenMpi);
   for (const char* bad : {"nccl:gpus=0", "nccl:gpus=", "nccl:gpus=8x", "nccl:gpu=8", "nccl:gpus=-1", "nccl:gpus=+8", "nccl:gpus=99999"}) {
     AlgoChoice d;
     INFO(bad);
-    CHECK_FALSE(parse_algo_choice(bad, d, err));
-    CHECK(err.find("gpus=G") != std::string::npos);
+    diags.clear();
+    CHECK_FALSE(parse_algo_choice(bad, d, diags));
+    CHECK(diags.messages().find("gpus=G") != std::string::npos);
   }
   AlgoChoice twice;
-  CHECK_FALSE(parse_algo_choice("nccl,openmpi", twice, err));
-  CHECK(err == "--algo names a default twice (openmpi or nccl)");
+  diags.clear();
+  CHECK_FALSE(parse_algo_choice("nccl,openmpi", twice, diags));
+  CHECK(diags.messages() == "--algo names a default twice (openmpi or nccl)");
 
   // What sim does on a `nodes:` platform: NCCL unless --algo said openmpi; the platform's node
   // size unless --algo gave one.
@@ -474,7 +482,7 @@ TEST_CASE("--algo openmpi and nccl[:gpus=G] pick the default for the kinds not n
   apply_gpu_platform(o, 8);
   CHECK(o.defaults == AlgoDefault::OpenMpi);
   AlgoChoice four;
-  REQUIRE(parse_algo_choice("nccl:gpus=4", four, err));
+  REQUIRE(parse_algo_choice("nccl:gpus=4", four, diags));
   apply_gpu_platform(four, 8);
   CHECK(four.gpus_per_node == 4);
   AlgoChoice n8 = nccl_choice(8);
@@ -561,9 +569,9 @@ TEST_CASE("NVLS on one node of NVSwitch GPUs from Hopper on: NCCL's bandwidth, l
   CHECK(nccl_tune(CollKind::Allreduce, 4 * MiB, 8, 8).pieces == 2);  // 4 MiB / 16 / (8 × 16 KiB)
   // NCCL_ALGO=^NVLS leaves the ring.
   NcclEnables no;
-  std::string err;
+  Diagnostics diags;
   size_t at = 0;
-  REQUIRE(parse_nccl_list("^NVLS", false, no, err, at));
+  REQUIRE(parse_nccl_list("^NVLS", false, no, diags, at));
   NcclHardware h100;
   CHECK(nccl_tune(CollKind::Allreduce, 1024 * MiB, 8, h100, no).algo == NcclAlgo::Ring);
   // A DGX B200: 8 × 80 GB/s (bwInter 90): 8 × min(2 × 0.74 × 80 × 7/8, 90) = 720 GB/s, 24 channels.
@@ -677,8 +685,8 @@ TEST_CASE("an expansion by NCCL's choice validates, and its schedules' postcondi
   allreduce s over ranks(1, 4, 4);
 })";
   AlgoChoice choice;
-  std::string err;
-  REQUIRE(parse_algo_choice("nccl:gpus=4", choice, err));
+  Diagnostics diags;
+  REQUIRE(parse_algo_choice("nccl:gpus=4", choice, diags));
   Expanded e = expand(text, 16, choice);
   INFO(e.errors);
   REQUIRE(e.g);
@@ -704,7 +712,7 @@ TEST_CASE("an expansion by NCCL's choice validates, and its schedules' postcondi
 
   // An algorithm named by --algo gets the node size too.
   AlgoChoice named;
-  REQUIRE(parse_algo_choice("nccl:gpus=4,allreduce=nccl_tree", named, err));
+  REQUIRE(parse_algo_choice("nccl:gpus=4,allreduce=nccl_tree", named, diags));
   Expanded f = expand(text, 16, named);
   REQUIRE(f.g);
   CHECK(f.rep.instances[1].schedule == "nccl_tree_allreduce");
@@ -767,48 +775,52 @@ TEST_CASE("NCCL's model on other machines: A100, B200, AMD hosts, fewer NICs, as
 
 TEST_CASE("NCCL_ALGO and NCCL_PROTO as NCCL parses them", "[expand][algo][nccl][env]") {
   NcclEnables e;
-  std::string err;
+  Diagnostics diags;
   size_t at = 0;
-  REQUIRE(parse_nccl_list("Ring", false, e, err, at));
+  REQUIRE(parse_nccl_list("Ring", false, e, diags, at));
   CHECK(e.algo[4][1]);   // AllReduce, Ring
   CHECK(!e.algo[4][0]);  // AllReduce, Tree
   CHECK(!e.algo[0][0]);
   // '^' excludes; names compare without case; per-function entries after the first.
   NcclEnables f;
-  REQUIRE(parse_nccl_list("^nvls;allreduce:TREE", false, f, err, at));
+  REQUIRE(parse_nccl_list("^nvls;allreduce:TREE", false, f, diags, at));
   CHECK(f.algo[2][1]);   // AllGather keeps Ring
   CHECK(!f.algo[2][4]);  // no NVLS
   CHECK(f.algo[4][0]);   // AllReduce: Tree only
   CHECK(!f.algo[4][1]);
   NcclEnables p;
-  REQUIRE(parse_nccl_list("LL,Simple;allreduce:^LL", true, p, err, at));
+  REQUIRE(parse_nccl_list("LL,Simple;allreduce:^LL", true, p, diags, at));
   CHECK(p.proto[0][0]);
   CHECK(!p.proto[0][1]);
   CHECK(!p.proto[4][0]);
   CHECK(p.proto[4][1]);
   // NCCL's errors, at the token.
   NcclEnables bad;
-  CHECK_FALSE(parse_nccl_list("ring, tree", false, bad, err, at));
-  CHECK(err.find("Unrecognized element token \" tree\"") != std::string::npos);
-  CHECK(err.find("NCCL does not trim spaces") != std::string::npos);
+  diags.clear();
+  CHECK_FALSE(parse_nccl_list("ring, tree", false, bad, diags, at));
+  CHECK(diags.messages().find("Unrecognized element token \" tree\"") != std::string::npos);
+  CHECK(diags.messages().find("NCCL does not trim spaces") != std::string::npos);
   CHECK(at == 5);
-  CHECK_FALSE(parse_nccl_list("ring;tree", false, bad, err, at));
-  CHECK(err.find("All entries except the first must have a prefix") != std::string::npos);
+  diags.clear();
+  CHECK_FALSE(parse_nccl_list("ring;tree", false, bad, diags, at));
+  CHECK(diags.messages().find("All entries except the first must have a prefix") != std::string::npos);
   CHECK(at == 5);
-  CHECK_FALSE(parse_nccl_list("allgathr:ring", false, bad, err, at));
-  CHECK(err.find("Unrecognized prefix token \"allgathr\"") != std::string::npos);
+  diags.clear();
+  CHECK_FALSE(parse_nccl_list("allgathr:ring", false, bad, diags, at));
+  CHECK(diags.messages().find("Unrecognized prefix token \"allgathr\"") != std::string::npos);
   CHECK(at == 0);
-  CHECK_FALSE(parse_nccl_list("LL256", true, bad, err, at));
+  diags.clear();
+  CHECK_FALSE(parse_nccl_list("LL256", true, bad, diags, at));
   // The model honours them: forcing the ring where NCCL would pick the tree.
   NcclEnables ring;
-  REQUIRE(parse_nccl_list("Ring", false, ring, err, at));
+  REQUIRE(parse_nccl_list("Ring", false, ring, diags, at));
   NcclTuning free = nccl_tune(CollKind::Allreduce, 1 << 20, 32, NcclHardware{});
   NcclTuning forced = nccl_tune(CollKind::Allreduce, 1 << 20, 32, NcclHardware{}, ring);
   CHECK(free.algo == NcclAlgo::Tree);
   CHECK(forced.algo == NcclAlgo::Ring);
   // Nothing the model has: NCCL fails the call, and so does the expansion (with the reason).
   NcclEnables nvls;
-  REQUIRE(parse_nccl_list("NVLS", false, nvls, err, at));
+  REQUIRE(parse_nccl_list("NVLS", false, nvls, diags, at));
   CHECK(nccl_tune(CollKind::Allreduce, 1 << 20, 32, NcclHardware{}, nvls).none_enabled);
   AlgoPick none = nccl_default(CollKind::Allreduce, 1 << 20, 32, NcclHardware{}, nvls);
   CHECK(none.schedule.empty());
@@ -824,8 +836,8 @@ TEST_CASE("NCCL's picks carry NCCL's protocol costs to their sends; an algorithm
   allreduce a;
 })";
   AlgoChoice choice;
-  std::string err;
-  REQUIRE(parse_algo_choice("nccl:gpus=8", choice, err));
+  Diagnostics diags;
+  REQUIRE(parse_algo_choice("nccl:gpus=8", choice, diags));
   Expanded e = expand(text, 8, choice);
   INFO(e.errors);
   REQUIRE(e.g);
@@ -857,7 +869,7 @@ TEST_CASE("NCCL's picks carry NCCL's protocol costs to their sends; an algorithm
   CHECK(entries == 8 * static_cast<size_t>(t.channels) * static_cast<size_t>(t.pieces));
   // Named by --algo: the schedule as written, no protocol costs.
   AlgoChoice named;
-  REQUIRE(parse_algo_choice("nccl:gpus=8,allreduce=nccl_ring", named, err));
+  REQUIRE(parse_algo_choice("nccl:gpus=8,allreduce=nccl_ring", named, diags));
   Expanded f = expand(text, 8, named);
   REQUIRE(f.g);
   CHECK(f.g->call_costs.empty());
@@ -876,8 +888,8 @@ TEST_CASE("an all-to-all on GPU nodes: every isend is one of its rank's first me
   alltoall a into b;
 })";
   AlgoChoice choice;
-  std::string err;
-  REQUIRE(parse_algo_choice("nccl:gpus=8", choice, err));
+  Diagnostics diags;
+  REQUIRE(parse_algo_choice("nccl:gpus=8", choice, diags));
   Expanded e = expand(text, 8, choice);
   INFO(e.errors);
   REQUIRE(e.g);

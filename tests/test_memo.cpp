@@ -54,8 +54,8 @@ PointResult run(const std::string& target, uint32_t n, const std::string& platfo
   p.options.model = Model::Analytic;
   p.memo = memo;
   p.quiet = true;
-  std::string err;
-  if (!algo.empty()) REQUIRE(parse_algo_choice(algo, p.algo, err));
+  Diagnostics diags;
+  if (!algo.empty()) REQUIRE(parse_algo_choice(algo, p.algo, diags));
   return run_point(p);
 }
 

@@ -95,16 +95,17 @@ TEST_CASE("the fit recovers the launch, latency and bandwidth of a model it is g
     bytes.push_back(std::pow(4.0, i));
     L.push_back(i < 6 ? 15e-6 : i < 11 ? 30e-6 : 25e-6);  // the protocol changes with the size
   }
-  auto model = [&](const NcclCalibration& k, std::vector<double>& t, std::string&) {
+  auto model = [&](const NcclCalibration& k, std::vector<double>& t, Diagnostics&) {
     t.clear();
     for (size_t i = 0; i < L.size(); ++i) t.push_back(k.launch_s + k.lat * L[i] + bytes[i] / std::min(k.bw * 300e9, 450e9));
     return true;
   };
   std::vector<double> measured;
-  std::string err;
-  REQUIRE(model(NcclCalibration{launch, lat, bw}, measured, err));
+  Diagnostics diags;
+  REQUIRE(model(NcclCalibration{launch, lat, bw}, measured, diags));
   NcclFit fit;
-  REQUIRE(fit_nccl_calibration(measured, model, fit, err));
+  REQUIRE(fit_nccl_calibration(measured, model, fit, diags));
+  CHECK_FALSE(diags.has_errors());
   CHECK(fit.k.launch_s == Approx(launch).epsilon(0.03));
   CHECK(fit.k.lat == Approx(lat).epsilon(0.03));
   CHECK(fit.k.bw == Approx(bw).epsilon(0.03));
@@ -112,16 +113,16 @@ TEST_CASE("the fit recovers the launch, latency and bandwidth of a model it is g
   CHECK(fit.start_rms_log > 0.1);
   CHECK(fit.simulations < 30);
   // A failing simulation stops the fit with its words.
-  auto broken = [](const NcclCalibration&, std::vector<double>&, std::string& e) {
-    e = "no route";
-    return false;
-  };
-  CHECK_FALSE(fit_nccl_calibration(measured, broken, fit, err));
-  CHECK(err == "no route");
+  auto broken = [](const NcclCalibration&, std::vector<double>&, Diagnostics& d) { return d.fail("no route"); };
+  CHECK_FALSE(fit_nccl_calibration(measured, broken, fit, diags));
+  CHECK(diags.messages() == "no route");
   // A measured time that is not one.
   std::vector<double> zero = measured;
   zero[3] = 0;
-  CHECK_FALSE(fit_nccl_calibration(zero, model, fit, err));
+  size_t from = diags.size();
+  CHECK_FALSE(fit_nccl_calibration(zero, model, fit, diags));
+  CHECK(diags.messages(from) == "a measured time that is not positive");
+  diags.clear();
 
   // With the host's floor: rows measured as max(host, call) give back the host with the rest,
   // profiled out at no extra simulation.
@@ -133,7 +134,7 @@ TEST_CASE("the fit recovers the launch, latency and bandwidth of a model it is g
   hf.fit = true;
   hf.host_s = 36e-6;
   NcclFit with_host;
-  REQUIRE(fit_nccl_calibration(floored, model, with_host, err, &hf));
+  REQUIRE(fit_nccl_calibration(floored, model, with_host, diags, &hf));
   CHECK(hf.host_s == Approx(host).epsilon(1e-6));
   CHECK_FALSE(hf.kept);
   CHECK(with_host.k.host_s == hf.host_s);
@@ -142,7 +143,7 @@ TEST_CASE("the fit recovers the launch, latency and bandwidth of a model it is g
   // A host as given is kept, and floors the predictions.
   HostFloor fixed;
   fixed.host_s = 40e-6;
-  REQUIRE(fit_nccl_calibration(floored, model, with_host, err, &fixed));
+  REQUIRE(fit_nccl_calibration(floored, model, with_host, diags, &fixed));
   CHECK(fixed.host_s == 40e-6);
   CHECK(with_host.rms_log < 0.01);
 }

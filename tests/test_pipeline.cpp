@@ -236,17 +236,22 @@ TEST_CASE("the memory limit reads the cgroup's room where it is tighter than the
 TEST_CASE("a file given as input must be a regular file; one that cannot be read says the OS's reason", "[pipeline][files]") {
   std::string dir = "/tmp/stepgraph_test_input_" + std::to_string(::getpid());
   REQUIRE(std::system(("mkdir -p " + dir + " && mkfifo " + dir + "/fifo.sched && echo x > " + dir + "/plain").c_str()) == 0);
-  std::string text, err;
-  CHECK_FALSE(read_input_file(dir + "/fifo.sched", text, err));  // a FIFO without a writer: not waited on
-  CHECK(err == "cannot read '" + dir + "/fifo.sched': it is not a regular file (a FIFO, a device or a socket)");
-  CHECK_FALSE(read_input_file("/dev/zero", text, err));  // it would never end
-  CHECK(err.find("is not a regular file") != std::string::npos);
-  CHECK_FALSE(read_input_file(dir, text, err));
-  CHECK(err.find("Is a directory") != std::string::npos);
-  CHECK_FALSE(read_input_file(dir + "/plain/x.sched", text, err));
-  CHECK(err.find("Not a directory") != std::string::npos);
-  REQUIRE(read_input_file(dir + "/plain", text, err));
-  CHECK(text == "x\n");
+  InputFile in = read_input_file(dir + "/fifo.sched");
+  CHECK_FALSE(in.ok);  // a FIFO without a writer: not waited on
+  CHECK(in.error == "cannot read '" + dir + "/fifo.sched': it is not a regular file (a FIFO, a device or a socket)");
+  in = read_input_file("/dev/zero");
+  CHECK_FALSE(in.ok);  // it would never end
+  CHECK(in.error.find("is not a regular file") != std::string::npos);
+  in = read_input_file(dir);
+  CHECK_FALSE(in.ok);
+  CHECK(in.error.find("Is a directory") != std::string::npos);
+  in = read_input_file(dir + "/plain/x.sched");
+  CHECK_FALSE(in.ok);
+  CHECK(in.error.find("Not a directory") != std::string::npos);
+  in = read_input_file(dir + "/plain");
+  REQUIRE(in.ok);
+  CHECK(in.text == "x\n");
+  CHECK(in.error.empty());
   // The command line: exit 2, at once, with the reason.
   for (const std::string& target : {dir + "/fifo.sched", std::string("/dev/zero"), dir + "/plain/x.sched"}) {
     auto r = sgtest::run_command("timeout 20 '" STEPGRAPH_BIN "' compile '" + target + "' -n 4 2>&1");
@@ -259,24 +264,31 @@ TEST_CASE("a file given as input must be a regular file; one that cannot be read
 }
 
 TEST_CASE("a failed write is an error that names the file and the OS's reason", "[pipeline][files][output]") {
-  std::string err;
-  CHECK_FALSE(write_output_file("/dev/full", "some text", err));
-  CHECK(err == "cannot write '/dev/full': No space left on device");
-  CHECK_FALSE(write_output_file("/nonexistent/dir/out.txt", "x", err));
-  CHECK(err == "cannot write '/nonexistent/dir/out.txt': No such file or directory");
-  CHECK_FALSE(write_output_file("/tmp", "x", err));
-  CHECK(err == "cannot write '/tmp': Is a directory");
+  // Each failure is one unlocated error in the diagnostics, with the whole message.
+  auto fails = [](const std::string& path, const std::string& text) {
+    Diagnostics diags;
+    CHECK_FALSE(write_output_file(path, text, diags));
+    CHECK(diags.size() == 1);
+    CHECK_FALSE(diags.all().front().loc.valid());
+    return diags.messages();
+  };
+  CHECK(fails("/dev/full", "some text") == "cannot write '/dev/full': No space left on device");
+  CHECK(fails("/nonexistent/dir/out.txt", "x") == "cannot write '/nonexistent/dir/out.txt': No such file or directory");
+  CHECK(fails("/tmp", "x") == "cannot write '/tmp': Is a directory");
   // More than the buffer holds, so that the failure comes mid-write, not only at the close.
+  Diagnostics diags;
   OutputFile f;
-  REQUIRE(f.open("/dev/full", err));
+  REQUIRE(f.open("/dev/full", diags));
   f.stream() << std::string(1 << 20, 'x');
-  CHECK_FALSE(f.close(err));
-  CHECK(err == "cannot write '/dev/full': No space left on device");
+  CHECK_FALSE(f.close(diags));
+  CHECK(diags.messages() == "cannot write '/dev/full': No space left on device");
+  diags.clear();
   std::string path = "/tmp/stepgraph_test_output_" + std::to_string(::getpid());
-  REQUIRE(write_output_file(path, "written\n", err));
-  std::string back;
-  REQUIRE(read_input_file(path, back, err));
-  CHECK(back == "written\n");
+  REQUIRE(write_output_file(path, "written\n", diags));
+  CHECK_FALSE(diags.has_errors());
+  InputFile back = read_input_file(path);
+  REQUIRE(back.ok);
+  CHECK(back.text == "written\n");
   std::remove(path.c_str());
 }
 

@@ -363,8 +363,8 @@ TEST_CASE("NCCL's costs in simulated time: its base and hop latencies, its bus b
   named.sets = {{"size", "256MiB"}};
   named.platform = sgtest::platform("dgx-h100:nodes=1");
   named.options.model = Model::Analytic;
-  std::string err;
-  REQUIRE(parse_algo_choice("allreduce=nccl_ring", named.algo, err));
+  Diagnostics diags;
+  REQUIRE(parse_algo_choice("allreduce=nccl_ring", named.algo, diags));
   PointResult asis = run_point(named);
   INFO(asis.error << asis.diag);
   REQUIRE(asis.error.empty());

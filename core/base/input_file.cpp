@@ -10,11 +10,13 @@
 
 namespace sg {
 
-bool read_input_file(const std::string& path, std::string& text, std::string& err) {
-  text.clear();
+InputFile read_input_file(const std::string& path) {
+  InputFile in;
+  std::string& text = in.text;
   auto fail = [&](const std::string& why) {
-    err = "cannot read '" + path + "': " + why;
-    return false;
+    in.error = "cannot read '" + path + "': " + why;
+    in.text.clear();
+    return in;
   };
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer, before fstat can
   // tell that it is one. It changes nothing for a regular file.
@@ -38,14 +40,14 @@ bool read_input_file(const std::string& path, std::string& text, std::string& er
     if (n < 0) {
       int e = errno;
       ::close(fd);
-      text.clear();
       return fail(std::strerror(e));
     }
     if (n == 0) break;
     text.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
-  return true;
+  in.ok = true;
+  return in;
 }
 
 }  // namespace sg

@@ -7,8 +7,15 @@
 
 namespace sg {
 
-// The whole of `path` in `text`. False with "cannot read 'PATH': REASON" in `err` (REASON is
-// strerror's, or "it is not a regular file" for a FIFO, a device or a socket).
-bool read_input_file(const std::string& path, std::string& text, std::string& err);
+// What read_input_file read: the whole file in `text` when `ok`, else why not in `error`,
+// "cannot read 'PATH': REASON" (REASON is strerror's, or "it is not a regular file" for a FIFO,
+// a device or a socket). A value, not an error out-parameter: core/base sits below the
+// diagnostics (core/dsl), so each caller turns `error` into a diagnostic of its own.
+struct InputFile {
+  bool ok = false;
+  std::string text;
+  std::string error;
+};
+InputFile read_input_file(const std::string& path);
 
 }  // namespace sg

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/base/kinds.hpp"
+#include "core/dsl/diagnostics.hpp"
 #include "core/graph/step_graph.hpp"
 
 namespace sg {
@@ -23,14 +24,14 @@ class StreamComm {
   // A communicator over the world ranks start + k·stride, k < count. Collective over every world
   // rank, called for the same groups in the same order everywhere (`member`: this rank is in it).
   // id: what collective() takes.
-  virtual bool add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, std::string& err) = 0;
+  virtual bool add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, Diagnostics& diags) = 0;
   // A group of transfers: between group_start and group_end they progress together.
-  virtual bool group_start(std::string& err) = 0;
+  virtual bool group_start(Diagnostics& diags) = 0;
   // Enqueues the group (NCCL) or runs it to completion (the MPI stand-in, at most timeout_s).
-  virtual bool group_end(double timeout_s, std::string& err) = 0;
+  virtual bool group_end(double timeout_s, Diagnostics& diags) = 0;
   // Point-to-point with world ranks; both sides give the same byte count.
-  virtual bool send(const unsigned char* p, size_t bytes, uint32_t peer, std::string& err) = 0;
-  virtual bool recv(unsigned char* p, size_t bytes, uint32_t peer, std::string& err) = 0;
+  virtual bool send(const unsigned char* p, size_t bytes, uint32_t peer, Diagnostics& diags) = 0;
+  virtual bool recv(unsigned char* p, size_t bytes, uint32_t peer, Diagnostics& diags) = 0;
   // A collective on group `comm` (add_group's id), `count` elements of `type` per member block
   // (the whole buffer for allreduce, bcast and reduce). In place: allgather and reduce-scatter
   // read and write this member's block of `p`; alltoall reads `in` and writes `p`; reduce's
@@ -47,7 +48,7 @@ class StreamComm {
     const unsigned char* in = nullptr;  // alltoall's input
     size_t count = 0;
   };
-  virtual bool collective(const Coll& c, std::string& err) = 0;
+  virtual bool collective(const Coll& c, Diagnostics& diags) = 0;
 };
 
 }  // namespace sg

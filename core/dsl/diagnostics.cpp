@@ -112,6 +112,39 @@ Diagnostic& Diagnostics::note(Loc loc, std::string message, uint32_t length) {
   return add(Severity::Note, loc, std::move(message), length);
 }
 
+void Diagnostics::locate_from(size_t from, Loc loc, std::string_view context) {
+  for (size_t i = from; i < diags_.size(); ++i) {
+    Diagnostic& d = diags_[i];
+    if (d.loc.valid()) continue;
+    d.loc = loc;
+    if (!context.empty()) d.message.insert(0, context);
+  }
+  reindex();
+}
+
+std::string Diagnostics::messages(size_t from) const {
+  std::string out;
+  for (size_t i = from; i < diags_.size(); ++i)
+    if (diags_[i].severity == Severity::Error) out += (out.empty() ? "" : "; ") + diags_[i].message;
+  return out;
+}
+
+void Diagnostics::append(const Diagnostics& other) {
+  for (const Diagnostic& d : other.diags_) {
+    size_t before = diags_.size();
+    Diagnostic& mine = add(d.severity, d.loc, d.message, d.length);
+    if (d.severity == Severity::Error) errors_ += d.repeats;
+    if (&mine == &spare_) continue;
+    mine.repeats += d.repeats;
+    if (diags_.size() == before) continue;  // folded into an earlier one: its notes stay
+    mine.notes = d.notes;
+    mine.unsupported = d.unsupported;
+  }
+  dropped_errors_ += other.dropped_errors_;
+  dropped_others_ += other.dropped_others_;
+  errors_ += other.dropped_errors_;
+}
+
 std::string render_diagnostic(const Diagnostic& d, const SourceManager& sm) {
   // A diagnostic without a file (a missing file, a bad flag) is the tool's own.
   std::string where = d.loc.file == 0 ? std::string("stepgraph") : sm.describe(d.loc);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -42,6 +43,25 @@ class Diagnostics {
   // Information that changes nothing about the result (e.g. an algorithm substituted for one
   // that refuses the group size); printed with the warnings.
   Diagnostic& note(Loc loc, std::string message, uint32_t length = 1);
+  // A backend's failure (a device call, a transport, a file it writes): an error without a
+  // location yet, since the code that failed does not know which statement it served. Returns
+  // false, so that a bool function ends with `return diags.fail(msg);`; the caller that knows
+  // the statement places it (locate_from).
+  bool fail(std::string message) {
+    add(Severity::Error, Loc{}, std::move(message), 1);
+    return false;
+  }
+  // Places every diagnostic from index `from` on that has no location yet at `loc` (a step's
+  // statement), its message prefixed with `context` (what was being done: "a copy to the device
+  // (x[0:4]) on GPU 0: "). An invalid loc only adds the context.
+  void locate_from(size_t from, Loc loc, std::string_view context = {});
+  // Appends other's diagnostics (each located one keeps its place; folding applies).
+  void append(const Diagnostics& other);
+  // The messages of the errors from index `from` on, joined by "; ", without locations: for a
+  // caller that folds a failure into a message of its own (a refusal naming the rank).
+  std::string messages(size_t from = 0) const;
+  // The number of diagnostics kept: an index for locate_from and render.
+  size_t size() const { return diags_.size(); }
   bool has_errors() const { return errors_ > 0; }
   uint64_t error_count() const { return errors_; }
   const std::vector<Diagnostic>& all() const { return diags_; }

@@ -22,9 +22,9 @@ const std::vector<LibraryEntry>& library() {
       for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
         if (e.path().extension() != ".sched") continue;
         // Only regular files: a FIFO named x.sched would be read for ever.
-        std::string text, err;
-        if (!read_input_file(e.path().string(), text, err)) continue;
-        v.push_back({e.path().stem().string(), e.path().string(), std::move(text)});
+        InputFile in = read_input_file(e.path().string());
+        if (!in.ok) continue;
+        v.push_back({e.path().stem().string(), e.path().string(), std::move(in.text)});
       }
     } else {
       for (unsigned i = 0; i + 1 < 2 * kLibraryFileCount; i += 2) {

@@ -39,16 +39,17 @@ Session::Session() { cmdline_file = sources.add("<command line>", ""); }
 const Program* Session::load_file(const std::string& path) {
   auto it = programs_.find(path);
   if (it != programs_.end()) return it->second.get();
-  std::string err;
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     diags.error(Loc{}, "'" + path + "' is a directory, not a schedule file");
     return nullptr;
   }
-  uint32_t id = sources.load(path, err);
+  Diagnostics unread;
+  uint32_t id = sources.load(path, unread);
   if (id == 0) {
     // A name without a folder that is no file: perhaps a library name mistyped. Any other reason
     // is the OS's, as it is.
+    std::string err = unread.messages();
     if (path.find('/') == std::string::npos && !std::filesystem::exists(path, ec))
       err += " (`stepgraph list` shows the library's schedule names)";
     diags.error(Loc{}, err);

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "core/base/input_file.hpp"
+#include "core/dsl/diagnostics.hpp"
 
 namespace sg {
 
@@ -28,10 +29,10 @@ uint32_t SourceManager::add(std::string name, std::string text) {
   return static_cast<uint32_t>(files_.size() - 1);
 }
 
-uint32_t SourceManager::load(const std::string& path, std::string& err) {
-  std::string text;
-  if (!read_input_file(path, text, err)) return 0;  // a FIFO or a device is refused, not read for ever
-  return add(path, std::move(text));
+uint32_t SourceManager::load(const std::string& path, Diagnostics& diags) {
+  InputFile in = read_input_file(path);
+  if (!in.ok) return diags.fail(std::move(in.error)), 0;  // a FIFO or a device is refused, not read for ever
+  return add(path, std::move(in.text));
 }
 
 std::string SourceManager::describe(Loc loc) const {

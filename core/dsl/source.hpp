@@ -9,6 +9,10 @@
 #include "core/base/loc.hpp"
 
 namespace sg {
+class Diagnostics;  // core/dsl/diagnostics.hpp (which includes this header)
+}
+
+namespace sg {
 
 class SourceFile {
  public:
@@ -30,8 +34,9 @@ class SourceManager {
  public:
   SourceManager();
   uint32_t add(std::string name, std::string text);
-  // Reads a file from disk; returns 0 (and sets err) when it cannot be read.
-  uint32_t load(const std::string& path, std::string& err);
+  // Reads a file from disk; returns 0 (with the OS's reason, unlocated, in `diags`) when it cannot
+  // be read.
+  uint32_t load(const std::string& path, Diagnostics& diags);
   const SourceFile& file(uint32_t id) const { return *files_.at(id); }
   std::string describe(Loc loc) const;  // "file:line:col"
 

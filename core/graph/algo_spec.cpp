@@ -10,7 +10,7 @@
 
 namespace sg {
 
-bool parse_algo_choice(const std::string& spec, AlgoChoice& out, std::string& err) {
+bool parse_algo_choice(const std::string& spec, AlgoChoice& out, Diagnostics& diags) {
   auto kinds = []() {
     std::string s;
     for (size_t i = 0; i < kCollKindCount; ++i) {
@@ -19,20 +19,14 @@ bool parse_algo_choice(const std::string& spec, AlgoChoice& out, std::string& er
     }
     return s;
   };
-  if (spec.empty()) {
-    err = "empty --algo (write e.g. allreduce=ring,bcast=binomial, or nccl:gpus=8)";
-    return false;
-  }
+  if (spec.empty()) return diags.fail("empty --algo (write e.g. allreduce=ring,bcast=binomial, or nccl:gpus=8)");
   std::stringstream ss(spec);
   std::string item;
   std::array<bool, kCollKindCount> seen{};
   bool seen_default = false;
   while (std::getline(ss, item, ',')) {
     if (item == "openmpi" || item == "nccl" || item.rfind("nccl:", 0) == 0) {
-      if (seen_default) {
-        err = "--algo names a default twice (openmpi or nccl)";
-        return false;
-      }
+      if (seen_default) return diags.fail("--algo names a default twice (openmpi or nccl)");
       seen_default = true;
       if (item == "openmpi") {
         out.defaults = AlgoDefault::OpenMpi;
@@ -51,46 +45,46 @@ bool parse_algo_choice(const std::string& spec, AlgoChoice& out, std::string& er
         }
       }
       if (used == 0 || 5 + used != opt.size() || g == 0 || g > 1024) {
-        err = "--algo nccl takes gpus=G (GPUs per node, 1 to 1024), got 'nccl:";
+        std::string err = "--algo nccl takes gpus=G (GPUs per node, 1 to 1024), got 'nccl:";
         err += opt;
         err += "'";
-        return false;
+        return diags.fail(std::move(err));
       }
       out.gpus_per_node = static_cast<uint32_t>(g);
       continue;
     }
     auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
-      err = "--algo needs COLLECTIVE=ALGORITHM, openmpi or nccl[:gpus=G], got '";
+      std::string err = "--algo needs COLLECTIVE=ALGORITHM, openmpi or nccl[:gpus=G], got '";
       err += item;
       err += "' (collectives: ";
       err += kinds();
       err += ")";
-      return false;
+      return diags.fail(std::move(err));
     }
     std::string kname = item.substr(0, eq), aname = item.substr(eq + 1);
     CollKind k;
     if (!parse_coll_kind(kname, k)) {
-      err = "unknown collective '";
+      std::string err = "unknown collective '";
       err += kname;
       err += "' in --algo (choose from ";
       err += kinds();
       err += ")";
-      return false;
+      return diags.fail(std::move(err));
     }
     size_t ki = static_cast<size_t>(k);
     if (seen[ki]) {
-      err = "--algo names ";
+      std::string err = "--algo names ";
       err += kname;
       err += " twice";
-      return false;
+      return diags.fail(std::move(err));
     }
     seen[ki] = true;
     const AlgoName* hit = nullptr;
     for (const AlgoName& a : algorithms_for(k))
       if (aname == a.name || aname == a.schedule) hit = &a;
     if (!hit) {
-      err = "unknown algorithm '";
+      std::string err = "unknown algorithm '";
       err += aname;
       err += "' for ";
       err += kname;
@@ -102,7 +96,7 @@ bool parse_algo_choice(const std::string& spec, AlgoChoice& out, std::string& er
         first = false;
       }
       err += ")";
-      return false;
+      return diags.fail(std::move(err));
     }
     out.schedule[ki] = hit->schedule;
   }

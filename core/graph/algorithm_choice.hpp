@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/kinds.hpp"
+#include "core/dsl/diagnostics.hpp"
 #include "core/graph/nccl_tuning.hpp"
 #include "core/graph/step_graph.hpp"
 
@@ -57,9 +58,9 @@ struct AlgoChoice {
 // (allreduce bcast reduce allgather reduce_scatter alltoall barrier), each with a short name
 // from algorithms_for() (a library schedule's full name is accepted too), and the words
 // `openmpi` and `nccl[:gpus=G]`, which set the default for the kinds not named (NCCL's with G
-// GPUs per node). Adds to `out`; on a mistake returns false with `err` saying what is wrong and
-// what is allowed.
-bool parse_algo_choice(const std::string& spec, AlgoChoice& out, std::string& err);
+// GPUs per node). Adds to `out`; on a mistake returns false with an error in `diags` saying what
+// is wrong and what is allowed.
+bool parse_algo_choice(const std::string& spec, AlgoChoice& out, Diagnostics& diags);
 
 // NCCL's choice for every kind on nodes of `gpus_per_node` GPUs: what `--algo nccl:gpus=G` gives.
 AlgoChoice nccl_choice(uint32_t gpus_per_node);

@@ -199,7 +199,7 @@ bool same_word(const std::string& a, const char* b) {
 
 }  // namespace
 
-bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, std::string& err, size_t& at) {
+bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, Diagnostics& diags, size_t& at) {
   // init.cc:52–55: ncclFuncStr, ncclAlgoStr, ncclProtoStr.
   static const char* const kFuncs[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
   static const char* const kAlgos[7] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
@@ -222,19 +222,17 @@ bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, 
       for (int i = 0; i < 5; ++i)
         if (same_word(fn, kFuncs[i])) f = i;
       if (f < 0) {
-        err = "Unrecognized prefix token \"" + fn + "\" when parsing \"" + text +
-              "\" (functions: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)";
         at = pos;
-        return false;
+        return diags.fail("Unrecognized prefix token \"" + fn + "\" when parsing \"" + text +
+                          "\" (functions: Broadcast, Reduce, AllGather, ReduceScatter, AllReduce)");
       }
       funcs.fill(false);
       funcs[static_cast<size_t>(f)] = true;
       entry = entry.substr(colon + 1);
       list_at = pos + colon + 1;
     } else if (!first) {
-      err = "All entries except the first must have a prefix: \"" + text + "\"";
       at = pos;
-      return false;
+      return diags.fail("All entries except the first must have a prefix: \"" + text + "\"");
     }
     bool exclude = !entry.empty() && entry[0] == '^';
     if (exclude) {
@@ -257,10 +255,10 @@ bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, 
       if (idx == count) {
         std::string all;
         for (size_t i = 0; i < count; ++i) all += (i ? ", " : "") + std::string(names[i]);
-        err = "Unrecognized element token \"" + token + "\" when parsing \"" + text + "\" (" + (protocols ? "protocols" : "algorithms") +
-              ": " + all + (token.find(' ') != std::string::npos ? "; NCCL does not trim spaces" : "") + ")";
         at = list_at + tpos;
-        return false;
+        return diags.fail("Unrecognized element token \"" + token + "\" when parsing \"" + text + "\" (" +
+                          (protocols ? "protocols" : "algorithms") + ": " + all +
+                          (token.find(' ') != std::string::npos ? "; NCCL does not trim spaces" : "") + ")");
       }
       for (size_t f = 0; f < 5; ++f)
         if (funcs[f]) (protocols ? out.proto[f][idx] : out.algo[f][idx]) = !exclude;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "core/base/kinds.hpp"
+#include "core/dsl/diagnostics.hpp"
 
 namespace sg {
 
@@ -47,9 +48,10 @@ struct NcclEnables {
 // ';', each `[function:]list`, every entry but the first with its function; a list is names
 // separated by ',' (only those enabled) or '^' and names (all but those); names compare without
 // case; spaces are not trimmed (NCCL fails on "ring, tree" and so does this). `protocols`:
-// NCCL_PROTO's names, else NCCL_ALGO's. False with NCCL's own words for the error in `err` and
-// the 0-based offset of the token at fault in `at` (NCCL refuses the communicator there).
-bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, std::string& err, size_t& at);
+// NCCL_PROTO's names, else NCCL_ALGO's. False with NCCL's own words for the error in `diags`
+// (without a location: the caller knows where `text` came from) and the 0-based offset of the
+// token at fault in `at` (NCCL refuses the communicator there).
+bool parse_nccl_list(const std::string& text, bool protocols, NcclEnables& out, Diagnostics& diags, size_t& at);
 
 // NCCL's algorithms and protocols that we model: NCCL_ALGO_TREE 0, NCCL_ALGO_RING 1 and
 // NCCL_ALGO_NVLS (NCCL's 4, our 2: NVLink SHARP on one node of NVSwitch GPUs, sm90 on);

@@ -71,13 +71,10 @@ class OutputFile::Buffer final : public std::streambuf {
 OutputFile::OutputFile() = default;
 OutputFile::~OutputFile() = default;
 
-bool OutputFile::open(const std::string& path, std::string& err) {
+bool OutputFile::open(const std::string& path, Diagnostics& diags) {
   path_ = path;
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    err = "cannot write '" + path + "': " + std::strerror(errno);
-    return false;
-  }
+  if (fd < 0) return diags.fail("cannot write '" + path + "': " + std::strerror(errno));
   buf_ = std::make_unique<Buffer>(fd);
   os_ = std::make_unique<std::ostream>(buf_.get());
   return true;
@@ -85,29 +82,25 @@ bool OutputFile::open(const std::string& path, std::string& err) {
 
 std::ostream& OutputFile::stream() { return *os_; }
 
-bool OutputFile::close(std::string& err) {
-  if (!buf_) {
-    err = "cannot write '" + path_ + "': it was not opened";
-    return false;
-  }
+bool OutputFile::close(Diagnostics& diags) {
+  if (!buf_) return diags.fail("cannot write '" + path_ + "': it was not opened");
   os_->flush();
   bool ok = buf_->finish();
   int e = buf_->error();
   os_.reset();
   buf_.reset();
   if (ok) return true;
-  err = "cannot write '" + path_ + "': " + std::strerror(e != 0 ? e : EIO);
-  return false;
+  return diags.fail("cannot write '" + path_ + "': " + std::strerror(e != 0 ? e : EIO));
 }
 
-bool write_output_file(const std::string& path, const std::string& text, std::string& err) {
+bool write_output_file(const std::string& path, const std::string& text, Diagnostics& diags) {
   OutputFile f;
-  if (!f.open(path, err)) return false;
+  if (!f.open(path, diags)) return false;
   f.stream() << text;
-  return f.close(err);
+  return f.close(diags);
 }
 
-bool flush_standard_output(std::string& err) {
+bool flush_standard_output(Diagnostics& diags) {
   std::cout.flush();
   errno = 0;
   bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) || std::cout.fail();
@@ -121,12 +114,12 @@ bool flush_standard_output(std::string& err) {
     errno = 0;
     if (std::fflush(stdout) != 0) e = errno;
   }
-  err = "cannot write to standard output";
+  std::string message = "cannot write to standard output";
   if (e != 0) {
-    err += ": ";
-    err += std::strerror(e);
+    message += ": ";
+    message += std::strerror(e);
   }
-  return false;
+  return diags.fail(std::move(message));
 }
 
 }  // namespace sg

@@ -8,6 +8,8 @@
 #include <ostream>
 #include <string>
 
+#include "core/dsl/diagnostics.hpp"
+
 namespace sg {
 
 class OutputFile {
@@ -17,13 +19,13 @@ class OutputFile {
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
 
-  // Creates or truncates `path`. False with "cannot write 'PATH': REASON" in `err`.
-  bool open(const std::string& path, std::string& err);
+  // Creates or truncates `path`. False with "cannot write 'PATH': REASON" in `diags`.
+  bool open(const std::string& path, Diagnostics& diags);
   // Where to write; a failed write sets its badbit and is remembered for close().
   std::ostream& stream();
   // Writes out what is buffered and closes the file. False with the first failure, "cannot write
-  // 'PATH': REASON", in `err` (a failed write, flush or close).
-  bool close(std::string& err);
+  // 'PATH': REASON", in `diags` (a failed write, flush or close).
+  bool close(Diagnostics& diags);
 
  private:
   class Buffer;  // a streambuf over the file descriptor that keeps the first write's errno
@@ -32,11 +34,11 @@ class OutputFile {
   std::string path_;
 };
 
-// Writes `text` to `path`: open, write and close, each checked. False with the reason in `err`.
-bool write_output_file(const std::string& path, const std::string& text, std::string& err);
+// Writes `text` to `path`: open, write and close, each checked. False with the reason in `diags`.
+bool write_output_file(const std::string& path, const std::string& text, Diagnostics& diags);
 
 // Flushes std::cout and stdio's stdout and says whether everything written to standard output got
-// there. False with "cannot write to standard output: REASON" in `err`.
-bool flush_standard_output(std::string& err);
+// there. False with "cannot write to standard output: REASON" in `diags`.
+bool flush_standard_output(Diagnostics& diags);
 
 }  // namespace sg

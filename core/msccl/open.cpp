@@ -21,12 +21,8 @@ Target open_target(Session& s, const std::string& path) {
     s.diags.error(Loc{}, "'" + path + "' is a directory, not an MSCCL algorithm file");
     return {};
   }
-  std::string err;
-  uint32_t id = s.sources.load(path, err);
-  if (id == 0) {
-    s.diags.error(Loc{}, err);
-    return {};
-  }
+  uint32_t id = s.sources.load(path, s.diags);  // (its error: the OS's reason, as it is)
+  if (id == 0) return {};
   std::shared_ptr<Program> p = read_program(s.sources, id, s.diags);
   if (!p) return {};
   auto opened = std::make_shared<Opened>();

@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "core/dsl/source.hpp"
+#include "core/dsl/diagnostics.hpp"
 #include "core/graph/step_graph.hpp"
 #include "exec/attention/attention_kernels.hpp"
 #include "exec/attention/attention_layout.hpp"
@@ -82,11 +82,11 @@ double attention_model_flops(const AttentionLayout& a);
 
 // Reads the layout off g (one rank's graph) and checks that every attention tile's operands
 // and outputs have the item sizes, and the declared shapes and types, the layout gives. Not active (and true) when g has no
-// attention at all. False with a message (naming the tile's source line) when the schedule
-// cannot be executed for real. Collective over `world` (the merge buffers are agreed on by all
-// ranks, so that every member of a collective reduces with the same operator); every rank
-// returns false when one does, with an empty message where it found nothing wrong itself.
-bool plan_attention(const StepGraph& g, const SourceManager& sources, MPI_Comm world, AttentionLayout& a, std::string& err);
+// attention at all. False, with an error at the statement, buffer or declaration to blame, when
+// the schedule cannot be executed for real. Collective over `world` (the merge buffers are agreed
+// on by all ranks, so that every member of a collective reduces with the same operator); every
+// rank returns false when one does, adding nothing to diags where it found nothing wrong itself.
+bool plan_attention(const StepGraph& g, MPI_Comm world, AttentionLayout& a, Diagnostics& diags);
 
 // The initial contents of item `rel` (its index within the expect's Q or KV range) of Q
 // (q_side) or KV, in the chunk's storage format. A backward Q item is the bundle, whose lse and

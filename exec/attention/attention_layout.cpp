@@ -72,13 +72,15 @@ ItemLayout kernel_layout(const ItemDims& d, bool two, uint32_t width) {
 // extents (core/graph/layout.hpp). O's rows with a layout are dim (exec keeps the lse) or
 // dim + 1 (the lse last): known_dim (0: not known) tells which. Else false with a message (the
 // caller points at the shape or layout).
-bool read_item_layout(const BufferInfo& b, AttnRole r, uint64_t known_dim, ItemDims& d, ItemLayout& L, std::string& err) {
+bool read_item_layout(const BufferInfo& b, AttnRole r, uint64_t known_dim, ItemDims& d, ItemLayout& L, Diagnostics& diags) {
   const std::vector<uint64_t>& s = b.shape;
   const bool two = r == AttnRole::KV || r == AttnRole::DKV;
   auto bad = [&](const std::string& why) {
-    err = "buffer " + b.name + " holds " + attn_role_name(r) + " items, but its chunk shape " + shape_list(b.shape) +
-          (b.layout.empty() ? std::string() : " layout " + b.layout) + " " + why +
-          (b.layout.empty() ? "; exec reads it as " + role_layout_text(r, b) + ", batch and heads may be left out" : std::string());
+    diags.error(
+        b.layout.empty() ? b.shape_loc : b.layout_loc,
+        "buffer " + b.name + " holds " + attn_role_name(r) + " items, but its chunk shape " + shape_list(b.shape) +
+            (b.layout.empty() ? std::string() : " layout " + b.layout) + " " + why +
+            (b.layout.empty() ? "; exec reads it as " + role_layout_text(r, b) + ", batch and heads may be left out" : std::string()));
     return false;
   };
   for (uint64_t x : s)
@@ -94,9 +96,11 @@ bool read_item_layout(const BufferInfo& b, AttnRole r, uint64_t known_dim, ItemD
     letters = std::string(two ? "2" : "") + std::string("bhsd").substr(4 - n);
   } else {
     if (r == AttnRole::Bundle) {
-      err = "buffer " + b.name +
-            " holds the backward's q bundle (q, dO, lse, D per row), exec's own row format [batch, heads, rows, 2·dim + 2]; it takes "
-            "no layout";
+      diags.error(
+          b.layout.empty() ? b.shape_loc : b.layout_loc,
+          "buffer " + b.name +
+              " holds the backward's q bundle (q, dO, lse, D per row), exec's own row format [batch, heads, rows, 2·dim + 2]; it takes "
+              "no layout");
       return false;
     }
     bool has2 = letters.find('2') != std::string::npos;
@@ -128,8 +132,9 @@ bool read_item_layout(const BufferInfo& b, AttnRole r, uint64_t known_dim, ItemD
       if (w < 2) return bad("has rows of " + std::to_string(w) + " element, not dim + 1");
       d.dim = w - 1, L.lse = true;
     } else if (!known_dim) {
-      err = "buffer " + b.name + " holds O items in layout " + b.layout + ", whose rows may be dim or dim + 1 (with the lse); nothing " +
-            "else says dim: declare q's shape too, or the parameter dim";
+      diags.error(b.layout.empty() ? b.shape_loc : b.layout_loc, "buffer " + b.name + " holds O items in layout " + b.layout +
+                                                                     ", whose rows may be dim or dim + 1 (with the lse); nothing " +
+                                                                     "else says dim: declare q's shape too, or the parameter dim");
       return false;
     } else if (w == known_dim) {
       d.dim = w;

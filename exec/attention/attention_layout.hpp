@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dsl/diagnostics.hpp"
 #include "core/graph/step_graph.hpp"
 #include "exec/attention/attention_kernels.hpp"
 
@@ -57,9 +58,9 @@ ItemLayout kernel_layout(const ItemDims& d, bool two, uint32_t width);
 // `layout`, the kernels' order: the trailing extents are rows and the role's row width, leading
 // batch and heads may be left out (1), kv starts with its 2. With one, its letters name the
 // extents. O's rows with a layout are dim (exec keeps the lse) or dim + 1 (the lse last):
-// known_dim (0: not known) tells which. Else false with a message (the caller points at the
-// shape or the layout).
-bool read_item_layout(const BufferInfo& b, AttnRole r, uint64_t known_dim, ItemDims& d, ItemLayout& L, std::string& err);
+// known_dim (0: not known) tells which. Else false with an error at the buffer's layout (its
+// shape where it declares none).
+bool read_item_layout(const BufferInfo& b, AttnRole r, uint64_t known_dim, ItemDims& d, ItemLayout& L, Diagnostics& diags);
 
 // The blocks that move one item of tile shape t between layout L (a chunk) and the kernels'
 // layout of `parts` × batch × heads planes of rows × kernel_width elements of `elem` bytes:

@@ -53,7 +53,7 @@ void join_transfers(const StepGraph& g, std::vector<uint8_t>& merge, MPI_Comm wo
 
 // A reduction into a merge buffer must be a sum in the schedule (it becomes the merge); a max or
 // a product of partial outputs has no meaning.
-bool merge_ops_sum(const StepGraph& g, const std::vector<uint8_t>& merge, Loc& where, std::string& err) {
+bool merge_ops_sum(const StepGraph& g, const std::vector<uint8_t>& merge, Diagnostics& diags) {
   for (StepId s = 0; s < g.size(); ++s) {
     StepKind k = g.kind(s);
     ReduceOp op = ReduceOp::Sum;
@@ -65,13 +65,12 @@ bool merge_ops_sum(const StepGraph& g, const std::vector<uint8_t>& merge, Loc& w
       op = g.coll(s).op;
     }
     if (!reduces || !merge[g.range(s).buf] || op == ReduceOp::Sum) continue;
-    where = g.loc(s);
-    err = "a reduction with " +
-          std::string(op == ReduceOp::Max   ? "max"
-                      : op == ReduceOp::Min ? "min"
-                                            : "prod") +
-          " of " + g.buffers[g.range(s).buf].name +
-          ", which holds partial attention outputs: they are merged (online softmax), so write it as a sum";
+    diags.error(g.loc(s), "a reduction with " +
+                              std::string(op == ReduceOp::Max   ? "max"
+                                          : op == ReduceOp::Min ? "min"
+                                                                : "prod") +
+                              " of " + g.buffers[g.range(s).buf].name +
+                              ", which holds partial attention outputs: they are merged (online softmax), so write it as a sum");
     return false;
   }
   return true;
@@ -79,7 +78,7 @@ bool merge_ops_sum(const StepGraph& g, const std::vector<uint8_t>& merge, Loc& w
 
 }  // namespace
 
-bool plan_attention(const StepGraph& g, const SourceManager& sm, MPI_Comm world, AttentionLayout& a, std::string& err) {
+bool plan_attention(const StepGraph& g, MPI_Comm world, AttentionLayout& a, Diagnostics& diags) {
   a = AttentionLayout{};
   bool here = false;
   for (const Expectation& e : g.expects) here |= e.kind == ExpectKind::Attention || e.kind == ExpectKind::AttentionBackward;
@@ -88,8 +87,7 @@ bool plan_attention(const StepGraph& g, const SourceManager& sm, MPI_Comm world,
   MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, world);
   if (!any) return true;
   a.active = true;
-  Loc where;
-  bool ok = plan_local(g, a, where, err);
+  bool ok = plan_local(g, a, diags);
   // Every rank's merge buffers: a collective reduction must use one operator on all members. One
   // rank's copy can make a buffer a merge buffer for all: propagate, agree, until nothing changes
   // (every rank sees the same agreed list, so all leave the loop together).
@@ -106,19 +104,16 @@ bool plan_attention(const StepGraph& g, const SourceManager& sm, MPI_Comm world,
     a.merge = all;
     if (all_same) break;
   }
-  if (ok) ok = merge_ops_sum(g, a.merge, where, err);
+  if (ok) ok = merge_ops_sum(g, a.merge, diags);
   for (uint32_t b = 0; b < g.buffers.size() && ok; ++b)
     if (a.merge[b] && g.buffers[b].chunk_bytes % ((a.dim + uint64_t{1}) * 4)) {
-      where = g.buffers[b].loc;
-      err = "buffer " + g.buffers[b].name + " holds partial attention outputs, but its chunks of " +
-            std::to_string(g.buffers[b].chunk_bytes) + " bytes are not whole rows of dim + 1 floats";
+      diags.error(g.buffers[b].loc, "buffer " + g.buffers[b].name + " holds partial attention outputs, but its chunks of " +
+                                        std::to_string(g.buffers[b].chunk_bytes) + " bytes are not whole rows of dim + 1 floats");
       ok = false;
     }
-  // A rendered diagnostic (file:line:col: error:, the source line, a caret).
-  if (!ok) err = render_diagnostic(Diagnostic{Severity::Error, where, 1, err, {}, 0, false}, sm);
   int bad = ok ? 0 : 1, any_bad = 0;
   MPI_Allreduce(&bad, &any_bad, 1, MPI_INT, MPI_MAX, world);
-  return !any_bad;  // err is empty on the ranks that found nothing wrong themselves
+  return !any_bad;  // diags has nothing new on the ranks that found nothing wrong themselves
 }
 
 }  // namespace sg::exec

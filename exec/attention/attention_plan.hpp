@@ -4,7 +4,7 @@
 #pragma once
 #include <string>
 
-#include "core/dsl/source.hpp"
+#include "core/dsl/diagnostics.hpp"
 #include "core/graph/step_graph.hpp"
 #include "exec/attention/attention_exec.hpp"
 
@@ -12,6 +12,6 @@ namespace sg::exec::attention_detail {
 
 // This rank's part of plan_attention, without collectives (so that a rank that refuses still
 // takes part in the ones that follow).
-bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string& err);
+bool plan_local(const StepGraph& g, AttentionLayout& a, Diagnostics& diags);
 
 }  // namespace sg::exec::attention_detail

@@ -31,14 +31,15 @@ std::string shape_text(const AttentionLayout& a) {
 }
 
 // Whether buffer b's chunks have the size an item of `role` needs; else a message at the buffer.
-bool chunk_fits(const StepGraph& g, uint32_t b, uint64_t want, const char* role, const AttentionLayout& a, Loc& where, std::string& err) {
+bool chunk_fits(const StepGraph& g, uint32_t b, uint64_t want, const char* role, const AttentionLayout& a, Diagnostics& diags) {
   const BufferInfo& bi = g.buffers[b];
   if (bi.chunk_bytes == want) return true;
-  where = bi.loc;
-  err = "buffer " + bi.name + " holds " + role + " items: a chunk of " + std::to_string(bi.chunk_bytes) + " bytes, but one item (" +
-        shape_text(a) + ") is " + std::to_string(want) +
-        " bytes; exec lays attention tiles out from the buffers' declared shape and dtype, else from the parameters seq, heads, dim, "
-        "batch and elem";
+  diags.error(
+      bi.loc,
+      "buffer " + bi.name + " holds " + role + " items: a chunk of " + std::to_string(bi.chunk_bytes) + " bytes, but one item (" +
+          shape_text(a) + ") is " + std::to_string(want) +
+          " bytes; exec lays attention tiles out from the buffers' declared shape and dtype, else from the parameters seq, heads, dim, "
+          "batch and elem");
   return false;
 }
 
@@ -46,7 +47,12 @@ bool chunk_fits(const StepGraph& g, uint32_t b, uint64_t want, const char* role,
 
 namespace attention_detail {
 
-bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string& err) {
+bool plan_local(const StepGraph& g, AttentionLayout& a, Diagnostics& diags) {
+  Loc where;  // what a refusal points at: set before the checks that refuse there
+  auto refuse = [&](const std::string& message) {
+    diags.error(where, message);
+    return false;
+  };
   const Expectation* x = nullptr;
   for (const Expectation& e : g.expects)
     if (e.kind == ExpectKind::Attention || e.kind == ExpectKind::AttentionBackward) x = &e;
@@ -59,10 +65,9 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     return std::string();
   };
   if (!x) {
-    err = at(first_tile) +
-          "exec computes attention tiles with the layout of the schedule's `expect attention(…)` or "
-          "`expect attention_backward(…)`, and this schedule has none";
-    return false;
+    return refuse(at(first_tile) +
+                  "exec computes attention tiles with the layout of the schedule's `expect attention(…)` or "
+                  "`expect attention_backward(…)`, and this schedule has none");
   }
   a.backward = x->kind == ExpectKind::AttentionBackward;
   a.causal = x->mask == Mask::Causal;
@@ -77,8 +82,8 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   const Loc expect_loc = x->stmt < g.stmt_locs.size() ? g.stmt_locs[x->stmt] : Loc{};
   where = expect_loc;
   if (a.q.cnt == 0 || a.q.cnt % a.groups || a.kv.cnt != a.q.cnt) {
-    err = "the attention expect needs Q and KV with the same number of items, a multiple of its heads (" + std::to_string(a.groups) + ")";
-    return false;
+    return refuse("the attention expect needs Q and KV with the same number of items, a multiple of its heads (" +
+                  std::to_string(a.groups) + ")");
   }
   a.blocks = a.q.cnt / a.groups;
   // The expect's buffers in their roles: inputs first (Q, KV or K and V), then outputs.
@@ -105,22 +110,20 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     if (!b.dtype_declared) continue;
     where = b.dtype_loc;
     if (b.dtype != DType::BF16 && b.dtype != DType::F32) {
-      err = "buffer " + b.name + " holds attention inputs (" + attn_role_name(roles[i].second) + "), declared " + dtype_name(b.dtype) +
-            "; exec stores them as bf16 or f32";
-      return false;
+      return refuse("buffer " + b.name + " holds attention inputs (" + attn_role_name(roles[i].second) + "), declared " +
+                    dtype_name(b.dtype) + "; exec stores them as bf16 or f32");
     }
     if (typed && typed->dtype != b.dtype) {
-      err = "buffer " + b.name + " is declared " + dtype_name(b.dtype) + " but " + typed->name + " " + dtype_name(typed->dtype) +
-            ": q and kv of one attention have one input type";
-      return false;
+      return refuse("buffer " + b.name + " is declared " + dtype_name(b.dtype) + " but " + typed->name + " " + dtype_name(typed->dtype) +
+                    ": q and kv of one attention have one input type");
     }
     if (has_elem && elem != dtype_size(b.dtype)) {
-      err = "buffer " + b.name + " is declared " + dtype_name(b.dtype) + ", but the parameter elem = " + std::to_string(elem) + " says " +
-            (elem == 2   ? "bf16"
-             : elem == 4 ? "fp32"
-                         : "another type") +
-            " inputs; the declaration gives the input type, so drop elem or make it agree";
-      return false;
+      return refuse("buffer " + b.name + " is declared " + dtype_name(b.dtype) + ", but the parameter elem = " + std::to_string(elem) +
+                    " says " +
+                    (elem == 2   ? "bf16"
+                     : elem == 4 ? "fp32"
+                                 : "another type") +
+                    " inputs; the declaration gives the input type, so drop elem or make it agree");
     }
     typed = &b;
   }
@@ -128,8 +131,7 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     a.bf16 = typed->dtype == DType::BF16;
   } else if (elem != 2 && elem != 4) {
     where = expect_loc;
-    err = "exec stores attention inputs as bf16 (elem = 2) or fp32 (elem = 4), not elem = " + std::to_string(elem);
-    return false;
+    return refuse("exec stores attention inputs as bf16 (elem = 2) or fp32 (elem = 4), not elem = " + std::to_string(elem));
   } else {
     a.bf16 = elem == 2;
   }
@@ -137,9 +139,8 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     const BufferInfo& b = g.buffers[roles[i].first];
     if (!b.dtype_declared || b.dtype == DType::F32) continue;
     where = b.dtype_loc;
-    err = "buffer " + b.name + " holds attention outputs (" + attn_role_name(roles[i].second) + "), declared " + dtype_name(b.dtype) +
-          "; exec computes them in f32";
-    return false;
+    return refuse("buffer " + b.name + " holds attention outputs (" + attn_role_name(roles[i].second) + "), declared " +
+                  dtype_name(b.dtype) + "; exec computes them in f32");
   }
 
   // The tile's dimensions: from the expect's buffers' declared shapes (the first one that has
@@ -157,12 +158,11 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     where = b.layout.empty() ? b.shape_loc : b.layout_loc;
     int64_t dim_param = 0;
     uint64_t known_dim = shaped ? decl.dim : param(g, "dim", dim_param) && dim_param > 0 ? static_cast<uint64_t>(dim_param) : 0;
-    if (!read_item_layout(b, roles[i].second, known_dim, d, declared[i], err)) return false;
+    if (!read_item_layout(b, roles[i].second, known_dim, d, declared[i], diags)) return false;
     has_shape[i] = 1;
     if (shaped && !(d == decl)) {
-      err = "buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + attn_role_name(roles[i].second) + " of " +
-            dims_text(d) + ", but " + shaped->name + "'s " + shape_list(shaped->shape) + " is of " + dims_text(decl);
-      return false;
+      return refuse("buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + attn_role_name(roles[i].second) + " of " +
+                    dims_text(d) + ", but " + shaped->name + "'s " + shape_list(shaped->shape) + " is of " + dims_text(decl));
     }
     if (!shaped) decl = d, shaped = &b, shaped_role = roles[i].second;
   }
@@ -175,10 +175,9 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
       uint64_t from_shape = *name == 's' ? d.rows * a.blocks : *name == 'h' ? d.heads * a.groups : *name == 'd' ? d.dim : d.batch;
       if (has && static_cast<uint64_t>(*v) != from_shape) {
         where = shaped->shape_loc;
-        err = "buffer " + shaped->name + "'s chunk shape " + shape_list(shaped->shape) + ", read as " +
-              role_layout_text(shaped_role, *shaped) + ", gives " + name + " = " + std::to_string(from_shape) + ", but the parameter " +
-              name + " = " + std::to_string(*v);
-        return false;
+        return refuse("buffer " + shaped->name + "'s chunk shape " + shape_list(shaped->shape) + ", read as " +
+                      role_layout_text(shaped_role, *shaped) + ", gives " + name + " = " + std::to_string(from_shape) +
+                      ", but the parameter " + name + " = " + std::to_string(*v));
       }
       *v = static_cast<int64_t>(from_shape);
     } else if (!has && *name != 'b') {
@@ -187,28 +186,24 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   }
   where = expect_loc;
   if (!missing.empty()) {
-    err =
+    return refuse(
         "exec computes attention tiles from the schedule's parameters seq, heads, dim (and batch, elem) or from the chunk shapes its "
         "buffers declare (shape [batch, heads, rows, dim]); " +
         g.schedule + " has no " + missing + ", and none of " + g.buffers[a.q.buf].name + ", " + g.buffers[a.kv.buf].name +
-        " declares a shape";
-    return false;
+        " declares a shape");
   }
   auto positive = [&](const char* n, int64_t v) {
     if (v >= 1 && v <= (int64_t{1} << 30)) return true;
-    err = std::string("attention parameter ") + n + " = " + std::to_string(v) + " is out of range";
-    return false;
+    return refuse(std::string("attention parameter ") + n + " = " + std::to_string(v) + " is out of range");
   };
   if (!positive("seq", seq) || !positive("heads", heads) || !positive("dim", dim) || !positive("batch", batch)) return false;
   if (seq % a.blocks || heads % a.groups) {
-    err = "seq = " + std::to_string(seq) + " does not split into " + std::to_string(a.blocks) +
-          " blocks, or heads = " + std::to_string(heads) + " into " + std::to_string(a.groups) + " head groups";
-    return false;
+    return refuse("seq = " + std::to_string(seq) + " does not split into " + std::to_string(a.blocks) +
+                  " blocks, or heads = " + std::to_string(heads) + " into " + std::to_string(a.groups) + " head groups");
   }
   // Every chunk size below fits 64 bits with room (and exec could not allocate more anyway).
   if (static_cast<double>(batch) * static_cast<double>(heads) * static_cast<double>(seq) * static_cast<double>(dim + 2) * 8 > 1e18) {
-    err = "seq × heads × dim × batch is too large to execute";
-    return false;
+    return refuse("seq × heads × dim × batch is too large to execute");
   }
   a.seq = static_cast<uint32_t>(seq);
   a.heads = static_cast<uint32_t>(heads);
@@ -255,16 +250,15 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
   a.o_bytes = a.lo.lse || a.backward ? a.o_kernel_bytes : rows_all * a.dim * 4;
   a.dq_bytes = rows_all * a.dim * 4;
   a.dkv_bytes = 2 * rows_all * a.dim * 4;
-  if (!chunk_fits(g, a.q.buf, a.q_bytes, a.backward ? "q bundle (q, dO, lse, D)" : "q", a, where, err)) return false;
-  if (a.split_kv
-          ? !chunk_fits(g, a.kv.buf, a.kv_bytes / 2, "k", a, where, err) || !chunk_fits(g, a.v.buf, a.kv_bytes / 2, "v", a, where, err)
-          : !chunk_fits(g, a.kv.buf, a.kv_bytes, "kv", a, where, err))
+  if (!chunk_fits(g, a.q.buf, a.q_bytes, a.backward ? "q bundle (q, dO, lse, D)" : "q", a, diags)) return false;
+  if (a.split_kv ? !chunk_fits(g, a.kv.buf, a.kv_bytes / 2, "k", a, diags) || !chunk_fits(g, a.v.buf, a.kv_bytes / 2, "v", a, diags)
+                 : !chunk_fits(g, a.kv.buf, a.kv_bytes, "kv", a, diags))
     return false;
-  if (a.backward ? !chunk_fits(g, a.out0.buf, a.dq_bytes, "dq", a, where, err) ||
-                       (a.split_kv ? !chunk_fits(g, a.out1.buf, a.dkv_bytes / 2, "dk", a, where, err) ||
-                                         !chunk_fits(g, a.dv.buf, a.dkv_bytes / 2, "dv", a, where, err)
-                                   : !chunk_fits(g, a.out1.buf, a.dkv_bytes, "dkv", a, where, err))
-                 : !chunk_fits(g, a.out0.buf, a.o_bytes, a.lo.lse ? "O|lse" : "O", a, where, err))
+  if (a.backward ? !chunk_fits(g, a.out0.buf, a.dq_bytes, "dq", a, diags) ||
+                       (a.split_kv ? !chunk_fits(g, a.out1.buf, a.dkv_bytes / 2, "dk", a, diags) ||
+                                         !chunk_fits(g, a.dv.buf, a.dkv_bytes / 2, "dv", a, diags)
+                                   : !chunk_fits(g, a.out1.buf, a.dkv_bytes, "dkv", a, diags))
+                 : !chunk_fits(g, a.out0.buf, a.o_bytes, a.lo.lse ? "O|lse" : "O", a, diags))
     return false;
 
   const Dims layout = item;
@@ -294,16 +288,14 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     if (ci.kind == ComputeKind::Generic) continue;
     bool bwd = ci.kind == ComputeKind::AttnBwd;
     if (bwd != a.backward) {
-      err = at(s) + "a " + (bwd ? "backward" : "forward") + " attention tile in a schedule whose expect is " +
-            (a.backward ? "attention_backward" : "attention") + ": exec cannot give it inputs";
-      return false;
+      return refuse(at(s) + "a " + (bwd ? "backward" : "forward") + " attention tile in a schedule whose expect is " +
+                    (a.backward ? "attention_backward" : "attention") + ": exec cannot give it inputs");
     }
     if (ci.split_kv != a.split_kv) {
-      err = at(s) +
-            (ci.split_kv ? "this tile takes K and V apart, but the expect one KV buffer"
-                         : "this tile takes one KV operand, but the expect K and V apart") +
-            ": exec gives tiles the expect's items";
-      return false;
+      return refuse(at(s) +
+                    (ci.split_kv ? "this tile takes K and V apart, but the expect one KV buffer"
+                                 : "this tile takes one KV operand, but the expect K and V apart") +
+                    ": exec gives tiles the expect's items");
     }
     const Range& rq = g.ranges[ci.reads_off];
     const Range& rkv = g.ranges[ci.reads_off + 1];
@@ -316,27 +308,24 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
       std::string line = std::to_string(g.loc(s).line);
       if (b.dtype_declared && b.dtype != want) {
         where = b.dtype_loc;
-        err = "buffer " + b.name + " is declared " + dtype_name(b.dtype) + ", but the tile at line " + line + " uses it as " +
-              attn_role_name(role) + ", whose items are " + dtype_name(want);
-        return false;
+        return refuse("buffer " + b.name + " is declared " + dtype_name(b.dtype) + ", but the tile at line " + line + " uses it as " +
+                      attn_role_name(role) + ", whose items are " + dtype_name(want));
       }
       if (b.shape.empty()) return true;  // bytes: laid out as its role's items are
       Dims d;
       ItemLayout L;
       where = b.layout.empty() ? b.shape_loc : b.layout_loc;
-      if (!read_item_layout(b, role, a.dim, d, L, err)) return false;
+      if (!read_item_layout(b, role, a.dim, d, L, diags)) return false;
       if (!(d == layout)) {
-        err = "buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + attn_role_name(role) + " of " + dims_text(d) +
-              ", but the tile at line " + line + " uses it as an item of " + dims_text(layout);
-        return false;
+        return refuse("buffer " + b.name + "'s chunk shape " + shape_list(b.shape) + " is " + attn_role_name(role) + " of " + dims_text(d) +
+                      ", but the tile at line " + line + " uses it as an item of " + dims_text(layout));
       }
       const ItemLayout& want_l = role_of(role);
       if (role == Role::Bundle || (L.same_place(want_l) && L.lse == want_l.lse)) return true;
-      err = "buffer " + b.name + " lays out its " + attn_role_name(role) + " items as " + role_layout_text(role, b) +
-            ", but the expect's " + attn_role_name(role) + " buffer as " +
-            (want_l.letters.empty() ? std::string("the kernels' layout") : "layout " + want_l.letters) +
-            "; data moves between buffers as bytes, so every buffer of one role has one layout";
-      return false;
+      return refuse("buffer " + b.name + " lays out its " + attn_role_name(role) + " items as " + role_layout_text(role, b) +
+                    ", but the expect's " + attn_role_name(role) + " buffer as " +
+                    (want_l.letters.empty() ? std::string("the kernels' layout") : "layout " + want_l.letters) +
+                    "; data moves between buffers as bytes, so every buffer of one role has one layout");
     };
     if (!declared_fits(rq, bwd ? Role::Bundle : Role::Q) || !declared_fits(rkv, a.split_kv ? Role::K : Role::KV) ||
         (a.split_kv && !declared_fits(rv, Role::V)) || !declared_fits(w0, bwd ? Role::DQ : Role::O) ||
@@ -345,10 +334,9 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
       return false;
     auto fits = [&](const Range& r, uint64_t want, const char* what) {
       if (g.buffers[r.buf].chunk_bytes == want) return true;
-      err = at(s) + "this tile's " + what + " operand " + g.range_name(r) + " has chunks of " +
-            std::to_string(g.buffers[r.buf].chunk_bytes) + " bytes; an item of this layout (" + shape_text(a) + ") is " +
-            std::to_string(want);
-      return false;
+      return refuse(at(s) + "this tile's " + what + " operand " + g.range_name(r) + " has chunks of " +
+                    std::to_string(g.buffers[r.buf].chunk_bytes) + " bytes; an item of this layout (" + shape_text(a) + ") is " +
+                    std::to_string(want));
     };
     const uint64_t kv_part = a.split_kv ? a.kv_bytes / 2 : a.kv_bytes, dkv_part = a.split_kv ? a.dkv_bytes / 2 : a.dkv_bytes;
     if (!fits(rq, a.q_bytes, "q") || !fits(rkv, kv_part, a.split_kv ? "k" : "kv") || (a.split_kv && !fits(rv, kv_part, "v")) ||
@@ -379,11 +367,10 @@ bool plan_local(const StepGraph& g, AttentionLayout& a, Loc& where, std::string&
     }
     if (touched == UINT32_MAX) continue;
     where = g.loc(s);
-    err = "this step moves or merges " + g.buffers[touched].name +
-          ", which holds partial attention outputs O declared without their lse (" + role_layout_text(Role::O, g.buffers[a.out0.buf]) +
-          " with rows of dim = " + std::to_string(a.dim) +
-          "): a partial output merges only with its row's log-sum-exp, so declare O's rows as dim + 1 (the lse last) to move them";
-    return false;
+    return refuse("this step moves or merges " + g.buffers[touched].name +
+                  ", which holds partial attention outputs O declared without their lse (" +
+                  role_layout_text(Role::O, g.buffers[a.out0.buf]) + " with rows of dim = " + std::to_string(a.dim) +
+                  "): a partial output merges only with its row's log-sum-exp, so declare O's rows as dim + 1 (the lse last) to move them");
   }
   return true;
 }

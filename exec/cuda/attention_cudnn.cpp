@@ -365,14 +365,14 @@ const std::string& CudnnAttention::unavailable() { return api().why; }
 
 // The plan for one shape and direction: the graph above, then the first engine configuration of
 // the heuristics (mode A) that finalises.
-bool CudnnAttention::plan_for(const Shape& s, bool bwd, Plan*& out, std::string& err) {
+bool CudnnAttention::plan_for(const Shape& s, bool bwd, Plan*& out, Diagnostics& diags) {
   auto key = std::make_tuple(s.planes, s.rows_q, s.rows_k, s.dim, s.fp16, s.causal, bwd);
   auto it = plans_.find(key);
   if (it != plans_.end()) return out = it->second.get(), true;
   if (!handle_) {
     cudnnHandle_t h = nullptr;
     cudnnStatus_t st = api().create(&h);
-    if (st != CUDNN_STATUS_SUCCESS) return err = std::string("cudnnCreate: ") + api().error_string(st), false;
+    if (st != CUDNN_STATUS_SUCCESS) return diags.fail(std::string("cudnnCreate: ") + api().error_string(st));
     handle_ = h;
   }
   const int64_t b = s.planes, sq = s.rows_q, sk = s.rows_k, d = s.dim;
@@ -391,7 +391,7 @@ bool CudnnAttention::plan_for(const Shape& s, bool bwd, Plan*& out, std::string&
   g.set(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &graph, "heuristics graph");
   g.set(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1, &mode, "heuristics mode");
   g.finalize(heur, "heuristics finalize");
-  if (!g.error.empty()) return err = "cuDNN attention graph: " + g.error, false;
+  if (!g.error.empty()) return diags.fail("cuDNN attention graph: " + g.error);
   // The engine configurations the heuristics rank, tried in order until one makes a plan.
   constexpr int kMaxConfigs = 16;
   std::vector<cudnnBackendDescriptor_t> cfgs;
@@ -400,7 +400,7 @@ bool CudnnAttention::plan_for(const Shape& s, bool bwd, Plan*& out, std::string&
   if (!g.error.empty() ||
       !g.check(api().get(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, kMaxConfigs, &n, cfgs.data()),
                "heuristics results"))
-    return err = std::string("cuDNN attention ") + (bwd ? "backward" : "forward") + " graph: " + g.error, false;
+    return diags.fail(std::string("cuDNN attention ") + (bwd ? "backward" : "forward") + " graph: " + g.error);
   std::string tried;
   for (int64_t i = 0; i < n; ++i) {
     cudnnBackendDescriptor_t plan = nullptr;
@@ -424,28 +424,27 @@ bool CudnnAttention::plan_for(const Shape& s, bool bwd, Plan*& out, std::string&
     plans_[key] = std::move(made);
     return true;
   }
-  err = std::string("cuDNN offers no engine for this attention ") + (bwd ? "backward" : "forward") + " tile (" + std::to_string(n) +
-        " configurations" + (tried.empty() ? std::string(")") : ": " + tried + ")");
-  return false;
+  return diags.fail(std::string("cuDNN offers no engine for this attention ") + (bwd ? "backward" : "forward") + " tile (" +
+                    std::to_string(n) + " configurations" + (tried.empty() ? std::string(")") : ": " + tried + ")"));
 }
 
-bool CudnnAttention::grow(void*& p, size_t& have, size_t need, const char* what, std::string& err) {
+bool CudnnAttention::grow(void*& p, size_t& have, size_t need, const char* what, Diagnostics& diags) {
   if (need <= have) return true;
   if (p) cudaFree(p);
   p = nullptr;
   have = 0;
   if (cudaMalloc(&p, need) != cudaSuccess)
-    return err = std::string("cudaMalloc of ") + what + " (" + std::to_string(need) + " bytes)", false;
+    return diags.fail(std::string("cudaMalloc of ") + what + " (" + std::to_string(need) + " bytes)");
   have = need;
   return true;
 }
 
 // Executes plan p with the tensors `uids` at `ptrs` (the scale, and the mask's −inf where the
 // graph has a mask, added here) and the workspace.
-bool CudnnAttention::run(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* stream, std::string& err) {
+bool CudnnAttention::run(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* stream, Diagnostics& diags) {
   cudnnStatus_t st = api().set_stream(static_cast<cudnnHandle_t>(handle_), static_cast<cudaStream_t>(stream));
-  if (st != CUDNN_STATUS_SUCCESS) return err = std::string("cudnnSetStream: ") + api().error_string(st), false;
-  if (!grow(workspace_, workspace_bytes_, static_cast<size_t>(p.workspace), "cuDNN's workspace", err)) return false;
+  if (st != CUDNN_STATUS_SUCCESS) return diags.fail(std::string("cudnnSetStream: ") + api().error_string(st));
+  if (!grow(workspace_, workspace_bytes_, static_cast<size_t>(p.workspace), "cuDNN's workspace", diags)) return false;
   // (The frontend's "−inf": the lowest float, so that a row never sees exp(−inf − −inf).)
   float neg_inf = std::numeric_limits<float>::lowest();
   if (p.causal) ptrs.push_back(&neg_inf), uids.push_back(kNegInf);  // only a masked graph has the mask's value
@@ -457,26 +456,26 @@ bool CudnnAttention::run(Plan& p, std::vector<int64_t> uids, std::vector<void*> 
   g.set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace_, "variant pack workspace");
   g.finalize(pack, "variant pack");
   if (g.error.empty()) g.check(api().execute(static_cast<cudnnHandle_t>(handle_), p.plan, pack), "cudnnBackendExecute");
-  if (!g.error.empty()) return err = "cuDNN attention tile: " + g.error, false;
+  if (!g.error.empty()) return diags.fail("cuDNN attention tile: " + g.error);
   return true;
 }
 
-bool CudnnAttention::forward(const Shape& s, const void* q, const void* kv, void* o_t, float* stats, void* stream, std::string& err) {
-  if (!api().why.empty()) return err = api().why, false;
+bool CudnnAttention::forward(const Shape& s, const void* q, const void* kv, void* o_t, float* stats, void* stream, Diagnostics& diags) {
+  if (!api().why.empty()) return diags.fail(api().why);
   Plan* p = nullptr;
-  if (!plan_for(s, false, p, err)) return false;
+  if (!plan_for(s, false, p, diags)) return false;
   const size_t half = size_t{s.planes} * s.rows_k * s.dim * 2;
   float scale = s.scale;
   auto* k = const_cast<void*>(kv);
   return run(*p, {kQ, kK, kV, kScale, kO, kStats}, {const_cast<void*>(q), k, static_cast<unsigned char*>(k) + half, &scale, o_t, stats},
-             stream, err);
+             stream, diags);
 }
 
 bool CudnnAttention::backward(const Shape& s, const void* q, const void* kv, const void* o, const void* dout, const float* stats, void* dq,
-                              void* dk, void* dv, void* stream, std::string& err) {
-  if (!api().why.empty()) return err = api().why, false;
+                              void* dk, void* dv, void* stream, Diagnostics& diags) {
+  if (!api().why.empty()) return diags.fail(api().why);
   Plan* p = nullptr;
-  if (!plan_for(s, true, p, err)) return false;
+  if (!plan_for(s, true, p, diags)) return false;
   const size_t half = size_t{s.planes} * s.rows_k * s.dim * 2;
   float scale = s.scale, one = 1.f;
   auto* k = const_cast<void*>(kv);
@@ -494,12 +493,12 @@ bool CudnnAttention::backward(const Shape& s, const void* q, const void* kv, con
                              dv};
   if (p->dq_accum) {  // zeroed before every run, as the frontend's workspace modification does
     const size_t bytes = size_t{s.planes} * s.rows_q * s.dim * 4;
-    if (!grow(dq_accum_, dq_accum_bytes_, bytes, "cuDNN's dQ accumulator", err)) return false;
+    if (!grow(dq_accum_, dq_accum_bytes_, bytes, "cuDNN's dQ accumulator", diags)) return false;
     if (cudaMemsetAsync(dq_accum_, 0, bytes, static_cast<cudaStream_t>(stream)) != cudaSuccess)
-      return err = "cudaMemsetAsync of cuDNN's dQ accumulator", false;
+      return diags.fail("cudaMemsetAsync of cuDNN's dQ accumulator");
     uids.push_back(kDQAccum), ptrs.push_back(dq_accum_);
   }
-  return run(*p, std::move(uids), std::move(ptrs), stream, err);
+  return run(*p, std::move(uids), std::move(ptrs), stream, diags);
 }
 
 }  // namespace sg::cuda

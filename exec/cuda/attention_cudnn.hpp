@@ -13,6 +13,8 @@
 #include <tuple>
 #include <vector>
 
+#include "core/dsl/diagnostics.hpp"
+
 namespace sg::cuda {
 
 class CudnnAttention {
@@ -32,18 +34,18 @@ class CudnnAttention {
   static const std::string& unavailable();
   // q [planes][rows_q][dim] and kv (K then V, each [planes][rows_k][dim]) in the input type;
   // writes o_t [planes][rows_q][dim] (input type) and stats [planes][rows_q] (fp32), on `stream`.
-  bool forward(const Shape& s, const void* q, const void* kv, void* o_t, float* stats, void* stream, std::string& err);
+  bool forward(const Shape& s, const void* q, const void* kv, void* o_t, float* stats, void* stream, Diagnostics& diags);
   // The tile's gradients from the forward's statistics: q, o, dout [planes][rows_q][dim] and kv as
   // above in the input type, stats [planes][rows_q] fp32 (the lse); writes dq [planes][rows_q][dim]
   // and dk, dv [planes][rows_k][dim] in the input type (not accumulated), on `stream`.
   bool backward(const Shape& s, const void* q, const void* kv, const void* o, const void* dout, const float* stats, void* dq, void* dk,
-                void* dv, void* stream, std::string& err);
+                void* dv, void* stream, Diagnostics& diags);
 
  private:
   struct Plan;
-  bool plan_for(const Shape& s, bool bwd, Plan*& out, std::string& err);
-  bool run(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* stream, std::string& err);
-  bool grow(void*& p, size_t& have, size_t need, const char* what, std::string& err);
+  bool plan_for(const Shape& s, bool bwd, Plan*& out, Diagnostics& diags);
+  bool run(Plan& p, std::vector<int64_t> uids, std::vector<void*> ptrs, void* stream, Diagnostics& diags);
+  bool grow(void*& p, size_t& have, size_t need, const char* what, Diagnostics& diags);
   std::map<std::tuple<uint32_t, uint32_t, uint32_t, uint32_t, bool, bool, bool>, std::unique_ptr<Plan>> plans_;
   void* handle_ = nullptr;  // cudnnHandle_t
   void* workspace_ = nullptr;

@@ -146,12 +146,12 @@ cublasStatus_t gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb
 
 }  // namespace
 
-bool attn_gemm_handle(void** handle, std::string& err) {
+bool attn_gemm_handle(void** handle, Diagnostics& diags) {
   const CublasApi& a = cublas_api();
-  if (!a.why.empty()) return err = a.why, false;
+  if (!a.why.empty()) return diags.fail(a.why);
   cublasHandle_t h = nullptr;
   if (cublasStatus_t c = a.create(&h); c != CUBLAS_STATUS_SUCCESS)
-    return err = "cublasCreate: status " + std::to_string(static_cast<int>(c)), false;
+    return diags.fail("cublasCreate: status " + std::to_string(static_cast<int>(c)));
   *handle = h;
   return true;
 }

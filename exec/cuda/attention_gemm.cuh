@@ -10,7 +10,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <string>
+
+#include "core/dsl/diagnostics.hpp"
 
 namespace sg::cuda {
 
@@ -19,7 +20,7 @@ uint32_t attn_gemm_slab(uint32_t planes, uint32_t rows_q, uint32_t rows_k, uint3
 size_t attn_gemm_workspace(uint32_t planes, uint32_t slab, uint32_t rows_k, uint32_t dim, bool bf16);
 
 // A cuBLAS handle for the launches (cuBLAS is loaded at first use: dlopen), and its release.
-bool attn_gemm_handle(void** handle, std::string& err);
+bool attn_gemm_handle(void** handle, Diagnostics& diags);
 void attn_gemm_handle_free(void* handle);
 
 // o_lse ⊕= softmax(scale·q·kᵀ)·v (attention.cuh's launch_attn_fwd). cublas: a cublasHandle_t

@@ -25,14 +25,13 @@ std::string cuda_error(const char* what, cudaError_t e) {
   return std::string(what) + ": " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")";
 }
 
-bool ok(cudaError_t e, const char* what, std::string& err) { return cuda_ok(static_cast<int>(e), what, err); }
+bool ok(cudaError_t e, const char* what, Diagnostics& diags) { return cuda_ok(static_cast<int>(e), what, diags); }
 
 }  // namespace
 
-bool cuda_ok(int e, const char* what, std::string& err) {
+bool cuda_ok(int e, const char* what, Diagnostics& diags) {
   if (e == cudaSuccess) return true;
-  err = cuda_error(what, static_cast<cudaError_t>(e));
-  return false;
+  return diags.fail(cuda_error(what, static_cast<cudaError_t>(e)));
 }
 
 DeviceProbe probe_devices() {
@@ -71,11 +70,11 @@ DeviceMemory::~DeviceMemory() {
   if (p_) cudaFree(p_);
 }
 
-bool DeviceMemory::allocate(size_t bytes, std::string& err) {
+bool DeviceMemory::allocate(size_t bytes, Diagnostics& diags) {
   if (p_) cudaFree(p_), p_ = nullptr;
   n_ = 0;
   void* q = nullptr;
-  if (!ok(cudaMalloc(&q, bytes ? bytes : 1), "cudaMalloc", err)) return false;
+  if (!ok(cudaMalloc(&q, bytes ? bytes : 1), "cudaMalloc", diags)) return false;
   p_ = static_cast<unsigned char*>(q);
   n_ = bytes;
   return true;
@@ -85,45 +84,47 @@ Stream::~Stream() {
   if (s_) cudaStreamDestroy(static_cast<cudaStream_t>(s_));
 }
 
-bool Stream::create(std::string& err) {
+bool Stream::create(Diagnostics& diags) {
   cudaStream_t s = nullptr;
-  if (!ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate", err)) return false;
+  if (!ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreate", diags)) return false;
   s_ = s;
   return true;
 }
 
-bool Stream::sync(std::string& err) const { return ok(cudaStreamSynchronize(static_cast<cudaStream_t>(s_)), "cudaStreamSynchronize", err); }
+bool Stream::sync(Diagnostics& diags) const {
+  return ok(cudaStreamSynchronize(static_cast<cudaStream_t>(s_)), "cudaStreamSynchronize", diags);
+}
 
-bool use_device(int d, std::string& err) { return ok(cudaSetDevice(d), "cudaSetDevice", err); }
+bool use_device(int d, Diagnostics& diags) { return ok(cudaSetDevice(d), "cudaSetDevice", diags); }
 
-bool device_reduce(DType t, ReduceOp op, void* dst, const void* src, size_t n, const Stream& stream, std::string& err) {
+bool device_reduce(DType t, ReduceOp op, void* dst, const void* src, size_t n, const Stream& stream, Diagnostics& diags) {
   return ok(static_cast<cudaError_t>(launch_reduce(static_cast<DevType>(t), static_cast<DevOp>(op), dst, src, n, stream.handle())),
-            "the reduction kernel", err);
+            "the reduction kernel", diags);
 }
 
 bool device_fill(DType t, void* dst, size_t n, uint32_t buf, uint32_t rank, uint32_t chunk, int64_t item, const Stream& stream,
-                 std::string& err) {
+                 Diagnostics& diags) {
   return ok(static_cast<cudaError_t>(launch_fill(static_cast<DevType>(t), dst, n, buf, rank, chunk, item, stream.handle())),
-            "the fill kernel", err);
+            "the fill kernel", diags);
 }
 
-bool copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err) {
+bool copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream, Diagnostics& diags) {
   return ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, static_cast<cudaStream_t>(stream.handle())), "cudaMemcpyAsync H2D",
-            err);
+            diags);
 }
-bool copy_to_host(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err) {
+bool copy_to_host(void* dst, const void* src, size_t bytes, const Stream& stream, Diagnostics& diags) {
   return ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, static_cast<cudaStream_t>(stream.handle())), "cudaMemcpyAsync D2H",
-            err);
+            diags);
 }
-bool copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err) {
+bool copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stream, Diagnostics& diags) {
   return ok(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream.handle())), "cudaMemcpyAsync D2D",
-            err);
+            diags);
 }
 
 bool copy_2d_on_device(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows, const Stream& stream,
-                       std::string& err) {
+                       Diagnostics& diags) {
   return ok(cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream.handle())),
-            "cudaMemcpy2DAsync D2D", err);
+            "cudaMemcpy2DAsync D2D", diags);
 }
 
 }  // namespace sg::cuda

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/base/kinds.hpp"
+#include "core/dsl/diagnostics.hpp"
 #include "core/graph/step_graph.hpp"
 
 namespace sg::cuda {
@@ -32,7 +33,7 @@ class DeviceMemory {
   ~DeviceMemory();
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
-  bool allocate(size_t bytes, std::string& err);
+  bool allocate(size_t bytes, Diagnostics& diags);
   unsigned char* data() const { return p_; }
   size_t size() const { return n_; }
 
@@ -48,32 +49,33 @@ class Stream {
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
-  bool create(std::string& err);
+  bool create(Diagnostics& diags);
   void* handle() const { return s_; }
-  bool sync(std::string& err) const;
+  bool sync(Diagnostics& diags) const;
 
  private:
   void* s_ = nullptr;
 };
 
-// True when e (a cudaError_t) is cudaSuccess; else false with err = "what: name (description)".
-bool cuda_ok(int e, const char* what, std::string& err);
+// True when e (a cudaError_t) is cudaSuccess; else false, with "what: name (description)" reported
+// into diags (Diagnostics::fail).
+bool cuda_ok(int e, const char* what, Diagnostics& diags);
 
 // Selects device d for this thread.
-bool use_device(int d, std::string& err);
+bool use_device(int d, Diagnostics& diags);
 
 // dst op= src on the device, n elements of type t; and the deterministic inputs of
 // core/interp/input_values.hpp (item < 0: d(rank, chunk); else x(item)). Enqueued on `stream`.
-bool device_reduce(DType t, ReduceOp op, void* dst, const void* src, size_t n, const Stream& stream, std::string& err);
+bool device_reduce(DType t, ReduceOp op, void* dst, const void* src, size_t n, const Stream& stream, Diagnostics& diags);
 bool device_fill(DType t, void* dst, size_t n, uint32_t buf, uint32_t rank, uint32_t chunk, int64_t item, const Stream& stream,
-                 std::string& err);
+                 Diagnostics& diags);
 
 // Copies between host and device (or device and device), enqueued on `stream`.
-bool copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err);
-bool copy_to_host(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err);
-bool copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stream, std::string& err);
+bool copy_to_device(void* dst, const void* src, size_t bytes, const Stream& stream, Diagnostics& diags);
+bool copy_to_host(void* dst, const void* src, size_t bytes, const Stream& stream, Diagnostics& diags);
+bool copy_on_device(void* dst, const void* src, size_t bytes, const Stream& stream, Diagnostics& diags);
 // rows × width bytes between pitched rows (cudaMemcpy2DAsync, device to device).
 bool copy_2d_on_device(void* dst, size_t dpitch, const void* src, size_t spitch, size_t width, size_t rows, const Stream& stream,
-                       std::string& err);
+                       Diagnostics& diags);
 
 }  // namespace sg::cuda

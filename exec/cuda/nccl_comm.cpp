@@ -4,19 +4,20 @@
 #include <nccl.h>
 
 #include <cstring>
+#include <utility>
 
 namespace sg::cuda {
 
 namespace {
 
-bool nccl_ok(ncclResult_t r, const char* what, std::string& err, ncclComm_t comm = nullptr) {
+bool nccl_ok(ncclResult_t r, const char* what, Diagnostics& diags, ncclComm_t comm = nullptr) {
   if (r == ncclSuccess) return true;
-  err = std::string(what) + ": " + ncclGetErrorString(r);
+  std::string msg = std::string(what) + ": " + ncclGetErrorString(r);
   if (comm) {
     const char* last = ncclGetLastError(comm);
-    if (last && *last) err += " (" + std::string(last) + ")";
+    if (last && *last) msg += " (" + std::string(last) + ")";
   }
-  return false;
+  return diags.fail(std::move(msg));
 }
 
 ncclDataType_t nccl_type(DType t) {
@@ -67,35 +68,35 @@ void NcclComm::abort() {
   if (world_) ncclCommAbort(as_comm(world_)), world_ = nullptr;
 }
 
-bool NcclComm::unique_id(std::string& id, std::string& err) {
+bool NcclComm::unique_id(std::string& id, Diagnostics& diags) {
   ncclUniqueId u;
-  if (!nccl_ok(ncclGetUniqueId(&u), "ncclGetUniqueId", err)) return false;
+  if (!nccl_ok(ncclGetUniqueId(&u), "ncclGetUniqueId", diags)) return false;
   id.assign(u.internal, sizeof u.internal);
   return true;
 }
 
-bool NcclComm::init(const std::string& id, int nranks, int rank, void* stream, std::string& err) {
+bool NcclComm::init(const std::string& id, int nranks, int rank, void* stream, Diagnostics& diags) {
   ncclUniqueId u;
-  if (id.size() != sizeof u.internal) return err = "a bootstrap id of the wrong size", false;
+  if (id.size() != sizeof u.internal) return diags.fail("a bootstrap id of the wrong size");
   std::memcpy(u.internal, id.data(), sizeof u.internal);
   ncclComm_t c = nullptr;
-  if (!nccl_ok(ncclCommInitRank(&c, nranks, u, rank), "ncclCommInitRank", err)) return false;
+  if (!nccl_ok(ncclCommInitRank(&c, nranks, u, rank), "ncclCommInitRank", diags)) return false;
   world_ = c;
   stream_ = stream;
   name_ = "NCCL " + nccl_version();
   cudaError_t e = cudaMalloc(&scratch_, sizeof(float));
   if (e == cudaSuccess) e = cudaMemset(scratch_, 0, sizeof(float));
-  if (e != cudaSuccess) return err = std::string("cudaMalloc: ") + cudaGetErrorString(e), false;
+  if (e != cudaSuccess) return diags.fail(std::string("cudaMalloc: ") + cudaGetErrorString(e));
   return true;
 }
 
-bool NcclComm::add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, std::string& err) {
+bool NcclComm::add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, Diagnostics& diags) {
   if (auto it = made_.find({start, count, stride}); it != made_.end()) return id = it->second, true;
   int me = 0;
-  if (!nccl_ok(ncclCommUserRank(as_comm(world_), &me), "ncclCommUserRank", err)) return false;
+  if (!nccl_ok(ncclCommUserRank(as_comm(world_), &me), "ncclCommUserRank", diags)) return false;
   ncclComm_t c = nullptr;
   // Collective over the world; members keep their world order (key = world rank).
-  if (!nccl_ok(ncclCommSplit(as_comm(world_), member ? 1 : NCCL_SPLIT_NOCOLOR, me, &c, nullptr), "ncclCommSplit", err, as_comm(world_)))
+  if (!nccl_ok(ncclCommSplit(as_comm(world_), member ? 1 : NCCL_SPLIT_NOCOLOR, me, &c, nullptr), "ncclCommSplit", diags, as_comm(world_)))
     return false;
   id = static_cast<int>(comms_.size());
   made_[{start, count, stride}] = id;
@@ -103,26 +104,26 @@ bool NcclComm::add_group(uint32_t start, uint32_t count, uint32_t stride, bool m
   return true;
 }
 
-bool NcclComm::group_start(std::string& err) { return nccl_ok(ncclGroupStart(), "ncclGroupStart", err); }
+bool NcclComm::group_start(Diagnostics& diags) { return nccl_ok(ncclGroupStart(), "ncclGroupStart", diags); }
 
-bool NcclComm::group_end(double timeout_s, std::string& err) {
+bool NcclComm::group_end(double timeout_s, Diagnostics& diags) {
   (void)timeout_s;  // enqueued only: the executor's drain (DeviceOps::select_lane) times the run
-  return nccl_ok(ncclGroupEnd(), "ncclGroupEnd", err, as_comm(world_));
+  return nccl_ok(ncclGroupEnd(), "ncclGroupEnd", diags, as_comm(world_));
 }
 
-bool NcclComm::send(const unsigned char* p, size_t bytes, uint32_t peer, std::string& err) {
-  return nccl_ok(ncclSend(p, bytes, ncclUint8, static_cast<int>(peer), as_comm(world_), as_stream(stream_)), "ncclSend", err,
+bool NcclComm::send(const unsigned char* p, size_t bytes, uint32_t peer, Diagnostics& diags) {
+  return nccl_ok(ncclSend(p, bytes, ncclUint8, static_cast<int>(peer), as_comm(world_), as_stream(stream_)), "ncclSend", diags,
                  as_comm(world_));
 }
 
-bool NcclComm::recv(unsigned char* p, size_t bytes, uint32_t peer, std::string& err) {
-  return nccl_ok(ncclRecv(p, bytes, ncclUint8, static_cast<int>(peer), as_comm(world_), as_stream(stream_)), "ncclRecv", err,
+bool NcclComm::recv(unsigned char* p, size_t bytes, uint32_t peer, Diagnostics& diags) {
+  return nccl_ok(ncclRecv(p, bytes, ncclUint8, static_cast<int>(peer), as_comm(world_), as_stream(stream_)), "ncclRecv", diags,
                  as_comm(world_));
 }
 
-bool NcclComm::collective(const Coll& c, std::string& err) {
+bool NcclComm::collective(const Coll& c, Diagnostics& diags) {
   if (c.comm < 0 || static_cast<size_t>(c.comm) >= comms_.size() || !comms_[static_cast<size_t>(c.comm)])
-    return err = "a collective on a group this rank is not in", false;
+    return diags.fail("a collective on a group this rank is not in");
   ncclComm_t comm = as_comm(comms_[static_cast<size_t>(c.comm)]);
   cudaStream_t st = as_stream(stream_);
   ncclDataType_t t = nccl_type(c.type);
@@ -147,7 +148,7 @@ bool NcclComm::collective(const Coll& c, std::string& err) {
       if (ncclResult_t e = ncclGroupEnd(); r == ncclSuccess) r = e;
       break;
   }
-  return nccl_ok(r, "an NCCL collective", err, comm);
+  return nccl_ok(r, "an NCCL collective", diags, comm);
 }
 
 }  // namespace sg::cuda

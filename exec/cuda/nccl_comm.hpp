@@ -21,19 +21,19 @@ class NcclComm final : public StreamComm {
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
   // The bootstrap id (ncclGetUniqueId), made on one rank and handed to every rank's init.
-  static bool unique_id(std::string& id, std::string& err);
+  static bool unique_id(std::string& id, Diagnostics& diags);
   // Joins the world communicator as `rank` of `nranks`, on the current device, enqueuing on
   // `stream` (a cudaStream_t).
-  bool init(const std::string& id, int nranks, int rank, void* stream, std::string& err);
+  bool init(const std::string& id, int nranks, int rank, void* stream, Diagnostics& diags);
   // A failed run: the communicators are aborted, not destroyed (a peer may be gone).
   void abort();
   std::string name() const override { return name_; }
-  bool add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, std::string& err) override;
-  bool group_start(std::string& err) override;
-  bool group_end(double timeout_s, std::string& err) override;
-  bool send(const unsigned char* p, size_t bytes, uint32_t peer, std::string& err) override;
-  bool recv(unsigned char* p, size_t bytes, uint32_t peer, std::string& err) override;
-  bool collective(const Coll& c, std::string& err) override;
+  bool add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, Diagnostics& diags) override;
+  bool group_start(Diagnostics& diags) override;
+  bool group_end(double timeout_s, Diagnostics& diags) override;
+  bool send(const unsigned char* p, size_t bytes, uint32_t peer, Diagnostics& diags) override;
+  bool recv(unsigned char* p, size_t bytes, uint32_t peer, Diagnostics& diags) override;
+  bool collective(const Coll& c, Diagnostics& diags) override;
 
  private:
   // Communicators by group (start, count, stride): one per group for the whole command, whatever

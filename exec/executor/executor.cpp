@@ -30,21 +30,21 @@ Executor::Impl::~Impl() {
 Executor::Executor(const StepGraph& g, const SourceManager& sources, MPI_Comm world, const ExecOptions& o)
     : impl_(std::make_unique<Impl>(g, sources, world, o)) {}
 Executor::~Executor() = default;
-bool Executor::setup(std::string& err) {
-  bool ok = impl_->setup(err);
+bool Executor::setup(Diagnostics& diags) {
+  bool ok = impl_->setup(diags);
   op_ = impl_->op;
   return ok;
 }
-bool Executor::fill_inputs(std::string& err) {
+bool Executor::fill_inputs(Diagnostics& diags) {
   bool ok = impl_->fill_inputs();
-  if (!ok) err = impl_->dev_error;
+  if (!ok && impl_->dev_failure) diags.error(impl_->dev_failure->loc, impl_->dev_failure->message);
   return ok;
 }
 RunResult Executor::run(bool compute, bool values) { return impl_->run(compute, values); }
 CheckResult Executor::compare_expected() const {
   impl_->down_all();  // device mode: the check reads the host mirrors
   CheckResult r = impl_->compare_expected();
-  r.error = impl_->dev_error;
+  r.error = impl_->dev_failure;
   return r;
 }
 bool Executor::has_attention() const { return impl_->att.active; }

@@ -31,11 +31,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/device/device_ops.hpp"
 #include "core/device/stream_comm.hpp"
+#include "core/dsl/diagnostics.hpp"
 #include "core/dsl/source.hpp"
 #include "core/graph/step_graph.hpp"
 #include "core/graph/stream_order.hpp"
@@ -78,18 +80,19 @@ struct ExecOptions {
 struct RunResult {
   bool completed = false;
   bool stalled = false;
-  std::string error;     // an MPI error, with its string
+  // Why it did not complete: an MPI or device failure, at the statement of the step it hit.
+  std::optional<Diagnostic> error;
   std::string report;    // when stalled: the steps this rank waits on, with source lines
   double compute_s = 0;  // time spent in compute steps
   double wall_s = 0;     // the stream-ordered run's own time (the dataflow run reads no clock: callers time it)
 };
 
 struct CheckResult {
-  uint64_t checked = 0;    // elements compared
-  uint64_t wrong = 0;      // elements that differ from the expected value
-  uint64_t unchecked = 0;  // elements whose expected value is not numeric (attention terms)
-  std::string error;       // device mode: a device failure (the comparison is then meaningless)
-  std::string first;       // the first wrong element, described
+  uint64_t checked = 0;             // elements compared
+  uint64_t wrong = 0;               // elements that differ from the expected value
+  uint64_t unchecked = 0;           // elements whose expected value is not numeric (attention terms)
+  std::optional<Diagnostic> error;  // device mode: a device failure (the comparison is then meaningless)
+  std::string first;                // the first wrong element, described
 };
 
 class Executor {
@@ -101,10 +104,11 @@ class Executor {
   Executor& operator=(const Executor&) = delete;
 
   // Allocates buffers and staging, and builds communicators: collective over `world`.
-  bool setup(std::string& err);
+  // False with the reasons in diags (located where a statement is to blame).
+  bool setup(Diagnostics& diags);
   // Fills every buffer with its initial values (inputs) and zeros elsewhere.
-  // False with err when a device copy failed (device mode).
-  bool fill_inputs(std::string& err);
+  // False with the failure in diags when a device copy failed (device mode).
+  bool fill_inputs(Diagnostics& diags);
   // Runs every step once. `compute`: compute steps do their flops (without: the communication
   // alone, the baseline overlap is measured against). `values`: compute steps write the values
   // the postcondition expects into the chunks they write (for --check; timed runs skip it, so

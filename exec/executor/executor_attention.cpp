@@ -38,15 +38,15 @@ const ItemLayout& role_layout(const AttentionLayout& a, int k) {
 
 // The scratch items of the roles that are relaid, and the O|lse rows beside every shadowed
 // buffer, once after plan_attention (device memory too in device mode).
-bool Executor::Impl::setup_attention_memory(std::string& err) {
+bool Executor::Impl::setup_attention_memory(Diagnostics& diags) {
   att_shadow.assign(g.buffers.size(), AttnMemory{});
   if (!att.active) return true;
-  std::string why;
   auto make = [&](AttnMemory& m, uint64_t bytes, const std::string& what) {
     m.host.assign(bytes, 0);
     if (!dev) return true;
-    m.dev = dev->allocate(bytes, why);
-    if (!m.dev) err = "device memory for " + what + " on " + dev->name() + ": " + why;
+    size_t from = diags.size();
+    m.dev = dev->allocate(bytes, diags);
+    if (!m.dev) diags.locate_from(from, Loc{}, "device memory for " + what + " on " + dev->name() + ": ");
     return m.dev != nullptr;
   };
   for (int k = 0; k < 5; ++k)
@@ -66,10 +66,9 @@ void Executor::Impl::relayout(int role, bool to_kernel, unsigned char* dst, cons
     relayout_host(blocks, dst, src);
     return;
   }
-  std::string why;
   for (const RowBlock& r : blocks)
-    if (!dev_ok(dev->copy_2d(dst + r.dst, r.dpitch, src + r.src, r.spitch, r.width, r.rows, why), "an attention item's relayout", nullptr,
-                why))
+    if (!dev_ok(dev->copy_2d(dst + r.dst, r.dpitch, src + r.src, r.spitch, r.width, r.rows, dev_diags), "an attention item's relayout",
+                nullptr))
       return;
 }
 
@@ -102,8 +101,7 @@ void Executor::Impl::attention_tile(const ComputeInfo& ci) {
   const uint64_t qb = g.buffers[rq.buf].chunk_bytes, ob = g.buffers[w0.buf].chunk_bytes;
   const int out_role = bwd ? 3 : 2;
   const bool shadowed = !bwd && att.shadowed[w0.buf];
-  std::string why;
-  for (uint32_t k = 0; k < rq.cnt && error.empty(); ++k) {
+  for (uint32_t k = 0; k < rq.cnt && !failed(); ++k) {
     unsigned char* q = at(rq) + uint64_t{k} * qb;
     if (!att.lq.kernel) relayout(0, true, scratch(0), q), q = scratch(0);
     unsigned char* out_user = at(w0) + uint64_t{k} * ob;
@@ -119,7 +117,7 @@ void Executor::Impl::attention_tile(const ComputeInfo& ci) {
       t.q = q, t.kv = kv, t.out0 = out, t.out1 = dkv;
       t.batch = att.tile.batch, t.heads = att.tile.heads, t.rows_q = att.tile.rows_q, t.rows_k = att.tile.rows_k, t.dim = att.dim;
       t.bf16 = att.bf16, t.backward = bwd, t.causal = causal, t.scale = att.scale;
-      if (!dev_ok(dev->attention_tile(t, why), "an attention tile", &rq, why)) return;
+      if (!dev_ok(dev->attention_tile(t, dev_diags), "an attention tile", &rq)) return;
     } else {
       run_attention_tile(att, bwd, causal, q, kv, out, dkv);
     }

@@ -22,22 +22,22 @@ struct GroupKey {
 
 }  // namespace
 
-bool Executor::Impl::build_communicators(std::string& err) {
+bool Executor::Impl::build_communicators(Diagnostics& diags) {
   // Every rank's groups, so that each member of each group creates its communicator, in one
   // order (sorted) on every rank: MPI_Comm_create_group is collective over the group.
   std::vector<uint32_t> mine;
   for (const GroupInfo& gr : g.groups) mine.insert(mine.end(), {gr.start, gr.count, gr.stride});
   int n = 0, rc = MPI_Comm_size(world, &n);
-  if (rc != MPI_SUCCESS) return err = mpi_error_string(rc), false;
+  if (rc != MPI_SUCCESS) return diags.fail(mpi_error_string(rc));
   int my_count = static_cast<int>(mine.size());
   std::vector<int> counts(static_cast<size_t>(n)), displs(static_cast<size_t>(n));
   rc = MPI_Allgather(&my_count, 1, MPI_INT, counts.data(), 1, MPI_INT, world);
-  if (rc != MPI_SUCCESS) return err = "MPI_Allgather: " + mpi_error_string(rc), false;
+  if (rc != MPI_SUCCESS) return diags.fail("MPI_Allgather: " + mpi_error_string(rc));
   int total = 0;
   for (int k = 0; k < n; ++k) displs[static_cast<size_t>(k)] = total, total += counts[static_cast<size_t>(k)];
   std::vector<uint32_t> all(static_cast<size_t>(total));
   rc = MPI_Allgatherv(mine.data(), my_count, MPI_UINT32_T, all.data(), counts.data(), displs.data(), MPI_UINT32_T, world);
-  if (rc != MPI_SUCCESS) return err = "MPI_Allgatherv: " + mpi_error_string(rc), false;
+  if (rc != MPI_SUCCESS) return diags.fail("MPI_Allgatherv: " + mpi_error_string(rc));
   std::vector<GroupKey> keys;
   for (size_t k = 0; k + 2 < all.size(); k += 3) keys.push_back({all[k], all[k + 1], all[k + 2]});
   std::sort(keys.begin(), keys.end());
@@ -57,7 +57,7 @@ bool Executor::Impl::build_communicators(std::string& err) {
     MPI_Group_free(&sub);
     if (rc != MPI_SUCCESS) {
       MPI_Group_free(&wg);
-      return err = "MPI_Comm_create_group: " + mpi_error_string(rc), false;
+      return diags.fail("MPI_Comm_create_group: " + mpi_error_string(rc));
     }
     MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
     owned_comms.push_back(c);
@@ -69,8 +69,9 @@ bool Executor::Impl::build_communicators(std::string& err) {
     for (const GroupKey& k : keys) {
       GroupInfo gi{k.start, k.count, k.stride};
       int id = -1;
-      if (!o.stream->add_group(k.start, k.count, k.stride, gi.index_of(me) >= 0, id, err))
-        return err = o.stream->name() + ": " + err, false;
+      size_t from = diags.size();
+      if (!o.stream->add_group(k.start, k.count, k.stride, gi.index_of(me) >= 0, id, diags))
+        return diags.locate_from(from, Loc{}, o.stream->name() + ": "), false;
       for (size_t i = 0; i < g.groups.size(); ++i)
         if (g.groups[i] == gi && gi.index_of(me) >= 0) stream_group[i] = id;
     }

@@ -19,7 +19,7 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   do_compute = compute;
   write_values = values;
   if (o.stream) {
-    error.clear();
+    errors.clear();
     compute_s = 0;
     return run_streamed();
   }
@@ -35,7 +35,8 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   buffered_out = 0;
   completed = 0;
   compute_s = 0;
-  error.clear();
+  errors.clear();
+  cur_step = kNoStep;
   direct.assign(n, 0);
   taken.assign(srcs.size(), 0);
   ipc_acks.clear();  // (left over only by a run that failed)
@@ -55,20 +56,20 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   // copied, and only the receives to post at the start are visited.
   pending = pending0;
   for (StepId s : post0) {
-    if (!error.empty()) break;  // not after a failed start (a refused lane): nothing may be left posted
+    if (failed()) break;  // not after a failed start (a refused lane): nothing may be left posted
     Range r = g.range(s);
     MPI_Request q = persistent.empty() ? MPI_REQUEST_NULL : persistent[s];
     int rc;
     if (!probe) {  // more than 64 sources: every receive into staging
       rc = via_ipc(s) ? ipc_irecv(s, mpi_stage(s), static_cast<int>(g.peer(s)), tag[s], choreo, &q)
-                      : MPI_Irecv(mpi_stage(s), count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+                      : MPI_Irecv(mpi_stage(s), count_of(bytes(r), s), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
     } else {  // a receive that depends on nothing: straight into its destination, or its staging slot to reduce
       bool reduces = g.flags(s) & kFlagReduce;
       direct[s] = !reduces;
       unsigned char* dst = reduces ? mpi_stage(s) : mpi_ptr(s, r);
       rc = q != MPI_REQUEST_NULL ? MPI_Start(&q)
            : via_ipc(s)          ? ipc_irecv(s, dst, static_cast<int>(g.peer(s)), tag[s], choreo, &q)
-                                 : MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
+                                 : MPI_Irecv(dst, count_of(bytes(r), s), MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &q);
     }
     if (!check_rc(rc, "MPI_Irecv", s)) break;
     track(q, s, Req::ChoreoData);
@@ -83,10 +84,10 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   std::vector<MPI_Status> stats;
   std::vector<std::pair<StepId, Req>> finished;
   uint64_t idle = 0;
-  while (error.empty()) {
+  while (!failed()) {
     // Issuing is progress: a long synchronous compute must not count as waiting.
     if (!ready.empty()) {
-      while (!ready.empty() && error.empty()) {
+      while (!ready.empty() && !failed()) {
         StepId s = ready.front();
         ready.pop_front();
         issue(s);
@@ -94,24 +95,24 @@ RunResult Executor::Impl::run(bool compute, bool values) {
       moved = true;
     }
     // (An IPC run ends once its acknowledgements are out: the senders wait for them.)
-    if (!error.empty() || (completed == n && buffered_out == 0 && ipc_acks.empty() && ipc_acks_out == 0)) break;
+    if (failed() || (completed == n && buffered_out == 0 && ipc_acks.empty() && ipc_acks_out == 0)) break;
     if (!ipc_acks.empty() && ipc_send_acks()) moved = true;
-    if (!error.empty()) break;
+    if (failed()) break;
     if (flow_lanes && !gated.empty()) {
       if (open_gates()) {
         moved = true;
         continue;
       }
-      if (!error.empty()) break;
+      if (failed()) break;
     }
     bool expecting = false;
     if (probe && take_messages(expecting)) {
       moved = true;
       continue;
     }
-    if (!error.empty()) break;
+    if (failed()) break;
     if (reqs.empty() && !expecting && gated.empty() && ipc_acks.empty()) {
-      error = "nothing can run and nothing is in flight: the schedule is stuck";
+      fail(kNoStep, "nothing can run and nothing is in flight: the schedule is stuck");
       res.report = stall_report(0);
       break;
     }
@@ -124,12 +125,12 @@ RunResult Executor::Impl::run(bool compute, bool values) {
       // MPI_ERR_IN_STATUS: the statuses are those of the outcount requests that completed, in
       // idx's order (not the requests' own order).
       if (rc == MPI_ERR_IN_STATUS && outcount != MPI_UNDEFINED)
-        for (int i = 0; i < outcount && error.empty(); ++i) {
+        for (int i = 0; i < outcount && !failed(); ++i) {
           const MPI_Status& status = stats[static_cast<size_t>(i)];
           if (status.MPI_ERROR != MPI_SUCCESS && status.MPI_ERROR != MPI_ERR_PENDING)
             check_rc(status.MPI_ERROR, "an MPI operation", req_step[static_cast<size_t>(idx[static_cast<size_t>(i)])]);
         }
-      if (error.empty()) check_rc(rc, "MPI_Testsome", kNoStep);
+      if (!failed()) check_rc(rc, "MPI_Testsome", kNoStep);
       break;
     }
     if (outcount == MPI_UNDEFINED || outcount == 0) {
@@ -168,25 +169,28 @@ RunResult Executor::Impl::run(bool compute, bool values) {
   if (flow_lanes) {
     // The drain: both lanes done (at most the timeout; after a failure, briefly), then back to
     // synchronous calls.
-    std::string why;
-    bool fine = error.empty() && !res.stalled;
-    if (!dev->select_lane(-1, fine ? o.timeout_s : 1, why) && fine) {
-      error = "the device's work did not finish: " + why;
-      res.report = "rank " + std::to_string(me) + ": " + error;
+    bool fine = !failed() && !res.stalled;
+    size_t from = dev_diags.size();
+    if (!dev->select_lane(-1, fine ? o.timeout_s : 1, dev_diags) && fine) {
+      std::string why = dev_diags.messages(from);
+      fail(kNoStep, "the device's work did not finish: " + why);
+      res.report = "rank " + std::to_string(me) + ": the device's work did not finish: " + why;
     }
+    dev_placed = dev_diags.size();
     flow_lanes = lanes = false;
     cur_lane = -1;
     // The host only enqueued the compute: its time is on the device, which the host does not
     // see, so none is reported (and exec prints no overlap figure; --device-sync does).
     compute_s = 0;
   }
-  res.completed = error.empty() && !res.stalled && completed == n;
-  res.error = error;
+  res.completed = !failed() && !res.stalled && completed == n;
+  if (failed()) res.error = errors.all().front();
   res.compute_s = compute_s;
   return res;
 }
 
 void Executor::Impl::issue(StepId s) {
+  cur_step = s;
   if (g.kind(s) == StepKind::Collective && coll_prev[s] != kNoStep && !(st[coll_prev[s]] & kIssued)) {
     st[s] |= kDeferred;  // started right after its predecessor on the communicator
     return;
@@ -209,24 +213,24 @@ void Executor::Impl::issue(StepId s) {
         int to = static_cast<int>(g.peer(s));
         rc = q != MPI_REQUEST_NULL ? MPI_Start(&q)
              : via_ipc(s)          ? ipc_isend(s, r, g.peer(s), to, tag[s], choreo, &q)
-                                   : MPI_Isend(mpi_ptr(s, r), count_of(bytes(r), error), MPI_BYTE, to, tag[s], choreo, &q);
+                                   : MPI_Isend(mpi_ptr(s, r), count_of(bytes(r), s), MPI_BYTE, to, tag[s], choreo, &q);
       } else {
         MPI_Comm c;
         int peer = 0;
         if (!p2p_target(s, c, peer)) {
-          error = "no communicator for " + describe(s);
+          fail(s, "no communicator for " + describe(s));
           return;
         }
         if (g.connection_slots) {  // buffered: the message leaves a copy, and the send is done
           if (direct_p2p(s)) {
-            error = "buffered sends (FIFO connections: MSCCL) copy their message on the host; " + describe(s) +
-                    " is in device memory under the " + std::string(via_ipc(s) ? "ipc" : "cuda-aware") +
-                    " transport (use --transport staged)";
+            fail(s, "buffered sends (FIFO connections: MSCCL) copy their message on the host; " + describe(s) +
+                        " is in device memory under the " + std::string(via_ipc(s) ? "ipc" : "cuda-aware") +
+                        " transport (use --transport staged)");
             return;
           }
           if (sent_copy.size() < g.size()) sent_copy.resize(g.size());
           sent_copy[s].assign(mpi_ptr(s, r), mpi_ptr(s, r) + bytes(r));
-          rc = MPI_Isend(sent_copy[s].data(), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
+          rc = MPI_Isend(sent_copy[s].data(), count_of(bytes(r), s), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
           if (!check_rc(rc, "MPI_Isend", s)) return;
           track(q, s, Req::BufferedSend);
           ++buffered_out;
@@ -234,7 +238,7 @@ void Executor::Impl::issue(StepId s) {
           return;
         }
         rc = via_ipc(s) ? ipc_isend(s, r, g.p2p_info(s).peer, peer, g.p2p_info(s).tag, c, &q)
-                        : MPI_Isend(mpi_ptr(s, r), count_of(bytes(r), error), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
+                        : MPI_Isend(mpi_ptr(s, r), count_of(bytes(r), s), MPI_BYTE, peer, g.p2p_info(s).tag, c, &q);
       }
       if (!check_rc(rc, "MPI_Isend", s)) return;
       if (g.nonblocking(s)) satisfy(s);
@@ -259,14 +263,14 @@ void Executor::Impl::issue(StepId s) {
       MPI_Comm c;
       int peer = 0;
       if (!p2p_target(s, c, peer)) {
-        error = "no communicator for " + describe(s);
+        fail(s, "no communicator for " + describe(s));
         return;
       }
       unsigned char* dst = (g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(s, r);
       int32_t t = g.p2p_info(s).tag;
       MPI_Request q;
       int mt = t == kAnyTag ? MPI_ANY_TAG : t;
-      if (!check_rc(via_ipc(s) ? ipc_irecv(s, dst, peer, mt, c, &q) : MPI_Irecv(dst, count_of(bytes(r), error), MPI_BYTE, peer, mt, c, &q),
+      if (!check_rc(via_ipc(s) ? ipc_irecv(s, dst, peer, mt, c, &q) : MPI_Irecv(dst, count_of(bytes(r), s), MPI_BYTE, peer, mt, c, &q),
                     "MPI_Irecv", s))
         return;
       track(q, s, Req::LocalRecv);
@@ -304,6 +308,7 @@ void Executor::Impl::issue(StepId s) {
 }
 
 void Executor::Impl::complete(StepId s) {
+  cur_step = s;
   if (flow_lanes) {
     StepKind k = g.kind(s);
     // A receive's or collective's device work after MPI (on lane 1, on_request_done) is marked.
@@ -342,6 +347,7 @@ bool Executor::Impl::handles_done(StepId w) const {
 
 // Completions only make steps ready (the loop starts them): no request is added here.
 void Executor::Impl::on_request_done(StepId s, Req kind) {
+  cur_step = s;
   if (kind == Req::IpcAck) {
     --ipc_acks_out;
     return;

@@ -43,6 +43,7 @@ Value Executor::Impl::initial_value(uint32_t b, uint32_t c) const {
 }
 
 bool Executor::Impl::fill_inputs() {
+  cur_step = kNoStep;  // (a failed copy here is no step's)
   for (uint32_t b = 0; b < g.buffers.size(); ++b) {
     const BufferInfo& bi = g.buffers[b];
     std::memset(bufs[b]->p, 0, bufs[b]->size);
@@ -51,8 +52,7 @@ bool Executor::Impl::fill_inputs() {
     if (att.active && att.shadowed[b]) {  // an O without its lse: the rows kept beside it start empty
       AttnMemory& sh = att_shadow[b];
       clear_merge_rows(att, sh.host.data(), sh.host.size());
-      std::string why;
-      if (dev) dev_ok(dev->to_device(sh.dev, sh.host.data(), sh.host.size(), why), "a copy to the device", nullptr, why);
+      if (dev) dev_ok(dev->to_device(sh.dev, sh.host.data(), sh.host.size(), dev_diags), "a copy to the device", nullptr);
     }
     for (uint32_t c = 0; c < bi.chunks; ++c) {
       Value v = initial_value(b, c);
@@ -75,7 +75,7 @@ bool Executor::Impl::fill_inputs() {
     }
   }
   up_all();  // device mode: the inputs are filled on the host mirrors, then copied over
-  return dev_error.empty();
+  return !dev_failure;
 }
 
 CheckResult Executor::Impl::compare_expected() const {
@@ -135,8 +135,7 @@ std::vector<AttentionOutput> Executor::Impl::attention_outputs() {
         if (kind == 2 && att.shadowed[res.buf]) {
           AttnMemory& sh = att_shadow[res.buf];
           uint64_t off = uint64_t{at.lo} * att.o_kernel_bytes;
-          std::string why;
-          if (dev) dev_ok(dev->to_host(sh.host.data() + off, sh.dev + off, att.o_kernel_bytes, why), "a copy to the host", &at, why);
+          if (dev) dev_ok(dev->to_host(sh.host.data() + off, sh.dev + off, att.o_kernel_bytes, dev_diags), "a copy to the host", &at);
           std::memcpy(k.data(), sh.host.data() + off, kbytes);
         }
         if (kind == 4 && att.split_kv) {  // dK and dV apart: the two halves of the kernels' dkv item
@@ -158,10 +157,12 @@ std::vector<AttentionOutput> Executor::Impl::attention_outputs() {
 // The whole of every buffer, both ways (inputs filled on the host; the check reads the host),
 // whatever the transport.
 void Executor::Impl::down_all() {
+  cur_step = kNoStep;
   for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) down(Range{b, 0, g.buffers[b].chunks}, true);
 }
 
 void Executor::Impl::up_all() {
+  cur_step = kNoStep;
   for (uint32_t b = 0; b < g.buffers.size() && dev; ++b) up(Range{b, 0, g.buffers[b].chunks}, true);
 }
 

@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -64,8 +65,8 @@ struct Executor::Impl {
     }
     // Replaces the (still unused) allocation with the device's host memory: DMA-able, so the staged
     // copies run at full speed.
-    bool pin(DeviceOps* d, std::string& err) {
-      unsigned char* q = d->allocate_host(std::max<uint64_t>(64, size), err);
+    bool pin(DeviceOps* d, Diagnostics& diags) {
+      unsigned char* q = d->allocate_host(std::max<uint64_t>(64, size), diags);
       if (!q) return false;
       std::free(p);
       p = q;
@@ -141,7 +142,14 @@ struct Executor::Impl {
   std::vector<std::vector<unsigned char>> sent_copy;
   uint64_t buffered_out = 0;
   uint64_t completed = 0;
-  std::string error;
+  // ---- failures, as diagnostics at the statement of the step that failed ----
+  // The run's first failure (later ones follow from it), cleared when a run starts.
+  Diagnostics errors;
+  // What device and transport calls report into (unlocated: Diagnostics::fail); dev_ok places
+  // each failure from dev_placed on at its step's statement with what was being done.
+  Diagnostics dev_diags;
+  size_t dev_placed = 0;
+  StepId cur_step = kNoStep;  // the step being worked on: where a device failure is placed
   double compute_s = 0;
   bool do_compute = true, write_values = true;
   AttentionLayout att;  // attention tiles' shapes and the merge buffers (exec/attention/attention_exec.hpp)
@@ -208,9 +216,11 @@ struct Executor::Impl {
   uint64_t ipc_acks_out = 0;                          // acknowledgements sent, not complete
   int ipc_tags = 32767;                               // acknowledgement tags cycle modulo this
   MPI_Comm ipc_comm = MPI_COMM_NULL;
-  std::string dev_error;  // the first device failure, kept across runs (fill_inputs and check report it)
+  std::optional<Diagnostic> dev_failure;  // the first device failure, kept across runs (fill_inputs and check report it)
 
-  Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts) : g(graph), sources(sm), world(w), o(opts) {}
+  Impl(const StepGraph& graph, const SourceManager& sm, MPI_Comm w, const ExecOptions& opts) : g(graph), sources(sm), world(w), o(opts) {
+    dev_diags.set_fold_repeats(false);  // each failure is placed on its own
+  }
   ~Impl();  // executor.cpp
 
   // ---- on every step: pointers, sizes, the staged copies, errors (inline) ----
@@ -218,12 +228,18 @@ struct Executor::Impl {
   uint64_t bytes(const Range& r) const { return g.range_bytes(r); }
   uint64_t elems(const Range& r) const { return uint64_t{r.cnt} * g.buffers[r.buf].chunk_elems; }
   DType dtype(const Range& r) const { return g.buffers[r.buf].dtype; }
-  static int count_of(uint64_t n, std::string& err) {
+  int count_of(uint64_t n, StepId s) {
     if (n > static_cast<uint64_t>(INT32_MAX)) {
-      err = "a message of " + std::to_string(n) + " elements exceeds MPI's int count";
+      fail(s, "a message of " + std::to_string(n) + " elements exceeds MPI's int count");
       return -1;
     }
     return static_cast<int>(n);
+  }
+  bool failed() const { return errors.has_errors(); }
+  Loc loc_of(StepId s) const { return s == kNoStep ? Loc{} : g.loc(s); }
+  // Records the run's failure at step s's statement (kNoStep: none), unless one is recorded.
+  void fail(StepId s, std::string msg) {
+    if (!failed()) errors.error(loc_of(s), std::move(msg));
   }
   // ---- device mode: the staged transport (every call synchronous) ----
   unsigned char* dptr(const Range& r) const { return dbufs[r.buf] + uint64_t{r.lo} * g.buffers[r.buf].chunk_bytes; }
@@ -234,26 +250,38 @@ struct Executor::Impl {
   // What MPI (or IPC) reads and writes for transfer s's range r, and s's staging slot as it sees it.
   unsigned char* mpi_ptr(StepId s, const Range& r) const { return direct_p2p(s) ? dptr(r) : ptr(r); }
   unsigned char* mpi_stage(StepId s) const { return (direct_p2p(s) ? dstage : staging.p) + stage_off[s]; }
-  // Records a device failure. The message is built only then: these calls sit on every step.
-  bool dev_ok(bool ok, const char* what, const Range* r, const std::string& why) {
+  // Records a device failure (what the device said, in dev_diags) at step `where`'s statement,
+  // prefixed with what was being done. Built only then: these calls sit on every step.
+  bool dev_ok(bool ok, const char* what, const Range* r, StepId where) {
     if (ok) return true;
-    std::string msg = std::string(what) + (r ? " (" + g.range_name(*r) + ")" : std::string()) + " on " + dev->name() + ": " + why;
-    if (error.empty()) error = msg;
-    if (dev_error.empty()) dev_error = msg;
+    place_failure(where, std::string(what) + (r ? " (" + g.range_name(*r) + ")" : std::string()) + " on " + dev->name() + ": ", true);
     return false;
   }
+  // Places what dev_diags gained since the last placement at step `where`'s statement, prefixed
+  // with `context`, as the run's failure (and the device's, when `device`); returns the messages.
+  std::string place_failure(StepId where, const std::string& context, bool device) {
+    if (dev_placed == dev_diags.size()) dev_diags.fail("failed, with no reason given");
+    dev_diags.locate_from(dev_placed, loc_of(where), context);
+    for (size_t i = dev_placed; i < dev_diags.size(); ++i) {
+      const Diagnostic& d = dev_diags.all()[i];
+      if (!failed()) errors.error(d.loc, d.message);
+      if (device && !dev_failure) dev_failure = d;
+    }
+    std::string text = dev_diags.messages(dev_placed);
+    dev_placed = dev_diags.size();
+    return text;
+  }
+  bool dev_ok(bool ok, const char* what, const Range* r) { return dev_ok(ok, what, r, cur_step); }
   // Before MPI reads range r from the host mirror.
   bool down(const Range& r, bool for_host = false) {
-    std::string why;
     return !dev || (dev_direct && !for_host) || r.cnt == 0 ||
-           dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), why), "a copy to the host", &r, why);
+           dev_ok(dev->to_host(ptr(r), dptr(r), bytes(r), dev_diags), "a copy to the host", &r);
   }
   // After MPI wrote range r in the host mirror (host_wrote: host code did, so even when MPI
   // works on device memory the mirror must go up).
   bool up(const Range& r, bool host_wrote = false) {
-    std::string why;
     return !dev || (dev_direct && !host_wrote) || r.cnt == 0 ||
-           dev_ok(dev->to_device(dptr(r), ptr(r), bytes(r), why), "a copy to the device", &r, why);
+           dev_ok(dev->to_device(dptr(r), ptr(r), bytes(r), dev_diags), "a copy to the device", &r);
   }
   // Device mode: whether MPI's part of s needs its range copied down from the device first.
   bool has_prep(StepId s) const {
@@ -274,8 +302,8 @@ struct Executor::Impl {
   bool prepare(StepId s) { return down(g.range(s), g.kind(s) == StepKind::Collective); }
   bool check_rc(int rc, const char* what, StepId s) {
     if (rc == MPI_SUCCESS) return true;
-    if (error.empty())
-      error = std::string(what) + " failed" + (s != kNoStep ? " at " + describe(s) : std::string()) + ": " + mpi_error_string(rc);
+    if (!failed())
+      fail(s, std::string(what) + " failed" + (s != kNoStep ? " at " + describe(s) : std::string()) + ": " + mpi_error_string(rc));
     return false;
   }
   void satisfy(StepId s) {
@@ -291,8 +319,7 @@ struct Executor::Impl {
   bool to_lane(int k) {
     if (cur_lane == k) return true;
     cur_lane = k;
-    std::string why;
-    return dev_ok(dev->select_lane(k, o.timeout_s, why), "selecting a device stream", nullptr, why);
+    return dev_ok(dev->select_lane(k, o.timeout_s, dev_diags), "selecting a device stream", nullptr, kNoStep);
   }
 
   // ---- elements by type (the fill, the check, a generic compute's values) ----
@@ -332,14 +359,14 @@ struct Executor::Impl {
   }
 
   // ---- executor_setup.cpp ----
-  bool setup(std::string& err);
-  bool setup_device(std::string& err);
-  bool setup_local(std::string& err);
+  bool setup(Diagnostics& diags);
+  bool setup_device(Diagnostics& diags);
+  bool setup_local(Diagnostics& diags);
 
   std::string plan() const;
 
   // ---- executor_comms.cpp ----
-  bool build_communicators(std::string& err);
+  bool build_communicators(Diagnostics& diags);
   bool p2p_target(StepId s, MPI_Comm& comm, int& peer) const;
 
   // ---- executor_dataflow.cpp ----
@@ -360,7 +387,7 @@ struct Executor::Impl {
   void finish_collective(StepId s);
 
   // ---- executor_ipc.cpp ----
-  bool setup_ipc(std::string& err);
+  bool setup_ipc(Diagnostics& diags);
   void close_ipc();
   // The MPI calls of point-to-point transfers on device memory, as descriptors (peer and tag as
   // MPI takes them on comm; peer_world: the receiver's world rank).
@@ -394,13 +421,13 @@ struct Executor::Impl {
   std::array<AttnMemory, 5> att_scratch;
   std::vector<AttnMemory> att_shadow;
   std::deque<std::vector<unsigned char>> att_items;  // output items relaid for the check
-  bool setup_attention_memory(std::string& err);
+  bool setup_attention_memory(Diagnostics& diags);
   void relayout(int role, bool to_kernel, unsigned char* dst, const unsigned char* src);
 
   // ---- executor_streamed.cpp ----
-  bool plan_streams(std::string& err);
+  bool plan_streams(Diagnostics& diags);
   RunResult run_streamed();
-  bool stream_issue(StepId s, uint64_t msg_bytes, std::string& why);
+  bool stream_issue(StepId s, uint64_t msg_bytes);
   std::string stream_report(uint32_t lv, const std::string& why) const;
 
   // ---- executor_fill_check.cpp ----

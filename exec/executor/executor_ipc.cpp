@@ -31,7 +31,7 @@ constexpr int kAckTags = 32767;  // MPI promises tags up to at least this
 // Collective over the world: which transfers go by IPC (their peer on this node); every rank
 // exports its buffers, gathers the others' handles and opens those of its node; every rank fails
 // together.
-bool Executor::Impl::setup_ipc(std::string& err) {
+bool Executor::Impl::setup_ipc(Diagnostics& diags) {
   ipc = o.ipc && dev;
   if (!ipc) return true;
   int n = 0;
@@ -49,13 +49,10 @@ bool Executor::Impl::setup_ipc(std::string& err) {
     if (peer == kAnyRank) {
       // A receive from any source cannot tell a descriptor from data before it matches: only
       // where every rank is on this node.
-      if (!one_node) {  // refused at its line, rendered (a diagnostic ends with its newline)
-        Diagnostic d;
-        d.loc = g.loc(s);
-        d.message =
-            "--transport ipc: this receive from any source cannot tell a message that comes by IPC from one that comes by "
-            "MPI, and the ranks span several nodes (use --transport staged or cuda-aware)";
-        err = d.loc.valid() ? render_diagnostic(d, sources) : d.message;
+      if (!one_node) {  // refused at its line
+        diags.error(g.loc(s),
+                    "--transport ipc: this receive from any source cannot tell a message that comes by IPC from one that comes by "
+                    "MPI, and the ranks span several nodes (use --transport staged or cuda-aware)");
         fine = false;
       }
       ipc_step[s] = 1;
@@ -66,17 +63,17 @@ bool Executor::Impl::setup_ipc(std::string& err) {
   const size_t nb = dbufs.size(), hb = DeviceOps::kIpcHandleBytes;
   std::vector<unsigned char> mine(nb * hb, 0), all(static_cast<size_t>(n) * nb * hb);
   std::vector<uint64_t> sizes(nb), all_sizes(static_cast<size_t>(n) * nb);
-  std::string why;
   bool ok = fine;
   for (size_t b = 0; b < nb && ok; ++b) {
     sizes[b] = uint64_t{g.buffers[b].chunks} * g.buffers[b].chunk_bytes;
-    ok = dev->ipc_export(dbufs[b], mine.data() + b * hb, why);
-    if (!ok) err = "--transport ipc: buffer " + g.buffers[b].name + " on " + dev->name() + ": " + why;
+    size_t from = diags.size();
+    ok = dev->ipc_export(dbufs[b], mine.data() + b * hb, diags);
+    if (!ok) diags.locate_from(from, g.buffers[b].loc, "--transport ipc: buffer " + g.buffers[b].name + " on " + dev->name() + ": ");
   }
   int rc = MPI_Allgather(mine.data(), static_cast<int>(nb * hb), MPI_BYTE, all.data(), static_cast<int>(nb * hb), MPI_BYTE, world);
   if (rc == MPI_SUCCESS)
     rc = MPI_Allgather(sizes.data(), static_cast<int>(nb), MPI_UINT64_T, all_sizes.data(), static_cast<int>(nb), MPI_UINT64_T, world);
-  if (rc != MPI_SUCCESS) return err = "MPI_Allgather: " + mpi_error_string(rc), false;
+  if (rc != MPI_SUCCESS) return diags.fail("MPI_Allgather: " + mpi_error_string(rc));
   ipc_base.assign(static_cast<size_t>(n), {});
   ipc_size.assign(static_cast<size_t>(n), {});
   for (size_t p = 0; p < static_cast<size_t>(n); ++p) {
@@ -89,11 +86,13 @@ bool Executor::Impl::setup_ipc(std::string& err) {
     if (!ok || !same_node(static_cast<uint32_t>(p))) continue;
     ipc_base[p].assign(nb, nullptr);
     for (size_t b = 0; b < nb && ok; ++b) {
-      ipc_base[p][b] = dev->ipc_open(all.data() + (p * nb + b) * hb, ipc_size[p][b], why);
+      size_t from = diags.size();
+      ipc_base[p][b] = dev->ipc_open(all.data() + (p * nb + b) * hb, ipc_size[p][b], diags);
       ok = ipc_base[p][b] != nullptr;
       if (!ok)
-        err = "--transport ipc: rank " + std::to_string(me) + " opening buffer " + g.buffers[b].name + " of rank " + std::to_string(p) +
-              ": " + why;
+        diags.locate_from(from, g.buffers[b].loc,
+                          "--transport ipc: rank " + std::to_string(me) + " opening buffer " + g.buffers[b].name + " of rank " +
+                              std::to_string(p) + ": ");
     }
   }
   int bad = ok ? 0 : 1, any = 0;
@@ -164,6 +163,7 @@ int Executor::Impl::ipc_imrecv(StepId s, unsigned char* dst, MPI_Message* msg, M
 // the acknowledgement waits for that copy's mark. The receive itself is done for the dataflow
 // now: what reads the bytes waits for lane 1's marks (on the device, or at a gate).
 bool Executor::Impl::ipc_pull(StepId s) {
+  cur_step = s;
   const IpcDesc& d = ipc_in[s];
   const uint64_t room = bytes(g.range(s));
   std::string bad;
@@ -173,27 +173,25 @@ bool Executor::Impl::ipc_pull(StepId s) {
     bad =
         "a message of " + std::to_string(d.bytes) + " bytes for a receive of " + std::to_string(room) + " (MPI would say MPI_ERR_TRUNCATE)";
   if (!bad.empty()) {
-    if (error.empty()) error = "--transport ipc: " + bad + " at " + describe(s);
+    fail(s, "--transport ipc: " + bad + " at " + describe(s));
     return false;
   }
   if (flow_lanes && !to_lane(1)) return false;
-  std::string why;
   Range r = g.range(s);
   if (d.bytes &&
-      !dev_ok(dev->copy(ipc_dst[s], ipc_base[d.src][d.buf] + d.off, d.bytes, why), "a copy from a peer's device memory", &r, why))
+      !dev_ok(dev->copy(ipc_dst[s], ipc_base[d.src][d.buf] + d.off, d.bytes, dev_diags), "a copy from a peer's device memory", &r, s))
     return false;
   ipc_acks.push_back(IpcAck{flow_lanes ? new_mark() : -1, d.src, d.ack});
   if (!flow_lanes) ipc_send_acks();  // (the copy is done: no lanes)
-  return error.empty();
+  return !failed();
 }
 
 // Sends the acknowledgements whose copies are done, in the order they were enqueued (lane 1 runs
 // in order). True when it sent one.
 bool Executor::Impl::ipc_send_acks() {
-  std::string why;
-  if (flow_lanes && !dev->progress(why)) return dev_ok(false, "device work", nullptr, why);
+  if (flow_lanes && !dev->progress(dev_diags)) return dev_ok(false, "device work", nullptr, kNoStep);
   bool any = false;
-  while (!ipc_acks.empty() && error.empty()) {
+  while (!ipc_acks.empty() && !failed()) {
     const IpcAck a = ipc_acks.front();
     if (a.mark >= 0 && !dev->mark_reached(a.mark)) break;
     ipc_acks.pop_front();

@@ -16,14 +16,12 @@ bool Executor::Impl::local_after(int m) {
   if (!to_lane(0)) return false;
   if (m <= lane0_waited) return true;
   lane0_waited = m;
-  std::string why;
-  return dev_ok(dev->wait_mark(m, why), "a device wait", nullptr, why);
+  return dev_ok(dev->wait_mark(m, dev_diags), "a device wait", nullptr);
 }
 
 int Executor::Impl::new_mark() {
   int id = -1;
-  std::string why;
-  if (dev_ok(dev->mark(id, why), "a device mark", nullptr, why) && id >= 0 && (cur_lane == 0 || cur_lane == 1))
+  if (dev_ok(dev->mark(id, dev_diags), "a device mark", nullptr) && id >= 0 && (cur_lane == 0 || cur_lane == 1))
     unseen[static_cast<size_t>(cur_lane)].push_back(id);
   return id;
 }
@@ -62,8 +60,7 @@ bool Executor::Impl::reached(const Gate& gt) const {
 // on-block transfers in the order they start, as on the synchronous path). True when it did
 // anything.
 bool Executor::Impl::open_gates() {
-  std::string why;
-  if (!dev->progress(why)) return dev_ok(false, "device work", nullptr, why);
+  if (!dev->progress(dev_diags)) return dev_ok(false, "device work", nullptr, kNoStep);
   bool any = false;
   // A copy down goes on lane 1 only once the host has seen the local work it reads finished,
   // so lane 1 never waits on the device for lane 0: a received block's copy up is never queued
@@ -72,13 +69,14 @@ bool Executor::Impl::open_gates() {
   for (Gate& gt : gated) {
     if (!gt.prep || !reached(gt)) continue;
     gt.prep = false;
+    cur_step = gt.s;
     if (!to_lane(1) || !prepare(gt.s)) return false;
     gt.m0 = -1;
     gt.m1 = new_mark();
     dm[gt.s][1] = std::max(dm[gt.s][1], gt.m1);
     any = true;
   }
-  while (!gated.empty() && error.empty()) {
+  while (!gated.empty() && !failed()) {
     const Gate gt = gated.front();
     if (gt.prep || !reached(gt)) break;
     gated.pop_front();

@@ -16,12 +16,12 @@ namespace sg::exec {
 
 // A copy, reduce or compute step's work (in device mode on the device, on the current lane).
 void Executor::Impl::local_work(StepId s) {
+  cur_step = s;
   Range r = g.range(s);
-  std::string why;
   switch (g.kind(s)) {
     case StepKind::Copy: {
       Range src = g.copy_source(s);
-      if (dev) dev_ok(dev->copy(dptr(r), dptr(src), std::min(bytes(r), bytes(src)), why), "a device copy", &r, why);
+      if (dev) dev_ok(dev->copy(dptr(r), dptr(src), std::min(bytes(r), bytes(src)), dev_diags), "a device copy", &r);
       else std::memmove(ptr(r), ptr(src), std::min(bytes(r), bytes(src)));
       return;
     }
@@ -55,7 +55,7 @@ void Executor::Impl::local_work(StepId s) {
           unsigned char* p = base + uint64_t{c - w.lo} * bi.chunk_bytes;
           for (uint64_t e = 0; e < bi.chunk_elems; ++e) store_any(bi.dtype, p, e, contrib_value(w.buf, me, c, e));
         }
-        if (lanes) dev_ok(dev->to_device(dptr(w), base, bytes(w), why), "a copy to the device", &w, why);
+        if (lanes) dev_ok(dev->to_device(dptr(w), base, bytes(w), dev_diags), "a copy to the device", &w);
         else up(w, true);
       }
       compute_s += std::chrono::duration<double>(Clock::now() - t0).count();
@@ -71,10 +71,9 @@ void Executor::Impl::local_work(StepId s) {
 void Executor::Impl::reduce_range(const Range& r, ReduceOp rop, unsigned char* dst, const unsigned char* src, uint64_t max_elems) {
   const BufferInfo& bi = g.buffers[r.buf];
   DType t = bi.dtype;
-  std::string why;
   if (att.active && att.merge[r.buf]) {  // partial attention outputs: the online-softmax merge
     uint64_t n = std::min(bytes(r), max_elems == UINT64_MAX ? UINT64_MAX : max_elems * dtype_size(t));
-    if (dev) dev_ok(dev->attention_merge(dst, src, n / ((att.dim + uint64_t{1}) * 4), att.dim, why), "a merge", &r, why);
+    if (dev) dev_ok(dev->attention_merge(dst, src, n / ((att.dim + uint64_t{1}) * 4), att.dim, dev_diags), "a merge", &r);
     else merge_rows(att, dst, src, n);
     return;
   }
@@ -83,7 +82,7 @@ void Executor::Impl::reduce_range(const Range& r, ReduceOp rop, unsigned char* d
       reduce_into(t, rop, d, x, n);
       return true;
     }
-    return dev_ok(dev->reduce(t, rop, d, x, n, why), "a reduction", &r, why);
+    return dev_ok(dev->reduce(t, rop, d, x, n, dev_diags), "a reduction", &r);
   };
   if (bi.chunk_bytes % dtype_size(t) == 0) {
     leaf(dst, src, std::min(elems(r), max_elems));

@@ -19,13 +19,13 @@ namespace sg::exec {
 
 // Setup is collective (communicators, the attention plan): a rank that refuses in its local
 // part still takes part in the agreement that follows, so no rank waits in a collective the
-// others never enter. Every rank returns false when one does (err empty where it found nothing).
-bool Executor::Impl::setup(std::string& err) {
-  bool local = setup_local(err) && setup_device(err);
+// others never enter. Every rank returns false when one does (diags empty where it found nothing).
+bool Executor::Impl::setup(Diagnostics& diags) {
+  bool local = setup_local(diags) && setup_device(diags);
   int bad = local ? 0 : 1, any = 0;
   MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, world);
   if (any) return false;
-  if (!build_communicators(err) || !setup_ipc(err)) return false;
+  if (!build_communicators(diags) || !setup_ipc(diags)) return false;
   coll_prev.assign(g.size(), kNoStep);
   coll_next.assign(g.size(), kNoStep);
   std::map<MPI_Comm, StepId> last;
@@ -64,38 +64,38 @@ bool Executor::Impl::setup(std::string& err) {
       bool send = g.kind(s) == StepKind::Send && !g.local(s), recv = !prepost.empty() && prepost[s];
       if (!send && !recv) continue;
       Range r = g.range(s);
-      std::string why;
-      int count = count_of(bytes(r), why);
-      if (count < 0) continue;  // (refused when the step starts)
+      if (bytes(r) > static_cast<uint64_t>(INT32_MAX)) continue;  // (refused when the step starts)
+      int count = static_cast<int>(bytes(r));
       int rc = send ? MPI_Send_init(mpi_ptr(s, r), count, MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &persistent[s])
                     : MPI_Recv_init((g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(s, r), count, MPI_BYTE, static_cast<int>(g.peer(s)),
                                     tag[s], choreo, &persistent[s]);
       if (rc != MPI_SUCCESS) persistent[s] = MPI_REQUEST_NULL;  // the plain call then, which reports the error
     }
   }
-  if (!plan_attention(g, sources, world, att, err)) return false;
-  bool ok = setup_attention_memory(err) && (!o.stream || plan_streams(err));
+  if (!plan_attention(g, world, att, diags)) return false;
+  bool ok = setup_attention_memory(diags) && (!o.stream || plan_streams(diags));
   int bad_plan = ok ? 0 : 1, any_plan = 0;
   MPI_Allreduce(&bad_plan, &any_plan, 1, MPI_INT, MPI_MAX, world);
   return !any_plan;
 }
 
 // Device mode: one device allocation per buffer and a device staging area.
-bool Executor::Impl::setup_device(std::string& err) {
+// A failed allocation is placed at the buffer's declaration.
+bool Executor::Impl::setup_device(Diagnostics& diags) {
   dev = o.device;
   dev_direct = dev && o.device_direct;
   if (!dev) return true;
-  std::string why;
+  size_t from = diags.size();
   for (const BufferInfo& b : g.buffers) {
-    unsigned char* p = dev->allocate(uint64_t{b.chunks} * b.chunk_bytes, why);
-    if (!p) return err = "device memory for buffer " + b.name + " on " + dev->name() + ": " + why, false;
+    unsigned char* p = dev->allocate(uint64_t{b.chunks} * b.chunk_bytes, diags);
+    if (!p) return diags.locate_from(from, b.loc, "device memory for buffer " + b.name + " on " + dev->name() + ": "), false;
     dbufs.push_back(p);
   }
-  dstage = dev->allocate(staging.size, why);
-  if (!dstage) return err = "device memory for the staging area on " + dev->name() + ": " + why, false;
-  for (auto& b : bufs)
-    if (!b->pin(dev, why)) return err = "pinned host memory on " + dev->name() + ": " + why, false;
-  if (!staging.pin(dev, why)) return err = "pinned host memory on " + dev->name() + ": " + why, false;
+  dstage = dev->allocate(staging.size, diags);
+  if (!dstage) return diags.locate_from(from, Loc{}, "device memory for the staging area on " + dev->name() + ": "), false;
+  for (size_t i = 0; i < bufs.size(); ++i)
+    if (!bufs[i]->pin(dev, diags)) return diags.locate_from(from, g.buffers[i].loc, "pinned host memory on " + dev->name() + ": "), false;
+  if (!staging.pin(dev, diags)) return diags.locate_from(from, Loc{}, "pinned host memory on " + dev->name() + ": "), false;
   return true;
 }
 
@@ -114,32 +114,36 @@ static uint64_t rank_memory_share(MPI_Comm world, uint32_t& local_ranks, MemoryR
   return room.available / 10 * 9 / local_ranks;
 }
 
-bool Executor::Impl::setup_local(std::string& err) {
+// A refusal that one buffer or step causes is placed at its statement.
+bool Executor::Impl::setup_local(Diagnostics& diags) {
   me = static_cast<uint32_t>(g.only_rank);
   uint32_t local_ranks = 1;
   MemoryRoom room;
   const uint64_t share = rank_memory_share(world, local_ranks, room);
   uint64_t need = 0;  // buffers, then staging: checked against the share before allocating
-  auto too_much = [&](const std::string& what) {
-    err = "rank " + std::to_string(g.only_rank) + ": " + what + " would take this rank to " + human_bytes(static_cast<double>(need)) +
-          ", more than its share of memory, " + human_bytes(static_cast<double>(share)) + " (" +
-          human_bytes(static_cast<double>(room.available)) + " available" + (room.cgroup_path.empty() ? "" : " under " + room.cgroup_path) +
-          ", for " + std::to_string(local_ranks) + " rank" + (local_ranks == 1 ? "" : "s") + " on this host); choose a smaller --set size";
+  auto too_much = [&](const std::string& what, Loc where) {
+    diags.error(where, "rank " + std::to_string(g.only_rank) + ": " + what + " would take this rank to " +
+                           human_bytes(static_cast<double>(need)) + ", more than its share of memory, " +
+                           human_bytes(static_cast<double>(share)) + " (" + human_bytes(static_cast<double>(room.available)) +
+                           " available" + (room.cgroup_path.empty() ? "" : " under " + room.cgroup_path) + ", for " +
+                           std::to_string(local_ranks) + " rank" + (local_ranks == 1 ? "" : "s") +
+                           " on this host); choose a smaller --set size");
     return false;
   };
   for (const BufferInfo& b : g.buffers) {
     need = sat_add(need, sat_mul(b.chunks, b.chunk_bytes));
     if (need > share)
-      return too_much("buffer " + b.name + " (" + std::to_string(b.chunks) + " x " + std::to_string(b.chunk_bytes) + " bytes)");
+      return too_much("buffer " + b.name + " (" + std::to_string(b.chunks) + " x " + std::to_string(b.chunk_bytes) + " bytes)", b.loc);
   }
   for (const BufferInfo& b : g.buffers) {
     if (!dtype_supported(b.dtype))
-      return err = std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed", false;
+      return diags.error(b.loc, std::string("buffer ") + b.name + ": dtype " + dtype_name(b.dtype) + " is not executed"), false;
     auto blk = std::make_unique<Block>();
     uint64_t n = 0;
     if (__builtin_mul_overflow(uint64_t{b.chunks}, b.chunk_bytes, &n) || !blk->allocate(n))
-      return err = "rank " + std::to_string(g.only_rank) + ": buffer " + b.name + " needs " + std::to_string(b.chunks) + " x " +
-                   std::to_string(b.chunk_bytes) + " bytes, which this process cannot allocate (choose a smaller --set size)",
+      return diags.error(b.loc, "rank " + std::to_string(g.only_rank) + ": buffer " + b.name + " needs " + std::to_string(b.chunks) +
+                                    " x " + std::to_string(b.chunk_bytes) +
+                                    " bytes, which this process cannot allocate (choose a smaller --set size)"),
              false;
     bufs.push_back(std::move(blk));
   }
@@ -179,19 +183,18 @@ bool Executor::Impl::setup_local(std::string& err) {
       const CollInfo& c = g.coll(s);
       const BufferInfo& bi = g.buffers[g.range(s).buf];
       if (bi.chunk_bytes % dtype_size(bi.dtype) != 0)
-        return err = "buffer " + bi.name + ": a chunk of " + std::to_string(bi.chunk_bytes) + " bytes is not a whole number of " +
-                     dtype_name(bi.dtype) + " elements, and " + describe(s) +
-                     " hands MPI a count of elements: choose a size that divides evenly",
+        return diags.error(g.loc(s), "buffer " + bi.name + ": a chunk of " + std::to_string(bi.chunk_bytes) +
+                                         " bytes is not a whole number of " + dtype_name(bi.dtype) + " elements, and " + describe(s) +
+                                         " hands MPI a count of elements: choose a size that divides evenly"),
                false;
       if (c.kind == CollKind::ReduceScatter || (c.kind == CollKind::Alltoall && c.into.cnt == 0)) stage_for(s, bytes(g.range(s)));
     }
   }
   need = sat_add(need, stage);
-  if (need > share) return too_much("the staging area for received messages (" + std::to_string(stage) + " bytes)");
+  if (need > share) return too_much("the staging area for received messages (" + std::to_string(stage) + " bytes)", Loc{});
   if (!staging.allocate(stage))
-    return err = "rank " + std::to_string(g.only_rank) + ": the staging area for received messages needs " + std::to_string(stage) +
-                 " bytes, which this process cannot allocate (choose a smaller --set size)",
-           false;
+    return diags.fail("rank " + std::to_string(g.only_rank) + ": the staging area for received messages needs " + std::to_string(stage) +
+                      " bytes, which this process cannot allocate (choose a smaller --set size)");
   {
     std::vector<int64_t> index(g.nranks, -1);
     for (StepId s = 0; s < g.size(); ++s) {

@@ -14,16 +14,17 @@
 namespace sg::exec {
 
 // The stream-ordered transport's plan: this rank's steps by level (core/graph/stream_order.hpp).
-bool Executor::Impl::plan_streams(std::string& err) {
+bool Executor::Impl::plan_streams(Diagnostics& diags) {
   const StreamOrder* so = o.order;
-  if (!dev || !so) return err = "the stream-ordered transport needs a device and the schedule's stream order", false;
+  if (!dev || !so) return diags.fail("the stream-ordered transport needs a device and the schedule's stream order");
   if (so->level.size() != g.size())
-    return err = "internal: the stream order covers " + std::to_string(so->level.size()) + " steps of rank " + std::to_string(me) +
-                 ", its program has " + std::to_string(g.size()),
-           false;
+    return diags.fail("internal: the stream order covers " + std::to_string(so->level.size()) + " steps of rank " + std::to_string(me) +
+                      ", its program has " + std::to_string(g.size()));
   for (StepId s = 0; s < g.size(); ++s)
     if (so->stmt[s] != g.stmt(s) || so->kind[s] != static_cast<uint8_t>(g.kind(s)))
-      return err = "internal: the stream order does not follow rank " + std::to_string(me) + "'s program at " + describe(s), false;
+      return diags.error(g.loc(s),
+                         "internal: the stream order does not follow rank " + std::to_string(me) + "'s program at " + describe(s)),
+             false;
   level_xfer.assign(so->groups + 1, {});
   level_local.assign(so->groups + 1, {});
   needs_mark.assign(g.size(), 0);
@@ -37,14 +38,13 @@ bool Executor::Impl::plan_streams(std::string& err) {
       if (!stream_transfer(g.kind(d))) needs_mark[d] = 1;
     if (g.kind(s) == StepKind::Collective) {
       const CollInfo& c = g.coll(s);
-      if (stream_group[c.group] < 0) return err = "no communicator for " + describe(s), false;
+      if (stream_group[c.group] < 0) return diags.error(g.loc(s), "no communicator for " + describe(s)), false;
       bool reduces = c.kind == CollKind::Allreduce || c.kind == CollKind::Reduce || c.kind == CollKind::ReduceScatter;
       if (reduces && att.active && att.merge[g.range(s).buf]) {
-        Diagnostics d;
-        d.error(g.loc(s),
-                "this collective reduces partial attention outputs, which merge by log-sum-exp: NCCL's collectives only "
-                "add, multiply or take maxima (use --transport staged)");
-        return err = d.render(sources), false;
+        return diags.error(g.loc(s),
+                           "this collective reduces partial attention outputs, which merge by log-sum-exp: NCCL's collectives only "
+                           "add, multiply or take maxima (use --transport staged)"),
+               false;
       }
     }
   }
@@ -62,13 +62,11 @@ RunResult Executor::Impl::run_streamed() {
   std::vector<int> group_mark(so.groups + 1, -1), step_mark(g.size(), -1);
   uint32_t waited_group = 0;  // lane 0 has waited for the groups up to this one
   cur_lane = -1;
-  std::string why;
-  auto fail = [&](StepId s, const std::string& what) {
-    if (error.empty()) error = what + (s == kNoStep ? std::string() : " (" + describe(s) + ")");
-  };
+  // A failure of the transport: placed at step s's statement, named by the transport.
+  auto stream_failed = [&](StepId s) { return place_failure(s, o.stream->name() + ": ", false); };
   lanes = true;
   lane_values.clear();
-  for (uint32_t lv = 0; lv <= so.groups && error.empty(); ++lv) {
+  for (uint32_t lv = 0; lv <= so.groups && !failed(); ++lv) {
     const std::vector<StepId>& xs = level_xfer[lv];
     if (!xs.empty()) {
       if (!to_lane(1)) break;
@@ -76,43 +74,45 @@ RunResult Executor::Impl::run_streamed() {
       for (StepId s : xs)
         for (StepId d : g.deps(s))
           if (!stream_transfer(g.kind(d))) need = std::max(need, step_mark[d]);
-      if (need >= 0 && !dev_ok(dev->wait_mark(need, why), "a device wait", nullptr, why)) break;
+      if (need >= 0 && !dev_ok(dev->wait_mark(need, dev_diags), "a device wait", nullptr, kNoStep)) break;
       // An in-place all-to-all reads a copy of its input (staging on the device).
       for (StepId s : xs)
         if (g.kind(s) == StepKind::Collective && g.coll(s).kind == CollKind::Alltoall && g.coll(s).into.cnt == 0) {
           Range r = g.range(s);
-          dev_ok(dev->copy(dstage + stage_off[s], dptr(r), bytes(r), why), "a device copy", &r, why);
+          dev_ok(dev->copy(dstage + stage_off[s], dptr(r), bytes(r), dev_diags), "a device copy", &r, s);
         }
-      if (!error.empty()) break;
-      if (!o.stream->group_start(why)) {
-        fail(xs.front(), o.stream->name() + ": " + why);
+      if (failed()) break;
+      if (!o.stream->group_start(dev_diags)) {
+        stream_failed(xs.front());
         break;
       }
       // A group once started is always ended, also after a failed issue, so that NCCL's group
       // state is left clean (the run stops with the error either way).
       for (StepId s : xs)
-        if (error.empty() && !stream_issue(s, so.bytes[s], why)) fail(s, o.stream->name() + ": " + why);
-      std::string why_end;
-      if (!error.empty()) {
-        o.stream->group_end(o.timeout_s, why_end);
+        if (!failed() && !stream_issue(s, so.bytes[s])) stream_failed(s);
+      if (failed()) {
+        Diagnostics ignored;  // the run already failed: the group only ends
+        o.stream->group_end(o.timeout_s, ignored);
         break;
       }
-      if (!o.stream->group_end(o.timeout_s, why)) {
+      if (!o.stream->group_end(o.timeout_s, dev_diags)) {
+        std::string why = dev_diags.messages(dev_placed);  // (the report quotes the transport's own words)
+        stream_failed(kNoStep);
         res.stalled = why.find("did not complete") != std::string::npos;
-        fail(kNoStep, o.stream->name() + ": " + why);
         res.report = stream_report(lv, why);
         break;
       }
       // Reducing receives landed in device staging: reduced into place on lane 1.
       for (StepId s : xs)
         if (g.kind(s) == StepKind::Recv && (g.flags(s) & kFlagReduce)) {
+          cur_step = s;
           Range r = g.range(s);
           reduce_range(r, flag_op(g.flags(s)), dptr(r), dstage + stage_off[s], so.bytes[s] / dtype_size(dtype(r)));
         }
-      if (!dev_ok(dev->mark(group_mark[lv], why), "a device mark", nullptr, why)) break;
+      if (!dev_ok(dev->mark(group_mark[lv], dev_diags), "a device mark", nullptr, kNoStep)) break;
     }
     for (StepId s : level_local[lv]) {
-      if (!error.empty()) break;
+      if (failed()) break;
       // Its level is the newest group it needs (the transfers it waits for, those its local
       // dependencies needed, and what an isend or irecv it follows waited for: stream_order.hpp);
       // always one of this rank's groups.
@@ -120,27 +120,28 @@ RunResult Executor::Impl::run_streamed() {
       if (g.kind(s) == StepKind::Wait && need <= waited_group && !needs_mark[s]) continue;  // nothing to wait for
       if (!to_lane(0)) break;
       if (need > waited_group) {
-        if (!dev_ok(dev->wait_mark(group_mark[need], why), "a device wait", nullptr, why)) break;
+        if (!dev_ok(dev->wait_mark(group_mark[need], dev_diags), "a device wait", nullptr, s)) break;
         waited_group = need;
       }
       local_work(s);
-      if (needs_mark[s] && !dev_ok(dev->mark(step_mark[s], why), "a device mark", nullptr, why)) break;
+      if (needs_mark[s] && !dev_ok(dev->mark(step_mark[s], dev_diags), "a device mark", nullptr, s)) break;
     }
   }
   // The drain: both lanes done (at most the timeout), then back to synchronous calls.
-  if (error.empty() && !dev->select_lane(-1, o.timeout_s, why)) {
+  if (!failed() && !dev->select_lane(-1, o.timeout_s, dev_diags)) {
     res.stalled = true;
-    error = why;
+    std::string why = place_failure(kNoStep, "", true);
     uint32_t first = 1;
     while (first <= so.groups && (group_mark[first] < 0 || dev->mark_reached(group_mark[first]))) ++first;
     res.report = stream_report(std::min(first, so.groups), why);
-  } else if (!error.empty()) {
-    dev->select_lane(-1, 1, why);
+  } else if (failed()) {
+    Diagnostics ignored;  // the run already failed: the lanes only drain
+    dev->select_lane(-1, 1, ignored);
   }
   lanes = false;
   cur_lane = -1;
-  res.completed = error.empty();
-  res.error = error;
+  res.completed = !failed();
+  if (failed()) res.error = errors.all().front();
   // The host only enqueued the compute: its time is on the device lanes, which the host does
   // not see, so none is reported (and exec prints no overlap figure for this transport).
   res.compute_s = 0;
@@ -149,11 +150,12 @@ RunResult Executor::Impl::run_streamed() {
 }
 
 // One transfer or collective of the open group.
-bool Executor::Impl::stream_issue(StepId s, uint64_t msg_bytes, std::string& why) {
+bool Executor::Impl::stream_issue(StepId s, uint64_t msg_bytes) {
   Range r = g.range(s);
   switch (g.kind(s)) {
-    case StepKind::Send: return o.stream->send(dptr(r), msg_bytes, g.peer(s), why);
-    case StepKind::Recv: return o.stream->recv((g.flags(s) & kFlagReduce) ? dstage + stage_off[s] : dptr(r), msg_bytes, g.peer(s), why);
+    case StepKind::Send: return o.stream->send(dptr(r), msg_bytes, g.peer(s), dev_diags);
+    case StepKind::Recv:
+      return o.stream->recv((g.flags(s) & kFlagReduce) ? dstage + stage_off[s] : dptr(r), msg_bytes, g.peer(s), dev_diags);
     case StepKind::Collective: {
       const CollInfo& c = g.coll(s);
       const GroupInfo& gr = g.groups[c.group];
@@ -169,9 +171,9 @@ bool Executor::Impl::stream_issue(StepId s, uint64_t msg_bytes, std::string& why
         x.in = c.into.cnt ? dptr(r) : dstage + stage_off[s];
         x.p = c.into.cnt ? dptr(c.into) : dptr(r);
       }
-      return o.stream->collective(x, why);
+      return o.stream->collective(x, dev_diags);
     }
-    default: return why = "not a transfer", false;
+    default: return dev_diags.fail("not a transfer");
   }
 }
 

@@ -34,12 +34,13 @@ bool Executor::Impl::take_messages(bool& expecting) {
       if (!flag) break;
       auto seq = static_cast<size_t>(status.MPI_TAG);
       if (seq >= from_src[i].size()) {
-        error = "a choreographic message from rank " + std::to_string(srcs[i]) + " with tag " + std::to_string(seq) + " has no receive";
+        fail(kNoStep,
+             "a choreographic message from rank " + std::to_string(srcs[i]) + " with tag " + std::to_string(seq) + " has no receive");
         return false;
       }
       StepId s = from_src[i][seq];
       if (!prepost.empty() && prepost[s]) {  // (its receive was posted: MPI matches it there first)
-        error = "internal: a message for the posted receive " + describe(s) + " was probed";
+        fail(s, "internal: a message for the posted receive " + describe(s) + " was probed");
         return false;
       }
       ++taken[i];
@@ -66,14 +67,13 @@ bool Executor::Impl::receive_matched(StepId s, MPI_Message& msg) {
   direct[s] = straight;
   MPI_Request q;
   unsigned char* dst = straight ? mpi_ptr(s, r) : mpi_stage(s);
-  if (!check_rc(via_ipc(s) ? ipc_imrecv(s, dst, &msg, &q) : MPI_Imrecv(dst, count_of(bytes(r), error), MPI_BYTE, &msg, &q), "MPI_Imrecv",
-                s))
+  if (!check_rc(via_ipc(s) ? ipc_imrecv(s, dst, &msg, &q) : MPI_Imrecv(dst, count_of(bytes(r), s), MPI_BYTE, &msg, &q), "MPI_Imrecv", s))
     return false;
   int done = 0;
   if (!check_rc(MPI_Test(&q, &done, MPI_STATUS_IGNORE), "MPI_Test", s)) return false;
   if (done) on_request_done(s, Req::ChoreoData);
   else track(q, s, Req::ChoreoData);
-  return error.empty();
+  return !failed();
 }
 
 // Whether every unsatisfied dependency of s will be done without waiting on anything but
@@ -102,6 +102,7 @@ bool Executor::Impl::deps_soon(StepId s, int depth) const {
 }
 
 void Executor::Impl::finish_choreo_recv(StepId s) {
+  cur_step = s;
   if (flow_lanes && !to_lane(1)) return;
   Range r = g.range(s);
   const unsigned char* src = staging.p + stage_off[s];
@@ -114,37 +115,37 @@ void Executor::Impl::finish_choreo_recv(StepId s) {
 // Device mode: a received message in host staging goes to its destination on the device, or to
 // the device staging slot and is reduced from there by the device.
 void Executor::Impl::finish_staged_on_device(StepId s, const Range& r, const unsigned char* src) {
-  std::string why;
   if (direct_p2p(s)) {  // the message is in the device staging slot already
     unsigned char* d = dstage + stage_off[s];
     if (g.flags(s) & kFlagReduce) reduce_range(r, flag_op(g.flags(s)), dptr(r), d, UINT64_MAX);
-    else dev_ok(dev->copy(dptr(r), d, bytes(r), why), "a device copy of a received message", &r, why);
+    else dev_ok(dev->copy(dptr(r), d, bytes(r), dev_diags), "a device copy of a received message", &r);
     return;
   }
   if (g.flags(s) & kFlagReduce) {
     unsigned char* d = dstage + stage_off[s];
-    if (dev_ok(dev->to_device(d, src, bytes(r), why), "a copy of a received message to the device", &r, why))
+    if (dev_ok(dev->to_device(d, src, bytes(r), dev_diags), "a copy of a received message to the device", &r))
       reduce_range(r, flag_op(g.flags(s)), dptr(r), d, UINT64_MAX);
   } else {
-    dev_ok(dev->to_device(dptr(r), src, bytes(r), why), "a copy of a received message to the device", &r, why);
+    dev_ok(dev->to_device(dptr(r), src, bytes(r), dev_diags), "a copy of a received message to the device", &r);
   }
 }
 
 void Executor::Impl::start_collective(StepId s, const Range& r) {
+  cur_step = s;
   const CollInfo& c = g.coll(s);
   const GroupInfo& gr = g.groups[c.group];
   MPI_Comm comm = group_comm[c.group];
   if (comm == MPI_COMM_NULL) {
-    error = "no communicator for " + describe(s);
+    fail(s, "no communicator for " + describe(s));
     return;
   }
   MPI_Datatype t = mpi_type(dtype(r));
   MPI_Op mop = mpi_op(c.op, dtype(r));
-  int n = count_of(elems(r), error);
+  int n = count_of(elems(r), s);
   if (att.active && att.merge[r.buf]) {  // partial attention outputs: rows of dim + 1 floats, merged
     t = attention_row_type(att.dim);
     mop = attention_merge_op();
-    n = count_of(bytes(r) / ((att.dim + uint64_t{1}) * 4), error);
+    n = count_of(bytes(r) / ((att.dim + uint64_t{1}) * 4), s);
   }
   int per = gr.count ? n / static_cast<int>(gr.count) : 0;
   int root = static_cast<int>(std::max<int64_t>(0, gr.index_of(c.root)));
@@ -179,6 +180,7 @@ void Executor::Impl::start_collective(StepId s, const Range& r) {
 }
 
 void Executor::Impl::finish_collective(StepId s) {
+  cur_step = s;
   const CollInfo& c = g.coll(s);
   if (c.kind == CollKind::ReduceScatter) {
     const GroupInfo& gr = g.groups[c.group];

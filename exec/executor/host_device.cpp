@@ -33,20 +33,20 @@ HostDeviceOps::~HostDeviceOps() {
   }
 }
 
-unsigned char* HostDeviceOps::allocate(size_t bytes, std::string& err) {
-  if (!shared_) return allocate_private(bytes, err);
+unsigned char* HostDeviceOps::allocate(size_t bytes, Diagnostics& diags) {
+  if (!shared_) return allocate_private(bytes, diags);
   // A memfd mapped shared: page-aligned and zeroed, and another process can map the same pages.
   size_t n = bytes ? bytes : 1;
   int fd = memfd_create("stepgraph-device", MFD_CLOEXEC);
-  if (fd < 0) return err = std::string("memfd_create: ") + std::strerror(errno), nullptr;
+  if (fd < 0) return diags.fail(std::string("memfd_create: ") + std::strerror(errno)), nullptr;
   if (ftruncate(fd, static_cast<off_t>(n)) != 0) {
-    err = std::string("ftruncate of shared memory (") + std::to_string(n) + " bytes): " + std::strerror(errno);
+    diags.fail(std::string("ftruncate of shared memory (") + std::to_string(n) + " bytes): " + std::strerror(errno));
     close(fd);
     return nullptr;
   }
   void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) {
-    err = std::string("mmap of shared memory (") + std::to_string(n) + " bytes): " + std::strerror(errno);
+    diags.fail(std::string("mmap of shared memory (") + std::to_string(n) + " bytes): " + std::strerror(errno));
     close(fd);
     return nullptr;
   }
@@ -55,9 +55,9 @@ unsigned char* HostDeviceOps::allocate(size_t bytes, std::string& err) {
   return q;
 }
 
-bool HostDeviceOps::ipc_export(const unsigned char* base, unsigned char* handle, std::string& err) {
+bool HostDeviceOps::ipc_export(const unsigned char* base, unsigned char* handle, Diagnostics& diags) {
   auto it = maps_.find(base);
-  if (it == maps_.end() || it->second.fd < 0) return err = "memory not allocated shared by this stand-in device", false;
+  if (it == maps_.end() || it->second.fd < 0) return diags.fail("memory not allocated shared by this stand-in device");
   HostIpcHandle h;
   h.pid = getpid();
   h.fd = it->second.fd;
@@ -67,19 +67,19 @@ bool HostDeviceOps::ipc_export(const unsigned char* base, unsigned char* handle,
   return true;
 }
 
-unsigned char* HostDeviceOps::ipc_open(const unsigned char* handle, size_t bytes, std::string& err) {
+unsigned char* HostDeviceOps::ipc_open(const unsigned char* handle, size_t bytes, Diagnostics& diags) {
   HostIpcHandle h;
   std::memcpy(&h, handle, sizeof h);
-  if (h.magic != HostIpcHandle{}.magic) return err = "not a handle of the stand-in device", nullptr;
+  if (h.magic != HostIpcHandle{}.magic) return diags.fail("not a handle of the stand-in device"), nullptr;
   if (h.len < bytes)
-    return err = "a shared allocation of " + std::to_string(h.len) + " bytes, " + std::to_string(bytes) + " expected", nullptr;
+    return diags.fail("a shared allocation of " + std::to_string(h.len) + " bytes, " + std::to_string(bytes) + " expected"), nullptr;
   std::string path = "/proc/" + std::to_string(h.pid) + "/fd/" + std::to_string(h.fd);
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) return err = "open " + path + ": " + std::strerror(errno), nullptr;
+  if (fd < 0) return diags.fail("open " + path + ": " + std::strerror(errno)), nullptr;
   void* p = mmap(nullptr, h.len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;
   close(fd);
-  if (p == MAP_FAILED) return err = "mmap " + path + ": " + std::strerror(e), nullptr;
+  if (p == MAP_FAILED) return diags.fail("mmap " + path + ": " + std::strerror(e)), nullptr;
   auto* q = static_cast<unsigned char*>(p);
   maps_[q] = Mapping{-1, h.len};
   return q;
@@ -93,12 +93,12 @@ void HostDeviceOps::ipc_close(unsigned char* p, size_t bytes) {
   maps_.erase(it);
 }
 
-unsigned char* HostDeviceOps::allocate_private(size_t bytes, std::string& err) {
+unsigned char* HostDeviceOps::allocate_private(size_t bytes, Diagnostics& diags) {
   // 64-byte aligned and zeroed, as cudaMalloc + cudaMemset would give.
   size_t n = (bytes + 63) / 64 * 64;
   auto* p = static_cast<unsigned char*>(std::aligned_alloc(64, n ? n : 64));
   if (!p) {
-    err = "out of memory (" + std::to_string(bytes) + " bytes)";
+    diags.fail("out of memory (" + std::to_string(bytes) + " bytes)");
     return nullptr;
   }
   std::memset(p, 0, n ? n : 64);
@@ -113,25 +113,29 @@ void HostDeviceOps::release(unsigned char* p) {
   maps_.erase(it);
 }
 
-bool HostDeviceOps::to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string& err) {
-  return defer([=](std::string&) { return std::memcpy(host, dev, bytes), true; }, err);
+bool HostDeviceOps::to_host(unsigned char* host, const unsigned char* dev, size_t bytes, Diagnostics& diags) {
+  if (faulty("to_host", diags)) return false;
+  return defer([=](Diagnostics&) { return std::memcpy(host, dev, bytes), true; }, diags);
 }
 
-bool HostDeviceOps::to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) {
-  return defer([=](std::string&) { return std::memcpy(dev, host, bytes), true; }, err);
+bool HostDeviceOps::to_device(unsigned char* dev, const unsigned char* host, size_t bytes, Diagnostics& diags) {
+  if (faulty("to_device", diags)) return false;
+  return defer([=](Diagnostics&) { return std::memcpy(dev, host, bytes), true; }, diags);
 }
 
-bool HostDeviceOps::copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) {
-  return defer([=](std::string&) { return std::memmove(dst, src, bytes), true; }, err);
+bool HostDeviceOps::copy(unsigned char* dst, const unsigned char* src, size_t bytes, Diagnostics& diags) {
+  if (faulty("copy", diags)) return false;
+  return defer([=](Diagnostics&) { return std::memmove(dst, src, bytes), true; }, diags);
 }
 
-bool HostDeviceOps::reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) {
-  return defer([=](std::string&) { return reduce_into(t, op, dst, src, n), true; }, err);
+bool HostDeviceOps::reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, Diagnostics& diags) {
+  if (faulty("reduce", diags)) return false;
+  return defer([=](Diagnostics&) { return reduce_into(t, op, dst, src, n), true; }, diags);
 }
 
-bool HostDeviceOps::attention_tile(const AttentionTile& t, std::string& err) {
+bool HostDeviceOps::attention_tile(const AttentionTile& t, Diagnostics& diags) {
   return defer(
-      [=](std::string&) {
+      [=](Diagnostics&) {
         AttentionLayout a;
         a.bf16 = t.bf16;
         a.dim = t.dim;
@@ -140,26 +144,26 @@ bool HostDeviceOps::attention_tile(const AttentionTile& t, std::string& err) {
         run_attention_tile(a, t.backward, t.causal, t.q, t.kv, t.out0, t.out1);
         return true;
       },
-      err);
+      diags);
 }
 
-bool HostDeviceOps::attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) {
+bool HostDeviceOps::attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, Diagnostics& diags) {
   return defer(
-      [=](std::string&) {
+      [=](Diagnostics&) {
         attn_merge(reinterpret_cast<float*>(acc), reinterpret_cast<const float*>(part),
                    TileShape{1, 1, static_cast<uint32_t>(rows), 0, dim});
         return true;
       },
-      err);
+      diags);
 }
 
-bool HostDeviceOps::defer(std::function<bool(std::string&)> fn, std::string& err) {
-  if (!lazy_ || lane_ < 0) return fn(err);
+bool HostDeviceOps::defer(std::function<bool(Diagnostics&)> fn, Diagnostics& diags) {
+  if (!lazy_ || lane_ < 0) return fn(diags);
   q_[lane_].push_back(Item{Item::Work, 0, std::move(fn)});
   return true;
 }
 
-bool HostDeviceOps::select_lane(int k, double timeout_s, std::string& err) {
+bool HostDeviceOps::select_lane(int k, double timeout_s, Diagnostics& diags) {
   (void)timeout_s;  // the stand-in transport's groups time themselves
   if (!lazy_) return true;
   if (k >= 0) {
@@ -169,11 +173,11 @@ bool HostDeviceOps::select_lane(int k, double timeout_s, std::string& err) {
   }
   if (lane_ < 0) return true;
   lane_ = -1;
-  return drain(err);
+  return drain(diags);
 }
 
-bool HostDeviceOps::mark(int& id, std::string& err) {
-  (void)err;
+bool HostDeviceOps::mark(int& id, Diagnostics& diags) {
+  (void)diags;
   id = static_cast<int>(reached_.size());
   reached_.push_back(0);
   if (!lazy_ || lane_ < 0) reached_.back() = 1;
@@ -181,8 +185,8 @@ bool HostDeviceOps::mark(int& id, std::string& err) {
   return true;
 }
 
-bool HostDeviceOps::wait_mark(int id, std::string& err) {
-  if (id < 0 || static_cast<size_t>(id) >= reached_.size()) return err = "a wait for a mark not made", false;
+bool HostDeviceOps::wait_mark(int id, Diagnostics& diags) {
+  if (id < 0 || static_cast<size_t>(id) >= reached_.size()) return diags.fail("a wait for a mark not made");
   if (lazy_ && lane_ >= 0) q_[lane_].push_back(Item{Item::Wait, id, nullptr});
   return true;
 }
@@ -191,14 +195,14 @@ bool HostDeviceOps::mark_reached(int id) const {
   return id >= 0 && static_cast<size_t>(id) < reached_.size() && reached_[static_cast<size_t>(id)];
 }
 
-bool HostDeviceOps::progress(std::string& err) {
+bool HostDeviceOps::progress(Diagnostics& diags) {
   if (!lazy_) return true;
-  return run_items(1 + next_random() % 4, false, err);  // a few items per poll: the device lags the host by a varying amount
+  return run_items(1 + next_random() % 4, false, diags);  // a few items per poll: the device lags the host by a varying amount
 }
 
 // One item at a time from a lane drawn at random among those that may go, as two streams
 // interleave on a GPU.
-bool HostDeviceOps::run_items(uint64_t budget, bool all, std::string& err) {
+bool HostDeviceOps::run_items(uint64_t budget, bool all, Diagnostics& diags) {
   for (; budget > 0; --budget) {
     bool can[2];
     for (int k = 0; k < 2; ++k) {
@@ -207,7 +211,7 @@ bool HostDeviceOps::run_items(uint64_t budget, bool all, std::string& err) {
     }
     if (!can[0] && !can[1]) {
       if (!all || (q_[0].empty() && q_[1].empty())) return true;
-      err = "both lanes wait for marks that are never reached";
+      diags.fail("both lanes wait for marks that are never reached");
       q_[0].clear(), q_[1].clear();
       return false;
     }
@@ -215,7 +219,7 @@ bool HostDeviceOps::run_items(uint64_t budget, bool all, std::string& err) {
     Item it = std::move(q_[k].front());
     q_[k].pop_front();
     if (it.kind == Item::Mark) reached_[static_cast<size_t>(it.id)] = 1;
-    if (it.kind == Item::Work && !it.fn(err)) {
+    if (it.kind == Item::Work && !it.fn(diags)) {
       q_[0].clear(), q_[1].clear();
       return false;
     }

@@ -17,6 +17,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "core/device/device_ops.hpp"
@@ -32,46 +33,54 @@ class HostDeviceOps final : public DeviceOps {
   }
   // Device memory other processes of the node can open (ipc_export / ipc_open).
   void set_shared() { shared_ = true; }
+  // Fault injection for the tests (STEPGRAPH_DEVICE_FAULT): every call of this kind ("reduce",
+  // "copy", "to_host" or "to_device") fails when it is made, as a kernel launch that the device
+  // refuses does, so that the failure is reported at the statement of the step that made it.
+  void inject_fault(std::string kind) { fault_ = std::move(kind); }
   ~HostDeviceOps() override;
   std::string name() const override { return "host memory standing in for a device"; }
-  unsigned char* allocate(size_t bytes, std::string& err) override;
+  unsigned char* allocate(size_t bytes, Diagnostics& diags) override;
   void release(unsigned char* p) override;
-  unsigned char* allocate_host(size_t bytes, std::string& err) override { return allocate_private(bytes, err); }
+  unsigned char* allocate_host(size_t bytes, Diagnostics& diags) override { return allocate_private(bytes, diags); }
   void release_host(unsigned char* p) override { release(p); }
-  bool ipc_export(const unsigned char* base, unsigned char* handle, std::string& err) override;
-  unsigned char* ipc_open(const unsigned char* handle, size_t bytes, std::string& err) override;
+  bool ipc_export(const unsigned char* base, unsigned char* handle, Diagnostics& diags) override;
+  unsigned char* ipc_open(const unsigned char* handle, size_t bytes, Diagnostics& diags) override;
   void ipc_close(unsigned char* p, size_t bytes) override;
-  bool to_host(unsigned char* host, const unsigned char* dev, size_t bytes, std::string& err) override;
-  bool to_device(unsigned char* dev, const unsigned char* host, size_t bytes, std::string& err) override;
-  bool copy(unsigned char* dst, const unsigned char* src, size_t bytes, std::string& err) override;
-  bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, std::string& err) override;
-  bool attention_tile(const AttentionTile& t, std::string& err) override;  // the CPU tiles (exec/attention/attention_kernels)
-  bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, std::string& err) override;
-  bool select_lane(int k, double timeout_s, std::string& err) override;
-  bool mark(int& id, std::string& err) override;
-  bool wait_mark(int id, std::string& err) override;
+  bool to_host(unsigned char* host, const unsigned char* dev, size_t bytes, Diagnostics& diags) override;
+  bool to_device(unsigned char* dev, const unsigned char* host, size_t bytes, Diagnostics& diags) override;
+  bool copy(unsigned char* dst, const unsigned char* src, size_t bytes, Diagnostics& diags) override;
+  bool reduce(DType t, ReduceOp op, unsigned char* dst, const unsigned char* src, size_t n, Diagnostics& diags) override;
+  bool attention_tile(const AttentionTile& t, Diagnostics& diags) override;  // the CPU tiles (exec/attention/attention_kernels)
+  bool attention_merge(unsigned char* acc, const unsigned char* part, size_t rows, uint32_t dim, Diagnostics& diags) override;
+  bool select_lane(int k, double timeout_s, Diagnostics& diags) override;
+  bool mark(int& id, Diagnostics& diags) override;
+  bool wait_mark(int id, Diagnostics& diags) override;
   bool mark_reached(int id) const override;
-  bool run_on_lane(std::function<bool(std::string&)> fn, std::string& err) override { return defer(std::move(fn), err); }
-  bool progress(std::string& err) override;
+  bool run_on_lane(std::function<bool(Diagnostics&)> fn, Diagnostics& diags) override { return defer(std::move(fn), diags); }
+  bool progress(Diagnostics& diags) override;
 
  private:
   struct Item {
     enum Kind : uint8_t { Work, Mark, Wait } kind = Work;
     int id = 0;
-    std::function<bool(std::string&)> fn;
+    std::function<bool(Diagnostics&)> fn;
   };
   // Runs fn now (no lane, or lanes not deferred) or queues it on the current lane.
-  bool defer(std::function<bool(std::string&)> fn, std::string& err);
+  bool defer(std::function<bool(Diagnostics&)> fn, Diagnostics& diags);
   // Runs up to `budget` items (all: until both lanes are empty or stopped at waits), each from a
-  // lane drawn at random among those that may go. False with err when an item failed, or when
+  // lane drawn at random among those that may go. False, with the failure in diags, when an item failed, or when
   // `all` and both lanes wait for marks that are never reached.
-  bool run_items(uint64_t budget, bool all, std::string& err);
-  bool drain(std::string& err) { return run_items(UINT64_MAX, true, err); }
+  bool run_items(uint64_t budget, bool all, Diagnostics& diags);
+  bool drain(Diagnostics& diags) { return run_items(UINT64_MAX, true, diags); }
   uint64_t next_random() {
     rng_ ^= rng_ << 13, rng_ ^= rng_ >> 7, rng_ ^= rng_ << 17;  // xorshift64
     return rng_;
   }
-  unsigned char* allocate_private(size_t bytes, std::string& err);
+  unsigned char* allocate_private(size_t bytes, Diagnostics& diags);
+  bool faulty(const char* kind, Diagnostics& diags) const {
+    return !fault_.empty() && fault_ == kind && !diags.fail(std::string("an injected fault (STEPGRAPH_DEVICE_FAULT=") + kind + ")");
+  }
+  std::string fault_;
   struct Mapping {
     int fd = -1;     // the memfd (own allocations; kept open so that peers can open it), else -1
     size_t len = 0;  // the mapped length

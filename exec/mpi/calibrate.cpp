@@ -58,11 +58,11 @@ void fit(PairClass& c) {
 
 }  // namespace
 
-bool calibrate(MPI_Comm comm, const std::vector<uint64_t>& sizes, int iters, Calibration& out, std::string& err) {
+bool calibrate(MPI_Comm comm, const std::vector<uint64_t>& sizes, int iters, Calibration& out, Diagnostics& diags) {
   int me = 0, n = 1;
   MPI_Comm_rank(comm, &me);
   MPI_Comm_size(comm, &n);
-  if (n < 2) return err = "calibrate needs at least 2 processes (mpiexec -n 2 or more)", false;
+  if (n < 2) return diags.fail("calibrate needs at least 2 processes (mpiexec -n 2 or more)");
   // Node of every rank: the lowest world rank sharing memory with it.
   MPI_Comm node;
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, me, MPI_INFO_NULL, &node);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "core/dsl/diagnostics.hpp"
+
 namespace sg::exec {
 
 struct PingPoint {
@@ -30,8 +32,9 @@ struct Calibration {
   std::vector<PairClass> classes;
 };
 
-// sizes: the message sizes to measure; iters: round trips per size (the fastest counts).
-bool calibrate(MPI_Comm comm, const std::vector<uint64_t>& sizes, int iters, Calibration& out, std::string& err);
+// sizes: the message sizes to measure; iters: round trips per size (the fastest counts). False
+// with the reason in `diags` (fewer than 2 processes).
+bool calibrate(MPI_Comm comm, const std::vector<uint64_t>& sizes, int iters, Calibration& out, Diagnostics& diags);
 
 // The platform string for `sim` from a calibration: a star for one node, `nodes:` for several.
 std::string calibration_platform(const Calibration& c);

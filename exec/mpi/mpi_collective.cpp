@@ -37,36 +37,34 @@ const std::map<std::string, std::map<std::string, int>>& tuned_algorithms() {
 
 }  // namespace
 
-bool set_native_algo(const std::string& spec, std::string& err) {
+bool set_native_algo(const std::string& spec, Diagnostics& diags) {
   // Open MPI reads these variables at MPI_Init; another MPI ignores them, and its collective
   // would be timed under a name it did not run.
   if (linked_mpi() != "openmpi")
-    return err =
-               "--native-algo picks an algorithm of Open MPI's tuned collectives (OMPI_MCA_coll_tuned_*), and this stepgraph is built "
-               "with " +
-               mpi_library() + ", which has no such control here" +
-               (linked_mpi() == "mpich" ? " (MPICH chooses by its own variables, e.g. MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring, set in "
-                                          "the environment before mpiexec)"
-                                        : std::string()),
-           false;
+    return diags.fail(
+        "--native-algo picks an algorithm of Open MPI's tuned collectives (OMPI_MCA_coll_tuned_*), and this stepgraph is built with " +
+        mpi_library() + ", which has no such control here" +
+        (linked_mpi() == "mpich" ? " (MPICH chooses by its own variables, e.g. MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=ring, set in "
+                                   "the environment before mpiexec)"
+                                 : std::string()));
   const auto& t = tuned_algorithms();
   std::vector<std::pair<std::string, int>> set;
   auto eq = spec.find('=');
   if (eq != std::string::npos) {
     std::string coll = spec.substr(0, eq), name = spec.substr(eq + 1);
     auto c = t.find(coll);
-    if (c == t.end()) return err = "--native-algo: unknown collective '" + coll + "'", false;
+    if (c == t.end()) return diags.fail("--native-algo: unknown collective '" + coll + "'");
     auto a = c->second.find(name);
     if (a != c->second.end()) set.emplace_back(coll, a->second);
     else if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) set.emplace_back(coll, std::atoi(name.c_str()));
-    else return err = "--native-algo: '" + name + "' is not one of Open MPI's " + coll + " algorithms", false;
+    else return diags.fail("--native-algo: '" + name + "' is not one of Open MPI's " + coll + " algorithms");
   } else {
     for (const auto& [coll, names] : t) {
       auto a = names.find(spec);
       if (a != names.end()) set.emplace_back(coll, a->second);
     }
     if (set.empty())
-      return err = "--native-algo: no Open MPI collective has an algorithm named '" + spec + "' (use COLL=NAME or COLL=NUMBER)", false;
+      return diags.fail("--native-algo: no Open MPI collective has an algorithm named '" + spec + "' (use COLL=NAME or COLL=NUMBER)");
   }
   setenv("OMPI_MCA_coll_tuned_use_dynamic_rules", "1", 1);
   for (const auto& [coll, num] : set) setenv(("OMPI_MCA_coll_tuned_" + coll + "_algorithm").c_str(), std::to_string(num).c_str(), 1);

@@ -7,14 +7,15 @@
 #include <string>
 #include <vector>
 
+#include "core/dsl/diagnostics.hpp"
 #include "core/graph/step_graph.hpp"
 
 namespace sg::exec {
 
 // --native-algo NAME (every collective that has an algorithm of that name) or COLL=NAME|NUMBER:
 // sets Open MPI 4.1's coll_tuned variables in the environment, which MPI_Init reads, so it must
-// run before MPI_Init. False with the reason for an unknown collective or algorithm.
-bool set_native_algo(const std::string& spec, std::string& err);
+// run before MPI_Init. False with the reason in `diags` for an unknown collective or algorithm.
+bool set_native_algo(const std::string& spec, Diagnostics& diags);
 
 // MPI's own collective for a postcondition's kind on `bytes` per rank of one element type.
 struct MpiCollective {

@@ -30,23 +30,23 @@ class MpiStreamComm final : public StreamComm {
   MpiStreamComm(const MpiStreamComm&) = delete;
   MpiStreamComm& operator=(const MpiStreamComm&) = delete;
   std::string name() const override { return "MPI standing in for NCCL"; }
-  bool add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, std::string& err) override;
-  bool group_start(std::string& err) override;
-  bool group_end(double timeout_s, std::string& err) override;
-  bool send(const unsigned char* p, size_t bytes, uint32_t peer, std::string& err) override;
-  bool recv(unsigned char* p, size_t bytes, uint32_t peer, std::string& err) override;
-  bool collective(const Coll& c, std::string& err) override;
+  bool add_group(uint32_t start, uint32_t count, uint32_t stride, bool member, int& id, Diagnostics& diags) override;
+  bool group_start(Diagnostics& diags) override;
+  bool group_end(double timeout_s, Diagnostics& diags) override;
+  bool send(const unsigned char* p, size_t bytes, uint32_t peer, Diagnostics& diags) override;
+  bool recv(unsigned char* p, size_t bytes, uint32_t peer, Diagnostics& diags) override;
+  bool collective(const Coll& c, Diagnostics& diags) override;
 
  private:
   // Communicators by group (start, count, stride): one per group for the whole command, whatever
   // the number of executors (a --sweep makes one per size).
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, int> made_;
-  bool started(int rc, const char* what, std::string& err);
-  bool p2p(bool receive, unsigned char* p, size_t bytes, uint32_t peer, std::string& err);
-  bool start_collective(const Coll& c, std::string& err);
-  bool run_group(const std::vector<std::function<bool(std::string&)>>& starts, double timeout_s, std::string& err);
+  bool started(int rc, const char* what, Diagnostics& diags);
+  bool p2p(bool receive, unsigned char* p, size_t bytes, uint32_t peer, Diagnostics& diags);
+  bool start_collective(const Coll& c, Diagnostics& diags);
+  bool run_group(const std::vector<std::function<bool(Diagnostics&)>>& starts, double timeout_s, Diagnostics& diags);
   DeviceOps* dev_ = nullptr;
-  std::vector<std::function<bool(std::string&)>> pending_;  // the open group's transfers, to start when it runs
+  std::vector<std::function<bool(Diagnostics&)>> pending_;  // the open group's transfers, to start when it runs
   MPI_Comm p2p_ = MPI_COMM_NULL;
   std::vector<MPI_Comm> comms_;
   std::vector<MPI_Request> reqs_;

@@ -51,9 +51,9 @@ std::optional<bool> xml_parse(const std::string& spec, size_t base, Platform& p,
   if (!b.model()) return false;
   // Read here, in both engines: a FIFO or a device is refused before SimGrid would read it for
   // ever, and the numbers are checked before SimGrid aborts on them.
-  std::string text, err;
-  if (!read_input_file(p.xml, text, err)) return rep.error("platform file: " + err);
-  if (!check_xml_numbers(p.xml, text, rep)) return false;
+  InputFile in = read_input_file(p.xml);
+  if (!in.ok) return rep.error("platform file: " + in.error);
+  if (!check_xml_numbers(p.xml, in.text, rep)) return false;
   p.spec = p.xml + ",model=" + model_name(p.model);
   p.speed = 0;
   return true;
