@@ -127,13 +127,9 @@ InterpResult Interp::run() {
   if (!res.completed && o_.report_stuck) {
     for (const StuckRank& sr : analyze_stuck(g_, res.status, partner_, o_.mode).ranks) {
       if (issues_.size() >= 16) break;
-      Issue is;
-      is.kind = IssueKind::Stuck;
-      is.rank = sr.rank;
-      is.step = sr.step;
-      is.text = "rank " + std::to_string(sr.rank) + " is stuck at " + step_kind_name(g_.kind(sr.step)) + " #" + std::to_string(sr.step) +
-                ": it " + sr.why;
-      issues_.push_back(is);
+      issues_.push_back(Issue::of_run(IssueKind::Stuck, sr.rank, sr.step,
+                                      "rank " + std::to_string(sr.rank) + " is stuck at " + step_kind_name(g_.kind(sr.step)) + " #" +
+                                          std::to_string(sr.step) + ": it " + sr.why));
     }
   }
   for (uint32_t r = 0; r < g_.nranks; ++r)
@@ -141,23 +137,16 @@ InterpResult Interp::run() {
   res.partner = std::move(partner_);
   for (uint32_t r = 0; r < g_.nranks; ++r)
     for (const Msg& m : unexpected_[r]) {
-      Issue is;
-      is.kind = IssueKind::Unmatched;
-      is.rank = m.src;
-      is.step = m.send;
-      is.text = "rank " + std::to_string(m.src) + " sends " + g_.range_name(g_.range(m.send)) + " to rank " + std::to_string(r) + " (tag " +
-                std::to_string(m.tag) + ") and no receive takes it";
-      issues_.push_back(is);
+      issues_.push_back(Issue::of_run(IssueKind::Unmatched, m.src, m.send,
+                                      "rank " + std::to_string(m.src) + " sends " + g_.range_name(g_.range(m.send)) + " to rank " +
+                                          std::to_string(r) + " (tag " + std::to_string(m.tag) + ") and no receive takes it"));
     }
   for (StepId s = 0; s < n_; ++s) {
     if (g_.nonblocking(s) && (st_[s] & kReleased) && !waited_.count(s)) {
-      Issue is;
-      is.kind = IssueKind::Lifecycle;
-      is.rank = g_.rank(s);
-      is.step = s;
-      is.text = std::string("rank ") + std::to_string(g_.rank(s)) + ": " + (g_.kind(s) == StepKind::Send ? "isend" : "irecv") + " of " +
-                g_.range_name(g_.range(s)) + " is never waited for";
-      issues_.push_back(is);
+      issues_.push_back(Issue::of_run(IssueKind::Lifecycle, g_.rank(s), s,
+                                      std::string("rank ") + std::to_string(g_.rank(s)) + ": " +
+                                          (g_.kind(s) == StepKind::Send ? "isend" : "irecv") + " of " + g_.range_name(g_.range(s)) +
+                                          " is never waited for"));
     }
   }
   res.issues = std::move(issues_);

@@ -7,6 +7,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "core/graph/elaborate.hpp"
@@ -42,6 +43,19 @@ struct Issue {
   std::string expected, actual;  // postcondition findings: the two values, as terms
   std::vector<Run> extra;        // postcondition findings: the terms beyond the expected value
   std::vector<Run> missing;      // postcondition findings: the expected terms the chunk lacks
+
+  // A finding of the run (not of the postcondition): kind, the rank and step it concerns, and
+  // what it says; the chunk where one is concerned.
+  static Issue of_run(IssueKind kind, uint32_t rank, StepId step, std::string text, uint32_t buf = 0, uint32_t chunk = 0) {
+    Issue is;
+    is.kind = kind;
+    is.rank = rank;
+    is.buf = buf;
+    is.chunk = chunk;
+    is.step = step;
+    is.text = std::move(text);
+    return is;
+  }
 };
 
 // Where one atom went during a run (InterpOptions::follow): every step that put it into a chunk,

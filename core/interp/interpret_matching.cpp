@@ -178,13 +178,9 @@ void Interp::finish_recv(StepId r, const Msg& m) {
   // MPI matches by source, tag and communicator only: a wildcard (or a receive beside one,
   // whose pairs the match pass leaves open) can take a message of another size.
   if (g_.range_bytes(g_.range(r)) != g_.range_bytes(g_.range(m.send))) {
-    Issue is;
-    is.kind = IssueKind::SizeMismatch;
-    is.rank = g_.rank(r);
-    is.step = r;
+    Issue is = Issue::of_run(IssueKind::SizeMismatch, g_.rank(r), r, size_mismatch_text(g_, r, m.send));
     is.send = m.send;
-    is.text = size_mismatch_text(g_, r, m.send);
-    issues_.push_back(is);
+    issues_.push_back(std::move(is));
   }
   apply(g_.rank(r), g_.range(r), m.payload, g_.flags(r) & kFlagReduce, r);
   partner_[r] = m.send;

@@ -52,15 +52,10 @@ const Value& Interp::read(uint32_t rank, uint32_t buf, uint32_t chunk, StepId by
     uint64_t key = (uint64_t{rank} << 32) ^ (uint64_t{buf} << 24) ^ chunk;
     if (undefined_seen_.insert(key).second && undef_reported_ < 32) {
       ++undef_reported_;
-      Issue is;
-      is.kind = IssueKind::UndefinedRead;
-      is.rank = rank;
-      is.buf = buf;
-      is.chunk = chunk;
-      is.step = by;
-      is.text = std::string(step_kind_name(g_.kind(by))) + " on rank " + std::to_string(rank) + " reads " + g_.chunk_name(buf, chunk) +
-                ", which was never written";
-      issues_.push_back(is);
+      issues_.push_back(Issue::of_run(IssueKind::UndefinedRead, rank, by,
+                                      std::string(step_kind_name(g_.kind(by))) + " on rank " + std::to_string(rank) + " reads " +
+                                          g_.chunk_name(buf, chunk) + ", which was never written",
+                                      buf, chunk));
     }
   }
   return c.v;
@@ -252,15 +247,10 @@ void Interp::compute(StepId s) {
 }
 
 void Interp::bad_operand(StepId s, uint32_t rank, uint32_t buf, uint32_t chunk, const char* what, const Value& v, const char* want) {
-  Issue is;
-  is.kind = IssueKind::BadOperand;
-  is.rank = rank;
-  is.buf = buf;
-  is.chunk = chunk;
-  is.step = s;
-  is.text = std::string("attention tile on rank ") + std::to_string(rank) + ": operand " + what + " = " + g_.chunk_name(buf, chunk) +
-            " holds " + describe_value(v, g_, buf) + ", not " + want;
-  issues_.push_back(is);
+  issues_.push_back(Issue::of_run(IssueKind::BadOperand, rank, s,
+                                  std::string("attention tile on rank ") + std::to_string(rank) + ": operand " + what + " = " +
+                                      g_.chunk_name(buf, chunk) + " holds " + describe_value(v, g_, buf) + ", not " + want,
+                                  buf, chunk));
 }
 
 void Interp::run_collective(const Instance& in) {
