@@ -170,13 +170,9 @@ RunResult Executor::Impl::run(bool compute, bool values) {
     // The drain: both lanes done (at most the timeout; after a failure, briefly), then back to
     // synchronous calls.
     bool fine = !failed() && !res.stalled;
-    size_t from = dev_diags.size();
-    if (!dev->select_lane(-1, fine ? o.timeout_s : 1, dev_diags) && fine) {
-      std::string why = dev_diags.messages(from);
-      fail(kNoStep, "the device's work did not finish: " + why);
-      res.report = "rank " + std::to_string(me) + ": the device's work did not finish: " + why;
-    }
-    dev_placed = dev_diags.size();
+    if (!dev->select_lane(-1, fine ? o.timeout_s : 1, dev_diags) && fine)
+      res.report = "rank " + std::to_string(me) + ": " + place_failure(kNoStep, "the device's work did not finish: ", false);
+    dev_placed = dev_diags.size();  // (after a failure, what the drain says adds nothing)
     flow_lanes = lanes = false;
     cur_lane = -1;
     // The host only enqueued the compute: its time is on the device, which the host does not

@@ -228,8 +228,9 @@ struct Executor::Impl {
   uint64_t bytes(const Range& r) const { return g.range_bytes(r); }
   uint64_t elems(const Range& r) const { return uint64_t{r.cnt} * g.buffers[r.buf].chunk_elems; }
   DType dtype(const Range& r) const { return g.buffers[r.buf].dtype; }
+  static bool fits_count(uint64_t n) { return n <= static_cast<uint64_t>(INT32_MAX); }  // MPI's counts are ints
   int count_of(uint64_t n, StepId s) {
-    if (n > static_cast<uint64_t>(INT32_MAX)) {
+    if (!fits_count(n)) {
       fail(s, "a message of " + std::to_string(n) + " elements exceeds MPI's int count");
       return -1;
     }
@@ -302,8 +303,7 @@ struct Executor::Impl {
   bool prepare(StepId s) { return down(g.range(s), g.kind(s) == StepKind::Collective); }
   bool check_rc(int rc, const char* what, StepId s) {
     if (rc == MPI_SUCCESS) return true;
-    if (!failed())
-      fail(s, std::string(what) + " failed" + (s != kNoStep ? " at " + describe(s) : std::string()) + ": " + mpi_error_string(rc));
+    fail(s, std::string(what) + " failed" + (s != kNoStep ? " at " + describe(s) : std::string()) + ": " + mpi_error_string(rc));
     return false;
   }
   void satisfy(StepId s) {

@@ -64,7 +64,7 @@ bool Executor::Impl::setup(Diagnostics& diags) {
       bool send = g.kind(s) == StepKind::Send && !g.local(s), recv = !prepost.empty() && prepost[s];
       if (!send && !recv) continue;
       Range r = g.range(s);
-      if (bytes(r) > static_cast<uint64_t>(INT32_MAX)) continue;  // (refused when the step starts)
+      if (!fits_count(bytes(r))) continue;  // (refused when the step starts)
       int count = static_cast<int>(bytes(r));
       int rc = send ? MPI_Send_init(mpi_ptr(s, r), count, MPI_BYTE, static_cast<int>(g.peer(s)), tag[s], choreo, &persistent[s])
                     : MPI_Recv_init((g.flags(s) & kFlagReduce) ? mpi_stage(s) : mpi_ptr(s, r), count, MPI_BYTE, static_cast<int>(g.peer(s)),

@@ -78,7 +78,9 @@ class HostDeviceOps final : public DeviceOps {
   }
   unsigned char* allocate_private(size_t bytes, Diagnostics& diags);
   bool faulty(const char* kind, Diagnostics& diags) const {
-    return !fault_.empty() && fault_ == kind && !diags.fail(std::string("an injected fault (STEPGRAPH_DEVICE_FAULT=") + kind + ")");
+    if (fault_ != kind) return false;
+    diags.fail(std::string("an injected fault (STEPGRAPH_DEVICE_FAULT=") + kind + ")");
+    return true;
   }
   std::string fault_;
   struct Mapping {
